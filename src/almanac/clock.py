@@ -1,0 +1,67 @@
+"""Hybrid logical clock: wall-clock milliseconds with a logical counter.
+
+A timestamp is ``physical_ms << 16 | logical``. ``now()`` never returns the
+same value twice and never goes backwards, even when the wall clock does;
+``update()`` folds in a timestamp seen from another node so causally later
+events always get later timestamps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["HybridClock", "from_datetime", "physical_ms", "to_datetime"]
+
+LOGICAL_BITS = 16
+_LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def physical_ms(ts: int) -> int:
+    return ts >> LOGICAL_BITS
+
+
+def from_datetime(moment: dt.datetime) -> int:
+    """The largest timestamp within the given instant's millisecond."""
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    ms = int(moment.timestamp() * 1000)
+    return (ms << LOGICAL_BITS) | _LOGICAL_MASK
+
+
+def to_datetime(ts: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(physical_ms(ts) / 1000, tz=dt.UTC)
+
+
+class HybridClock:
+    def __init__(self, wall_ms: Callable[[], int] = _wall_ms) -> None:
+        self._wall_ms = wall_ms
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def now(self) -> int:
+        with self._lock:
+            wall = self._wall_ms() << LOGICAL_BITS
+            self._last = wall if wall > self._last else self._last + 1
+            return self._last
+
+    def update(self, seen: int) -> int:
+        """Advance past a timestamp observed elsewhere; returns the new ``now``."""
+        with self._lock:
+            wall = self._wall_ms() << LOGICAL_BITS
+            self._last = max(wall, seen + 1, self._last + 1)
+            return self._last
+
+    def wait_until(self, ts: int) -> None:
+        """Sleep until the wall clock has passed ``ts`` (a hybrid timestamp)."""
+        while True:
+            remaining_ms = physical_ms(ts) - self._wall_ms()
+            if remaining_ms < 0:
+                return
+            time.sleep((remaining_ms + 1) / 1000)

@@ -1,0 +1,40 @@
+"""Commands: frozen values that validate against a snapshot and yield entries."""
+
+from almanac.commands.base import ColumnDef, Command
+from almanac.commands.columns import AddColumns, AlterColumn, DropColumns
+from almanac.commands.indexes import (
+    CreateIndex,
+    DropIndex,
+    MakeIndexAvailable,
+    RemoveIndex,
+    RenameIndex,
+    StartBuildingIndex,
+)
+from almanac.commands.schemas import CreateSchema, DropSchema
+from almanac.commands.tables import CreateTable, DropTable, RenameTable, SetTableProperties
+from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, SetDefaultZone
+
+__all__ = [
+    "AddColumns",
+    "AlterColumn",
+    "AlterZone",
+    "ColumnDef",
+    "Command",
+    "CreateIndex",
+    "CreateSchema",
+    "CreateTable",
+    "CreateZone",
+    "DropColumns",
+    "DropIndex",
+    "DropSchema",
+    "DropTable",
+    "DropZone",
+    "MakeIndexAvailable",
+    "RemoveIndex",
+    "RenameIndex",
+    "RenameTable",
+    "RenameZone",
+    "SetDefaultZone",
+    "SetTableProperties",
+    "StartBuildingIndex",
+]

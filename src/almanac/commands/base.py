@@ -1,0 +1,234 @@
+"""What every command shares: lookups that raise the right error, id
+allocation, name rules and column definitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from almanac.datatypes import ColumnType, default_params, python_value_fits, validate_params
+from almanac.descriptors import (
+    FUNCTION_DEFAULTS,
+    Column,
+    ConstantDefault,
+    DefaultValue,
+    FunctionDefault,
+    Index,
+    Schema,
+    Table,
+    Zone,
+)
+from almanac.entries import ObjectIdGenUpdate, UpdateEntry
+from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "RESERVED_SCHEMAS",
+    "ColumnDef",
+    "Command",
+    "IdAllocator",
+]
+
+RESERVED_SCHEMAS = frozenset({"SYSTEM", "INFORMATION_SCHEMA", "DEFINITION_SCHEMA"})
+
+
+class Command:
+    """A frozen description of intent. ``validate`` is pure: the same snapshot
+    and command give the same entries or the same error. An empty list means
+    the command is a no-op (for example ``IF NOT EXISTS`` on an existing name)."""
+
+    __slots__ = ()
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        raise TypeError(f"{type(self).__name__} does not define validate()")
+
+
+class IdAllocator:
+    """Hands out object ids from the snapshot's generator; ``entries`` prepends
+    the generator update so a replay reserves the same ids."""
+
+    def __init__(self, cat: CatalogSnapshot) -> None:
+        self._next = cat.object_id_gen
+        self._count = 0
+
+    def next(self) -> int:
+        value = self._next + self._count
+        self._count += 1
+        return value
+
+    def entries(self, *rest: UpdateEntry) -> list[UpdateEntry]:
+        return [ObjectIdGenUpdate(self._count), *rest]
+
+
+def qualified(schema: str, name: str) -> str:
+    return f"{schema}.{name}"
+
+
+def check_name(kind: str, name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(f"{kind} name must not be blank", kind=kind, name=name)
+    return name
+
+
+def require_schema(cat: CatalogSnapshot, name: str) -> Schema:
+    schema = cat.schema(name)
+    if schema is None:
+        raise NotFoundError(f"Schema '{name}' does not exist", kind="schema", name=name)
+    return schema
+
+
+def find_table(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Table | None:
+    require_schema(cat, schema)
+    table = cat.table(name, schema)
+    if table is None and not missing_ok:
+        raise NotFoundError(
+            f"Table '{qualified(schema, name)}' does not exist",
+            kind="table",
+            name=qualified(schema, name),
+        )
+    return table
+
+
+def require_table(cat: CatalogSnapshot, schema: str, name: str) -> Table:
+    table = find_table(cat, schema, name, missing_ok=True)
+    if table is None:
+        raise NotFoundError(
+            f"Table '{qualified(schema, name)}' does not exist",
+            kind="table",
+            name=qualified(schema, name),
+        )
+    return table
+
+
+def find_index(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Index | None:
+    require_schema(cat, schema)
+    index = cat.index(name, schema)
+    if index is None and not missing_ok:
+        raise NotFoundError(
+            f"Index '{qualified(schema, name)}' does not exist",
+            kind="index",
+            name=qualified(schema, name),
+        )
+    return index
+
+
+def require_index_id(cat: CatalogSnapshot, index_id: int) -> Index:
+    index = cat.index_by_id(index_id)
+    if index is None:
+        raise NotFoundError(f"Index with id {index_id} does not exist", kind="index", id=index_id)
+    return index
+
+
+def find_zone(cat: CatalogSnapshot, name: str, *, missing_ok: bool) -> Zone | None:
+    zone = cat.zone(name)
+    if zone is None and not missing_ok:
+        raise NotFoundError(f"Zone '{name}' does not exist", kind="zone", name=name)
+    return zone
+
+
+def ensure_relation_name_free(
+    cat: CatalogSnapshot, schema: Schema, name: str, *, ignore_index: int | None = None
+) -> None:
+    """Tables and alive indexes share one namespace per schema."""
+    full = qualified(schema.name, name)
+    if (schema.id, name) in cat.table_names:
+        raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
+    index_id = cat.index_names.get((schema.id, name))
+    if index_id is not None and index_id != ignore_index:
+        raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColumnDef:
+    """A column as a user defines it; the catalog assigns its id."""
+
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+    default: DefaultValue | None = None
+
+    def to_column(self, column_id: int) -> Column:
+        dp, ds, dl = default_params(self.type)
+        return Column(
+            id=column_id,
+            name=self.name,
+            type=self.type,
+            nullable=self.nullable,
+            precision=dp if self.precision is None else self.precision,
+            scale=ds if self.scale is None else self.scale,
+            length=dl if self.length is None else self.length,
+            default=self.default,
+        )
+
+
+def check_column_names(table: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        check_name("Column", name)
+        if name in seen:
+            raise ValidationError(
+                f"Column '{name}' is given more than once for table '{table}'",
+                kind="column",
+                name=name,
+                table=table,
+            )
+        seen.add(name)
+
+
+def check_column_def(table: str, col: ColumnDef) -> None:
+    if not isinstance(col.type, ColumnType):
+        raise ValidationError(
+            f"Column '{col.name}' of table '{table}' has no valid type", column=col.name
+        )
+    problem = validate_params(col.name, col.type, col.precision, col.scale, col.length)
+    if problem is not None:
+        raise ValidationError(problem, column=col.name, table=table)
+
+
+def check_default(
+    table: str, column: Column, default: DefaultValue | None, *, primary_key: bool
+) -> None:
+    """Function defaults only on key columns, each function on its own type;
+    constants must be values of the column's type."""
+    if default is None:
+        return
+    if isinstance(default, FunctionDefault):
+        fn_type = FUNCTION_DEFAULTS.get(default.name)
+        if fn_type is None:
+            raise ValidationError(
+                f"Unknown default function '{default.name}' for column '{column.name}' "
+                f"of table '{table}'",
+                column=column.name,
+                function=default.name,
+            )
+        if not primary_key:
+            raise ValidationError(
+                f"Column '{column.name}' of table '{table}' is not part of the primary key "
+                f"and cannot have a function default ('{default.name}')",
+                column=column.name,
+            )
+        if column.type is not fn_type:
+            raise ValidationError(
+                f"Default function '{default.name}' fills only {fn_type.sql_name} columns, "
+                f"but column '{column.name}' of table '{table}' is {column.type.sql_name}",
+                column=column.name,
+            )
+        return
+    if not isinstance(default, ConstantDefault):
+        raise ValidationError(f"Invalid default for column '{column.name}'", column=column.name)
+    if default.value is None and not column.nullable:
+        raise ValidationError(
+            f"Column '{column.name}' of table '{table}' is NOT NULL and cannot default to NULL",
+            column=column.name,
+        )
+    if not python_value_fits(
+        column.type, default.value, column.precision, column.scale, column.length
+    ):
+        raise ValidationError(
+            f"Default {default.value!r} is not a valid {column.type.sql_name} value "
+            f"for column '{column.name}' of table '{table}'",
+            column=column.name,
+        )

@@ -1,0 +1,259 @@
+"""ALTER TABLE … ADD / DROP / ALTER COLUMN."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from almanac.commands.base import (
+    DEFAULT_SCHEMA,
+    ColumnDef,
+    Command,
+    check_column_def,
+    check_column_names,
+    check_default,
+    find_table,
+    qualified,
+)
+from almanac.datatypes import ColumnType, can_widen, default_params, validate_params
+from almanac.descriptors import Column, ConstantDefault, DefaultValue, Table
+from almanac.entries import AlterColumn as AlterColumnEntry
+from almanac.entries import DropColumns as DropColumnsEntry
+from almanac.entries import NewColumns, UpdateEntry
+from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = ["AddColumns", "AlterColumn", "DropColumns"]
+
+
+def _table(cat: CatalogSnapshot, schema: str, name: str, if_exists: bool) -> Table | None:
+    if if_exists and cat.schema(schema) is None:
+        return None
+    return find_table(cat, schema, name, missing_ok=if_exists)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddColumns(Command):
+    """Adds columns atomically. ``if_not_exists`` skips only the columns whose
+    names already exist; ``if_exists`` applies to the table."""
+
+    table: str
+    columns: tuple[ColumnDef, ...]
+    schema: str = DEFAULT_SCHEMA
+    if_not_exists: bool = False
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        table = _table(cat, self.schema, self.table, self.if_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, table.name)
+        if not self.columns:
+            raise ValidationError(f"No columns to add to table '{full}'", table=full)
+        check_column_names(full, [c.name for c in self.columns])
+        new: list[Column] = []
+        next_id = table.next_column_id
+        for col in self.columns:
+            if table.column(col.name) is not None:
+                if self.if_not_exists:
+                    continue
+                raise AlreadyExistsError(
+                    f"Column '{col.name}' already exists in table '{full}'",
+                    kind="column",
+                    name=col.name,
+                    table=full,
+                )
+            check_column_def(full, col)
+            column = col.to_column(next_id)
+            if not column.nullable and (
+                not isinstance(column.default, ConstantDefault) or column.default.value is None
+            ):
+                raise ValidationError(
+                    f"Column '{col.name}' added to table '{full}' is NOT NULL and needs a "
+                    "non-null default",
+                    table=full,
+                    column=col.name,
+                    rule="not-null-default",
+                )
+            check_default(full, column, column.default, primary_key=False)
+            new.append(column)
+            next_id += 1
+        return [NewColumns(table.id, tuple(new))] if new else []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropColumns(Command):
+    """Drops columns atomically; ``if_exists`` skips only the missing ones."""
+
+    table: str
+    columns: tuple[str, ...]
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+    if_table_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        table = _table(cat, self.schema, self.table, self.if_table_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, table.name)
+        if not self.columns:
+            raise ValidationError(f"No columns to drop from table '{full}'", table=full)
+        check_column_names(full, list(self.columns))
+        alive = [i for i in cat.indexes(table.id) if i.status.alive and not i.primary_key]
+        names: list[str] = []
+        for name in self.columns:
+            if table.column(name) is None:
+                if self.if_exists:
+                    continue
+                raise NotFoundError(
+                    f"Column '{name}' does not exist in table '{full}'",
+                    kind="column",
+                    name=name,
+                    table=full,
+                )
+            if name in table.primary_key:
+                raise ValidationError(
+                    f"Column '{name}' is part of the primary key of table '{full}' and cannot "
+                    "be dropped",
+                    table=full,
+                    column=name,
+                    rule="primary-key",
+                )
+            for index in alive:
+                if name in index.columns:
+                    raise ValidationError(
+                        f"Column '{name}' is used by index '{index.name}' of table '{full}' and "
+                        "cannot be dropped",
+                        table=full,
+                        column=name,
+                        index=index.name,
+                        rule="indexed",
+                    )
+            names.append(name)
+        return [DropColumnsEntry(table.id, tuple(names))] if names else []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterColumn(Command):
+    """Type widening, DROP NOT NULL and defaults. ``not_null=True`` is SET NOT
+    NULL (always refused), ``False`` is DROP NOT NULL. A result equal to the
+    current column is a no-op."""
+
+    table: str
+    column: str
+    schema: str = DEFAULT_SCHEMA
+    type: ColumnType | None = None
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+    not_null: bool | None = None
+    default: DefaultValue | None = None
+    drop_default: bool = False
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        table = _table(cat, self.schema, self.table, self.if_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, table.name)
+        old = table.column(self.column)
+        if old is None:
+            raise NotFoundError(
+                f"Column '{self.column}' does not exist in table '{full}'",
+                kind="column",
+                name=self.column,
+                table=full,
+            )
+        in_pk = old.name in table.primary_key
+        new = self._retyped(full, old, in_pk)
+        if self.not_null is True and old.nullable:
+            raise ValidationError(
+                f"Cannot SET NOT NULL on column '{old.name}' of table '{full}': adding a NOT "
+                "NULL constraint to an existing column is not supported",
+                table=full,
+                column=old.name,
+                rule="set-not-null",
+            )
+        if self.not_null is False and not old.nullable:
+            if in_pk:
+                raise ValidationError(
+                    f"Column '{old.name}' is part of the primary key of table '{full}' and "
+                    "cannot be made nullable",
+                    table=full,
+                    column=old.name,
+                    rule="primary-key",
+                )
+            new = replace(new, nullable=True)
+        if self.drop_default and self.default is not None:
+            raise ValidationError(
+                f"Column '{old.name}' of table '{full}': SET DEFAULT and DROP DEFAULT together",
+                table=full,
+                column=old.name,
+            )
+        if self.drop_default:
+            new = replace(new, default=None)
+        elif self.default is not None:
+            new = replace(new, default=self.default)
+        if new.default != old.default or new.type is not old.type:
+            check_default(full, new, new.default, primary_key=in_pk)
+        if new == old:
+            return []
+        return [AlterColumnEntry(table.id, new)]
+
+    def _retyped(self, full: str, old: Column, in_pk: bool) -> Column:
+        target = old.type if self.type is None else self.type
+        if target is not old.type:
+            if in_pk:
+                raise ValidationError(
+                    f"Column '{old.name}' is part of the primary key of table '{full}' and "
+                    "cannot change type",
+                    table=full,
+                    column=old.name,
+                    rule="primary-key",
+                )
+            if not can_widen(old.type, target):
+                raise ValidationError(
+                    f"Cannot change type of column '{old.name}' of table '{full}' from "
+                    f"{old.type.sql_name} to {target.sql_name}",
+                    table=full,
+                    column=old.name,
+                    rule="type-change",
+                )
+        problem = validate_params(old.name, target, self.precision, self.scale, self.length)
+        if problem is not None:
+            raise ValidationError(problem, table=full, column=old.name)
+        if target is not old.type:
+            dp, ds, dl = default_params(target)
+            return replace(old, type=target, precision=dp, scale=ds, length=dl)
+        col = old
+        if self.precision is not None and self.precision != old.precision:
+            if target is not ColumnType.DECIMAL or (
+                old.precision is not None and self.precision < old.precision
+            ):
+                raise ValidationError(
+                    f"Precision of column '{old.name}' of table '{full}' ({old.type.sql_name}) "
+                    f"cannot change from {old.precision} to {self.precision}"
+                    + (": DECIMAL precision may only grow" if target is ColumnType.DECIMAL else ""),
+                    table=full,
+                    column=old.name,
+                    rule="precision",
+                )
+            col = replace(col, precision=self.precision)
+        if self.scale is not None and self.scale != old.scale:
+            raise ValidationError(
+                f"Scale of column '{old.name}' of table '{full}' cannot change "
+                f"(is {old.scale}, asked {self.scale})",
+                table=full,
+                column=old.name,
+                rule="scale",
+            )
+        if self.length is not None and self.length != old.length:
+            if old.length is not None and self.length < old.length:
+                raise ValidationError(
+                    f"Length of column '{old.name}' of table '{full}' may only grow "
+                    f"(is {old.length}, asked {self.length})",
+                    table=full,
+                    column=old.name,
+                    rule="length",
+                )
+            col = replace(col, length=self.length)
+        return col

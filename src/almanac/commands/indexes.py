@@ -1,0 +1,233 @@
+"""CREATE / DROP / RENAME INDEX and the index status lifecycle.
+
+REGISTERED → BUILDING → AVAILABLE → STOPPING → removed; REGISTERED and
+BUILDING indexes are removed directly when dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from almanac.commands.base import (
+    DEFAULT_SCHEMA,
+    Command,
+    IdAllocator,
+    check_name,
+    ensure_relation_name_free,
+    find_index,
+    qualified,
+    require_index_id,
+    require_schema,
+    require_table,
+)
+from almanac.descriptors import Collation, Index, IndexKind, IndexStatus
+from almanac.entries import (
+    MakeIndexAvailable as MakeIndexAvailableEntry,
+)
+from almanac.entries import (
+    NewIndex,
+    StopIndex,
+    UpdateEntry,
+)
+from almanac.entries import RemoveIndex as RemoveIndexEntry
+from almanac.entries import RenameIndex as RenameIndexEntry
+from almanac.entries import (
+    StartBuildingIndex as StartBuildingIndexEntry,
+)
+from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = [
+    "CreateIndex",
+    "DropIndex",
+    "MakeIndexAvailable",
+    "RemoveIndex",
+    "RenameIndex",
+    "StartBuildingIndex",
+]
+
+
+def _refuse_primary_key(index: Index, schema: str, action: str) -> None:
+    if index.primary_key:
+        raise ValidationError(
+            f"Index '{qualified(schema, index.name)}' is the primary-key index of its table "
+            f"and cannot be {action}",
+            index=qualified(schema, index.name),
+            rule="primary-key-index",
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateIndex(Command):
+    """An index starts REGISTERED, or AVAILABLE when its table is created in
+    the same version (there is nothing to build yet)."""
+
+    name: str
+    table: str
+    columns: tuple[str, ...]
+    schema: str = DEFAULT_SCHEMA
+    kind: IndexKind = IndexKind.SORTED
+    unique: bool = False
+    collations: tuple[Collation, ...] | None = None
+    if_not_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Index", self.name)
+        schema = require_schema(cat, self.schema)
+        full = qualified(self.schema, self.name)
+        if cat.index(self.name, self.schema) is not None:
+            if self.if_not_exists:
+                return []
+            raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
+        table = require_table(cat, self.schema, self.table)
+        ensure_relation_name_free(cat, schema, self.name)
+        tname = qualified(self.schema, table.name)
+        columns = tuple(self.columns)
+        if not columns:
+            raise ValidationError(f"Index '{full}' needs at least one column", index=full)
+        seen: set[str] = set()
+        for col in columns:
+            if col in seen:
+                raise ValidationError(
+                    f"Column '{col}' appears more than once in index '{full}'",
+                    index=full,
+                    column=col,
+                )
+            seen.add(col)
+            if table.column(col) is None:
+                raise ValidationError(
+                    f"Column '{col}' of index '{full}' does not exist in table '{tname}'",
+                    index=full,
+                    column=col,
+                )
+        if self.unique:
+            missing = [c for c in table.colocation if c not in seen]
+            if missing:
+                raise ValidationError(
+                    f"Unique index '{full}' must contain every colocation column of table "
+                    f"'{tname}'; missing {missing}",
+                    index=full,
+                    rule="unique-colocation",
+                )
+        collations: tuple[Collation, ...] = ()
+        if self.kind is IndexKind.HASH:
+            if self.collations:
+                raise ValidationError(f"HASH index '{full}' takes no sort order", index=full)
+        elif self.collations is None:
+            collations = tuple(Collation.ASC_NULLS_LAST for _ in columns)
+        elif len(self.collations) != len(columns):
+            raise ValidationError(
+                f"Index '{full}' has {len(columns)} column(s) but {len(self.collations)} "
+                "sort order(s)",
+                index=full,
+            )
+        else:
+            collations = tuple(self.collations)
+        status = (
+            IndexStatus.AVAILABLE
+            if table.created_version == cat.version
+            else IndexStatus.REGISTERED
+        )
+        ids = IdAllocator(cat)
+        index = Index(
+            id=ids.next(),
+            name=self.name,
+            table_id=table.id,
+            schema_id=schema.id,
+            unique=self.unique,
+            kind=self.kind,
+            columns=columns,
+            collations=collations,
+            status=status,
+        )
+        return ids.entries(NewIndex(index))
+
+
+@dataclass(frozen=True, slots=True)
+class DropIndex(Command):
+    """An AVAILABLE index moves to STOPPING (readers may still use it); a
+    REGISTERED or BUILDING one is removed at once."""
+
+    name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
+        if index is None:
+            return []
+        _refuse_primary_key(index, self.schema, "dropped")
+        if index.status is IndexStatus.AVAILABLE:
+            return [StopIndex(index.id)]
+        return [RemoveIndexEntry(index.id)]
+
+
+@dataclass(frozen=True, slots=True)
+class RenameIndex(Command):
+    name: str
+    new_name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Index", self.new_name)
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
+        if index is None or index.name == self.new_name:
+            return []
+        _refuse_primary_key(index, self.schema, "renamed (rename its table instead)")
+        ensure_relation_name_free(cat, require_schema(cat, self.schema), self.new_name)
+        return [RenameIndexEntry(index.id, self.new_name)]
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexTransition(Command):
+    index_id: int
+    source: ClassVar[IndexStatus]
+    action: ClassVar[str]
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        index = require_index_id(cat, self.index_id)
+        if index.status is not self.source:
+            raise ValidationError(
+                f"Cannot {self.action} index '{index.name}' (id {index.id}): it is "
+                f"{index.status.name}, expected {self.source.name}",
+                index=index.name,
+                status=index.status.name,
+                rule="index-status",
+            )
+        return [self._entry(index.id)]
+
+    def _entry(self, index_id: int) -> UpdateEntry:
+        raise TypeError(f"{type(self).__name__} does not define _entry()")
+
+
+@dataclass(frozen=True, slots=True)
+class StartBuildingIndex(_IndexTransition):
+    source = IndexStatus.REGISTERED
+    action = "start building"
+
+    def _entry(self, index_id: int) -> UpdateEntry:
+        return StartBuildingIndexEntry(index_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MakeIndexAvailable(_IndexTransition):
+    source = IndexStatus.BUILDING
+    action = "make available"
+
+    def _entry(self, index_id: int) -> UpdateEntry:
+        return MakeIndexAvailableEntry(index_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveIndex(_IndexTransition):
+    source = IndexStatus.STOPPING
+    action = "remove"
+
+    def _entry(self, index_id: int) -> UpdateEntry:
+        return RemoveIndexEntry(index_id)

@@ -1,0 +1,91 @@
+"""CREATE SCHEMA and DROP SCHEMA."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from almanac.commands.base import (
+    DEFAULT_SCHEMA,
+    RESERVED_SCHEMAS,
+    Command,
+    IdAllocator,
+    check_name,
+    require_schema,
+)
+from almanac.descriptors import Schema
+from almanac.entries import DropSchema as DropSchemaEntry
+from almanac.entries import DropTable as DropTableEntry
+from almanac.entries import NewSchema, RemoveIndex, UpdateEntry
+from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = ["CreateSchema", "DropSchema", "drop_table_entries"]
+
+
+def _check_not_reserved(name: str, action: str) -> None:
+    if name.upper() in RESERVED_SCHEMAS:
+        raise ValidationError(
+            f"Schema name '{name}' is reserved and cannot be {action}",
+            kind="schema",
+            name=name,
+            rule="reserved",
+        )
+
+
+def drop_table_entries(cat: CatalogSnapshot, table_id: int) -> list[UpdateEntry]:
+    """A table goes with all its indexes (STOPPING ones included)."""
+    removes: list[UpdateEntry] = [RemoveIndex(i) for i in cat.table_indexes.get(table_id, ())]
+    return [*removes, DropTableEntry(table_id)]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSchema(Command):
+    name: str
+    if_not_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Schema", self.name)
+        _check_not_reserved(self.name, "created")
+        if cat.schema(self.name) is not None:
+            if self.if_not_exists:
+                return []
+            raise AlreadyExistsError(
+                f"Schema '{self.name}' already exists", kind="schema", name=self.name
+            )
+        ids = IdAllocator(cat)
+        return ids.entries(NewSchema(Schema(id=ids.next(), name=self.name)))
+
+
+@dataclass(frozen=True, slots=True)
+class DropSchema(Command):
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Schema", self.name)
+        _check_not_reserved(self.name, "dropped")
+        if self.name == DEFAULT_SCHEMA:
+            raise ValidationError(
+                f"Schema '{self.name}' is the default schema and cannot be dropped",
+                kind="schema",
+                name=self.name,
+                rule="default",
+            )
+        if self.if_exists and cat.schema(self.name) is None:
+            return []
+        schema = require_schema(cat, self.name)
+        tables = [t for t in cat.tables_by_id.values() if t.schema_id == schema.id]
+        if tables and not self.cascade:
+            raise ValidationError(
+                f"Schema '{self.name}' is not empty ({len(tables)} table(s), e.g. "
+                f"'{self.name}.{tables[0].name}'); use CASCADE to drop it with its objects",
+                kind="schema",
+                name=self.name,
+                rule="not-empty",
+            )
+        entries: list[UpdateEntry] = []
+        for table in sorted(tables, key=lambda t: t.id):
+            entries.extend(drop_table_entries(cat, table.id))
+        entries.append(DropSchemaEntry(schema.id))
+        return entries

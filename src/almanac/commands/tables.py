@@ -1,0 +1,269 @@
+"""CREATE / DROP / RENAME TABLE and table properties."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from almanac.commands.base import (
+    DEFAULT_SCHEMA,
+    ColumnDef,
+    Command,
+    IdAllocator,
+    check_column_def,
+    check_column_names,
+    check_default,
+    check_name,
+    ensure_relation_name_free,
+    find_table,
+    qualified,
+    require_schema,
+)
+from almanac.commands.schemas import drop_table_entries
+from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
+from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table, TableProperties
+from almanac.entries import NewIndex, NewTable, NewZone, SetDefaultZone, UpdateEntry, pk_index_name
+from almanac.entries import RenameTable as RenameTableEntry
+from almanac.entries import SetTableProperties as SetTablePropertiesEntry
+from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = ["CreateTable", "DropTable", "RenameTable", "SetTableProperties"]
+
+
+def _check_properties(table: str, props: TableProperties) -> None:
+    fraction = props.stale_rows_fraction
+    if (
+        isinstance(fraction, bool)
+        or not isinstance(fraction, int | float)
+        or not math.isfinite(fraction)
+        or not 0 <= fraction <= 1
+    ):
+        raise ValidationError(
+            f"Stale rows fraction of table '{table}' must be in [0, 1], got {fraction!r}",
+            table=table,
+        )
+    rows = props.min_stale_rows
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise ValidationError(
+            f"Minimum stale rows of table '{table}' must be a non-negative integer, got {rows!r}",
+            table=table,
+        )
+
+
+def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValidationError(
+                f"Column '{name}' appears more than once in the {what} of table '{table}'",
+                table=table,
+                column=name,
+            )
+        seen.add(name)
+        if name not in allowed:
+            raise ValidationError(
+                f"Column '{name}' of the {what} of table '{table}' does not exist"
+                if what == "primary key"
+                else f"Column '{name}' of the {what} of table '{table}' is not part of the "
+                "primary key",
+                table=table,
+                column=name,
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTable(Command):
+    """A table with its primary-key index ``<NAME>_PK``, in one version.
+
+    Without a zone the table goes to the default zone, which is created as
+    ``Default`` in the same version when the catalog has none yet.
+    """
+
+    name: str
+    columns: tuple[ColumnDef, ...]
+    primary_key: tuple[str, ...]
+    schema: str = DEFAULT_SCHEMA
+    primary_key_kind: IndexKind = IndexKind.HASH
+    primary_key_collations: tuple[Collation, ...] | None = None
+    colocation: tuple[str, ...] | None = None
+    zone: str | None = None
+    storage_profile: str | None = None
+    properties: TableProperties = field(default_factory=TableProperties)
+    if_not_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Table", self.name)
+        schema = require_schema(cat, self.schema)
+        full = qualified(self.schema, self.name)
+        if cat.table(self.name, self.schema) is not None:
+            if self.if_not_exists:
+                return []
+            raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
+        ensure_relation_name_free(cat, schema, self.name)
+        ensure_relation_name_free(cat, schema, pk_index_name(self.name))
+
+        if not self.columns:
+            raise ValidationError(f"Table '{full}' needs at least one column", table=full)
+        check_column_names(full, [c.name for c in self.columns])
+        for col in self.columns:
+            check_column_def(full, col)
+
+        pk = tuple(self.primary_key)
+        if not pk:
+            raise ValidationError(f"Table '{full}' needs a primary key", table=full)
+        by_name = {c.name: c for c in self.columns}
+        _check_key_list(full, "primary key", pk, set(by_name))
+        for name in pk:
+            if by_name[name].nullable:
+                raise ValidationError(
+                    f"Primary key column '{name}' of table '{full}' cannot be nullable",
+                    table=full,
+                    column=name,
+                )
+        collations = self._pk_collations(full, pk)
+        colocation = pk if self.colocation is None else tuple(self.colocation)
+        if not colocation:
+            raise ValidationError(f"Colocation columns of table '{full}' are empty", table=full)
+        _check_key_list(full, "colocation columns", colocation, set(pk))
+        _check_properties(full, self.properties)
+
+        ids = IdAllocator(cat)
+        columns = tuple(col.to_column(i) for i, col in enumerate(self.columns))
+        for col in columns:
+            check_default(full, col, col.default, primary_key=col.name in pk)
+
+        zone_entries: list[UpdateEntry] = []
+        if self.zone is not None:
+            zone = cat.zone(self.zone)
+            if zone is None:
+                raise NotFoundError(f"Zone '{self.zone}' does not exist", kind="zone")
+        elif cat.default_zone is not None:
+            zone = cat.default_zone
+        else:
+            zone = cat.zone(DEFAULT_ZONE_NAME)
+            if zone is None:
+                zone = new_zone(ids.next(), DEFAULT_ZONE_NAME)
+                zone_entries.append(NewZone(zone))
+            zone_entries.append(SetDefaultZone(zone.id))
+        profile = zone.default_storage_profile
+        if self.storage_profile is not None:
+            if self.storage_profile not in zone.storage_profiles:
+                raise ValidationError(
+                    f"Storage profile '{self.storage_profile}' of table '{full}' is not one of "
+                    f"zone '{zone.name}' profiles {list(zone.storage_profiles)}",
+                    table=full,
+                    rule="storage-profile",
+                )
+            profile = self.storage_profile
+
+        table_id = ids.next()
+        pk_index_id = ids.next()
+        table = Table(
+            id=table_id,
+            schema_id=schema.id,
+            name=self.name,
+            zone_id=zone.id,
+            columns=columns,
+            primary_key=pk,
+            primary_key_kind=self.primary_key_kind,
+            primary_key_collations=collations,
+            colocation=colocation,
+            primary_key_index_id=pk_index_id,
+            storage_profile=profile,
+            properties=self.properties,
+            next_column_id=len(columns),
+        )
+        index = Index(
+            id=pk_index_id,
+            name=pk_index_name(self.name),
+            table_id=table_id,
+            schema_id=schema.id,
+            unique=True,
+            kind=self.primary_key_kind,
+            columns=pk,
+            collations=collations,
+            status=IndexStatus.AVAILABLE,
+            primary_key=True,
+        )
+        return ids.entries(*zone_entries, NewTable(table), NewIndex(index))
+
+    def _pk_collations(self, full: str, pk: tuple[str, ...]) -> tuple[Collation, ...]:
+        given = self.primary_key_collations
+        if self.primary_key_kind is IndexKind.HASH:
+            if given:
+                raise ValidationError(
+                    f"A HASH primary key of table '{full}' takes no sort order", table=full
+                )
+            return ()
+        if given is None:
+            return tuple(Collation.ASC_NULLS_LAST for _ in pk)
+        if len(given) != len(pk):
+            raise ValidationError(
+                f"Primary key of table '{full}' has {len(pk)} column(s) but {len(given)} "
+                "sort order(s)",
+                table=full,
+            )
+        return tuple(given)
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable(Command):
+    name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        return [] if table is None else drop_table_entries(cat, table.id)
+
+
+@dataclass(frozen=True, slots=True)
+class RenameTable(Command):
+    """Renames the table and its primary-key index; ids stay."""
+
+    name: str
+    new_name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        check_name("Table", self.new_name)
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        if table is None or table.name == self.new_name:
+            return []
+        schema = require_schema(cat, self.schema)
+        ensure_relation_name_free(cat, schema, self.new_name)
+        ensure_relation_name_free(
+            cat, schema, pk_index_name(self.new_name), ignore_index=table.primary_key_index_id
+        )
+        return [RenameTableEntry(table.id, self.new_name)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetTableProperties(Command):
+    name: str
+    schema: str = DEFAULT_SCHEMA
+    stale_rows_fraction: float | None = None
+    min_stale_rows: int | None = None
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        if table is None:
+            return []
+        props = table.properties
+        if self.stale_rows_fraction is not None:
+            props = TableProperties(self.stale_rows_fraction, props.min_stale_rows)
+        if self.min_stale_rows is not None:
+            props = TableProperties(props.stale_rows_fraction, self.min_stale_rows)
+        _check_properties(qualified(self.schema, self.name), props)
+        if props == table.properties:
+            return []
+        return [SetTablePropertiesEntry(table.id, props)]

@@ -1,0 +1,194 @@
+"""Column types: which parameters each type takes and which changes are safe.
+
+The rules live here, apart from the commands, because SQL parsing, command
+validation and (later) the data plane all need the same answers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import enum
+import uuid
+
+__all__ = [
+    "MAX_DECIMAL_PRECISION",
+    "MAX_LENGTH",
+    "MAX_TIME_PRECISION",
+    "ColumnType",
+    "TypeParams",
+    "can_widen",
+    "default_params",
+    "python_value_fits",
+    "validate_params",
+]
+
+MAX_LENGTH = 2**31 - 1
+MAX_DECIMAL_PRECISION = 32767
+MAX_DECIMAL_SCALE = 32767
+MAX_TIME_PRECISION = 9
+
+DEFAULT_LENGTH = 65536
+DEFAULT_DECIMAL_PRECISION = 32767
+DEFAULT_DECIMAL_SCALE = 0
+DEFAULT_TIME_PRECISION = 0
+DEFAULT_TIMESTAMP_PRECISION = 6
+
+
+class ColumnType(enum.Enum):
+    """Column types of the catalog; the value is the stable wire id."""
+
+    BOOLEAN = 1
+    INT8 = 2
+    INT16 = 3
+    INT32 = 4
+    INT64 = 5
+    FLOAT = 6
+    DOUBLE = 7
+    DECIMAL = 8
+    STRING = 9
+    BYTES = 10
+    DATE = 11
+    TIME = 12
+    TIMESTAMP = 13
+    TIMESTAMP_WITH_LOCAL_TIME_ZONE = 14
+    UUID = 15
+
+    @property
+    def sql_name(self) -> str:
+        return self.name.replace("_", " ")
+
+    @property
+    def takes_length(self) -> bool:
+        return self in (ColumnType.STRING, ColumnType.BYTES)
+
+    @property
+    def takes_precision(self) -> bool:
+        return self in _PRECISION_TYPES
+
+    @property
+    def takes_scale(self) -> bool:
+        return self is ColumnType.DECIMAL
+
+
+_PRECISION_TYPES = frozenset(
+    {
+        ColumnType.DECIMAL,
+        ColumnType.TIME,
+        ColumnType.TIMESTAMP,
+        ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
+    }
+)
+_TEMPORAL = frozenset(_PRECISION_TYPES - {ColumnType.DECIMAL})
+
+_INT_RANGES = {
+    ColumnType.INT8: (-(2**7), 2**7 - 1),
+    ColumnType.INT16: (-(2**15), 2**15 - 1),
+    ColumnType.INT32: (-(2**31), 2**31 - 1),
+    ColumnType.INT64: (-(2**63), 2**63 - 1),
+}
+
+_WIDENINGS = {
+    ColumnType.INT8: frozenset({ColumnType.INT16, ColumnType.INT32, ColumnType.INT64}),
+    ColumnType.INT16: frozenset({ColumnType.INT32, ColumnType.INT64}),
+    ColumnType.INT32: frozenset({ColumnType.INT64}),
+    ColumnType.FLOAT: frozenset({ColumnType.DOUBLE}),
+}
+
+
+TypeParams = tuple[int | None, int | None, int | None]
+"""(precision, scale, length); ``None`` where the type takes no such parameter."""
+
+
+def default_params(ctype: ColumnType) -> TypeParams:
+    """Parameters a type gets when the user names none."""
+    if ctype is ColumnType.DECIMAL:
+        return DEFAULT_DECIMAL_PRECISION, DEFAULT_DECIMAL_SCALE, None
+    if ctype is ColumnType.TIME:
+        return DEFAULT_TIME_PRECISION, None, None
+    if ctype in _TEMPORAL:
+        return DEFAULT_TIMESTAMP_PRECISION, None, None
+    if ctype.takes_length:
+        return None, None, DEFAULT_LENGTH
+    return None, None, None
+
+
+def validate_params(
+    column: str,
+    ctype: ColumnType,
+    precision: int | None,
+    scale: int | None,
+    length: int | None,
+) -> str | None:
+    """Return why the parameters are wrong for the type, or ``None`` if they fit."""
+    where = f"column '{column}' of type {ctype.sql_name}"
+    if precision is not None and not ctype.takes_precision:
+        return f"Type {ctype.sql_name} of column '{column}' does not take a precision"
+    if scale is not None and not ctype.takes_scale:
+        return f"Type {ctype.sql_name} of column '{column}' does not take a scale"
+    if length is not None and not ctype.takes_length:
+        return f"Type {ctype.sql_name} of column '{column}' does not take a length"
+    if length is not None and not 1 <= length <= MAX_LENGTH:
+        return f"Length of {where} must be in [1, {MAX_LENGTH}], got {length}"
+    if ctype is ColumnType.DECIMAL:
+        if precision is not None and not 1 <= precision <= MAX_DECIMAL_PRECISION:
+            return f"Precision of {where} must be in [1, {MAX_DECIMAL_PRECISION}], got {precision}"
+        if scale is not None and not 0 <= scale <= MAX_DECIMAL_SCALE:
+            return f"Scale of {where} must be in [0, {MAX_DECIMAL_SCALE}], got {scale}"
+    elif ctype in _TEMPORAL and precision is not None and not 0 <= precision <= MAX_TIME_PRECISION:
+        return f"Precision of {where} must be in [0, {MAX_TIME_PRECISION}], got {precision}"
+    return None
+
+
+def can_widen(source: ColumnType, target: ColumnType) -> bool:
+    """True when every value of ``source`` converts to ``target`` without loss."""
+    return target in _WIDENINGS.get(source, frozenset())
+
+
+def python_value_fits(
+    ctype: ColumnType,
+    value: object,
+    precision: int | None,
+    scale: int | None,
+    length: int | None,
+) -> bool:
+    """True when a constant default ``value`` is a valid value of the column type."""
+    if value is None:
+        return True
+    if ctype is ColumnType.BOOLEAN:
+        return isinstance(value, bool)
+    if ctype in _INT_RANGES:
+        lo, hi = _INT_RANGES[ctype]
+        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    if ctype in (ColumnType.FLOAT, ColumnType.DOUBLE):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if ctype is ColumnType.DECIMAL:
+        if isinstance(value, bool) or not isinstance(value, int | decimal.Decimal):
+            return False
+        d = decimal.Decimal(value)
+        if not d.is_finite():
+            return False
+        exponent = d.as_tuple().exponent
+        if not isinstance(exponent, int):
+            return False
+        digits = len(d.as_tuple().digits)
+        frac = max(0, -exponent)
+        whole = max(digits - frac, 0) if exponent <= 0 else digits + exponent
+        p = precision if precision is not None else DEFAULT_DECIMAL_PRECISION
+        s = scale if scale is not None else DEFAULT_DECIMAL_SCALE
+        return frac <= s and whole <= p - s
+    if ctype is ColumnType.STRING:
+        n = length if length is not None else DEFAULT_LENGTH
+        return isinstance(value, str) and len(value) <= n
+    if ctype is ColumnType.BYTES:
+        n = length if length is not None else DEFAULT_LENGTH
+        return isinstance(value, bytes) and len(value) <= n
+    if ctype is ColumnType.DATE:
+        return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+    if ctype is ColumnType.TIME:
+        return isinstance(value, dt.time)
+    if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE):
+        return isinstance(value, dt.datetime)
+    if ctype is ColumnType.UUID:
+        return isinstance(value, uuid.UUID)
+    return False

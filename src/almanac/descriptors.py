@@ -1,0 +1,203 @@
+"""Catalog objects as frozen values.
+
+A descriptor never changes: an update entry makes a new one with
+``dataclasses.replace``. ``update_version`` records the catalog version that
+last touched the object, so a reader can tell what a version changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from almanac.datatypes import ColumnType
+
+__all__ = [
+    "Collation",
+    "Column",
+    "ConsistencyMode",
+    "ConstantDefault",
+    "DefaultValue",
+    "FunctionDefault",
+    "Index",
+    "IndexKind",
+    "IndexStatus",
+    "Schema",
+    "Table",
+    "TableProperties",
+    "Zone",
+]
+
+
+class IndexKind(enum.Enum):
+    HASH = 1
+    SORTED = 2
+
+
+class Collation(enum.Enum):
+    """Sort order of one column of a SORTED index."""
+
+    ASC_NULLS_FIRST = 1
+    ASC_NULLS_LAST = 2
+    DESC_NULLS_FIRST = 3
+    DESC_NULLS_LAST = 4
+
+    @property
+    def ascending(self) -> bool:
+        return self in (Collation.ASC_NULLS_FIRST, Collation.ASC_NULLS_LAST)
+
+    @property
+    def nulls_first(self) -> bool:
+        return self in (Collation.ASC_NULLS_FIRST, Collation.DESC_NULLS_FIRST)
+
+    @staticmethod
+    def of(ascending: bool = True, nulls_first: bool | None = None) -> Collation:
+        """SQL's default puts NULLs last when ascending and first when descending."""
+        if nulls_first is None:
+            nulls_first = not ascending
+        if ascending:
+            return Collation.ASC_NULLS_FIRST if nulls_first else Collation.ASC_NULLS_LAST
+        return Collation.DESC_NULLS_FIRST if nulls_first else Collation.DESC_NULLS_LAST
+
+
+class IndexStatus(enum.Enum):
+    """REGISTERED → BUILDING → AVAILABLE → STOPPING → removed."""
+
+    REGISTERED = 1
+    BUILDING = 2
+    AVAILABLE = 3
+    STOPPING = 4
+
+    @property
+    def alive(self) -> bool:
+        return self is not IndexStatus.STOPPING
+
+
+class ConsistencyMode(enum.Enum):
+    STRONG = 1
+    HA = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantDefault:
+    """A literal default; ``value`` is a Python value of the column's type (or None)."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDefault:
+    """A default computed per row by a named function such as ``RAND_UUID``."""
+
+    name: str
+
+
+DefaultValue = ConstantDefault | FunctionDefault
+
+FUNCTION_DEFAULTS = {"RAND_UUID": ColumnType.UUID}
+"""Known default functions and the only column type each may fill."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    id: int
+    name: str
+    update_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A table column; ``id`` is unique within its table and never reused."""
+
+    id: int
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+    default: DefaultValue | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableProperties:
+    """Statistics tuning: a table is stale once this share (and count) of rows changed."""
+
+    stale_rows_fraction: float = 0.2
+    min_stale_rows: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    id: int
+    schema_id: int
+    name: str
+    zone_id: int
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    primary_key_kind: IndexKind
+    primary_key_collations: tuple[Collation, ...]
+    colocation: tuple[str, ...]
+    primary_key_index_id: int
+    storage_profile: str
+    table_version: int = 1
+    properties: TableProperties = TableProperties()
+    next_column_id: int = 0
+    created_version: int = 0
+    update_version: int = 0
+
+    def column(self, name: str) -> Column | None:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        return None
+
+    def column_by_id(self, column_id: int) -> Column | None:
+        for col in self.columns:
+            if col.id == column_id:
+                return col
+        return None
+
+    def evolve(self, **changes: Any) -> Table:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """A secondary or primary-key index; ``collations`` is empty for HASH."""
+
+    id: int
+    name: str
+    table_id: int
+    schema_id: int
+    unique: bool
+    kind: IndexKind
+    columns: tuple[str, ...]
+    collations: tuple[Collation, ...]
+    status: IndexStatus
+    primary_key: bool = False
+    created_version: int = 0
+    update_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    """A placement zone: how a table's partitions are replicated and where."""
+
+    id: int
+    name: str
+    partitions: int
+    replicas: int
+    quorum_size: int
+    scale_up_seconds: int
+    scale_down_seconds: int
+    node_filter: str
+    storage_profiles: tuple[str, ...]
+    consistency_mode: ConsistencyMode
+    update_version: int = 0
+
+    @property
+    def default_storage_profile(self) -> str:
+        return self.storage_profiles[0]

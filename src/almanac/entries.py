@@ -1,0 +1,498 @@
+"""Update entries: the small changes a version is made of, and how each applies.
+
+An entry is a frozen value with one pure function ``apply(catalog)``. The
+working catalog passed in already carries the new version number, which is
+stamped on every object the entry touches. Entries are what the update log
+stores; replaying them from version 0 rebuilds every version exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
+from almanac.errors import CorruptLogError
+from almanac.events import EventType
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = [
+    "AlterColumn",
+    "AlterZone",
+    "DropColumns",
+    "DropSchema",
+    "DropTable",
+    "DropZone",
+    "MakeIndexAvailable",
+    "NewColumns",
+    "NewIndex",
+    "NewSchema",
+    "NewTable",
+    "NewZone",
+    "ObjectIdGenUpdate",
+    "RemoveIndex",
+    "RenameIndex",
+    "RenameTable",
+    "SetDefaultZone",
+    "SetTableProperties",
+    "StartBuildingIndex",
+    "StopIndex",
+    "UpdateEntry",
+    "VersionedUpdate",
+    "HLC_LOGICAL_BITS",
+    "activation_time",
+    "apply_update",
+    "pk_index_name",
+]
+
+HLC_LOGICAL_BITS = 16
+
+
+def _missing(kind: str, object_id: int, entry: object) -> CorruptLogError:
+    return CorruptLogError(
+        f"{type(entry).__name__} refers to {kind} id {object_id}, which does not exist",
+        kind=kind,
+        id=object_id,
+    )
+
+
+def _table(cat: CatalogSnapshot, table_id: int, entry: object) -> Table:
+    table = cat.tables_by_id.get(table_id)
+    if table is None:
+        raise _missing("table", table_id, entry)
+    return table
+
+
+def _index(cat: CatalogSnapshot, index_id: int, entry: object) -> Index:
+    index = cat.indexes_by_id.get(index_id)
+    if index is None:
+        raise _missing("index", index_id, entry)
+    return index
+
+
+def _put_table(cat: CatalogSnapshot, table: Table) -> CatalogSnapshot:
+    return cat.evolve(tables_by_id=cat.tables_by_id.set(table.id, table))
+
+
+def _put_index(cat: CatalogSnapshot, old: Index, new: Index) -> CatalogSnapshot:
+    names = cat.index_names
+    old_key = (old.schema_id, old.name)
+    if old.status.alive and names.get(old_key) == old.id:
+        names = names.delete(old_key)
+    if new.status.alive:
+        names = names.set((new.schema_id, new.name), new.id)
+    return cat.evolve(indexes_by_id=cat.indexes_by_id.set(new.id, new), index_names=names)
+
+
+class UpdateEntry:
+    """Base of all entries. ``event_type`` names the event it fires, if any."""
+
+    __slots__ = ()
+    event_type: ClassVar[EventType | None] = None
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        raise TypeError(f"{type(self).__name__} does not define apply()")
+
+    def object_id(self) -> int:
+        return -1
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectIdGenUpdate(UpdateEntry):
+    """Reserves ``delta`` object ids; ids are never handed out twice."""
+
+    delta: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        return cat.evolve(object_id_gen=cat.object_id_gen + self.delta)
+
+
+# -- schemas ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewSchema(UpdateEntry):
+    schema: Schema
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        schema = replace(self.schema, update_version=cat.version)
+        return cat.evolve(
+            schemas_by_id=cat.schemas_by_id.set(schema.id, schema),
+            schema_names=cat.schema_names.set(schema.name, schema.id),
+        )
+
+    def object_id(self) -> int:
+        return self.schema.id
+
+
+@dataclass(frozen=True, slots=True)
+class DropSchema(UpdateEntry):
+    schema_id: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        schema = cat.schemas_by_id.get(self.schema_id)
+        if schema is None:
+            raise _missing("schema", self.schema_id, self)
+        return cat.evolve(
+            schemas_by_id=cat.schemas_by_id.delete(schema.id),
+            schema_names=cat.schema_names.delete(schema.name),
+        )
+
+    def object_id(self) -> int:
+        return self.schema_id
+
+
+# -- zones --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewZone(UpdateEntry):
+    event_type = EventType.ZONE_CREATE
+    zone: Zone
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        zone = replace(self.zone, update_version=cat.version)
+        return cat.evolve(
+            zones_by_id=cat.zones_by_id.set(zone.id, zone),
+            zone_names=cat.zone_names.set(zone.name, zone.id),
+        )
+
+    def object_id(self) -> int:
+        return self.zone.id
+
+
+@dataclass(frozen=True, slots=True)
+class AlterZone(UpdateEntry):
+    """Replaces a zone's descriptor (alter or rename; the id stays)."""
+
+    event_type = EventType.ZONE_ALTER
+    zone: Zone
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = cat.zones_by_id.get(self.zone.id)
+        if old is None:
+            raise _missing("zone", self.zone.id, self)
+        zone = replace(self.zone, update_version=cat.version)
+        names = cat.zone_names.delete(old.name).set(zone.name, zone.id)
+        return cat.evolve(zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names)
+
+    def object_id(self) -> int:
+        return self.zone.id
+
+
+@dataclass(frozen=True, slots=True)
+class DropZone(UpdateEntry):
+    event_type = EventType.ZONE_DROP
+    zone_id: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        zone = cat.zones_by_id.get(self.zone_id)
+        if zone is None:
+            raise _missing("zone", self.zone_id, self)
+        return cat.evolve(
+            zones_by_id=cat.zones_by_id.delete(zone.id),
+            zone_names=cat.zone_names.delete(zone.name),
+        )
+
+    def object_id(self) -> int:
+        return self.zone_id
+
+
+@dataclass(frozen=True, slots=True)
+class SetDefaultZone(UpdateEntry):
+    event_type = EventType.SET_DEFAULT_ZONE
+    zone_id: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        if self.zone_id not in cat.zones_by_id:
+            raise _missing("zone", self.zone_id, self)
+        return cat.evolve(default_zone_id=self.zone_id)
+
+    def object_id(self) -> int:
+        return self.zone_id
+
+
+# -- tables -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewTable(UpdateEntry):
+    """Adds a table; its primary-key index arrives in a ``NewIndex`` right after."""
+
+    event_type = EventType.TABLE_CREATE
+    table: Table
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        table = replace(self.table, created_version=cat.version, update_version=cat.version)
+        return cat.evolve(
+            tables_by_id=cat.tables_by_id.set(table.id, table),
+            table_names=cat.table_names.set((table.schema_id, table.name), table.id),
+            table_indexes=cat.table_indexes.set(table.id, ()),
+        )
+
+    def object_id(self) -> int:
+        return self.table.id
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable(UpdateEntry):
+    """Removes a table; its indexes were removed by the entries before it."""
+
+    event_type = EventType.TABLE_DROP
+    table_id: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        table = _table(cat, self.table_id, self)
+        return cat.evolve(
+            tables_by_id=cat.tables_by_id.delete(table.id),
+            table_names=cat.table_names.delete((table.schema_id, table.name)),
+            table_indexes=cat.table_indexes.delete(table.id),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class RenameTable(UpdateEntry):
+    """Renames a table and its primary-key index to ``<NAME>_PK``."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    name: str
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _table(cat, self.table_id, self)
+        table = replace(old, name=self.name, update_version=cat.version)
+        cat = cat.evolve(
+            tables_by_id=cat.tables_by_id.set(table.id, table),
+            table_names=cat.table_names.delete((old.schema_id, old.name)).set(
+                (table.schema_id, table.name), table.id
+            ),
+        )
+        pk = _index(cat, table.primary_key_index_id, self)
+        return _put_index(cat, pk, replace(pk, name=pk_index_name(self.name)))
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+def pk_index_name(table_name: str) -> str:
+    return f"{table_name}_PK"
+
+
+@dataclass(frozen=True, slots=True)
+class NewColumns(UpdateEntry):
+    """Appends columns whose ids the command took from ``next_column_id``."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    columns: tuple[Column, ...]
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _table(cat, self.table_id, self)
+        next_id = max([old.next_column_id, *(c.id + 1 for c in self.columns)])
+        return _put_table(
+            cat,
+            replace(
+                old,
+                columns=old.columns + self.columns,
+                next_column_id=next_id,
+                table_version=old.table_version + 1,
+                update_version=cat.version,
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumns(UpdateEntry):
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    names: tuple[str, ...]
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _table(cat, self.table_id, self)
+        gone = set(self.names)
+        return _put_table(
+            cat,
+            replace(
+                old,
+                columns=tuple(c for c in old.columns if c.name not in gone),
+                table_version=old.table_version + 1,
+                update_version=cat.version,
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumn(UpdateEntry):
+    """Replaces the column with the same id."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    column: Column
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _table(cat, self.table_id, self)
+        columns = tuple(self.column if c.id == self.column.id else c for c in old.columns)
+        return _put_table(
+            cat,
+            replace(
+                old,
+                columns=columns,
+                table_version=old.table_version + 1,
+                update_version=cat.version,
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class SetTableProperties(UpdateEntry):
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    properties: TableProperties
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _table(cat, self.table_id, self)
+        return _put_table(cat, replace(old, properties=self.properties, update_version=cat.version))
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+# -- indexes ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewIndex(UpdateEntry):
+    event_type = EventType.INDEX_CREATE
+    index: Index
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        index = replace(self.index, created_version=cat.version, update_version=cat.version)
+        _table(cat, index.table_id, self)
+        owned = cat.table_indexes.get(index.table_id, ())
+        return cat.evolve(
+            indexes_by_id=cat.indexes_by_id.set(index.id, index),
+            index_names=cat.index_names.set((index.schema_id, index.name), index.id),
+            table_indexes=cat.table_indexes.set(index.table_id, (*owned, index.id)),
+        )
+
+    def object_id(self) -> int:
+        return self.index.id
+
+
+@dataclass(frozen=True, slots=True)
+class RenameIndex(UpdateEntry):
+    index_id: int
+    name: str
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _index(cat, self.index_id, self)
+        return _put_index(cat, old, replace(old, name=self.name, update_version=cat.version))
+
+    def object_id(self) -> int:
+        return self.index_id
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexStatusEntry(UpdateEntry):
+    index_id: int
+    target: ClassVar[IndexStatus]
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        old = _index(cat, self.index_id, self)
+        return _put_index(cat, old, replace(old, status=self.target, update_version=cat.version))
+
+    def object_id(self) -> int:
+        return self.index_id
+
+
+@dataclass(frozen=True, slots=True)
+class StartBuildingIndex(_IndexStatusEntry):
+    event_type = EventType.INDEX_BUILDING
+    target = IndexStatus.BUILDING
+
+
+@dataclass(frozen=True, slots=True)
+class MakeIndexAvailable(_IndexStatusEntry):
+    event_type = EventType.INDEX_AVAILABLE
+    target = IndexStatus.AVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class StopIndex(_IndexStatusEntry):
+    """An AVAILABLE index being dropped: it frees its name but stays until removed."""
+
+    event_type = EventType.INDEX_STOPPING
+    target = IndexStatus.STOPPING
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveIndex(UpdateEntry):
+    event_type = EventType.INDEX_REMOVED
+    index_id: int
+
+    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+        index = _index(cat, self.index_id, self)
+        names = cat.index_names
+        key = (index.schema_id, index.name)
+        if names.get(key) == index.id:
+            names = names.delete(key)
+        owned = cat.table_indexes.get(index.table_id, ())
+        return cat.evolve(
+            indexes_by_id=cat.indexes_by_id.delete(index.id),
+            index_names=names,
+            table_indexes=cat.table_indexes.set(
+                index.table_id, tuple(i for i in owned if i != index.id)
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.index_id
+
+
+# -- versions -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedUpdate:
+    """Everything version ``version`` changes, as stored in the update log.
+
+    ``commit_time`` is the hybrid timestamp of the committing node; the
+    version becomes active ``delay_ms`` later (see ``activation_time``).
+    """
+
+    version: int
+    commit_time: int
+    delay_ms: int
+    entries: tuple[UpdateEntry, ...]
+
+
+def activation_time(base: CatalogSnapshot, update: VersionedUpdate) -> int:
+    """Commit time plus the delay, pushed past the previous version's so it
+    increases strictly even when clocks or delays differ between nodes."""
+    proposed = update.commit_time + (update.delay_ms << HLC_LOGICAL_BITS)
+    return max(proposed, base.activation_time + 1)
+
+
+def apply_update(base: CatalogSnapshot, update: VersionedUpdate) -> CatalogSnapshot:
+    """The one way a version is made, on the committing node and on replay alike."""
+    if update.version != base.version + 1:
+        raise CorruptLogError(
+            f"Update of version {update.version} cannot follow version {base.version}",
+            version=update.version,
+        )
+    cat = base.evolve(version=update.version)
+    for entry in update.entries:
+        cat = entry.apply(cat)
+    return cat.evolve(activation_time=activation_time(base, update))

@@ -1,0 +1,96 @@
+"""Catalog events: what listeners learn after a version is registered.
+
+Events fire in entry order once the new snapshot is readable, so a listener
+may call ``catalog(event.version)``. A version is *ready* only after all of
+its listeners returned; a failing listener is logged and recorded, never
+allowed to block the version or the listeners after it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from almanac.entries import UpdateEntry
+
+__all__ = ["Event", "EventType", "Listener", "ListenerFailure", "Listeners"]
+
+_log = logging.getLogger("almanac.events")
+
+
+class EventType(enum.Enum):
+    TABLE_CREATE = "TABLE_CREATE"
+    TABLE_DROP = "TABLE_DROP"
+    TABLE_ALTER = "TABLE_ALTER"
+    INDEX_CREATE = "INDEX_CREATE"
+    INDEX_BUILDING = "INDEX_BUILDING"
+    INDEX_AVAILABLE = "INDEX_AVAILABLE"
+    INDEX_STOPPING = "INDEX_STOPPING"
+    INDEX_REMOVED = "INDEX_REMOVED"
+    ZONE_CREATE = "ZONE_CREATE"
+    ZONE_ALTER = "ZONE_ALTER"
+    ZONE_DROP = "ZONE_DROP"
+    SET_DEFAULT_ZONE = "SET_DEFAULT_ZONE"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change of one object in one version.
+
+    ``causality_token`` orders events across the whole system: it is the
+    metastore revision that committed the version.
+    """
+
+    type: EventType
+    version: int
+    causality_token: int
+    object_id: int
+    entry: UpdateEntry
+
+
+Listener = Callable[[Event], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerFailure:
+    event: Event
+    listener: Listener
+    error: BaseException
+
+
+class Listeners:
+    """Per-type subscriptions; safe to (un)subscribe while events are delivered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_type: dict[EventType, tuple[Listener, ...]] = {}
+        self.failures: list[ListenerFailure] = []
+
+    def add(self, event_type: EventType, listener: Listener) -> None:
+        with self._lock:
+            self._by_type[event_type] = (*self._by_type.get(event_type, ()), listener)
+
+    def remove(self, event_type: EventType, listener: Listener) -> None:
+        with self._lock:
+            current = self._by_type.get(event_type, ())
+            self._by_type[event_type] = tuple(x for x in current if x is not listener)
+
+    def fire(self, events: list[Event]) -> None:
+        for event in events:
+            for listener in self._by_type.get(event.type, ()):
+                try:
+                    listener(event)
+                except Exception as exc:
+                    _log.exception(
+                        "Listener %r failed on %s of version %d",
+                        listener,
+                        event.type.value,
+                        event.version,
+                    )
+                    with self._lock:
+                        self.failures.append(ListenerFailure(event, listener, exc))
