@@ -59,9 +59,9 @@ class HybridClock:
             return self._last
 
     def wait_until(self, ts: int) -> None:
-        """Sleep until the wall clock has passed ``ts`` (a hybrid timestamp)."""
+        """Return once this clock has passed ``ts``, sleeping out the wall-clock part."""
         while True:
-            remaining_ms = physical_ms(ts) - self._wall_ms()
-            if remaining_ms < 0:
+            current = self.now()
+            if current > ts:
                 return
-            time.sleep((remaining_ms + 1) / 1000)
+            time.sleep((physical_ms(ts) - physical_ms(current) + 1) / 1000)
