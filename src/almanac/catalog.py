@@ -1,21 +1,25 @@
 """A catalog node: executes commands into new versions and serves every
 version it has applied, by number or by time.
 
-All versions reach the node through its update log's subscription, its own
+Every version reaches the node through its update log, its own commits
 included, so the committing node and every other node build each version
-with the same function from the same entries.
+with the same function from the same stored entries.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import datetime as dt
+import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
-from almanac.clock import LOGICAL_BITS, HybridClock, from_datetime
+from almanac.clock import HybridClock, from_datetime, physical_ms
 from almanac.commands.base import Command
 from almanac.descriptors import Schema
 from almanac.entries import (
@@ -27,12 +31,15 @@ from almanac.entries import (
 )
 from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
-from almanac.log import MemoryUpdateLog, UpdateLog
+from almanac.log import UpdateLog
+from almanac.metastore import MemoryMetastore, Metastore, open_metastore
+from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
-__all__ = ["Catalog", "ExecuteResult", "VersionInfo", "connect"]
+__all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
 DEFAULT_MAX_ATTEMPTS = 10
+STORE_FILE = "catalog.db"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,52 @@ class VersionInfo:
     update: VersionedUpdate
 
 
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """When to snapshot the log automatically: keep the last ``keep_versions``
+    versions and/or the versions active within the last ``keep_seconds``. A
+    version is dropped only when every rule given allows it and no reader
+    pins it. Checked every ``check_every`` commits of this node."""
+
+    keep_versions: int | None = None
+    keep_seconds: float | None = None
+    check_every: int = 100
+
+    def __post_init__(self) -> None:
+        if self.keep_versions is None and self.keep_seconds is None:
+            raise CatalogError("A retention policy needs keep_versions or keep_seconds")
+        if self.keep_versions is not None and self.keep_versions < 1:
+            raise CatalogError(f"keep_versions must be at least 1, got {self.keep_versions}")
+        if self.keep_seconds is not None and self.keep_seconds < 0:
+            raise CatalogError(f"keep_seconds must not be negative, got {self.keep_seconds}")
+        if self.check_every < 1:
+            raise CatalogError(f"check_every must be at least 1, got {self.check_every}")
+
+
+class _Versions:
+    """The versions a node holds. Appended in place; replaced whole on
+    truncation, so a reader that took a reference sees a consistent list."""
+
+    __slots__ = ("activations", "earliest", "snapshots", "tokens", "updates")
+
+    def __init__(self, base: CatalogSnapshot, token: int) -> None:
+        self.earliest = base.version
+        self.snapshots = [base]
+        self.activations = [base.activation_time]
+        self.updates: list[VersionedUpdate | None] = [None]
+        self.tokens = [token]
+
+    def trimmed(self, earliest: int) -> _Versions:
+        cut = earliest - self.earliest
+        out = _Versions.__new__(_Versions)
+        out.earliest = earliest
+        out.snapshots = self.snapshots[cut:]
+        out.activations = self.activations[cut:]
+        out.updates = [None, *self.updates[cut + 1 :]]
+        out.tokens = self.tokens[cut:]
+        return out
+
+
 class Catalog:
     """One node's view of a catalog; safe to share between threads."""
 
@@ -64,97 +117,135 @@ class Catalog:
         self,
         log: UpdateLog,
         *,
-        delay_ms: int = 0,
-        max_clock_skew_ms: int = 0,
+        sync: SchemaSync = MEMORY_DEFAULTS,
+        retention: RetentionPolicy | None = None,
         clock: HybridClock | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        root: Path | None = None,
     ) -> None:
-        if delay_ms < 0 or max_clock_skew_ms < 0:
-            raise CatalogError("delay_ms and max_clock_skew_ms must not be negative")
-        self.delay_ms = delay_ms
-        self.max_clock_skew_ms = max_clock_skew_ms
+        self.sync = sync
+        self.retention = retention
         self.max_attempts = max_attempts
+        self.root = root
         self._clock = clock or HybridClock()
         self._log = log
         self._apply_lock = threading.RLock()
         self._cond = threading.Condition()
-        self._versions: list[CatalogSnapshot] = [CatalogSnapshot.empty()]
-        self._activations: list[int] = [0]
-        self._updates: list[VersionedUpdate] = []
-        self._earliest = 0
+        self._state = _Versions(CatalogSnapshot.empty(), 0)
         self._ready = 0
         self._listeners = Listeners()
         self._closed = False
-        log.start(self._on_update)
-        if self.latest_version == 0:
-            self._commit_initial()
+        self._executor: ThreadPoolExecutor | None = None
+        self._commits = 0
+        try:
+            log.start(self)
+            if self.latest_version == 0:
+                self._commit_initial()
+        except BaseException:
+            log.close()
+            raise
 
     # -- reading -------------------------------------------------------------
 
     @property
+    def delay_ms(self) -> int:
+        return self.sync.delay_ms
+
+    @property
+    def max_clock_skew_ms(self) -> int:
+        return self.sync.max_clock_skew_ms
+
+    @property
     def latest_version(self) -> int:
-        return self._earliest + len(self._versions) - 1
+        state = self._state
+        return state.earliest + len(state.snapshots) - 1
 
     @property
     def earliest_version(self) -> int:
-        return self._earliest
+        return self._state.earliest
 
     @property
     def clock(self) -> HybridClock:
         return self._clock
 
+    @property
+    def log(self) -> UpdateLog:
+        return self._log
+
     def catalog(self, version: int | None = None) -> CatalogSnapshot:
         """The latest version, or exactly ``version``."""
-        versions = self._versions
+        state = self._state
         if version is None:
-            return versions[-1]
-        offset = version - self._earliest
-        if 0 <= offset < len(versions):
-            return versions[offset]
+            return state.snapshots[-1]
+        offset = version - state.earliest
+        if 0 <= offset < len(state.snapshots):
+            return state.snapshots[offset]
         if offset < 0:
             raise VersionNotFoundError(
                 f"Catalog version {version} is no longer available; the earliest available "
-                f"version is {self._earliest}",
+                f"version is {state.earliest}",
                 version=version,
-                earliest=self._earliest,
+                earliest=state.earliest,
             )
         raise VersionNotFoundError(
             f"Catalog version {version} does not exist; the latest version is "
-            f"{self.latest_version}",
+            f"{state.earliest + len(state.snapshots) - 1}",
             version=version,
-            earliest=self._earliest,
+            earliest=state.earliest,
         )
 
     def catalog_at(self, timestamp: int | dt.datetime) -> CatalogSnapshot:
         """The newest version whose activation time is at or before ``timestamp``
         (a hybrid timestamp, or a datetime)."""
         ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
-        i = bisect.bisect_right(self._activations, ts) - 1
+        state = self._state
+        i = bisect.bisect_right(state.activations, ts) - 1
         if i < 0:
             raise VersionNotFoundError(
-                f"No catalog version was active at timestamp {ts}; the earliest available "
-                f"version is {self._earliest}",
+                f"No available catalog version was active at timestamp {ts}; the earliest "
+                f"available version is {state.earliest}",
                 version=-1,
-                earliest=self._earliest,
+                earliest=state.earliest,
             )
-        return self._versions[i]
+        return state.snapshots[i]
 
     def history(self, since: int = 1) -> list[VersionInfo]:
-        """What each version changed, oldest first."""
-        start = max(since, self._earliest + 1, 1)
-        return [
-            VersionInfo(u.version, u.commit_time, self.catalog(u.version).activation_time, u)
-            for u in self._updates[start - self._earliest - 1 :]
-        ]
+        """What each available version changed, oldest first."""
+        state = self._state
+        out = []
+        for offset, update in enumerate(state.updates):
+            if update is not None and update.version >= since:
+                out.append(
+                    VersionInfo(
+                        update.version,
+                        update.commit_time,
+                        state.activations[offset],
+                        update,
+                    )
+                )
+        return out
+
+    @contextlib.contextmanager
+    def pin(self, version: int | None = None) -> Iterator[CatalogSnapshot]:
+        """Hold a version (the latest by default) so that no node truncates it
+        while the block runs; pins of a dead process expire with its lease."""
+        self._check_open()
+        target = self.latest_version if version is None else version
+        handle = self._log.pin(target)
+        try:
+            yield self.catalog(target)
+        finally:
+            self._log.unpin(handle)
 
     # -- writing -------------------------------------------------------------
 
     def execute(self, commands: Iterable[Command]) -> ExecuteResult:
         """Apply the commands in order as one version, or not at all.
 
-        Later commands see the changes of earlier ones. Returns once the
-        version is applied here and active everywhere (activation time plus
-        the maximum clock skew has passed), so a read "now" on any node sees it.
+        Later commands see the changes of earlier ones. When another node
+        commits first, the commands are validated again against its version
+        and retried, up to ``max_attempts`` times. Returns once the version is
+        applied here and visible everywhere (activation plus clock skew).
         """
         batch = list(commands)
         for cmd in batch:
@@ -169,23 +260,37 @@ class Catalog:
             update = VersionedUpdate(
                 version=base.version + 1,
                 commit_time=self._clock.now(),
-                delay_ms=self.delay_ms,
+                delay_ms=self.sync.delay_ms,
                 entries=tuple(entries),
             )
             token = self._log.append(update)
             if token is None:
-                self.catalog_ready(update.version, timeout=None, applied_only=True)
+                self._await_applied(update.version)
                 continue
-            self._on_update(update, token)
+            self.on_update(update, token)
             self.catalog_ready(update.version, timeout=None)
             activation = self.catalog(update.version).activation_time
-            self._clock.wait_until(activation + (self.max_clock_skew_ms << LOGICAL_BITS))
+            self._clock.wait_until(self.sync.visible_everywhere_at(activation))
+            self._after_commit()
             return ExecuteResult(update.version, applied, created=True)
         raise ConflictError(
-            f"Gave up committing after {self.max_attempts} attempts: other writers committed "
+            f"Gave up committing after {self.max_attempts} attempts: another writer committed "
             "a new version before each attempt",
             attempts=self.max_attempts,
         )
+
+    def execute_async(self, commands: Iterable[Command]) -> Future[ExecuteResult]:
+        """``execute`` on a worker thread, so that many DDL overlap their waits."""
+        self._check_open()
+        batch = list(commands)
+        with self._cond:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=min(32, (os.cpu_count() or 1) * 4),
+                    thread_name_prefix="almanac-execute",
+                )
+            executor = self._executor
+        return executor.submit(self.execute, batch)
 
     def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
         """Run a DDL script atomically as one version; returns the resulting version."""
@@ -209,24 +314,34 @@ class Catalog:
         return entries, tuple(applied)
 
     def _commit_initial(self) -> None:
-        public = Schema(id=0, name=DEFAULT_SCHEMA)
         update = VersionedUpdate(
             version=1,
             commit_time=self._clock.now(),
             delay_ms=0,
-            entries=(ObjectIdGenUpdate(1), NewSchema(public)),
+            entries=(ObjectIdGenUpdate(1), NewSchema(Schema(id=0, name=DEFAULT_SCHEMA))),
         )
         token = self._log.append(update)
         if token is not None:
-            self._on_update(update, token)
-        self.catalog_ready(1, timeout=None, applied_only=True)
+            self.on_update(update, token)
+        self._await_applied(1)
 
-    # -- applying ------------------------------------------------------------
+    def _await_applied(self, version: int) -> None:
+        deadline_s = 60.0
+        if not self.catalog_ready(version, timeout=deadline_s, applied_only=True):
+            failure = self._log.failure
+            raise CatalogError(
+                f"Version {version} was committed by another node but did not reach this "
+                f"node within {deadline_s:.0f} s" + (f": {failure}" if failure else ""),
+                version=version,
+            )
 
-    def _on_update(self, update: VersionedUpdate, token: int) -> None:
-        """Apply one update from the log; versions already applied are ignored."""
+    # -- applying (called by the update log, in version order) ---------------
+
+    def on_update(self, update: VersionedUpdate, token: int) -> None:
+        """Apply one version; versions already applied are ignored."""
         with self._apply_lock:
-            latest = self.latest_version
+            state = self._state
+            latest = state.earliest + len(state.snapshots) - 1
             if update.version <= latest:
                 return
             if update.version != latest + 1:
@@ -234,12 +349,13 @@ class Catalog:
                     f"Update log skipped from version {latest} to {update.version}",
                     version=update.version,
                 )
-            snapshot = apply_update(self._versions[-1], update)
+            snapshot = apply_update(state.snapshots[-1], update)
             self._clock.update(update.commit_time)
             with self._cond:
-                self._versions.append(snapshot)
-                self._activations.append(snapshot.activation_time)
-                self._updates.append(update)
+                state.snapshots.append(snapshot)
+                state.activations.append(snapshot.activation_time)
+                state.updates.append(update)
+                state.tokens.append(token)
                 self._cond.notify_all()
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
@@ -251,19 +367,90 @@ class Catalog:
                 self._ready = update.version
                 self._cond.notify_all()
 
+    def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None:
+        """Start from (or jump to) a stored snapshot of the whole catalog."""
+        with self._apply_lock:
+            if snapshot.version <= self.latest_version:
+                self.on_truncate(snapshot.version)
+                return
+            with self._cond:
+                self._state = _Versions(snapshot, token)
+                self._ready = snapshot.version
+                self._cond.notify_all()
+
+    def on_truncate(self, earliest: int) -> None:
+        """Forget versions older than ``earliest``; the log no longer has them."""
+        with self._apply_lock:
+            state = self._state
+            if earliest > state.earliest and earliest <= self.latest_version:
+                self._state = state.trimmed(earliest)
+
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
     ) -> bool:
         """Wait until ``version`` is applied here and its listeners are done
         (only applied, with ``applied_only``). False on timeout."""
         with self._cond:
-            return self._cond.wait_for(
-                lambda: (
-                    (self.latest_version if applied_only else self._ready) >= version
-                    or self._closed
-                ),
-                timeout,
+            return (
+                self._cond.wait_for(
+                    lambda: (
+                        (self.latest_version if applied_only else self._ready) >= version
+                        or self._closed
+                        or self._log.failure is not None
+                    ),
+                    timeout,
+                )
+                and (self.latest_version if applied_only else self._ready) >= version
             )
+
+    def wait_for_metadata_completeness(
+        self, timestamp: int | dt.datetime, timeout: float | None = 30.0
+    ) -> bool:
+        """Wait until this node has applied every version that could be active
+        at ``timestamp``; afterwards ``catalog_at(timestamp)`` is final."""
+        ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
+        self._clock.wait_until(self.sync.complete_after(ts))
+        return self.catalog_ready(self._log.latest_version(), timeout, applied_only=True)
+
+    # -- log snapshots ---------------------------------------------------------
+
+    def snapshot_log(self, version: int | None = None) -> int:
+        """Store the whole catalog at ``version`` (the latest by default) and
+        delete the older log entries, never past a version a reader pins.
+        Returns the earliest version available afterwards."""
+        self._check_open()
+        target = self.latest_version if version is None else version
+        self.catalog(target)
+        oldest_pin, _ = self._log.oldest_pinned()
+        if oldest_pin is not None:
+            target = min(target, oldest_pin)
+        if target <= self.earliest_version:
+            return self.earliest_version
+        if self._log.truncate(self.catalog(target)):
+            self.on_truncate(target)
+            token = self._state.tokens[0]
+            with contextlib.suppress(CatalogError):
+                self._log.store.compact(min(token, self._log.store.revision))
+        return max(self.earliest_version, self._log.earliest_version())
+
+    def _after_commit(self) -> None:
+        policy = self.retention
+        if policy is None:
+            return
+        self._commits += 1
+        if self._commits % policy.check_every:
+            return
+        latest = self.latest_version
+        target = latest
+        if policy.keep_versions is not None:
+            target = min(target, latest - policy.keep_versions + 1)
+        if policy.keep_seconds is not None:
+            horizon_ms = physical_ms(self._clock.now()) - int(policy.keep_seconds * 1000)
+            state = self._state
+            cutoff = bisect.bisect_right([physical_ms(a) for a in state.activations], horizon_ms)
+            target = min(target, state.earliest + max(cutoff - 1, 0))
+        if target > self.earliest_version:
+            self.snapshot_log(target)
 
     # -- events --------------------------------------------------------------
 
@@ -282,11 +469,19 @@ class Catalog:
     def _check_open(self) -> None:
         if self._closed:
             raise CatalogError("The catalog is closed")
+        failure = self._log.failure
+        if failure is not None:
+            raise CatalogError(f"The catalog stopped following its log: {failure}") from failure
 
     def close(self) -> None:
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
             self._cond.notify_all()
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         self._log.close()
 
     def __enter__(self) -> Catalog:
@@ -301,8 +496,51 @@ class Catalog:
         self.close()
 
 
-def connect(target: str, *, delay_ms: int = 0, max_clock_skew_ms: int = 0) -> Catalog:
-    """Open a catalog. ``memory://`` is a fresh catalog in this process."""
+def _open_store(target: str) -> tuple[Metastore, SchemaSync, Path | None]:
     if target == "memory://":
-        return Catalog(MemoryUpdateLog(), delay_ms=delay_ms, max_clock_skew_ms=max_clock_skew_ms)
-    raise CatalogError(f"Unsupported catalog target '{target}'", target=target)
+        return MemoryMetastore(), MEMORY_DEFAULTS, None
+    if target.startswith("sqlite://"):
+        store = open_metastore(target)
+        return store, SQLITE_DEFAULTS, Path(target[len("sqlite://") :]).parent
+    if "://" in target:
+        raise CatalogError(
+            f"Unsupported catalog target '{target}': use memory://, sqlite:///path/file.db "
+            "or a directory path",
+            target=target,
+        )
+    root = Path(target)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
+    return open_metastore(str(root.resolve() / STORE_FILE)), SQLITE_DEFAULTS, root
+
+
+def connect(
+    target: str,
+    *,
+    delay_ms: int | None = None,
+    max_clock_skew_ms: int | None = None,
+    retention: RetentionPolicy | None = None,
+) -> Catalog:
+    """Open a catalog node.
+
+    ``memory://`` is a fresh catalog in this process; a directory path (created
+    on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
+    processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
+    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite.
+    """
+    if not isinstance(target, str):
+        raise CatalogError(f"Catalog target must be a string, not {type(target).__name__}")
+    store, defaults, root = _open_store(target)
+    try:
+        sync = SchemaSync(
+            delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,
+            max_clock_skew_ms=defaults.max_clock_skew_ms
+            if max_clock_skew_ms is None
+            else max_clock_skew_ms,
+        )
+    except CatalogError:
+        store.close()
+        raise
+    return Catalog(UpdateLog(store), sync=sync, retention=retention, root=root)

@@ -1,72 +1,347 @@
-"""The update log: where versions are appended and from which nodes apply them.
+"""The update log: versions appended to a metastore and followed by every node.
 
-A log delivers every ``VersionedUpdate`` to its subscriber exactly in version
-order, whoever appended it, together with a causality token (the metastore
-revision that committed it). ``append`` is a compare-and-swap on the latest
-version: it fails when another writer appended that version first.
+Keys (see DESIGN.md):
+
+* ``catalog.version`` - the latest version, as decimal text;
+* ``catalog.update.{N}`` - the serialized ``VersionedUpdate`` of version N, or,
+  for N equal to the snapshot version, the whole serialized catalog of N;
+* ``catalog.snapshot.version`` - the earliest version still available;
+* ``catalog.pin.{lease}.{n}`` - a version some reader holds, attached to the
+  reader's lease so that a dead process stops pinning once the lease expires;
+* ``catalog.pins`` - bumped whenever a pin is added, so that a snapshot can
+  tell in its compare-and-swap that no new pin raced it.
+
+Appending version N is one transaction: "if ``catalog.version`` is N-1, put
+``catalog.update.{N}`` and set ``catalog.version`` to N", plus whatever extra
+operations the caller rides along (placement, data commits).
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import logging
 import threading
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from almanac.entries import VersionedUpdate
-from almanac.errors import CatalogError
+from almanac.errors import (
+    CatalogError,
+    CompactedError,
+    CorruptLogError,
+    MetastoreError,
+    SerializationError,
+    VersionNotFoundError,
+)
+from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, Watch
+from almanac.serialization import decode, encode_snapshot, encode_update
+from almanac.snapshot import CatalogSnapshot
 
-__all__ = ["MemoryUpdateLog", "UpdateHandler", "UpdateLog"]
+__all__ = [
+    "KEY_PINS",
+    "KEY_SNAPSHOT_VERSION",
+    "KEY_VERSION",
+    "PIN_PREFIX",
+    "UPDATE_PREFIX",
+    "LogFollower",
+    "UpdateLog",
+    "VersionPin",
+    "update_key",
+]
 
-UpdateHandler = Callable[[VersionedUpdate, int], None]
+KEY_VERSION = "catalog.version"
+KEY_SNAPSHOT_VERSION = "catalog.snapshot.version"
+UPDATE_PREFIX = "catalog.update."
+PIN_PREFIX = "catalog.pin."
+KEY_PINS = "catalog.pins"
+_PREFIX = "catalog."
+
+PIN_LEASE_TTL_S = 10.0
+
+_log = logging.getLogger("almanac.log")
+_T = TypeVar("_T")
 
 
-class UpdateLog(Protocol):
-    def start(self, handler: UpdateHandler) -> None:
-        """Replay every stored update to ``handler``, then follow new ones."""
-
-    def append(self, update: VersionedUpdate) -> int | None:
-        """Append if ``update.version`` is the next one; the causality token on
-        success, ``None`` when another writer got that version first."""
-
-    def close(self) -> None: ...
+def update_key(version: int) -> str:
+    return f"{UPDATE_PREFIX}{version}"
 
 
-class MemoryUpdateLog:
-    """A log in this process's memory, for ``memory://`` catalogs and tests.
+def _int(kv: KeyValue | None) -> int:
+    if kv is None:
+        return 0
+    try:
+        return int(kv.value.decode("ascii"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptLogError(
+            f"Metastore key '{kv.key}' holds {kv.value[:32]!r}, not a version number",
+            key=kv.key,
+        ) from exc
 
-    Subscribers are called synchronously under the log's lock, so updates
-    reach them in order even when several threads append.
-    """
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._updates: list[VersionedUpdate] = []
-        self._handlers: list[UpdateHandler] = []
-        self._closed = False
+def _encode_int(value: int) -> bytes:
+    return str(value).encode("ascii")
 
-    @property
-    def updates(self) -> list[VersionedUpdate]:
-        with self._lock:
-            return list(self._updates)
 
-    def start(self, handler: UpdateHandler) -> None:
-        with self._lock:
-            for update in self._updates:
-                handler(update, update.version)
-            self._handlers.append(handler)
+class LogFollower(Protocol):
+    """What a node does with what the log delivers, always in version order."""
 
-    def append(self, update: VersionedUpdate) -> int | None:
-        with self._lock:
-            if self._closed:
-                raise CatalogError("The update log is closed")
-            if update.version != len(self._updates) + 1:
-                return None
-            self._updates.append(update)
-            for handler in self._handlers:
-                handler(update, update.version)
-            return update.version
+    def on_update(self, update: VersionedUpdate, token: int) -> None: ...
+
+    def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None: ...
+
+    def on_truncate(self, earliest: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPin:
+    """A version held by a reader; snapshots never truncate past it."""
+
+    version: int
+    key: str
+
+
+class UpdateLog:
+    """The catalog's update log on a metastore; one per node."""
+
+    def __init__(self, store: Metastore, *, owns_store: bool = True) -> None:
+        self.store = store
+        self._owns_store = owns_store
+        self._watch: Watch | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._lease = 0
+        self._lease_lock = threading.Lock()
+        self._keepalive: threading.Thread | None = None
+        self._pin_seq = itertools.count()
+        self.failure: BaseException | None = None
+
+    # -- reading and following -------------------------------------------
+
+    def start(self, follower: LogFollower) -> None:
+        """Deliver the stored log (snapshot first, then updates in order) and
+        then follow new changes on a background thread.
+
+        A stored entry that cannot be decoded raises ``CorruptLogError`` naming
+        its key and version, before anything is delivered past it.
+        """
+        revision = self._catch_up(follower, applied=-1)
+        self._watch = self.store.watch(_PREFIX, revision + 1)
+        self._thread = threading.Thread(
+            target=self._follow, args=(follower,), name="almanac-log-follower", daemon=True
+        )
+        self._thread.start()
+
+    def _catch_up(self, follower: LogFollower, applied: int) -> int:
+        """Deliver every stored version after ``applied``; returns the revision read."""
+        result = self.store.range(_PREFIX)
+        by_key = {kv.key: kv for kv in result.kvs}
+        latest = _int(by_key.get(KEY_VERSION))
+        earliest = _int(by_key.get(KEY_SNAPSHOT_VERSION))
+        start = applied + 1
+        if earliest > 0 and applied < earliest:
+            snapshot = self._decode(by_key, earliest, CatalogSnapshot)
+            follower.on_snapshot(snapshot, by_key[update_key(earliest)].mod_revision)
+            start = earliest + 1
+        elif earliest > 0:
+            follower.on_truncate(earliest)
+        for version in range(max(start, 1), latest + 1):
+            update = self._decode(by_key, version, VersionedUpdate)
+            follower.on_update(update, by_key[update_key(version)].mod_revision)
+        return result.revision
+
+    @staticmethod
+    def _decode(by_key: dict[str, KeyValue], version: int, kind: type[_T]) -> _T:
+        key = update_key(version)
+        kv = by_key.get(key)
+        if kv is None:
+            raise CorruptLogError(
+                f"Update log entry '{key}' of version {version} is missing",
+                key=key,
+                version=version,
+            )
+        try:
+            value = decode(kv.value)
+        except SerializationError as exc:
+            raise CorruptLogError(
+                f"Update log entry '{key}' of version {version} is corrupted: {exc}",
+                key=key,
+                version=version,
+            ) from exc
+        if not isinstance(value, kind) or getattr(value, "version", None) != version:
+            raise CorruptLogError(
+                f"Update log entry '{key}' does not hold version {version} "
+                f"(found {type(value).__name__} of version {getattr(value, 'version', '?')})",
+                key=key,
+                version=version,
+            )
+        return value
+
+    def _follow(self, follower: LogFollower) -> None:
+        applied = -1
+        while not self._closed.is_set():
+            watch = self._watch
+            if watch is None:
+                return
+            try:
+                event = watch.next(timeout=0.2)
+                if event is None:
+                    continue
+                key = event.kv.key
+                if key.startswith(UPDATE_PREFIX) and event.kv.value:
+                    value = decode(event.kv.value)
+                    if isinstance(value, VersionedUpdate):
+                        follower.on_update(value, event.revision)
+                        applied = value.version
+                elif key == KEY_SNAPSHOT_VERSION and event.kv.value:
+                    follower.on_truncate(_int(event.kv))
+            except CompactedError:
+                # History we had not read yet was compacted: re-read the state.
+                watch.close()
+                try:
+                    revision = self._catch_up(follower, applied)
+                    self._watch = self.store.watch(_PREFIX, revision + 1)
+                except CatalogError as exc:
+                    self._fail(exc)
+                    return
+            except (CatalogError, MetastoreError) as exc:
+                if self._closed.is_set():
+                    return
+                self._fail(exc)
+                return
+
+    def _fail(self, exc: BaseException) -> None:
+        _log.error("Update log follower stopped: %s", exc)
+        self.failure = exc
+
+    # -- writing -----------------------------------------------------------
+
+    def append(
+        self,
+        update: VersionedUpdate,
+        *,
+        extra_compares: Sequence[Compare] = (),
+        extra_ops: Sequence[Op] = (),
+    ) -> int | None:
+        """Compare-and-swap version N after N-1; the committing revision, or
+        ``None`` when another writer appended N first (or an extra compare failed)."""
+        n = update.version
+        compares = [
+            Compare.absent(KEY_VERSION)
+            if n == 1
+            else Compare.value(KEY_VERSION, "==", _encode_int(n - 1)),
+            *extra_compares,
+        ]
+        ops: list[Op] = [
+            Put(update_key(n), encode_update(update)),
+            Put(KEY_VERSION, _encode_int(n)),
+        ]
+        if n == 1:
+            ops.append(Put(KEY_SNAPSHOT_VERSION, _encode_int(0)))
+        ops.extend(extra_ops)
+        result = self.store.txn(compares, ops)
+        return result.revision if result.succeeded else None
+
+    def latest_version(self) -> int:
+        return _int(self.store.get(KEY_VERSION))
+
+    def earliest_version(self) -> int:
+        return _int(self.store.get(KEY_SNAPSHOT_VERSION))
+
+    # -- pins and snapshots ------------------------------------------------
+
+    def _pin_lease(self) -> int:
+        with self._lease_lock:
+            if self._lease == 0:
+                self._lease = self.store.grant_lease(PIN_LEASE_TTL_S)
+                self._keepalive = threading.Thread(
+                    target=self._keep_alive, name="almanac-pin-lease", daemon=True
+                )
+                self._keepalive.start()
+            return self._lease
+
+    def _keep_alive(self) -> None:
+        while not self._closed.wait(PIN_LEASE_TTL_S / 3):
+            try:
+                self.store.keep_alive(self._lease)
+            except MetastoreError as exc:
+                if not self._closed.is_set():
+                    _log.error("Lost the lease that holds this node's version pins: %s", exc)
+                return
+
+    def pin(self, version: int) -> VersionPin:
+        """Hold ``version`` against truncation, in every process sharing the store."""
+        lease = self._pin_lease()
+        key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
+        while True:
+            snap_kv = self.store.get(KEY_SNAPSHOT_VERSION)
+            earliest = _int(snap_kv)
+            if version < earliest:
+                raise VersionNotFoundError(
+                    f"Catalog version {version} is no longer available; the earliest "
+                    f"available version is {earliest}",
+                    version=version,
+                    earliest=earliest,
+                )
+            guard = (
+                Compare.absent(KEY_SNAPSHOT_VERSION)
+                if snap_kv is None
+                else Compare.mod_revision(KEY_SNAPSHOT_VERSION, "==", snap_kv.mod_revision)
+            )
+            ops: list[Op] = [
+                Put(key, _encode_int(version), lease=lease),
+                Put(KEY_PINS, key.encode()),
+            ]
+            if self.store.txn([guard], ops).succeeded:
+                return VersionPin(version, key)
+
+    def unpin(self, pin: VersionPin) -> None:
+        if not self._closed.is_set():
+            self.store.delete(pin.key)
+
+    def oldest_pinned(self) -> tuple[int | None, int]:
+        """The oldest pinned version (None if none) and the pins key's mod revision."""
+        result = self.store.range(PIN_PREFIX)
+        pins_kv = self.store.get(KEY_PINS, revision=result.revision)
+        versions = [_int(kv) for kv in result.kvs]
+        return (min(versions) if versions else None), (pins_kv.mod_revision if pins_kv else 0)
+
+    def truncate(self, snapshot: CatalogSnapshot) -> bool:
+        """Replace version ``snapshot.version`` by the whole catalog and delete
+        older updates, in one transaction that fails if a pin or another
+        snapshot raced it. The caller has checked the pins."""
+        s = snapshot.version
+        _, pins_revision = self.oldest_pinned()
+        snap_kv = self.store.get(KEY_SNAPSHOT_VERSION)
+        earliest = _int(snap_kv)
+        if s <= earliest:
+            return False
+        compares = [
+            Compare.mod_revision(KEY_PINS, "==", pins_revision),
+            Compare.value(KEY_SNAPSHOT_VERSION, "==", _encode_int(earliest))
+            if snap_kv is not None
+            else Compare.absent(KEY_SNAPSHOT_VERSION),
+            Compare.exists(update_key(s)),
+        ]
+        ops: list[Op] = [Put(update_key(s), encode_snapshot(snapshot))]
+        ops.extend(Delete(update_key(v)) for v in range(max(earliest, 1), s))
+        ops.append(Put(KEY_SNAPSHOT_VERSION, _encode_int(s)))
+        return self.store.txn(compares, ops).succeeded
+
+    # -- lifecycle ---------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._handlers.clear()
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._watch is not None:
+            self._watch.close()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        with self._lease_lock:
+            if self._lease:
+                with contextlib.suppress(MetastoreError):
+                    self.store.revoke_lease(self._lease)
+        if self._owns_store:
+            self.store.close()
