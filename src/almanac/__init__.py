@@ -4,7 +4,7 @@ Every DDL change makes a new immutable catalog version; any version can be
 read by number or by time. Start with :func:`connect`.
 """
 
-from almanac.catalog import Catalog, ExecuteResult, VersionInfo, connect
+from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo, connect
 from almanac.clock import HybridClock
 from almanac.commands import (
     AddColumns,
@@ -105,6 +105,7 @@ __all__ = [
     "RenameIndex",
     "RenameTable",
     "RenameZone",
+    "RetentionPolicy",
     "Schema",
     "SerializationError",
     "SetDefaultZone",

@@ -105,8 +105,11 @@ class VersionPin:
 class UpdateLog:
     """The catalog's update log on a metastore; one per node."""
 
-    def __init__(self, store: Metastore, *, owns_store: bool = True) -> None:
+    def __init__(
+        self, store: Metastore, *, owns_store: bool = True, pin_ttl_s: float = PIN_LEASE_TTL_S
+    ) -> None:
         self.store = store
+        self.pin_ttl_s = pin_ttl_s
         self._owns_store = owns_store
         self._watch: Watch | None = None
         self._thread: threading.Thread | None = None
@@ -254,7 +257,7 @@ class UpdateLog:
     def _pin_lease(self) -> int:
         with self._lease_lock:
             if self._lease == 0:
-                self._lease = self.store.grant_lease(PIN_LEASE_TTL_S)
+                self._lease = self.store.grant_lease(self.pin_ttl_s)
                 self._keepalive = threading.Thread(
                     target=self._keep_alive, name="almanac-pin-lease", daemon=True
                 )
@@ -262,7 +265,7 @@ class UpdateLog:
             return self._lease
 
     def _keep_alive(self) -> None:
-        while not self._closed.wait(PIN_LEASE_TTL_S / 3):
+        while not self._closed.wait(self.pin_ttl_s / 3):
             try:
                 self.store.keep_alive(self._lease)
             except MetastoreError as exc:

@@ -1,0 +1,50 @@
+"""Shared helpers for the durable-catalog tests."""
+
+from __future__ import annotations
+
+import hashlib
+
+import almanac
+from almanac import ColumnDef, ColumnType
+from almanac.entries import VersionedUpdate, apply_update
+from almanac.log import KEY_SNAPSHOT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
+from almanac.metastore import Metastore
+from almanac.serialization import decode, encode_snapshot
+from almanac.snapshot import CatalogSnapshot
+
+
+def table(name: str, schema: str = "PUBLIC") -> almanac.CreateTable:
+    return almanac.CreateTable(
+        name=name,
+        schema=schema,
+        columns=(
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="V", type=ColumnType.STRING, length=10),
+        ),
+        primary_key=("ID",),
+    )
+
+
+def digest(snapshot: CatalogSnapshot) -> str:
+    return hashlib.sha256(encode_snapshot(snapshot)).hexdigest()
+
+
+def replay_store(store: Metastore) -> CatalogSnapshot:
+    """Rebuild the latest catalog from the raw keys, independently of any node."""
+    kvs = {kv.key: kv for kv in store.range("catalog.").kvs}
+    latest = int(kvs[KEY_VERSION].value)
+    earliest = int(kvs[KEY_SNAPSHOT_VERSION].value)
+    updates = [k for k in kvs if k.startswith(UPDATE_PREFIX)]
+    assert len(updates) == latest - max(earliest, 1) + 1, "log keys are not contiguous"
+    if earliest > 0:
+        base = decode(kvs[update_key(earliest)].value)
+        assert isinstance(base, CatalogSnapshot)
+        start = earliest + 1
+    else:
+        base = CatalogSnapshot.empty()
+        start = 1
+    for version in range(start, latest + 1):
+        update = decode(kvs[update_key(version)].value)
+        assert isinstance(update, VersionedUpdate)
+        base = apply_update(base, update)
+    return base
