@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import itertools
 import sys
+import tempfile
+from pathlib import Path
 
 import almanac
 from almanac.clock import to_datetime
+from almanac.entries import ObjectIdGenUpdate
+from almanac.serialization import encode_snapshot
 from almanac.snapshot import CatalogSnapshot
 
 SETUP = """
@@ -31,8 +35,7 @@ EVOLUTION = [
     "CREATE INDEX ORDERS_BY_PLACED ON SALES.ORDERS USING SORTED (PLACED DESC)",
     "ALTER TABLE SALES.ORDERS ADD COLUMN STATUS VARCHAR(16) NOT NULL DEFAULT 'NEW'",
     "ALTER TABLE SALES.ORDERS ALTER COLUMN AMOUNT SET DATA TYPE DECIMAL(18, 2)",
-    "ALTER TABLE SALES.CUSTOMERS RENAME TO CLIENTS; "
-    "ALTER TABLE SALES.CLIENTS DROP COLUMN COUNTRY",
+    "ALTER TABLE SALES.CUSTOMERS RENAME TO CLIENTS; ALTER TABLE SALES.CLIENTS DROP COLUMN COUNTRY",
     "ALTER ZONE SALES_ZONE SET (REPLICAS=5)",
 ]
 
@@ -57,8 +60,14 @@ def describe(snap: CatalogSnapshot) -> list[str]:
                 key = " PK" if col.name in table.primary_key else ""
                 lines.append(f"    {col.name} {col.type.sql_name}{ptext}{null}{key}")
             for index in snap.indexes(table.id):
+                cols = [
+                    name
+                    if not index.collations or index.collations[i].ascending
+                    else f"{name} DESC"
+                    for i, name in enumerate(index.columns)
+                ]
                 lines.append(
-                    f"    index {index.name} {index.kind.name} ({', '.join(index.columns)}) "
+                    f"    index {index.name} {index.kind.name} ({', '.join(cols)}) "
                     f"{index.status.name}"
                 )
     return lines
@@ -69,22 +78,32 @@ def side_by_side(left: list[str], right: list[str], width: int = 58) -> str:
     return "\n".join(f"{a[:width]:<{width}} | {b}" for a, b in rows)
 
 
-def main() -> int:
-    with almanac.connect("memory://") as cat:
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="almanac-demo-"))
+    print(f"Catalog directory (embedded SQLite metastore): {root}")
+    with almanac.connect(str(root)) as cat:
         first = cat.sql(SETUP)
         print(f"Setup script committed as one version: {first}")
         for statement in EVOLUTION:
             version = cat.sql(statement)
             print(f"  v{version}: {statement}")
+        latest = encode_snapshot(cat.catalog())
+    with almanac.connect(str(root)) as cat:
+        same = encode_snapshot(cat.catalog()) == latest
+        print(f"Reopened: version {cat.latest_version}, byte-identical catalog: {same}")
         print()
         print(side_by_side(describe(cat.catalog(first)), describe(cat.catalog())))
         print()
         print("History:")
         for info in cat.history():
-            kinds = ", ".join(type(e).__name__ for e in info.update.entries)
+            kinds = ", ".join(
+                type(e).__name__
+                for e in info.update.entries
+                if not isinstance(e, ObjectIdGenUpdate)
+            )
             print(f"  v{info.version} at {to_datetime(info.activation_time):%H:%M:%S.%f}: {kinds}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

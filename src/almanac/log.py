@@ -80,6 +80,11 @@ def _int(kv: KeyValue | None) -> int:
         ) from exc
 
 
+def _version_of(key: str) -> int:
+    suffix = key[len(UPDATE_PREFIX) :]
+    return int(suffix) if suffix.isdigit() else -1
+
+
 def _encode_int(value: int) -> bytes:
     return str(value).encode("ascii")
 
@@ -92,6 +97,9 @@ class LogFollower(Protocol):
     def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None: ...
 
     def on_truncate(self, earliest: int) -> None: ...
+
+    @property
+    def latest_version(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +201,8 @@ class UpdateLog:
                     continue
                 key = event.kv.key
                 if key.startswith(UPDATE_PREFIX) and event.kv.value:
+                    if _version_of(key) <= follower.latest_version:
+                        continue  # applied already (our own commit, or a snapshot rewrite)
                     value = decode(event.kv.value)
                     if isinstance(value, VersionedUpdate):
                         follower.on_update(value, event.revision)
