@@ -1,0 +1,89 @@
+"""Helpers for the conformance suite, including the bodies of the child
+processes it spawns (they must live in an importable module, and one that
+imports nothing heavier than the metastore)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from pathlib import Path
+
+from almanac.metastore import Compare, MemoryMetastore, Metastore, Put, SqliteMetastore
+
+BACKENDS = ("memory", "sqlite")
+
+# Generous bound for anything that waits on another thread or process; tests
+# never assert that something happened *fast*, only that it happened.
+PATIENCE = 30.0
+
+
+def make_store(backend: str, directory: Path) -> Metastore:
+    if backend == "memory":
+        return MemoryMetastore()
+    if backend == "sqlite":
+        return SqliteMetastore(directory / "metastore.db")
+    raise ValueError(f"unknown backend {backend!r}")
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def cas_increment(store: Metastore, key: str, times: int) -> int:
+    """Add ``times`` to the integer under ``key`` with a compare-and-swap
+    loop; returns how many attempts lost a race."""
+    conflicts = 0
+    for _ in range(times):
+        while True:
+            kv = store.get(key)
+            current = int(kv.value) if kv else 0
+            guard = Compare.mod_revision(key, "==", kv.mod_revision if kv else 0)
+            if store.txn([guard], [Put(key, str(current + 1).encode())]).succeeded:
+                break
+            conflicts += 1
+    return conflicts
+
+
+def cas_worker(path: str, key: str, times: int, start: Event) -> None:
+    with SqliteMetastore(path) as store:
+        if not start.wait(PATIENCE):
+            raise RuntimeError("start signal never came")
+        cas_increment(store, key, times)
+
+
+def watch_worker(
+    path: str,
+    prefix: str,
+    from_revision: int,
+    count: int,
+    ready: Event,
+    results: Queue[list[tuple[str, str, bytes, int]]],
+) -> None:
+    with SqliteMetastore(path) as store, store.watch(prefix, from_revision) as watch:
+        ready.set()
+        seen: list[tuple[str, str, bytes, int]] = []
+        while len(seen) < count:
+            event = watch.next(timeout=PATIENCE)
+            if event is None:
+                break
+            seen.append((event.type.value, event.kv.key, event.kv.value, event.revision))
+        results.put(seen)
+
+
+def put_then_die(path: str, count: int) -> None:
+    """Commit ``count`` puts, then die without any chance to clean up."""
+    store = SqliteMetastore(path)
+    for index in range(count):
+        store.put(f"k{index}", str(index).encode())
+    os.kill(os.getpid(), signal.SIGKILL)
