@@ -641,6 +641,11 @@ class WatchSource(Protocol):
 
     def _watch_token(self) -> int: ...
 
+    @property
+    def _watch_min_gap(self) -> float:
+        """Seconds a watch waits between two reads of the history."""
+        ...
+
     def _watch_wait(self, token: int, timeout: float | None) -> None: ...
 
     def _watch_wake(self) -> None: ...
@@ -663,6 +668,7 @@ class PollingWatch(Watch):
         self._buffer: deque[WatchEvent] = deque()
         self._lock = threading.Lock()
         self._closed = False
+        self._last_poll = 0.0
 
     @property
     def prefix(self) -> str:
@@ -681,6 +687,11 @@ class PollingWatch(Watch):
                     return None
                 if self._buffer:
                     return self._buffer.popleft()
+                # Coalesce bursts: a writer committing thousands of times a second
+                # should cost a watcher one read per gap, not one per commit.
+                gap = self._last_poll + self._source._watch_min_gap - time.monotonic()
+                if gap > 0:
+                    time.sleep(gap)
                 token = self._source._watch_token()
                 try:
                     events, resume, behind = self._source._watch_poll(
@@ -692,6 +703,7 @@ class PollingWatch(Watch):
                     if self._closed:
                         return None
                     raise
+                self._last_poll = time.monotonic()
                 self._next_revision = max(self._next_revision, resume)
                 if events:
                     self._buffer.extend(events)

@@ -183,6 +183,8 @@ class MemoryMetastore(Metastore):
             ]
             return events, max(from_revision, self._revision + 1), False
 
+    _watch_min_gap = 0.0
+
     def _watch_token(self) -> int:
         with self._cond:
             return self._token

@@ -532,6 +532,9 @@ class SqliteMetastore(Metastore):
 
         return self._read(poll)
 
+    _watch_min_gap = 0.002
+    """Reading the changelog costs a read transaction: at most one per watch per 2 ms."""
+
     def _watch_token(self) -> int:
         with self._cond:
             return self._token
