@@ -180,7 +180,7 @@ class Catalog:
         offset = version - state.earliest
         if 0 <= offset < len(state.snapshots):
             return state.snapshots[offset]
-        if offset < 0:
+        if offset < 0 and version >= 0:
             raise VersionNotFoundError(
                 f"Catalog version {version} is no longer available; the earliest available "
                 f"version is {state.earliest}",
@@ -364,7 +364,8 @@ class Catalog:
             ]
             self._listeners.fire(events)
             with self._cond:
-                self._ready = update.version
+                # A listener may itself have executed (and readied) a later version.
+                self._ready = max(self._ready, update.version)
                 self._cond.notify_all()
 
     def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None:

@@ -128,6 +128,9 @@ def validate_params(
         return f"Type {ctype.sql_name} of column '{column}' does not take a scale"
     if length is not None and not ctype.takes_length:
         return f"Type {ctype.sql_name} of column '{column}' does not take a length"
+    for what, value in (("Precision", precision), ("Scale", scale), ("Length", length)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"{what} of {where} must be an integer, got {value!r}"
     if length is not None and not 1 <= length <= MAX_LENGTH:
         return f"Length of {where} must be in [1, {MAX_LENGTH}], got {length}"
     if ctype is ColumnType.DECIMAL:

@@ -271,7 +271,9 @@ class RenameTable(UpdateEntry):
             ),
         )
         pk = _index(cat, table.primary_key_index_id, self)
-        return _put_index(cat, pk, replace(pk, name=pk_index_name(self.name)))
+        return _put_index(
+            cat, pk, replace(pk, name=pk_index_name(self.name), update_version=cat.version)
+        )
 
     def object_id(self) -> int:
         return self.table_id

@@ -78,7 +78,7 @@ class Listeners:
     def remove(self, event_type: EventType, listener: Listener) -> None:
         with self._lock:
             current = self._by_type.get(event_type, ())
-            self._by_type[event_type] = tuple(x for x in current if x is not listener)
+            self._by_type[event_type] = tuple(x for x in current if x != listener)
 
     def fire(self, events: list[Event]) -> None:
         for event in events:

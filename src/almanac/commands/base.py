@@ -4,6 +4,7 @@ allocation, name rules and column definitions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from almanac.datatypes import ColumnType, default_params, python_value_fits, validate_params
 from almanac.descriptors import (
@@ -58,6 +59,20 @@ class IdAllocator:
 
     def entries(self, *rest: UpdateEntry) -> list[UpdateEntry]:
         return [ObjectIdGenUpdate(self._count), *rest]
+
+
+def check_enum(what: str, value: object, kind: type[Enum], where: str) -> None:
+    if not isinstance(value, kind):
+        raise ValidationError(
+            f"{what} of {where} must be a {kind.__name__}, got {value!r}", where=where
+        )
+
+
+def check_enum_tuple(what: str, values: object, kind: type[Enum], where: str) -> None:
+    if not isinstance(values, tuple | list):
+        raise ValidationError(f"{what} of {where} must be a sequence, got {values!r}", where=where)
+    for value in values:
+        check_enum(what, value, kind, where)
 
 
 def qualified(schema: str, name: str) -> str:

@@ -201,6 +201,14 @@ class AlterColumn(Command):
 
     def _retyped(self, full: str, old: Column, in_pk: bool) -> Column:
         target = old.type if self.type is None else self.type
+        if not isinstance(target, ColumnType):
+            raise ValidationError(
+                f"Column '{old.name}' of table '{full}' cannot change to {target!r}: "
+                "not a column type",
+                table=full,
+                column=old.name,
+                rule="type-change",
+            )
         if target is not old.type:
             if in_pk:
                 raise ValidationError(

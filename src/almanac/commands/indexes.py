@@ -13,6 +13,8 @@ from almanac.commands.base import (
     DEFAULT_SCHEMA,
     Command,
     IdAllocator,
+    check_enum,
+    check_enum_tuple,
     check_name,
     ensure_relation_name_free,
     find_index,
@@ -110,6 +112,9 @@ class CreateIndex(Command):
                     index=full,
                     rule="unique-colocation",
                 )
+        check_enum("Index kind", self.kind, IndexKind, f"index '{full}'")
+        if self.collations is not None:
+            check_enum_tuple("Sort order", self.collations, Collation, f"index '{full}'")
         collations: tuple[Collation, ...] = ()
         if self.kind is IndexKind.HASH:
             if self.collations:

@@ -13,6 +13,8 @@ from almanac.commands.base import (
     check_column_def,
     check_column_names,
     check_default,
+    check_enum,
+    check_enum_tuple,
     check_name,
     ensure_relation_name_free,
     find_table,
@@ -130,14 +132,16 @@ class CreateTable(Command):
 
         ids = IdAllocator(cat)
         columns = tuple(col.to_column(i) for i, col in enumerate(self.columns))
-        for col in columns:
-            check_default(full, col, col.default, primary_key=col.name in pk)
+        for column in columns:
+            check_default(full, column, column.default, primary_key=column.name in pk)
 
         zone_entries: list[UpdateEntry] = []
         if self.zone is not None:
             zone = cat.zone(self.zone)
             if zone is None:
-                raise NotFoundError(f"Zone '{self.zone}' does not exist", kind="zone")
+                raise NotFoundError(
+                    f"Zone '{self.zone}' does not exist", kind="zone", name=self.zone
+                )
         elif cat.default_zone is not None:
             zone = cat.default_zone
         else:
@@ -190,6 +194,10 @@ class CreateTable(Command):
 
     def _pk_collations(self, full: str, pk: tuple[str, ...]) -> tuple[Collation, ...]:
         given = self.primary_key_collations
+        where = f"table '{full}'"
+        check_enum("Primary key kind", self.primary_key_kind, IndexKind, where)
+        if given is not None:
+            check_enum_tuple("Primary key sort order", given, Collation, where)
         if self.primary_key_kind is IndexKind.HASH:
             if given:
                 raise ValidationError(
@@ -237,10 +245,11 @@ class RenameTable(Command):
         if table is None or table.name == self.new_name:
             return []
         schema = require_schema(cat, self.schema)
-        ensure_relation_name_free(cat, schema, self.new_name)
-        ensure_relation_name_free(
-            cat, schema, pk_index_name(self.new_name), ignore_index=table.primary_key_index_id
-        )
+        # The table's own primary-key index is renamed by the same entry, so
+        # its current name does not block either new name.
+        own_pk = table.primary_key_index_id
+        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
+        ensure_relation_name_free(cat, schema, pk_index_name(self.new_name), ignore_index=own_pk)
         return [RenameTableEntry(table.id, self.new_name)]
 
 

@@ -72,7 +72,14 @@ def _check_seconds(zone: str, what: str, value: int) -> None:
         )
 
 
-def _check_profiles(zone: str, profiles: tuple[str, ...]) -> None:
+def _check_profiles(zone: str, profiles: object) -> tuple[str, ...]:
+    if isinstance(profiles, str) or not isinstance(profiles, tuple | list):
+        raise ValidationError(
+            f"Storage profiles of zone '{zone}' must be a sequence of names, got {profiles!r}",
+            zone=zone,
+            rule="profiles",
+        )
+    profiles = tuple(profiles)
     if not profiles:
         raise ValidationError(
             f"Zone '{zone}' needs at least one storage profile", zone=zone, rule="profiles"
@@ -83,6 +90,7 @@ def _check_profiles(zone: str, profiles: tuple[str, ...]) -> None:
         raise ValidationError(
             f"Storage profiles of zone '{zone}' contain duplicates: {list(profiles)}", zone=zone
         )
+    return profiles
 
 
 def new_zone(
@@ -114,8 +122,16 @@ def new_zone(
     down = INFINITE_SECONDS if scale_down_seconds is None else scale_down_seconds
     _check_seconds(name, "Scale-up delay", up)
     _check_seconds(name, "Scale-down delay", down)
-    profiles = (DEFAULT_STORAGE_PROFILE,) if storage_profiles is None else tuple(storage_profiles)
-    _check_profiles(name, profiles)
+    profiles = (
+        (DEFAULT_STORAGE_PROFILE,)
+        if storage_profiles is None
+        else _check_profiles(name, storage_profiles)
+    )
+    mode = ConsistencyMode.STRONG if consistency_mode is None else consistency_mode
+    if not isinstance(mode, ConsistencyMode):
+        raise ValidationError(
+            f"Consistency mode of zone '{name}' must be STRONG or HA, got {mode!r}", zone=name
+        )
     return Zone(
         id=zone_id,
         name=name,
@@ -126,7 +142,7 @@ def new_zone(
         scale_down_seconds=down,
         node_filter=DEFAULT_NODE_FILTER if node_filter is None else node_filter,
         storage_profiles=profiles,
-        consistency_mode=ConsistencyMode.STRONG if consistency_mode is None else consistency_mode,
+        consistency_mode=mode,
     )
 
 
@@ -218,8 +234,7 @@ class AlterZone(Command):
         if self.node_filter is not None:
             updated = replace(updated, node_filter=self.node_filter)
         if self.storage_profiles is not None:
-            profiles = tuple(self.storage_profiles)
-            _check_profiles(zone.name, profiles)
+            profiles = _check_profiles(zone.name, self.storage_profiles)
             for table in cat.tables_by_id.values():
                 if table.zone_id == zone.id and table.storage_profile not in profiles:
                     raise ValidationError(

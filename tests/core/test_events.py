@@ -1,0 +1,326 @@
+"""Catalog events: types, order, payload, readiness and failing listeners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from almanac import (
+    AddColumns,
+    AlreadyExistsError,
+    AlterColumn,
+    AlterZone,
+    Catalog,
+    ColumnType,
+    Command,
+    CreateIndex,
+    CreateSchema,
+    CreateZone,
+    DropColumns,
+    DropIndex,
+    DropTable,
+    DropZone,
+    Event,
+    EventType,
+    MakeIndexAvailable,
+    RemoveIndex,
+    RenameTable,
+    RenameZone,
+    SetDefaultZone,
+    SetTableProperties,
+    StartBuildingIndex,
+)
+
+from .support import apply, col, rejected, table
+
+
+class Recorder:
+    def __init__(self, cat: Catalog, *types: EventType) -> None:
+        self.events: list[Event] = []
+        for event_type in types or tuple(EventType):
+            cat.listen(event_type, self.events.append)
+
+    @property
+    def types(self) -> list[EventType]:
+        return [e.type for e in self.events]
+
+
+def _index_id(cat: Catalog, name: str = "I") -> int:
+    index = cat.catalog().index(name)
+    assert index is not None
+    return index.id
+
+
+def _stopping_id(cat: Catalog) -> int:
+    (index,) = [i for i in cat.catalog().indexes() if i.name == "I"]
+    return index.id
+
+
+# Each case: setup commands (each its own version), then the action and the events it fires.
+Step = Callable[[Catalog], Command]
+CASES: dict[str, tuple[list[Step], Step, list[EventType]]] = {
+    "create table": (
+        [lambda c: CreateZone(name="Z"), lambda c: SetDefaultZone("Z")],
+        lambda c: table("T"),
+        [EventType.TABLE_CREATE, EventType.INDEX_CREATE],
+    ),
+    "create table with the default zone": (
+        [],
+        lambda c: table("T"),
+        [
+            EventType.ZONE_CREATE,
+            EventType.SET_DEFAULT_ZONE,
+            EventType.TABLE_CREATE,
+            EventType.INDEX_CREATE,
+        ],
+    ),
+    "drop table": (
+        [lambda c: table("T")],
+        lambda c: DropTable("T"),
+        [EventType.INDEX_REMOVED, EventType.TABLE_DROP],
+    ),
+    "rename table": (
+        [lambda c: table("T")],
+        lambda c: RenameTable("T", "U"),
+        [EventType.TABLE_ALTER],
+    ),
+    "add columns": (
+        [lambda c: table("T")],
+        lambda c: AddColumns(table="T", columns=(col("A"), col("B"))),
+        [EventType.TABLE_ALTER],
+    ),
+    "drop columns": (
+        [lambda c: table("T", col("A"))],
+        lambda c: DropColumns(table="T", columns=("A",)),
+        [EventType.TABLE_ALTER],
+    ),
+    "alter column": (
+        [lambda c: table("T", col("A", ColumnType.INT8))],
+        lambda c: AlterColumn(table="T", column="A", type=ColumnType.INT32),
+        [EventType.TABLE_ALTER],
+    ),
+    "table properties": (
+        [lambda c: table("T")],
+        lambda c: SetTableProperties(name="T", stale_rows_fraction=0.5),
+        [EventType.TABLE_ALTER],
+    ),
+    "create index": (
+        [lambda c: table("T", col("A"))],
+        lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+        [EventType.INDEX_CREATE],
+    ),
+    "start building": (
+        [
+            lambda c: table("T", col("A")),
+            lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+        ],
+        lambda c: StartBuildingIndex(_index_id(c)),
+        [EventType.INDEX_BUILDING],
+    ),
+    "make available": (
+        [
+            lambda c: table("T", col("A")),
+            lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+            lambda c: StartBuildingIndex(_index_id(c)),
+        ],
+        lambda c: MakeIndexAvailable(_index_id(c)),
+        [EventType.INDEX_AVAILABLE],
+    ),
+    "drop registered index": (
+        [
+            lambda c: table("T", col("A")),
+            lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+        ],
+        lambda c: DropIndex("I"),
+        [EventType.INDEX_REMOVED],
+    ),
+    "stop index": (
+        [
+            lambda c: table("T", col("A")),
+            lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+            lambda c: StartBuildingIndex(_index_id(c)),
+            lambda c: MakeIndexAvailable(_index_id(c)),
+        ],
+        lambda c: DropIndex("I"),
+        [EventType.INDEX_STOPPING],
+    ),
+    "remove index": (
+        [
+            lambda c: table("T", col("A")),
+            lambda c: CreateIndex(name="I", table="T", columns=("A",)),
+            lambda c: StartBuildingIndex(_index_id(c)),
+            lambda c: MakeIndexAvailable(_index_id(c)),
+            lambda c: DropIndex("I"),
+        ],
+        lambda c: RemoveIndex(_stopping_id(c)),
+        [EventType.INDEX_REMOVED],
+    ),
+    "create zone": ([], lambda c: CreateZone(name="Z"), [EventType.ZONE_CREATE]),
+    "alter zone": (
+        [lambda c: CreateZone(name="Z")],
+        lambda c: AlterZone(name="Z", replicas=3),
+        [EventType.ZONE_ALTER],
+    ),
+    "rename zone": (
+        [lambda c: CreateZone(name="Z")],
+        lambda c: RenameZone("Z", "Y"),
+        [EventType.ZONE_ALTER],
+    ),
+    "drop zone": (
+        [lambda c: CreateZone(name="Z")],
+        lambda c: DropZone("Z"),
+        [EventType.ZONE_DROP],
+    ),
+    "set default zone": (
+        [lambda c: CreateZone(name="Z")],
+        lambda c: SetDefaultZone("Z"),
+        [EventType.SET_DEFAULT_ZONE],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_event_types(cat: Catalog, case: str) -> None:
+    setup, action, expected = CASES[case]
+    for step in setup:
+        apply(cat, step(cat))
+    recorder = Recorder(cat)
+    result = apply(cat, action(cat))
+    assert recorder.types == expected
+    for event in recorder.events:
+        assert event.version == result.version
+        assert isinstance(event.causality_token, int)
+
+
+def test_events_of_a_batch_fire_in_entry_order(cat: Catalog) -> None:
+    recorder = Recorder(cat)
+    result = apply(
+        cat,
+        CreateZone(name="Z"),
+        table("T", col("A")),
+        CreateIndex(name="I", table="T", columns=("A",)),
+        DropIndex("I"),
+        AlterZone(name="Z", replicas=2),
+    )
+    assert recorder.types == [
+        EventType.ZONE_CREATE,
+        EventType.ZONE_CREATE,
+        EventType.SET_DEFAULT_ZONE,
+        EventType.TABLE_CREATE,
+        EventType.INDEX_CREATE,
+        EventType.INDEX_CREATE,
+        EventType.INDEX_STOPPING,
+        EventType.ZONE_ALTER,
+    ]
+    assert {e.version for e in recorder.events} == {result.version}
+    assert len({e.causality_token for e in recorder.events}) == 1
+
+
+def test_event_identifies_its_object(cat: Catalog) -> None:
+    recorder = Recorder(cat, EventType.TABLE_CREATE, EventType.INDEX_CREATE)
+    apply(cat, table("T"))
+    t = cat.catalog().table("T")
+    assert t is not None
+    assert [e.object_id for e in recorder.events] == [t.id, t.primary_key_index_id]
+
+
+def test_causality_tokens_grow_with_versions(cat: Catalog) -> None:
+    recorder = Recorder(cat, EventType.ZONE_CREATE)
+    for name in "ABC":
+        apply(cat, CreateZone(name=name))
+    tokens = [e.causality_token for e in recorder.events]
+    assert tokens == sorted(tokens) and len(set(tokens)) == 3
+
+
+def test_listener_reads_the_events_version(cat: Catalog) -> None:
+    seen: list[tuple[int, bool, bool]] = []
+
+    def listener(event: Event) -> None:
+        snap = cat.catalog(event.version)
+        ready = cat.catalog_ready(event.version, timeout=0)
+        seen.append((snap.version, snap.table("T") is not None, ready))
+
+    cat.listen(EventType.TABLE_CREATE, listener)
+    result = apply(cat, table("T"))
+    assert seen == [(result.version, True, False)], "not ready while its listeners run"
+    assert cat.catalog_ready(result.version, timeout=0)
+
+
+def test_no_events_for_a_failed_batch(cat: Catalog) -> None:
+    recorder = Recorder(cat)
+    rejected(cat, [CreateZone(name="Z"), CreateZone(name="Z")], AlreadyExistsError, "'Z'")
+    assert recorder.events == []
+
+
+def test_no_events_for_changes_without_an_event_type(cat: Catalog) -> None:
+    recorder = Recorder(cat)
+    apply(cat, CreateSchema("S"))
+    assert recorder.events == []
+
+
+def test_failing_listener_is_reported_and_does_not_block(cat: Catalog) -> None:
+    calls: list[str] = []
+
+    def bad(event: Event) -> None:
+        calls.append("bad")
+        raise RuntimeError("listener broke")
+
+    def good(event: Event) -> None:
+        calls.append("good")
+
+    cat.listen(EventType.ZONE_CREATE, bad)
+    cat.listen(EventType.ZONE_CREATE, good)
+    result = apply(cat, CreateZone(name="Z"))
+    assert calls == ["bad", "good"]
+    assert cat.catalog_ready(result.version, timeout=1)
+    (failure,) = cat.listener_failures
+    assert failure.event.type is EventType.ZONE_CREATE
+    assert failure.event.version == result.version
+    assert isinstance(failure.error, RuntimeError)
+    assert failure.listener is bad
+    apply(cat, CreateZone(name="Y"))
+    assert len(cat.listener_failures) == 2
+
+
+def test_unlisten(cat: Catalog) -> None:
+    events: list[Event] = []
+
+    def listener(event: Event) -> None:
+        events.append(event)
+
+    cat.listen(EventType.ZONE_CREATE, listener)
+    apply(cat, CreateZone(name="Z"))
+    cat.unlisten(EventType.ZONE_CREATE, listener)
+    apply(cat, CreateZone(name="Y"))
+    assert len(events) == 1
+
+
+def test_unlisten_a_bound_method(cat: Catalog) -> None:
+    events: list[Event] = []
+    cat.listen(EventType.ZONE_CREATE, events.append)
+    apply(cat, CreateZone(name="Z"))
+    cat.unlisten(EventType.ZONE_CREATE, events.append)
+    apply(cat, CreateZone(name="Y"))
+    assert len(events) == 1
+
+
+def test_listeners_get_only_their_type(cat: Catalog) -> None:
+    recorder = Recorder(cat, EventType.ZONE_DROP)
+    apply(cat, CreateZone(name="Z"))
+    assert recorder.events == []
+    apply(cat, DropZone("Z"))
+    assert recorder.types == [EventType.ZONE_DROP]
+
+
+def test_a_listener_may_execute_and_readiness_never_goes_back(cat: Catalog) -> None:
+    def listener(event: Event) -> None:
+        cat.execute([CreateZone(name="FROM_LISTENER")])
+
+    cat.listen(EventType.TABLE_CREATE, listener)
+    result = cat.execute([table("T")])
+    assert result.version == 2
+    assert cat.latest_version == 3
+    assert cat.catalog().zone("FROM_LISTENER") is not None
+    assert cat.catalog_ready(2, timeout=0)
+    assert cat.catalog_ready(3, timeout=0), "version 3 was readied by the nested execute"

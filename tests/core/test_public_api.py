@@ -1,0 +1,94 @@
+"""The package's public surface: ``__all__`` and the error hierarchy."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import types
+from pathlib import Path
+
+import almanac
+import almanac.errors
+from almanac import CatalogError
+
+
+def _names_bound_in_init() -> set[str]:
+    """Public names that ``almanac/__init__.py`` itself binds (imports, defs, assignments)."""
+    tree = ast.parse(Path(almanac.__file__).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_all_lists_every_public_attribute() -> None:
+    exported = set(almanac.__all__)
+    public = {
+        name
+        for name in _names_bound_in_init()
+        if not isinstance(getattr(almanac, name), types.ModuleType)
+    }
+    assert public, "found no public attributes at all"
+    assert public - exported == set(), "public but missing from __all__"
+
+
+def test_every_public_runtime_attribute_is_listed() -> None:
+    runtime = {
+        name
+        for name, value in vars(almanac).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert runtime - set(almanac.__all__) == set()
+
+
+def test_every_listed_name_exists() -> None:
+    missing = [name for name in almanac.__all__ if not hasattr(almanac, name)]
+    assert missing == []
+    assert len(almanac.__all__) == len(set(almanac.__all__)), "duplicates in __all__"
+
+
+def test_connect_is_exported() -> None:
+    assert "connect" in almanac.__all__
+    assert callable(almanac.connect)
+
+
+def _error_classes() -> list[type[BaseException]]:
+    return [
+        obj
+        for _, obj in inspect.getmembers(almanac.errors, inspect.isclass)
+        if issubclass(obj, BaseException) and obj.__module__ == almanac.errors.__name__
+    ]
+
+
+def test_every_error_class_is_a_catalog_error() -> None:
+    classes = _error_classes()
+    assert len(classes) >= 10
+    for cls in classes:
+        assert issubclass(cls, CatalogError), cls
+
+
+def test_every_error_class_is_exported_from_the_package() -> None:
+    for cls in _error_classes():
+        assert getattr(almanac, cls.__name__) is cls
+        assert cls.__name__ in almanac.__all__
+
+
+def test_named_error_classes_exist() -> None:
+    for name in (
+        "ValidationError",
+        "NotFoundError",
+        "AlreadyExistsError",
+        "VersionNotFoundError",
+        "ConflictError",
+    ):
+        cls = getattr(almanac, name)
+        assert isinstance(cls, type)
+        assert issubclass(cls, CatalogError)
+        assert cls is not CatalogError
