@@ -1,0 +1,76 @@
+"""Binary, versioned serialization of catalog objects (see DESIGN.md, "Serialization").
+
+Bytes written here are a contract between nodes and between releases:
+
+* every object starts with ``protocol version (2 bytes) | type id (2 bytes)
+  | serializer version (uvarint)``; nested objects carry type id and version;
+* type ids are pinned in ``registry.TYPE_IDS``; each type's serializers are
+  versioned, writing uses the newest and reading the one the header names;
+* equal objects encode to equal bytes (maps in key order, canonical
+  integers), because nodes compare catalogs byte for byte;
+* any input that is not exactly one valid object raises ``SerializationError``
+  naming the problem and its byte offset.
+
+Importing this package registers every serializer.
+"""
+
+from __future__ import annotations
+
+from almanac.entries import VersionedUpdate
+from almanac.serialization import snapshots as _snapshots
+from almanac.serialization import types as _types
+from almanac.serialization import updates as _updates
+from almanac.serialization.registry import (
+    PROTOCOL_VERSION,
+    REGISTRY,
+    TYPE_IDS,
+    RegistrationError,
+    Registry,
+    SerializerInfo,
+)
+from almanac.snapshot import CatalogSnapshot
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "REGISTRY",
+    "TYPE_IDS",
+    "RegistrationError",
+    "Registry",
+    "SerializerInfo",
+    "decode",
+    "decode_snapshot",
+    "decode_update",
+    "encode",
+    "encode_snapshot",
+    "encode_update",
+]
+
+del _snapshots, _types, _updates  # imported for their registrations only
+
+
+def encode(obj: object) -> bytes:
+    """Any registered object (descriptor, entry, update, snapshot) as bytes."""
+    return REGISTRY.encode(obj)
+
+
+def decode(data: bytes | bytearray | memoryview) -> object:
+    """The object ``data`` holds, whatever its registered type."""
+    return REGISTRY.decode(data)
+
+
+def encode_update(update: VersionedUpdate) -> bytes:
+    return REGISTRY.encode(update)
+
+
+def decode_update(data: bytes | bytearray | memoryview) -> VersionedUpdate:
+    """A ``VersionedUpdate``; any other type in the header is an error."""
+    return REGISTRY.decode(data, VersionedUpdate)
+
+
+def encode_snapshot(snapshot: CatalogSnapshot) -> bytes:
+    return REGISTRY.encode(snapshot)
+
+
+def decode_snapshot(data: bytes | bytearray | memoryview) -> CatalogSnapshot:
+    """A whole ``CatalogSnapshot`` (the update log's snapshot entry)."""
+    return REGISTRY.decode(data, CatalogSnapshot)

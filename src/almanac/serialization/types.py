@@ -1,0 +1,298 @@
+"""Serializers of the catalog descriptors (schemas, tables, columns, indexes, zones).
+
+Each ``_write_X_vN`` / ``_read_X_vN`` pair is the contract of version N of
+type X: once released its layout never changes; a change is a new version
+registered next to it. Integer fields are svarints (zigzag, 64-bit), enums
+are written by their ``.value`` (a stable id, unlike a name or a position;
+read through ``_value_``, the same attribute without the slower property),
+and nested descriptors carry their own type id and version.
+
+Readers build each descriptor with keyword arguments, which Python evaluates
+left to right: the order of the keywords in a reader is the order of the
+fields on the wire, and naming them keeps a reader correct if a descriptor's
+fields are ever reordered.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import TypeVar, cast
+
+from almanac.datatypes import ColumnType
+from almanac.descriptors import (
+    Collation,
+    Column,
+    ConsistencyMode,
+    ConstantDefault,
+    DefaultValue,
+    FunctionDefault,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+    Zone,
+)
+from almanac.serialization.io import Reader, Writer
+from almanac.serialization.registry import REGISTRY, SerializerInfo
+from almanac.serialization.values import read_value, write_value
+
+__all__ = ["enum_reader", "read_column", "read_index", "read_schema", "read_table", "read_zone"]
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+_nested = REGISTRY.write_nested
+
+
+def enum_reader(cls: type[_E]) -> Callable[[Reader], _E]:
+    """Reads an enum member by its stable ``.value``; an unknown value is corruption."""
+    members: dict[object, _E] = {member.value: member for member in cls}
+    name = cls.__name__
+
+    def read(r: Reader) -> _E:
+        start = r.pos
+        value = r.uvarint()
+        member = members.get(value)
+        if member is None:
+            r.fail(f"Unknown {name} value {value}", start)
+        return member
+
+    return read
+
+
+def _enum_tuple_reader(cls: type[_E]) -> Callable[[Reader], tuple[_E, ...]]:
+    read_one = enum_reader(cls)
+
+    def read(r: Reader) -> tuple[_E, ...]:
+        return tuple([read_one(r) for _ in range(r.count(cls.__name__))])
+
+    return read
+
+
+def _write_enums(w: Writer, members: tuple[enum.Enum, ...]) -> None:
+    w.uvarint(len(members))
+    for member in members:
+        w.uvarint(member._value_)
+
+
+_read_column_type = enum_reader(ColumnType)
+_read_index_kind = enum_reader(IndexKind)
+_read_index_status = enum_reader(IndexStatus)
+_read_consistency = enum_reader(ConsistencyMode)
+_read_collations = _enum_tuple_reader(Collation)
+
+
+# -- defaults -------------------------------------------------------------------
+
+
+def _write_constant_default_v1(w: Writer, obj: ConstantDefault) -> None:
+    write_value(w, obj.value)
+
+
+def _read_constant_default_v1(r: Reader) -> ConstantDefault:
+    return ConstantDefault(read_value(r))
+
+
+def _write_function_default_v1(w: Writer, obj: FunctionDefault) -> None:
+    w.string(obj.name)
+
+
+def _read_function_default_v1(r: Reader) -> FunctionDefault:
+    return FunctionDefault(r.string())
+
+
+# -- schema ------------------------------------------------------------------------
+
+
+def _write_schema_v1(w: Writer, obj: Schema) -> None:
+    w.svarint(obj.id)
+    w.string(obj.name)
+    w.svarint(obj.update_version)
+
+
+def _read_schema_v1(r: Reader) -> Schema:
+    return Schema(id=r.svarint(), name=r.string(), update_version=r.svarint())
+
+
+# -- column ----------------------------------------------------------------------
+
+
+def _write_column_v1(w: Writer, obj: Column) -> None:
+    w.svarint(obj.id)
+    w.string(obj.name)
+    w.uvarint(obj.type._value_)
+    w.boolean(obj.nullable)
+    w.opt_svarint(obj.precision)
+    w.opt_svarint(obj.scale)
+    w.opt_svarint(obj.length)
+    if obj.default is None:
+        w.append(0)
+    else:
+        w.append(1)
+        _nested(w, obj.default)
+
+
+_read_default = REGISTRY.nested_reader_any((ConstantDefault, FunctionDefault))
+
+
+def _read_column_v1(r: Reader) -> Column:
+    return Column(
+        id=r.svarint(),
+        name=r.string(),
+        type=_read_column_type(r),
+        nullable=r.boolean(),
+        precision=r.opt_svarint(),
+        scale=r.opt_svarint(),
+        length=r.opt_svarint(),
+        default=cast(DefaultValue, _read_default(r)) if r.boolean() else None,
+    )
+
+
+# -- table -----------------------------------------------------------------------
+
+
+def _write_table_properties_v1(w: Writer, obj: TableProperties) -> None:
+    w.float64(obj.stale_rows_fraction)
+    w.svarint(obj.min_stale_rows)
+
+
+def _read_table_properties_v1(r: Reader) -> TableProperties:
+    return TableProperties(stale_rows_fraction=r.float64(), min_stale_rows=r.svarint())
+
+
+read_column = REGISTRY.nested_reader(Column)
+_read_properties = REGISTRY.nested_reader(TableProperties)
+
+
+def _write_table_v1(w: Writer, obj: Table) -> None:
+    w.svarint(obj.id)
+    w.svarint(obj.schema_id)
+    w.string(obj.name)
+    w.svarint(obj.zone_id)
+    w.uvarint(len(obj.columns))
+    for column in obj.columns:
+        _nested(w, column)
+    w.strings(obj.primary_key)
+    w.uvarint(obj.primary_key_kind._value_)
+    _write_enums(w, obj.primary_key_collations)
+    w.strings(obj.colocation)
+    w.svarint(obj.primary_key_index_id)
+    w.string(obj.storage_profile)
+    w.svarint(obj.table_version)
+    _nested(w, obj.properties)
+    w.svarint(obj.next_column_id)
+    w.svarint(obj.created_version)
+    w.svarint(obj.update_version)
+
+
+def _read_table_v1(r: Reader) -> Table:
+    return Table(
+        id=r.svarint(),
+        schema_id=r.svarint(),
+        name=r.string(),
+        zone_id=r.svarint(),
+        columns=tuple([read_column(r) for _ in range(r.count("column", 3))]),
+        primary_key=r.strings(),
+        primary_key_kind=_read_index_kind(r),
+        primary_key_collations=_read_collations(r),
+        colocation=r.strings(),
+        primary_key_index_id=r.svarint(),
+        storage_profile=r.string(),
+        table_version=r.svarint(),
+        properties=_read_properties(r),
+        next_column_id=r.svarint(),
+        created_version=r.svarint(),
+        update_version=r.svarint(),
+    )
+
+
+# -- index -----------------------------------------------------------------------
+
+
+def _write_index_v1(w: Writer, obj: Index) -> None:
+    w.svarint(obj.id)
+    w.string(obj.name)
+    w.svarint(obj.table_id)
+    w.svarint(obj.schema_id)
+    w.boolean(obj.unique)
+    w.uvarint(obj.kind._value_)
+    w.strings(obj.columns)
+    _write_enums(w, obj.collations)
+    w.uvarint(obj.status._value_)
+    w.boolean(obj.primary_key)
+    w.svarint(obj.created_version)
+    w.svarint(obj.update_version)
+
+
+def _read_index_v1(r: Reader) -> Index:
+    return Index(
+        id=r.svarint(),
+        name=r.string(),
+        table_id=r.svarint(),
+        schema_id=r.svarint(),
+        unique=r.boolean(),
+        kind=_read_index_kind(r),
+        columns=r.strings(),
+        collations=_read_collations(r),
+        status=_read_index_status(r),
+        primary_key=r.boolean(),
+        created_version=r.svarint(),
+        update_version=r.svarint(),
+    )
+
+
+# -- zone ------------------------------------------------------------------------
+
+
+def _write_zone_v1(w: Writer, obj: Zone) -> None:
+    w.svarint(obj.id)
+    w.string(obj.name)
+    w.svarint(obj.partitions)
+    w.svarint(obj.replicas)
+    w.svarint(obj.quorum_size)
+    w.svarint(obj.scale_up_seconds)
+    w.svarint(obj.scale_down_seconds)
+    w.string(obj.node_filter)
+    w.strings(obj.storage_profiles)
+    w.uvarint(obj.consistency_mode._value_)
+    w.svarint(obj.update_version)
+
+
+def _read_zone_v1(r: Reader) -> Zone:
+    return Zone(
+        id=r.svarint(),
+        name=r.string(),
+        partitions=r.svarint(),
+        replicas=r.svarint(),
+        quorum_size=r.svarint(),
+        scale_up_seconds=r.svarint(),
+        scale_down_seconds=r.svarint(),
+        node_filter=r.string(),
+        storage_profiles=r.strings(),
+        consistency_mode=_read_consistency(r),
+        update_version=r.svarint(),
+    )
+
+
+read_schema = REGISTRY.nested_reader(Schema)
+read_table = REGISTRY.nested_reader(Table)
+read_index = REGISTRY.nested_reader(Index)
+read_zone = REGISTRY.nested_reader(Zone)
+
+_R010 = "0.1.0"
+REGISTRY.register(
+    SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
+)
+REGISTRY.register(
+    SerializerInfo(FunctionDefault, 1, _R010, _read_function_default_v1, _write_function_default_v1)
+)
+REGISTRY.register(SerializerInfo(Schema, 1, _R010, _read_schema_v1, _write_schema_v1))
+REGISTRY.register(SerializerInfo(Column, 1, _R010, _read_column_v1, _write_column_v1))
+REGISTRY.register(
+    SerializerInfo(TableProperties, 1, _R010, _read_table_properties_v1, _write_table_properties_v1)
+)
+REGISTRY.register(SerializerInfo(Table, 1, _R010, _read_table_v1, _write_table_v1))
+REGISTRY.register(SerializerInfo(Index, 1, _R010, _read_index_v1, _write_index_v1))
+REGISTRY.register(SerializerInfo(Zone, 1, _R010, _read_zone_v1, _write_zone_v1))

@@ -1,0 +1,160 @@
+"""Serializers of the update entries and of ``VersionedUpdate``, the log record.
+
+An entry that only names an object (``DropTable``, ``StopIndex``, …) is one
+svarint; entries that carry a descriptor nest it with its own type id and
+version, so a new ``Table`` format never needs a new ``NewTable`` format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from almanac import entries as e
+from almanac.descriptors import TableProperties
+from almanac.serialization.io import Reader, Writer
+from almanac.serialization.registry import ENTRY_TYPES, REGISTRY, SerializerInfo
+from almanac.serialization.types import read_column, read_index, read_schema, read_table, read_zone
+
+__all__: list[str] = []
+
+_T = TypeVar("_T")
+_R010 = "0.1.0"
+_nested = REGISTRY.write_nested
+_read_properties = REGISTRY.nested_reader(TableProperties)
+
+
+def _register_v1(
+    cls: type[_T], read: Callable[[Reader], _T], write: Callable[[Writer, _T], None]
+) -> None:
+    REGISTRY.register(SerializerInfo(cls, 1, _R010, read, write))
+
+
+def _register_id_entry_v1(cls: type[Any], field: str) -> None:
+    """Entries whose only field is an object id: one svarint."""
+
+    def write(w: Writer, obj: object) -> None:
+        w.svarint(getattr(obj, field))
+
+    def read(r: Reader) -> object:
+        return cls(**{field: r.svarint()})
+
+    _register_v1(cls, read, write)
+
+
+def _register_nested_entry_v1(
+    cls: type[Any], field: str, read_field: Callable[[Reader], object]
+) -> None:
+    """Entries whose only field is a descriptor, nested with its own header."""
+
+    def write(w: Writer, obj: object) -> None:
+        _nested(w, getattr(obj, field))
+
+    def read(r: Reader) -> object:
+        return cls(**{field: read_field(r)})
+
+    _register_v1(cls, read, write)
+
+
+def _register_renaming_entry_v1(cls: type[Any], field: str) -> None:
+    """Entries made of an object id and a new name."""
+
+    def write(w: Writer, obj: Any) -> None:
+        w.svarint(getattr(obj, field))
+        w.string(obj.name)
+
+    def read(r: Reader) -> object:
+        return cls(**{field: r.svarint(), "name": r.string()})
+
+    _register_v1(cls, read, write)
+
+
+_register_id_entry_v1(e.ObjectIdGenUpdate, "delta")
+_register_nested_entry_v1(e.NewSchema, "schema", read_schema)
+_register_id_entry_v1(e.DropSchema, "schema_id")
+_register_nested_entry_v1(e.NewZone, "zone", read_zone)
+_register_nested_entry_v1(e.AlterZone, "zone", read_zone)
+_register_id_entry_v1(e.DropZone, "zone_id")
+_register_id_entry_v1(e.SetDefaultZone, "zone_id")
+_register_nested_entry_v1(e.NewTable, "table", read_table)
+_register_id_entry_v1(e.DropTable, "table_id")
+_register_renaming_entry_v1(e.RenameTable, "table_id")
+_register_nested_entry_v1(e.NewIndex, "index", read_index)
+_register_renaming_entry_v1(e.RenameIndex, "index_id")
+_register_id_entry_v1(e.StartBuildingIndex, "index_id")
+_register_id_entry_v1(e.MakeIndexAvailable, "index_id")
+_register_id_entry_v1(e.StopIndex, "index_id")
+_register_id_entry_v1(e.RemoveIndex, "index_id")
+
+
+def _write_new_columns_v1(w: Writer, obj: e.NewColumns) -> None:
+    w.svarint(obj.table_id)
+    w.uvarint(len(obj.columns))
+    for column in obj.columns:
+        _nested(w, column)
+
+
+def _read_new_columns_v1(r: Reader) -> e.NewColumns:
+    return e.NewColumns(
+        table_id=r.svarint(),
+        columns=tuple([read_column(r) for _ in range(r.count("column", 3))]),
+    )
+
+
+def _write_drop_columns_v1(w: Writer, obj: e.DropColumns) -> None:
+    w.svarint(obj.table_id)
+    w.strings(obj.names)
+
+
+def _read_drop_columns_v1(r: Reader) -> e.DropColumns:
+    return e.DropColumns(table_id=r.svarint(), names=r.strings())
+
+
+def _write_alter_column_v1(w: Writer, obj: e.AlterColumn) -> None:
+    w.svarint(obj.table_id)
+    _nested(w, obj.column)
+
+
+def _read_alter_column_v1(r: Reader) -> e.AlterColumn:
+    return e.AlterColumn(table_id=r.svarint(), column=read_column(r))
+
+
+def _write_set_table_properties_v1(w: Writer, obj: e.SetTableProperties) -> None:
+    w.svarint(obj.table_id)
+    _nested(w, obj.properties)
+
+
+def _read_set_table_properties_v1(r: Reader) -> e.SetTableProperties:
+    return e.SetTableProperties(table_id=r.svarint(), properties=_read_properties(r))
+
+
+_register_v1(e.NewColumns, _read_new_columns_v1, _write_new_columns_v1)
+_register_v1(e.DropColumns, _read_drop_columns_v1, _write_drop_columns_v1)
+_register_v1(e.AlterColumn, _read_alter_column_v1, _write_alter_column_v1)
+_register_v1(e.SetTableProperties, _read_set_table_properties_v1, _write_set_table_properties_v1)
+
+
+# -- VersionedUpdate -----------------------------------------------------------------
+
+_read_entry = REGISTRY.nested_reader_any(ENTRY_TYPES)
+
+
+def _write_versioned_update_v1(w: Writer, obj: e.VersionedUpdate) -> None:
+    w.svarint(obj.version)
+    w.svarint(obj.commit_time)
+    w.svarint(obj.delay_ms)
+    w.uvarint(len(obj.entries))
+    for entry in obj.entries:
+        _nested(w, entry)
+
+
+def _read_versioned_update_v1(r: Reader) -> e.VersionedUpdate:
+    return e.VersionedUpdate(
+        version=r.svarint(),
+        commit_time=r.svarint(),
+        delay_ms=r.svarint(),
+        entries=tuple([cast(e.UpdateEntry, _read_entry(r)) for _ in range(r.count("entry", 3))]),
+    )
+
+
+_register_v1(e.VersionedUpdate, _read_versioned_update_v1, _write_versioned_update_v1)

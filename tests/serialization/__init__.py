@@ -1,0 +1,390 @@
+"""Serialization tests, and what they share: hypothesis strategies for every
+serialized type and the fixed example objects the golden files are made from.
+
+The strategies build well-typed but otherwise arbitrary values (a snapshot's
+maps need not agree with each other): the format must carry any value of the
+declared types, not only the ones today's commands produce.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import struct
+import uuid
+from typing import Any
+
+from hypothesis import strategies as st
+from immutables import Map
+
+from almanac import entries as e
+from almanac.datatypes import ColumnType
+from almanac.descriptors import (
+    Collation,
+    Column,
+    ConsistencyMode,
+    ConstantDefault,
+    FunctionDefault,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+    Zone,
+)
+from almanac.serialization import encode
+from almanac.serialization.io import INT64_MAX, INT64_MIN
+from almanac.snapshot import CatalogSnapshot
+
+# -- strategies -----------------------------------------------------------------------
+
+int64s = st.one_of(st.integers(-3, 300), st.integers(INT64_MIN, INT64_MAX))
+opt_int64s = st.none() | int64s
+names = st.text(max_size=12)
+name_tuples = st.lists(names, max_size=4).map(tuple)
+
+_offsets = st.timedeltas(
+    min_value=dt.timedelta(hours=-24) + dt.timedelta(microseconds=1),
+    max_value=dt.timedelta(hours=24) - dt.timedelta(microseconds=1),
+)
+fixed_timezones = st.none() | st.just(dt.UTC) | _offsets.map(dt.timezone)
+
+column_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(2**200), max_value=2**200),
+    st.floats(allow_nan=False),
+    st.decimals(allow_nan=False),
+    st.tuples(
+        st.integers(0, 1),
+        st.lists(st.integers(0, 9), min_size=1, max_size=40).map(tuple),
+        st.integers(-(10**6), 10**6),
+    ).map(decimal.Decimal),
+    st.sampled_from(["1E-1999999999999999997", "-9E+999999999999999999"]).map(decimal.Decimal),
+    st.text(),
+    st.binary(),
+    st.dates(),
+    st.times(timezones=fixed_timezones),
+    st.datetimes(timezones=fixed_timezones),
+    st.uuids(),
+)
+"""Every Python value type a column can hold; NaNs are tested apart (NaN != NaN)."""
+
+nan_values = st.one_of(
+    st.integers(0, 2**64 - 1).map(lambda bits: struct.unpack(">d", bits.to_bytes(8, "big"))[0]),
+    st.sampled_from(["NaN", "-NaN", "sNaN", "-sNaN", "NaN123", "sNaN7"]).map(decimal.Decimal),
+)
+
+defaults = st.one_of(st.builds(ConstantDefault, column_values), st.builds(FunctionDefault, names))
+schemas = st.builds(Schema, int64s, names, int64s)
+columns = st.builds(
+    Column,
+    id=int64s,
+    name=names,
+    type=st.sampled_from(ColumnType),
+    nullable=st.booleans(),
+    precision=opt_int64s,
+    scale=opt_int64s,
+    length=opt_int64s,
+    default=st.none() | defaults,
+)
+collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
+table_properties = st.builds(TableProperties, st.floats(allow_nan=False), int64s)
+tables = st.builds(
+    Table,
+    id=int64s,
+    schema_id=int64s,
+    name=names,
+    zone_id=int64s,
+    columns=st.lists(columns, max_size=4).map(tuple),
+    primary_key=name_tuples,
+    primary_key_kind=st.sampled_from(IndexKind),
+    primary_key_collations=collations,
+    colocation=name_tuples,
+    primary_key_index_id=int64s,
+    storage_profile=names,
+    table_version=int64s,
+    properties=table_properties,
+    next_column_id=int64s,
+    created_version=int64s,
+    update_version=int64s,
+)
+indexes = st.builds(
+    Index,
+    id=int64s,
+    name=names,
+    table_id=int64s,
+    schema_id=int64s,
+    unique=st.booleans(),
+    kind=st.sampled_from(IndexKind),
+    columns=name_tuples,
+    collations=collations,
+    status=st.sampled_from(IndexStatus),
+    primary_key=st.booleans(),
+    created_version=int64s,
+    update_version=int64s,
+)
+zones = st.builds(
+    Zone,
+    id=int64s,
+    name=names,
+    partitions=int64s,
+    replicas=int64s,
+    quorum_size=int64s,
+    scale_up_seconds=int64s,
+    scale_down_seconds=int64s,
+    node_filter=names,
+    storage_profiles=name_tuples,
+    consistency_mode=st.sampled_from(ConsistencyMode),
+    update_version=int64s,
+)
+
+ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    e.ObjectIdGenUpdate: st.builds(e.ObjectIdGenUpdate, int64s),
+    e.NewSchema: st.builds(e.NewSchema, schemas),
+    e.DropSchema: st.builds(e.DropSchema, int64s),
+    e.NewZone: st.builds(e.NewZone, zones),
+    e.AlterZone: st.builds(e.AlterZone, zones),
+    e.DropZone: st.builds(e.DropZone, int64s),
+    e.SetDefaultZone: st.builds(e.SetDefaultZone, int64s),
+    e.NewTable: st.builds(e.NewTable, tables),
+    e.DropTable: st.builds(e.DropTable, int64s),
+    e.RenameTable: st.builds(e.RenameTable, int64s, names),
+    e.NewColumns: st.builds(e.NewColumns, int64s, st.lists(columns, max_size=3).map(tuple)),
+    e.DropColumns: st.builds(e.DropColumns, int64s, name_tuples),
+    e.AlterColumn: st.builds(e.AlterColumn, int64s, columns),
+    e.SetTableProperties: st.builds(e.SetTableProperties, int64s, table_properties),
+    e.NewIndex: st.builds(e.NewIndex, indexes),
+    e.RenameIndex: st.builds(e.RenameIndex, int64s, names),
+    e.StartBuildingIndex: st.builds(e.StartBuildingIndex, int64s),
+    e.MakeIndexAvailable: st.builds(e.MakeIndexAvailable, int64s),
+    e.StopIndex: st.builds(e.StopIndex, int64s),
+    e.RemoveIndex: st.builds(e.RemoveIndex, int64s),
+}
+update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
+versioned_updates = st.builds(
+    e.VersionedUpdate, int64s, int64s, int64s, st.lists(update_entries, max_size=6).map(tuple)
+)
+
+
+def _maps(keys: st.SearchStrategy[Any], values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.dictionaries(keys, values, max_size=4).map(Map)
+
+
+_scoped_names = st.tuples(int64s, names)
+snapshots = st.builds(
+    CatalogSnapshot,
+    version=int64s,
+    activation_time=int64s,
+    object_id_gen=int64s,
+    default_zone_id=opt_int64s,
+    schemas_by_id=_maps(int64s, schemas),
+    schema_names=_maps(names, int64s),
+    tables_by_id=_maps(int64s, tables),
+    table_names=_maps(_scoped_names, int64s),
+    indexes_by_id=_maps(int64s, indexes),
+    index_names=_maps(_scoped_names, int64s),
+    table_indexes=_maps(int64s, st.lists(int64s, max_size=4).map(tuple)),
+    zones_by_id=_maps(int64s, zones),
+    zone_names=_maps(names, int64s),
+)
+
+STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    Schema: schemas,
+    Column: columns,
+    Table: tables,
+    TableProperties: table_properties,
+    Index: indexes,
+    Zone: zones,
+    ConstantDefault: st.builds(ConstantDefault, column_values),
+    FunctionDefault: st.builds(FunctionDefault, names),
+    **ENTRY_STRATEGIES,
+    e.VersionedUpdate: versioned_updates,
+    CatalogSnapshot: snapshots,
+}
+"""One strategy per serialized type; a test checks it covers the registry."""
+
+# -- fixed examples (the golden files) ----------------------------------------------
+
+_PLUS_0530 = dt.timezone(dt.timedelta(hours=5, minutes=30))
+_MINUS_0800 = dt.timezone(dt.timedelta(hours=-8))
+
+CONSTANTS: dict[str, object] = {
+    "none": None,
+    "false": False,
+    "true": True,
+    "int": -123_456_789_012_345_678_901_234_567_890,
+    "float": 6.02214076e23,
+    "float_negative_zero": -0.0,
+    "float_nan_payload": struct.unpack(">d", bytes.fromhex("7ff8dead00c0ffee"))[0],
+    "decimal": decimal.Decimal("-12.50"),
+    "decimal_exponent": decimal.Decimal("7.25E+40"),
+    "decimal_infinity": decimal.Decimal("-Infinity"),
+    "str": "déjà vu ✓ 𝄞",
+    "bytes": b"\x00\xffalmanac",
+    "date": dt.date(2024, 2, 29),
+    "time": dt.time(23, 59, 58, 123_456),
+    "time_tz": dt.time(9, 30, 0, 5, tzinfo=_PLUS_0530),
+    "datetime": dt.datetime(2024, 2, 29, 13, 14, 15, 161_718),
+    "datetime_tz": dt.datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=_MINUS_0800),
+    "uuid": uuid.UUID("12345678-9abc-4def-8123-456789abcdef"),
+}
+
+SCHEMA = Schema(id=7, name="SALES", update_version=3)
+PRICE = Column(
+    id=2,
+    name="PRICE",
+    type=ColumnType.DECIMAL,
+    nullable=False,
+    precision=12,
+    scale=2,
+    length=64,
+    default=ConstantDefault(decimal.Decimal("-12.50")),
+)
+KEY = Column(id=3, name="KEY", type=ColumnType.UUID, default=FunctionDefault("RAND_UUID"))
+ID = Column(id=0, name="ID", type=ColumnType.INT64, nullable=False)
+REGION = Column(
+    id=1, name="REGION", type=ColumnType.STRING, length=16, default=ConstantDefault("EU")
+)
+PROPERTIES = TableProperties(stale_rows_fraction=0.35, min_stale_rows=1000)
+TABLE = Table(
+    id=10,
+    schema_id=7,
+    name="ORDERS",
+    zone_id=2,
+    columns=(ID, REGION, PRICE, KEY),
+    primary_key=("ID", "REGION"),
+    primary_key_kind=IndexKind.SORTED,
+    primary_key_collations=(Collation.ASC_NULLS_LAST, Collation.DESC_NULLS_FIRST),
+    colocation=("REGION",),
+    primary_key_index_id=11,
+    storage_profile="ssd",
+    table_version=3,
+    properties=PROPERTIES,
+    next_column_id=5,
+    created_version=4,
+    update_version=9,
+)
+PK_INDEX = Index(
+    id=11,
+    name="ORDERS_PK",
+    table_id=10,
+    schema_id=7,
+    unique=True,
+    kind=IndexKind.SORTED,
+    columns=("ID", "REGION"),
+    collations=(Collation.ASC_NULLS_LAST, Collation.DESC_NULLS_FIRST),
+    status=IndexStatus.AVAILABLE,
+    primary_key=True,
+    created_version=4,
+    update_version=4,
+)
+INDEX = Index(
+    id=12,
+    name="ORDERS_BY_KEY",
+    table_id=10,
+    schema_id=7,
+    unique=False,
+    kind=IndexKind.HASH,
+    columns=("KEY",),
+    collations=(),
+    status=IndexStatus.BUILDING,
+    created_version=6,
+    update_version=8,
+)
+STOPPING_INDEX = Index(
+    id=13,
+    name="ORDERS_BY_PRICE",
+    table_id=10,
+    schema_id=7,
+    unique=False,
+    kind=IndexKind.SORTED,
+    columns=("PRICE",),
+    collations=(Collation.DESC_NULLS_LAST,),
+    status=IndexStatus.STOPPING,
+    created_version=7,
+    update_version=9,
+)
+ZONE = Zone(
+    id=2,
+    name="EU",
+    partitions=64,
+    replicas=3,
+    quorum_size=2,
+    scale_up_seconds=30,
+    scale_down_seconds=600,
+    node_filter='$[?(@.region == "eu")]',
+    storage_profiles=("ssd", "hdd"),
+    consistency_mode=ConsistencyMode.HA,
+    update_version=8,
+)
+DEFAULT_ZONE = Zone(3, "Default", 25, 1, 1, 0, 0, "", ("default",), ConsistencyMode.STRONG)
+ENTRY_EXAMPLES: dict[type, e.UpdateEntry] = {
+    e.ObjectIdGenUpdate: e.ObjectIdGenUpdate(5),
+    e.NewSchema: e.NewSchema(SCHEMA),
+    e.DropSchema: e.DropSchema(7),
+    e.NewZone: e.NewZone(ZONE),
+    e.AlterZone: e.AlterZone(ZONE),
+    e.DropZone: e.DropZone(2),
+    e.SetDefaultZone: e.SetDefaultZone(2),
+    e.NewTable: e.NewTable(TABLE),
+    e.DropTable: e.DropTable(10),
+    e.RenameTable: e.RenameTable(10, "ORDERS_2024"),
+    e.NewColumns: e.NewColumns(10, (PRICE, KEY)),
+    e.DropColumns: e.DropColumns(10, ("PRICE", "KEY")),
+    e.AlterColumn: e.AlterColumn(10, PRICE),
+    e.SetTableProperties: e.SetTableProperties(10, PROPERTIES),
+    e.NewIndex: e.NewIndex(INDEX),
+    e.RenameIndex: e.RenameIndex(12, "BY_KEY"),
+    e.StartBuildingIndex: e.StartBuildingIndex(12),
+    e.MakeIndexAvailable: e.MakeIndexAvailable(12),
+    e.StopIndex: e.StopIndex(13),
+    e.RemoveIndex: e.RemoveIndex(13),
+}
+UPDATE = e.VersionedUpdate(
+    version=9,
+    commit_time=1_700_000_000_123 << 16 | 7,
+    delay_ms=250,
+    entries=tuple(ENTRY_EXAMPLES.values()),
+)
+SNAPSHOT = CatalogSnapshot(
+    version=9,
+    activation_time=(1_700_000_000_123 + 250) << 16 | 7,
+    object_id_gen=14,
+    default_zone_id=2,
+    schemas_by_id=Map({1: Schema(1, "PUBLIC", 1), 7: SCHEMA}),
+    schema_names=Map({"PUBLIC": 1, "SALES": 7}),
+    tables_by_id=Map({10: TABLE}),
+    table_names=Map({(7, "ORDERS"): 10}),
+    indexes_by_id=Map({11: PK_INDEX, 12: INDEX, 13: STOPPING_INDEX}),
+    index_names=Map({(7, "ORDERS_PK"): 11, (7, "ORDERS_BY_KEY"): 12}),
+    table_indexes=Map({10: (11, 13, 12)}),
+    zones_by_id=Map({2: ZONE, 3: DEFAULT_ZONE}),
+    zone_names=Map({"EU": 2, "Default": 3}),
+)
+
+EXAMPLES: dict[str, object] = {
+    "Schema": SCHEMA,
+    "Column": PRICE,
+    "Column-function_default": KEY,
+    "Table": TABLE,
+    "TableProperties": PROPERTIES,
+    "Index": INDEX,
+    "Zone": ZONE,
+    **{f"ConstantDefault-{k}": ConstantDefault(v) for k, v in CONSTANTS.items()},
+    "FunctionDefault": FunctionDefault("RAND_UUID"),
+    **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
+    "VersionedUpdate": UPDATE,
+    "CatalogSnapshot": SNAPSHOT,
+}
+"""Golden-file name stem (``Type`` or ``Type-variant``) → fully populated example."""
+
+
+def assert_same(actual: object, expected: object) -> None:
+    """Equality, except that NaN never equals itself: then repr and bytes must agree."""
+    if actual == expected:
+        return
+    assert repr(actual) == repr(expected)
+    assert encode(actual) == encode(expected)
