@@ -1,0 +1,605 @@
+"""The Almanac SQL dialect: sqlglot's standard DDL grammar plus our own clauses.
+
+sqlglot parses standard DDL well but turns anything it does not know into an
+opaque ``Command``. This dialect teaches its parser the clauses Almanac adds
+(``COLOCATE BY``, ``ZONE``, ``STORAGE PROFILE``, ``PRIMARY KEY USING …``, the
+zone statements, ``ADD COLUMN (…)``) and turns every fallback into a syntax
+error that points at the first token it could not place. The trees it
+produces are translated into commands by :mod:`almanac.sql.translate`.
+
+The dialect also says what its type names and literals mean as catalog
+types and Python values (:func:`column_type`, :func:`default_value`), and
+refuses with :class:`Untranslatable` what parses but means nothing here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, NoReturn
+
+from sqlglot import exp, parser, tokens
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from almanac.datatypes import ColumnType
+from almanac.descriptors import FUNCTION_DEFAULTS, ConstantDefault, DefaultValue, FunctionDefault
+
+__all__ = [
+    "AlmanacDialect",
+    "AlmanacParser",
+    "AlmanacTokenizer",
+    "AlterZoneStatement",
+    "ColocateProperty",
+    "CreateZoneStatement",
+    "DropZoneStatement",
+    "INDEX_KINDS",
+    "KeyColumn",
+    "StorageProfileProperty",
+    "TablePrimaryKey",
+    "TypeSpec",
+    "Untranslatable",
+    "ZoneProperty",
+    "check_clauses",
+    "column_type",
+    "default_value",
+    "integer_literal",
+]
+
+INDEX_KINDS = ("HASH", "SORTED")
+
+
+class KeyColumn(exp.Expression):
+    """``c [ASC|DESC] [NULLS FIRST|LAST]`` in a key or index column list.
+
+    ``desc`` and ``nulls_first`` are absent unless written: the default null
+    order depends on the direction, so "not written" must stay visible.
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "desc": False, "nulls_first": False}
+
+
+class TablePrimaryKey(exp.PrimaryKey):
+    """``PRIMARY KEY [USING HASH|SORTED] (key columns)``; ``kind`` is a ``Var``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True, "kind": False}
+
+
+class ColocateProperty(exp.Property):
+    """``COLOCATE [BY] (c, …)``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True}
+
+
+class ZoneProperty(exp.Property):
+    """``ZONE z`` of a table."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+class StorageProfileProperty(exp.Property):
+    """``STORAGE PROFILE 'p'`` of a table."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+class CreateZoneStatement(exp.Expression):
+    """``CREATE ZONE [IF NOT EXISTS] z [WITH (k=v, …)]``; options are ``Property`` nodes."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "expressions": False}
+
+
+class AlterZoneStatement(exp.Expression):
+    """``ALTER ZONE [IF EXISTS] z`` then ``SET (k=v, …)``, ``SET DEFAULT`` or ``RENAME TO y``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {
+        "this": True,
+        "exists": False,
+        "expressions": False,
+        "set_default": False,
+        "rename_to": False,
+    }
+
+
+class DropZoneStatement(exp.Expression):
+    """``DROP ZONE [IF EXISTS] z``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
+
+
+def _table_property(
+    parse: Callable[[AlmanacParser], exp.Expr],
+) -> Callable[..., exp.Expr]:
+    """Wraps a property parser; sqlglot calls property parsers with
+    ``default=True`` after a ``DEFAULT`` keyword, which our clauses do not take."""
+
+    def parse_property(self: AlmanacParser, default: bool = False) -> exp.Expr:
+        if default:
+            self.raise_error(f"Unexpected DEFAULT before {self._prev.text.upper()}", self._prev)
+        return parse(self)
+
+    return parse_property
+
+
+_FOREIGN_TYPE_NAMES = frozenset(
+    {"BOOL", "BYTE", "SHORT", "LONG", "INT1", "INT2", "INT4", "FLOAT4", "FLOAT8", "NUMBER"}
+    | {"FIXED", "STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
+    | {"TIMESTAMPLTZ", "TIMESTAMP_LTZ"}
+)
+"""Other dialects' names that sqlglot maps onto our types. They stay unknown
+here: ``INT4`` (4 bytes) next to our ``INT8`` (8 bits), or ``BYTE`` (an
+integer) next to ``BYTES``, would mislead."""
+
+
+class AlmanacTokenizer(tokens.Tokenizer):
+    """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` type
+    names; drops other dialects' type names."""
+
+    HEX_STRINGS: ClassVar[list[str | tuple[str, str]]] = [("x'", "'"), ("X'", "'")]
+    KEYWORDS: ClassVar[dict[str, TokenType]] = {
+        name: token
+        for name, token in {
+            **tokens.Tokenizer.KEYWORDS,
+            "BYTES": TokenType.VARBINARY,
+            "BINARY VARYING": TokenType.VARBINARY,
+        }.items()
+        if name not in _FOREIGN_TYPE_NAMES
+    }
+
+
+class AlmanacParser(parser.Parser):
+    """sqlglot's parser with Almanac's clauses and without the ``Command`` fallback."""
+
+    ALTER_TABLE_MIXED_ACTIONS: ClassVar[bool] = True
+    ALTER_DROP_REQUIRES_COLUMN: ClassVar[bool] = False
+
+    STATEMENT_PARSERS: ClassVar[dict[TokenType, Callable[..., Any]]] = {
+        **parser.Parser.STATEMENT_PARSERS,
+        TokenType.CREATE: lambda self: self._parse_create_statement(),
+        TokenType.ALTER: lambda self: self._parse_alter_statement(),
+        TokenType.DROP: lambda self: self._parse_drop_statement(),
+    }
+
+    PROPERTY_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
+        **parser.Parser.PROPERTY_PARSERS,
+        "COLOCATE": _table_property(lambda self: self._parse_colocate()),
+        "ZONE": _table_property(lambda self: self._parse_zone_property()),
+        "STORAGE": _table_property(lambda self: self._parse_storage_profile()),
+    }
+
+    # -- errors ---------------------------------------------------------------
+
+    def raise_error(self, message: str, token: Token | None = None) -> NoReturn:
+        """Always raises, and records the offending token's offsets, which sqlglot's
+        error (line and *end* column only) does not carry."""
+        token = token or self._curr or self._prev
+        start, end = (token.start, token.end) if token else (0, 0)
+        message = self._plain(message, token)
+        raise ParseError(
+            message,
+            errors=[{"description": message, "start": start, "end": end, "at_end": not self._curr}],
+        )
+
+    @staticmethod
+    def _plain(message: str, token: Token) -> str:
+        """sqlglot's messages without the reprs of its tokens and classes."""
+        if message.startswith("Expected ") and " but got <Token" in message:
+            expected = message[len("Expected ") :].split(" but got ")[0]
+            return "Expecting a " + expected.replace("database", "schema")
+        if "<Token" in message or "<class" in message or message.startswith("Invalid expression"):
+            return f"Unexpected {token.text!r}" if token else "Unexpected end of statement"
+        return message
+
+    def _parse_as_command(self, start: Token) -> exp.Command:
+        """sqlglot gives up on a statement here; we report where it stopped."""
+        if self._curr:
+            self.raise_error(f"Unexpected {self._curr.text!r}")
+        self.raise_error("Unexpected end of statement")
+
+    def _parse_command(self) -> exp.Command:
+        """Statements sqlglot only knows as opaque commands (SHOW, GRANT, …)."""
+        self.raise_error(f"Unsupported statement {self._prev.text.upper()}", self._prev)
+
+    # -- statements -----------------------------------------------------------
+
+    def _parse_create_statement(self) -> exp.Expr:
+        if self._match_text_seq("ZONE"):
+            exists = self._parse_exists(not_=True)
+            name = self._parse_zone_name()
+            options = self._parse_zone_options() if self._match(TokenType.WITH) else None
+            return self.expression(
+                CreateZoneStatement(this=name, exists=exists, expressions=options)
+            )
+        return self._parse_create()
+
+    def _parse_alter_statement(self) -> exp.Expr:
+        if not self._match_text_seq("ZONE"):
+            return self._parse_alter()
+        exists = self._parse_exists()
+        name = self._parse_zone_name()
+        if self._match_text_seq("RENAME", "TO"):
+            new_name = self._parse_zone_name()
+            return self.expression(AlterZoneStatement(this=name, exists=exists, rename_to=new_name))
+        if not self._match(TokenType.SET):
+            self.raise_error("Expecting SET or RENAME TO")
+        if self._match(TokenType.DEFAULT):
+            return self.expression(AlterZoneStatement(this=name, exists=exists, set_default=True))
+        options = self._parse_zone_options()
+        return self.expression(AlterZoneStatement(this=name, exists=exists, expressions=options))
+
+    def _parse_drop_statement(self) -> exp.Expr:
+        if not self._match_text_seq("ZONE"):
+            return self._parse_drop()
+        exists = self._parse_exists()
+        return self.expression(DropZoneStatement(this=self._parse_zone_name(), exists=exists))
+
+    def _parse_zone_name(self) -> exp.Expr:
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self.raise_error("Expecting a zone name")
+        return name
+
+    def _parse_zone_options(self) -> list[exp.Expr]:
+        """``(k=v, …)`` or, without parentheses, ``k=v, …``."""
+        wrapped = self._match(TokenType.L_PAREN)
+        options = self._parse_csv(self._parse_zone_option)
+        if wrapped:
+            self._match_r_paren()
+        return options
+
+    def _parse_zone_option(self) -> exp.Expr:
+        key = self._parse_id_var(any_token=False)
+        if key is None:
+            self.raise_error("Expecting a zone option name")
+        if not self._match(TokenType.EQ):
+            self.raise_error("Expecting =")
+        value = self._parse_unary()
+        if value is None:
+            self.raise_error("Expecting a value")
+        return self.expression(exp.Property(this=key, value=value))
+
+    # -- CREATE TABLE clauses -------------------------------------------------
+
+    def _parse_column_constraint(self) -> exp.Expr | None:
+        return self._located(self._curr, super()._parse_column_constraint())
+
+    def _parse_property(self) -> exp.Expr | list[exp.Expr] | None:
+        start = self._curr
+        prop = super()._parse_property()
+        return self._located(start, prop) if isinstance(prop, exp.Expr) else prop
+
+    @staticmethod
+    def _located(start: Token, node: exp.Expr | None) -> exp.Expr | None:
+        """Gives ``node`` the position of its first token if sqlglot gave it none,
+        so that errors about it point at it."""
+        if node is not None and start and "start" not in node.meta:
+            node.update_positions(start)
+        return node
+
+    def _parse_colocate(self) -> exp.Expr:
+        self._match_text_seq("BY")
+        columns = self._parse_wrapped_id_vars()
+        if not columns:
+            self.raise_error("Expecting at least one colocation column", self._prev)
+        return self.expression(ColocateProperty(expressions=columns))
+
+    def _parse_zone_property(self) -> exp.Expr:
+        return self.expression(ZoneProperty(this=self._parse_zone_name()))
+
+    def _parse_storage_profile(self) -> exp.Expr:
+        if not self._match_text_seq("PROFILE"):
+            self.raise_error("Expecting PROFILE after STORAGE")
+        if not self._match(TokenType.STRING):
+            self.raise_error("Expecting a quoted storage profile name")
+        profile = self.expression(exp.Literal.string(self._prev.text), token=self._prev)
+        return self.expression(StorageProfileProperty(this=profile))
+
+    def _parse_primary_key(
+        self,
+        wrapped_optional: bool = False,
+        in_props: bool = False,
+        named_primary_key: bool = False,
+    ) -> exp.PrimaryKeyColumnConstraint | exp.PrimaryKey:
+        """Adds ``USING HASH|SORTED`` and per-column order to the table-level key."""
+        key_token = self._prev
+        kind = None
+        if self._match(TokenType.USING):
+            kind = self._parse_index_kind()
+            if not self._match(TokenType.L_PAREN, advance=False):
+                self.raise_error("Expecting ( after the primary key kind")
+        elif not self._match(TokenType.L_PAREN, advance=False):
+            key = super()._parse_primary_key(wrapped_optional, in_props, named_primary_key)
+            return key.update_positions(key_token)
+        columns = self._parse_wrapped_csv(self._parse_indexed_column)
+        return self.expression(TablePrimaryKey(expressions=columns, kind=kind), token=key_token)
+
+    def _parse_index_kind(self) -> exp.Expr:
+        if not self._match_texts(INDEX_KINDS):
+            self.raise_error("Expecting HASH or SORTED")
+        return self.expression(exp.var(self._prev.text.upper()), token=self._prev)
+
+    def _parse_index_params(self) -> exp.IndexParameters:
+        if self._curr.token_type == TokenType.USING and (
+            not self._next or self._next.text.upper() not in INDEX_KINDS
+        ):
+            self._advance()
+            self.raise_error("Expecting HASH or SORTED")
+        return super()._parse_index_params()
+
+    def _parse_indexed_column(self) -> exp.Expr | None:
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self.raise_error("Expecting a column name")
+        desc = (
+            True if self._match(TokenType.DESC) else (False if self._match(TokenType.ASC) else None)
+        )
+        nulls_first = None
+        if self._match_text_seq("NULLS", "FIRST"):
+            nulls_first = True
+        elif self._match_text_seq("NULLS", "LAST"):
+            nulls_first = False
+        return self.expression(KeyColumn(this=name, desc=desc, nulls_first=nulls_first))
+
+    # -- ALTER TABLE ----------------------------------------------------------
+
+    def _parse_alter_table_add(self) -> list[exp.Expr]:
+        """Adds ``ADD [COLUMN] [IF NOT EXISTS] (c TYPE …, …)``."""
+        index = self._index
+        self._match(TokenType.COLUMN)
+        exists = self._parse_exists(not_=True)
+        if not self._match(TokenType.L_PAREN, advance=False):
+            self._retreat(index)
+            return super()._parse_alter_table_add()
+        columns = self._parse_wrapped_csv(self._parse_field_def)
+        for column in columns:
+            if isinstance(column, exp.ColumnDef):
+                column.set("exists", exists)
+        return columns
+
+    def _parse_drop_column(self) -> exp.Drop | exp.Command | None:
+        """Adds ``DROP [IF EXISTS] (c, …)`` without the COLUMN keyword."""
+        index = self._index
+        if self._match(TokenType.DROP):
+            self._parse_exists()
+            if self._match(TokenType.L_PAREN, advance=False):
+                self._retreat(index + 1)
+                return self._parse_drop(kind="COLUMN")
+        self._retreat(index)
+        return super()._parse_drop_column()
+
+    # -- types ----------------------------------------------------------------
+
+    def _parse_types(
+        self,
+        check_func: bool = False,
+        schema: bool = False,
+        allow_identifiers: bool = True,
+        with_collation: bool = False,
+    ) -> exp.Expr | None:
+        """Records where a type starts (for error messages) and accepts
+        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name."""
+        start = self._curr
+        dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        if not isinstance(dtype, exp.DataType):
+            return dtype
+        if (
+            dtype.this == exp.DType.TIMESTAMPLTZ
+            and not dtype.expressions
+            and self._match(TokenType.L_PAREN)
+        ):
+            dtype.set("expressions", [self._parse_type_size()])
+            self._match_r_paren()
+        if start:
+            dtype.update_positions(start)
+        return dtype
+
+
+class AlmanacDialect(Dialect):
+    """The dialect ``parse_script`` reads; only parsing is customized."""
+
+    Tokenizer = AlmanacTokenizer
+    Parser = AlmanacParser
+
+
+# -- types and literals: what the dialect's type names and literal syntax mean --
+
+
+class Untranslatable(Exception):
+    """A parsed statement says something no command can express; ``node`` is
+    the part of the tree to blame (``None``: the whole statement)."""
+
+    def __init__(self, message: str, node: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node if isinstance(node, exp.Expr) else None
+
+
+_CLAUSES = {"expression": "AS", "replace": "OR REPLACE", "actions": "these actions"}
+
+
+def check_clauses(node: exp.Expr, allowed: Iterable[str], what: str) -> None:
+    """Refuses any clause sqlglot parsed into ``node`` beyond ``allowed``:
+    sqlglot knows many dialects' clauses, and none may be silently dropped."""
+    for key, value in node.args.items():
+        if key in allowed or value is None or value is False or value == "" or value == []:
+            continue
+        clause = _CLAUSES.get(key, key.upper().replace("_", " "))
+        raise Untranslatable(f"{what} does not support {clause}", value)
+
+
+_TYPES: dict[exp.DType, ColumnType] = {
+    exp.DType.BOOLEAN: ColumnType.BOOLEAN,
+    exp.DType.TINYINT: ColumnType.INT8,
+    exp.DType.SMALLINT: ColumnType.INT16,
+    exp.DType.INT: ColumnType.INT32,
+    exp.DType.BIGINT: ColumnType.INT64,
+    exp.DType.FLOAT: ColumnType.FLOAT,
+    exp.DType.DOUBLE: ColumnType.DOUBLE,
+    exp.DType.DECIMAL: ColumnType.DECIMAL,
+    exp.DType.VARCHAR: ColumnType.STRING,
+    exp.DType.TEXT: ColumnType.STRING,
+    exp.DType.VARBINARY: ColumnType.BYTES,
+    exp.DType.DATE: ColumnType.DATE,
+    exp.DType.TIME: ColumnType.TIME,
+    exp.DType.TIMESTAMP: ColumnType.TIMESTAMP,
+    exp.DType.TIMESTAMPLTZ: ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
+    exp.DType.UUID: ColumnType.UUID,
+}
+
+_TIMESTAMPS = frozenset({ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE})
+
+TypeSpec = tuple[ColumnType, int | None, int | None, int | None]
+"""(type, precision, scale, length), parameters ``None`` where not written."""
+
+
+def column_type(node: object, column: str) -> TypeSpec:
+    """A sqlglot ``DataType`` as a catalog type and its written parameters."""
+    if not isinstance(node, exp.DataType):
+        raise Untranslatable(f"Column '{column}' needs a type", node)
+    dtype = node.this
+    ctype = _TYPES.get(dtype) if isinstance(dtype, exp.DType) else None
+    if ctype is None:
+        name = node.args.get("kind") if dtype == exp.DType.USERDEFINED else None
+        shown = str(name) if name else getattr(dtype, "name", str(dtype))
+        raise Untranslatable(f"Unknown type {shown} of column '{column}'", node)
+    check_clauses(node, ("this", "expressions", "nested"), f"Type {ctype.sql_name}")
+    params = [_type_param(p, column) for p in node.expressions]
+    allowed = 2 if ctype.takes_scale else int(ctype.takes_length or ctype.takes_precision)
+    if len(params) > allowed:
+        takes = f"at most {allowed} parameter(s)" if allowed else "no parameters"
+        raise Untranslatable(f"Type {ctype.sql_name} of column '{column}' takes {takes}", node)
+    first, second = [*params, None, None][:2]
+    if ctype.takes_length:
+        return ctype, None, None, first
+    return ctype, first, second, None
+
+
+def _type_param(node: exp.Expr, column: str) -> int:
+    value = None
+    if isinstance(node, exp.DataTypeParam) and node.args.get("expression") is None:
+        value = integer_literal(node.this)
+    if value is None or value < 0:
+        raise Untranslatable(f"Type parameter of column '{column}' must be an integer", node)
+    return value
+
+
+_MAX_DIGITS = 1000
+
+
+def integer_literal(node: object) -> int | None:
+    """The value of an integer literal (``-`` allowed), else ``None``; digit
+    strings too long for ``int`` are not integers here."""
+    negative = isinstance(node, exp.Neg)
+    value = node.this if isinstance(node, exp.Neg) else node
+    if not isinstance(value, exp.Literal) or value.is_string:
+        return None
+    text = str(value.this)
+    if not text.isdecimal() or len(text) > _MAX_DIGITS:
+        return None
+    return -int(text) if negative else int(text)
+
+
+def default_value(node: object, ctype: ColumnType | None, column: str) -> DefaultValue:
+    """``DEFAULT`` → a function default or a constant of the column's type
+    (``ctype`` is ``None`` when the type is not known here: the literal's own
+    syntax decides)."""
+    name: str | None = None
+    if isinstance(node, exp.Column) and len(node.parts) == 1 and not node.this.quoted:
+        name = str(node.name).upper()
+    elif isinstance(node, exp.Anonymous) and not node.expressions:
+        name = str(node.this).upper()
+    if name is not None:
+        if name not in FUNCTION_DEFAULTS:
+            raise Untranslatable(f"Unknown default function {name} of column '{column}'", node)
+        return FunctionDefault(name)
+    return ConstantDefault(_literal(node, ctype, column))
+
+
+def _literal(node: object, ctype: ColumnType | None, column: str) -> Any:
+    """A literal as a Python value of ``ctype``."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Boolean) and ctype in (None, ColumnType.BOOLEAN):
+        return bool(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return _number(f"-{node.this.this}", ctype, column, node)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return _from_string(str(node.this), ctype, column, node)
+        return _number(str(node.this), ctype, column, node)
+    if isinstance(node, exp.HexString) and ctype in (None, ColumnType.BYTES):
+        text = str(node.this)
+        if len(text) % 2:
+            raise Untranslatable(f"Odd number of hex digits in DEFAULT of '{column}'", node)
+        return bytes.fromhex(text)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal):
+        cast_type = column_type(node.to, column)[0]
+        if ctype is not None and cast_type is not ctype and {cast_type, ctype} - _TIMESTAMPS:
+            raise Untranslatable(
+                f"A {cast_type.sql_name} literal is not a valid default of {ctype.sql_name} "
+                f"column '{column}'",
+                node,
+            )
+        return _literal(node.this, cast_type if ctype is None else ctype, column)
+    if isinstance(node, exp.Boolean | exp.HexString):
+        raise Untranslatable(f"Not a valid {_type_name(ctype)} default of column '{column}'", node)
+    raise Untranslatable(f"DEFAULT of column '{column}' must be a literal", node)
+
+
+def _type_name(ctype: ColumnType | None) -> str:
+    return "untyped" if ctype is None else ctype.sql_name
+
+
+_INTEGER_TYPES = frozenset({ColumnType.INT8, ColumnType.INT16, ColumnType.INT32, ColumnType.INT64})
+
+
+def _number(text: str, ctype: ColumnType | None, column: str, node: exp.Expr) -> Any:
+    """Without a column type, SQL's rules pick one from the literal's form:
+    integer, exact decimal, or (with an exponent) approximate."""
+    integral = text.lstrip("-").isdecimal()
+    if ctype is None:
+        if integral:
+            ctype = ColumnType.INT64
+        elif "e" in text.lower():
+            ctype = ColumnType.DOUBLE
+        else:
+            ctype = ColumnType.DECIMAL
+    try:
+        if ctype in _INTEGER_TYPES and integral:
+            return int(text)
+        if ctype in (ColumnType.FLOAT, ColumnType.DOUBLE):
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError(f"{text} overflows")
+            return value
+        if ctype is ColumnType.DECIMAL:
+            return decimal.Decimal(text)
+    except (ValueError, ArithmeticError) as exc:
+        raise Untranslatable(f"Number out of range for column '{column}'", node) from exc
+    raise Untranslatable(f"{text} is not a valid {ctype.sql_name} default of '{column}'", node)
+
+
+_PARSE_STRING: dict[ColumnType, Callable[[str], object]] = {
+    ColumnType.STRING: str,
+    ColumnType.DATE: dt.date.fromisoformat,
+    ColumnType.TIME: dt.time.fromisoformat,
+    ColumnType.TIMESTAMP: dt.datetime.fromisoformat,
+    ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: dt.datetime.fromisoformat,
+    ColumnType.UUID: uuid.UUID,
+}
+
+
+def _from_string(text: str, ctype: ColumnType | None, column: str, node: exp.Expr) -> object:
+    convert = str if ctype is None else _PARSE_STRING.get(ctype)
+    if convert is None:
+        raise Untranslatable(f"A string is not a valid {_type_name(ctype)} default", node)
+    try:
+        return convert(text.strip() if convert is not str else text)
+    except ValueError as exc:
+        raise Untranslatable(
+            f"'{text}' is not a valid {_type_name(ctype)} value for column '{column}'", node
+        ) from exc

@@ -1,0 +1,537 @@
+"""Syntax trees of the Almanac dialect → catalog commands.
+
+One small function per statement kind. Translation checks only what the
+text says (shape, names, types, literals); catalog rules (does the table
+exist, is the default in range, …) stay with the commands, which check them
+against a snapshot. Anything a tree holds that no command can express is
+refused with :class:`~almanac.sql.dialect.Untranslatable`, naming the node
+so that the caller can point at it in the source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from almanac.commands import (
+    AddColumns,
+    AlterColumn,
+    AlterZone,
+    ColumnDef,
+    Command,
+    CreateIndex,
+    CreateSchema,
+    CreateTable,
+    CreateZone,
+    DropColumns,
+    DropIndex,
+    DropSchema,
+    DropTable,
+    DropZone,
+    RenameTable,
+    RenameZone,
+    SetDefaultZone,
+)
+from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
+from almanac.sql.dialect import (
+    AlterZoneStatement,
+    ColocateProperty,
+    CreateZoneStatement,
+    DropZoneStatement,
+    KeyColumn,
+    StorageProfileProperty,
+    TablePrimaryKey,
+    Untranslatable,
+    ZoneProperty,
+    check_clauses,
+    column_type,
+    default_value,
+    integer_literal,
+)
+
+__all__ = ["translate"]
+
+
+def translate(tree: exp.Expr, *, default_schema: str) -> list[Command]:
+    """The commands of one statement, in order."""
+    kind = str(tree.args.get("kind") or "").upper() if isinstance(tree, _KINDED) else ""
+    handler = _HANDLERS.get((type(tree), kind))
+    if handler is None and isinstance(tree, exp.Condition | exp.Alias | exp.Tuple | exp.Star):
+        raise Untranslatable("Expecting a statement such as CREATE, ALTER or DROP")
+    if handler is None:
+        raise Untranslatable(f"Unsupported statement {_words(type(tree).__name__)} {kind}".rstrip())
+    return handler(tree, default_schema)
+
+
+# -- names ---------------------------------------------------------------------
+
+
+def _words(class_name: str) -> str:
+    """``PrimaryKeyColumnConstraint`` → ``PRIMARY KEY COLUMN CONSTRAINT`` for messages."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", class_name).upper()
+
+
+def _ident(node: object, what: str) -> str:
+    """Unquoted identifiers are case-insensitive and stored upper-case."""
+    if not isinstance(node, exp.Identifier):
+        raise Untranslatable(f"Expecting a simple {what} name", node)
+    name = str(node.this)
+    return name if node.quoted else name.upper()
+
+
+def _table_name(node: object, default_schema: str, what: str) -> tuple[str, str]:
+    """``[schema.]name`` of a table or index → (schema, name)."""
+    if not isinstance(node, exp.Table):
+        raise Untranslatable(f"Expecting a {what} name", node)
+    check_clauses(node, ("this", "db"), f"A {what} name")
+    db = node.args.get("db")
+    schema = default_schema if db is None else _ident(db, "schema")
+    return schema, _ident(node.this, what)
+
+
+def _schema_name(node: object) -> str:
+    """Schema statements name the schema in sqlglot's ``db`` slot."""
+    if not isinstance(node, exp.Table) or node.args.get("this") is not None:
+        raise Untranslatable("Expecting a schema name", node)
+    check_clauses(node, ("db",), "A schema name")
+    return _ident(node.args.get("db"), "schema")
+
+
+# -- columns -------------------------------------------------------------------
+
+
+def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
+    """A column definition, its column-level PRIMARY KEY (if any) and whether
+    NULL was written explicitly."""
+    check_clauses(node, ("this", "kind", "constraints", "exists"), "A column definition")
+    name = _ident(node.this, "column")
+    ctype, precision, scale, length = column_type(node.args.get("kind"), name)
+    nullable: bool | None = None
+    default: DefaultValue | None = None
+    primary_key: exp.Expr | None = None
+    for constraint in node.args.get("constraints") or []:
+        check_clauses(constraint, ("kind",), f"Column '{name}'")
+        kind = constraint.args.get("kind")
+        if isinstance(kind, exp.NotNullColumnConstraint):
+            allow_null = bool(kind.args.get("allow_null"))
+            if nullable is not None and nullable != allow_null:
+                raise Untranslatable(f"Column '{name}' is declared both NULL and NOT NULL", node)
+            nullable = allow_null
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            if default is not None:
+                raise Untranslatable(f"Column '{name}' has more than one DEFAULT", constraint)
+            default = default_value(kind.this, ctype, name)
+        elif isinstance(kind, exp.PrimaryKeyColumnConstraint) and not kind.args.get("desc"):
+            check_clauses(kind, (), "A column-level PRIMARY KEY")
+            if primary_key is not None:
+                raise Untranslatable(f"Column '{name}' declares PRIMARY KEY twice", kind)
+            primary_key = kind
+        else:
+            what = _words(type(kind).__name__) if kind is not None else "constraint"
+            raise Untranslatable(f"Unsupported {what} on column '{name}'", constraint)
+    column = ColumnDef(
+        name=name,
+        type=ctype,
+        nullable=nullable is not False,
+        precision=precision,
+        scale=scale,
+        length=length,
+        default=default,
+    )
+    return column, primary_key, nullable is True
+
+
+def _key_columns(
+    nodes: list[exp.Expr], kind: IndexKind, what: str
+) -> tuple[tuple[str, ...], tuple[Collation, ...] | None]:
+    """Names and (for SORTED) sort orders of a key column list."""
+    names: list[str] = []
+    collations: list[Collation] = []
+    for node in nodes:
+        if not isinstance(node, KeyColumn):
+            raise Untranslatable(f"Expecting a column name in {what}", node)
+        desc = node.args.get("desc")
+        nulls_first = node.args.get("nulls_first")
+        if kind is IndexKind.HASH and (desc is not None or nulls_first is not None):
+            raise Untranslatable(f"A HASH {what} takes no ASC/DESC or NULLS FIRST/LAST", node)
+        names.append(_ident(node.this, "column"))
+        collations.append(Collation.of(not desc, nulls_first))
+    return tuple(names), (tuple(collations) if kind is IndexKind.SORTED else None)
+
+
+def _index_kind(node: object, default: IndexKind) -> IndexKind:
+    if node is None:
+        return default
+    name = str(node.this).upper() if isinstance(node, exp.Var) else ""
+    if name not in IndexKind.__members__:
+        raise Untranslatable("Expecting HASH or SORTED", node)
+    return IndexKind[name]
+
+
+# -- schemas -------------------------------------------------------------------
+
+
+def _create_schema(tree: exp.Expr, default_schema: str) -> list[Command]:
+    check_clauses(tree, ("this", "kind", "exists"), "CREATE SCHEMA")
+    return [CreateSchema(_schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))]
+
+
+def _drop_schema(tree: exp.Expr, default_schema: str) -> list[Command]:
+    check_clauses(tree, ("tables", "kind", "exists", "cascade", "restrict"), "DROP SCHEMA")
+    return [
+        DropSchema(
+            _schema_name(node),
+            if_exists=bool(tree.args.get("exists")),
+            cascade=bool(tree.args.get("cascade")),
+        )
+        for node in tree.args.get("tables") or []
+    ]
+
+
+# -- tables --------------------------------------------------------------------
+
+
+def _create_table(tree: exp.Expr, default_schema: str) -> list[Command]:
+    check_clauses(tree, ("this", "kind", "exists", "properties"), "CREATE TABLE")
+    body = tree.this
+    if not isinstance(body, exp.Schema):
+        raise Untranslatable("CREATE TABLE needs a column list", tree)
+    schema, name = _table_name(body.this, default_schema, "table")
+    columns: list[ColumnDef] = []
+    column_keys: list[tuple[str, exp.Expr]] = []
+    explicit_null: dict[str, exp.Expr] = {}
+    table_key: TablePrimaryKey | None = None
+    for element in body.expressions:
+        if isinstance(element, exp.ColumnDef):
+            column, key, null = _column_def(element)
+            if element.args.get("exists"):
+                raise Untranslatable("IF NOT EXISTS is not allowed on a column here", element)
+            columns.append(column)
+            if key is not None:
+                column_keys.append((column.name, key))
+            if null:
+                explicit_null[column.name] = element
+        elif isinstance(element, TablePrimaryKey):
+            if table_key is not None:
+                raise Untranslatable(f"Table '{name}' declares PRIMARY KEY twice", element)
+            table_key = element
+        elif isinstance(element, exp.Identifier):
+            raise Untranslatable(f"Column '{_ident(element, 'column')}' needs a type", element)
+        else:
+            what = _words(type(element).__name__)
+            raise Untranslatable(f"Unsupported {what} in CREATE TABLE", element)
+    pk, kind, collations = _primary_key(name, column_keys, table_key)
+    for column_name in pk:
+        if column_name in explicit_null:
+            raise Untranslatable(
+                f"Primary key column '{column_name}' of table '{name}' cannot be NULL",
+                explicit_null[column_name],
+            )
+    return [
+        CreateTable(
+            name=name,
+            schema=schema,
+            columns=tuple(
+                dataclasses.replace(c, nullable=False) if c.name in pk else c for c in columns
+            ),
+            primary_key=pk,
+            primary_key_kind=kind,
+            primary_key_collations=collations,
+            if_not_exists=bool(tree.args.get("exists")),
+            **_table_options(tree.args.get("properties")),
+        )
+    ]
+
+
+def _primary_key(
+    table: str, column_keys: list[tuple[str, exp.Expr]], table_key: TablePrimaryKey | None
+) -> tuple[tuple[str, ...], IndexKind, tuple[Collation, ...] | None]:
+    """One PRIMARY KEY per table: on one column, or as a table element."""
+    if len(column_keys) > 1 or (column_keys and table_key is not None):
+        raise Untranslatable(
+            f"Table '{table}' declares more than one PRIMARY KEY; list several key columns "
+            "in one table-level PRIMARY KEY (…)",
+            column_keys[-1][1] if table_key is None else table_key,
+        )
+    if column_keys:
+        return (column_keys[0][0],), IndexKind.HASH, None
+    if table_key is None:
+        return (), IndexKind.HASH, None
+    kind = _index_kind(table_key.args.get("kind"), IndexKind.HASH)
+    names, collations = _key_columns(table_key.expressions, kind, "primary key")
+    return names, kind, collations
+
+
+def _table_options(node: object) -> dict[str, Any]:
+    """``COLOCATE BY``, ``ZONE`` and ``STORAGE PROFILE`` as CreateTable fields."""
+    options: dict[str, Any] = {}
+    for prop in node.expressions if isinstance(node, exp.Properties) else []:
+        value: object
+        if isinstance(prop, ColocateProperty):
+            field, value = "colocation", tuple(_ident(c, "column") for c in prop.expressions)
+        elif isinstance(prop, ZoneProperty):
+            field, value = "zone", _ident(prop.this, "zone")
+        elif isinstance(prop, StorageProfileProperty):
+            field, value = "storage_profile", str(prop.this.this)
+        else:
+            what = _words(type(prop).__name__)
+            raise Untranslatable(f"Unsupported {what} in CREATE TABLE", prop)
+        if field in options:
+            raise Untranslatable(f"CREATE TABLE gives {field.replace('_', ' ')} twice", prop)
+        options[field] = value
+    return options
+
+
+def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
+    return _drop_relations(tree, default_schema, "table", DropTable)
+
+
+def _drop_relations(
+    tree: exp.Expr, default_schema: str, what: str, command: Callable[..., Command]
+) -> list[Command]:
+    """``DROP TABLE|INDEX [IF EXISTS] a, b`` → one command per name."""
+    check_clauses(tree, ("tables", "kind", "exists"), f"DROP {what.upper()}")
+    commands: list[Command] = []
+    for node in tree.args.get("tables") or []:
+        schema, name = _table_name(node, default_schema, what)
+        commands.append(command(name, schema, if_exists=bool(tree.args.get("exists"))))
+    return commands
+
+
+# -- ALTER TABLE -----------------------------------------------------------------
+
+
+def _alter_table(tree: exp.Expr, default_schema: str) -> list[Command]:
+    """Each action becomes a command, in order."""
+    check_clauses(tree, ("this", "kind", "exists", "actions"), "ALTER TABLE")
+    schema, table = _table_name(tree.this, default_schema, "table")
+    if_exists = bool(tree.args.get("exists"))
+    commands: list[Command] = []
+    for action in tree.args.get("actions") or []:
+        command = _alter_action(action, schema, table, if_exists)
+        merged = _merged(commands[-1], command) if commands else None
+        if merged is None:
+            commands.append(command)
+        else:
+            commands[-1] = merged
+    return commands
+
+
+def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
+    if isinstance(action, exp.ColumnDef):
+        column, key, _ = _column_def(action)
+        if key is not None:
+            raise Untranslatable("ALTER TABLE cannot add a PRIMARY KEY column", key)
+        return AddColumns(
+            table=table,
+            schema=schema,
+            columns=(column,),
+            if_not_exists=bool(action.args.get("exists")),
+            if_exists=if_exists,
+        )
+    if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
+        check_clauses(action, ("tables", "kind", "exists"), "ALTER TABLE DROP COLUMN")
+        return DropColumns(
+            table=table,
+            schema=schema,
+            columns=_dropped_columns(action.args.get("tables") or []),
+            if_exists=bool(action.args.get("exists")),
+            if_table_exists=if_exists,
+        )
+    if isinstance(action, exp.AlterColumn):
+        return _alter_column(action, schema, table, if_exists)
+    if isinstance(action, exp.AlterRename):
+        new_schema, new_name = _table_name(action.this, schema, "table")
+        if new_schema != schema:
+            raise Untranslatable("RENAME TO cannot move a table to another schema", action)
+        return RenameTable(table, new_name, schema, if_exists=if_exists)
+    what = _words(type(action).__name__)
+    if isinstance(action, exp.Drop):
+        what = f"DROP {action.args.get('kind') or ''}".rstrip()
+    raise Untranslatable(f"Unsupported ALTER TABLE action {what}", action)
+
+
+def _dropped_columns(nodes: list[exp.Expr]) -> tuple[str, ...]:
+    names: list[str] = []
+    for node in nodes:
+        for column in node.expressions if isinstance(node, exp.Tuple) else [node]:
+            if not isinstance(column, exp.Column) or len(column.parts) != 1:
+                raise Untranslatable("Expecting a column name", column)
+            names.append(_ident(column.this, "column"))
+    return tuple(names)
+
+
+def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: bool) -> Command:
+    """SET DATA TYPE / SET|DROP NOT NULL / SET|DROP DEFAULT on one column."""
+    check_clauses(action, ("this", "dtype", "default", "drop", "allow_null"), "ALTER COLUMN")
+    column = _ident(action.this, "column")
+    changes: dict[str, Any] = {}
+    if action.args.get("dtype") is not None:
+        ctype, precision, scale, length = column_type(action.args["dtype"], column)
+        changes.update(type=ctype, precision=precision, scale=scale, length=length)
+    allow_null = action.args.get("allow_null")
+    if allow_null is not None:
+        changes["not_null"] = not allow_null
+    elif action.args.get("drop"):
+        changes["drop_default"] = True
+    if action.args.get("default") is not None:
+        changes["default"] = default_value(action.args["default"], None, column)
+    return AlterColumn(table=table, column=column, schema=schema, if_exists=if_exists, **changes)
+
+
+def _merged(last: Command, command: Command) -> Command | None:
+    """Neighbouring ADDs (or DROPs) with the same IF [NOT] EXISTS become one command."""
+    if (
+        isinstance(last, AddColumns)
+        and isinstance(command, AddColumns)
+        and last.if_not_exists == command.if_not_exists
+    ):
+        return dataclasses.replace(last, columns=last.columns + command.columns)
+    if (
+        isinstance(last, DropColumns)
+        and isinstance(command, DropColumns)
+        and last.if_exists == command.if_exists
+    ):
+        return dataclasses.replace(last, columns=last.columns + command.columns)
+    return None
+
+
+# -- indexes -------------------------------------------------------------------
+
+
+def _create_index(tree: exp.Expr, default_schema: str) -> list[Command]:
+    """The index lives in its table's schema."""
+    check_clauses(tree, ("this", "kind", "exists", "unique"), "CREATE INDEX")
+    index = tree.this
+    if not isinstance(index, exp.Index) or index.this is None:
+        raise Untranslatable("CREATE INDEX needs an index name", tree)
+    check_clauses(index, ("this", "table", "params"), "CREATE INDEX")
+    params = index.args.get("params")
+    if not isinstance(params, exp.IndexParameters) or not params.args.get("columns"):
+        raise Untranslatable("CREATE INDEX needs a column list", index)
+    check_clauses(params, ("using", "columns"), "CREATE INDEX")
+    schema, table = _table_name(index.args.get("table"), default_schema, "table")
+    kind = _index_kind(params.args.get("using"), IndexKind.SORTED)
+    columns, collations = _key_columns(params.args["columns"], kind, "index")
+    return [
+        CreateIndex(
+            name=_ident(index.this, "index"),
+            table=table,
+            schema=schema,
+            columns=columns,
+            kind=kind,
+            unique=bool(tree.args.get("unique")),
+            collations=collations,
+            if_not_exists=bool(tree.args.get("exists")),
+        )
+    ]
+
+
+def _drop_index(tree: exp.Expr, default_schema: str) -> list[Command]:
+    return _drop_relations(tree, default_schema, "index", DropIndex)
+
+
+# -- zones ---------------------------------------------------------------------
+
+
+def _int_option(node: exp.Expr, key: str) -> int:
+    value = integer_literal(node)
+    if value is None:
+        raise Untranslatable(f"Zone option {key} takes an integer", node)
+    return value
+
+
+def _str_option(node: exp.Expr, key: str) -> str:
+    if not isinstance(node, exp.Literal) or not node.is_string:
+        raise Untranslatable(f"Zone option {key} takes a quoted string", node)
+    return str(node.this)
+
+
+def _profiles_option(node: exp.Expr, key: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in _str_option(node, key).split(","))
+
+
+_CONSISTENCY = {"STRONG": ConsistencyMode.STRONG, "HIGH_AVAILABILITY": ConsistencyMode.HA}
+_CONSISTENCY["HA"] = ConsistencyMode.HA
+
+
+def _consistency_option(node: exp.Expr, key: str) -> ConsistencyMode:
+    if isinstance(node, exp.Column) and len(node.parts) == 1:
+        text = str(node.name)
+    else:
+        text = _str_option(node, key)
+    mode = _CONSISTENCY.get(text.upper())
+    if mode is None:
+        raise Untranslatable(
+            f"Zone option {key} takes 'STRONG', 'HIGH_AVAILABILITY' or 'HA', got '{text}'", node
+        )
+    return mode
+
+
+_ZONE_OPTIONS: dict[str, tuple[str, Callable[[exp.Expr, str], object]]] = {
+    "PARTITIONS": ("partitions", _int_option),
+    "REPLICAS": ("replicas", _int_option),
+    "QUORUM_SIZE": ("quorum_size", _int_option),
+    "STORAGE_PROFILES": ("storage_profiles", _profiles_option),
+    "DATA_NODES_FILTER": ("node_filter", _str_option),
+    "DATA_NODES_AUTO_ADJUST_SCALE_UP": ("scale_up_seconds", _int_option),
+    "DATA_NODES_AUTO_ADJUST_SCALE_DOWN": ("scale_down_seconds", _int_option),
+    "CONSISTENCY_MODE": ("consistency_mode", _consistency_option),
+}
+
+
+def _zone_options(nodes: list[exp.Expr]) -> dict[str, Any]:
+    """``KEY=value`` options → CreateZone / AlterZone fields."""
+    options: dict[str, Any] = {}
+    for node in nodes:
+        key = _ident(node.this, "zone option")
+        known = _ZONE_OPTIONS.get(key)
+        if known is None:
+            raise Untranslatable(
+                f"Unknown zone option {key}; expecting one of {', '.join(_ZONE_OPTIONS)}", node.this
+            )
+        field, convert = known
+        if field in options:
+            raise Untranslatable(f"Zone option {key} is given twice", node.this)
+        options[field] = convert(node.args["value"], key)
+    return options
+
+
+def _create_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
+    options = _zone_options(tree.expressions)
+    name = _ident(tree.this, "zone")
+    return [CreateZone(name=name, if_not_exists=bool(tree.args.get("exists")), **options)]
+
+
+def _alter_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
+    name = _ident(tree.this, "zone")
+    if_exists = bool(tree.args.get("exists"))
+    if tree.args.get("rename_to") is not None:
+        return [RenameZone(name, _ident(tree.args["rename_to"], "zone"), if_exists=if_exists)]
+    if tree.args.get("set_default"):
+        return [SetDefaultZone(name, if_exists=if_exists)]
+    return [AlterZone(name=name, if_exists=if_exists, **_zone_options(tree.expressions))]
+
+
+def _drop_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
+    return [DropZone(_ident(tree.this, "zone"), if_exists=bool(tree.args.get("exists")))]
+
+
+_KINDED = (exp.Create, exp.Drop, exp.Alter)
+
+_HANDLERS: dict[tuple[type[exp.Expr], str], Callable[[Any, str], list[Command]]] = {
+    (exp.Create, "SCHEMA"): _create_schema,
+    (exp.Drop, "SCHEMA"): _drop_schema,
+    (exp.Create, "TABLE"): _create_table,
+    (exp.Drop, "TABLE"): _drop_table,
+    (exp.Alter, "TABLE"): _alter_table,
+    (exp.Create, "INDEX"): _create_index,
+    (exp.Drop, "INDEX"): _drop_index,
+    (CreateZoneStatement, ""): _create_zone,
+    (AlterZoneStatement, ""): _alter_zone,
+    (DropZoneStatement, ""): _drop_zone,
+}

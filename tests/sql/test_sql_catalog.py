@@ -1,0 +1,154 @@
+"""End to end: SQL scripts run against an in-memory catalog, one version each."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Iterator
+
+import pytest
+
+import almanac
+from almanac import Catalog
+from almanac.datatypes import ColumnType
+from almanac.descriptors import (
+    Collation,
+    ConsistencyMode,
+    ConstantDefault,
+    FunctionDefault,
+    IndexKind,
+)
+from almanac.errors import AlreadyExistsError, SqlParseError, ValidationError
+
+
+@pytest.fixture
+def cat() -> Iterator[Catalog]:
+    with almanac.connect("memory://") as catalog:
+        yield catalog
+
+
+def test_a_script_is_one_version(cat: Catalog) -> None:
+    before = cat.catalog().version
+    version = cat.sql(
+        """
+        CREATE SCHEMA app;
+        CREATE ZONE hot WITH (PARTITIONS=4, REPLICAS=3, STORAGE_PROFILES='ssd,hdd');
+        CREATE TABLE app.orders (
+            id UUID DEFAULT RAND_UUID,
+            region VARCHAR(8) DEFAULT 'EU',
+            placed DATE DEFAULT DATE '2024-01-31',
+            amount DECIMAL(10, 2) DEFAULT 0.00,
+            PRIMARY KEY USING SORTED (region, id DESC)
+        ) COLOCATE BY (region) ZONE hot STORAGE PROFILE 'hdd';
+        CREATE INDEX orders_placed ON app.orders USING HASH (placed);
+        """
+    )
+    assert version == before + 1
+    snap = cat.catalog()
+    table = snap.table("ORDERS", "APP")
+    assert table is not None
+    assert [(c.name, c.type, c.nullable) for c in table.columns] == [
+        ("ID", ColumnType.UUID, False),
+        ("REGION", ColumnType.STRING, False),
+        ("PLACED", ColumnType.DATE, True),
+        ("AMOUNT", ColumnType.DECIMAL, True),
+    ]
+    assert table.columns[0].default == FunctionDefault("RAND_UUID")
+    assert table.columns[1].length == 8
+    assert table.columns[2].default == ConstantDefault(dt.date(2024, 1, 31))
+    assert table.columns[3].default == ConstantDefault(decimal.Decimal("0.00"))
+    assert (table.columns[3].precision, table.columns[3].scale) == (10, 2)
+    assert table.primary_key == ("REGION", "ID")
+    assert table.primary_key_kind is IndexKind.SORTED
+    assert table.primary_key_collations == (Collation.ASC_NULLS_LAST, Collation.DESC_NULLS_FIRST)
+    assert table.colocation == ("REGION",)
+    assert table.storage_profile == "hdd"
+    zone = snap.zone("HOT")
+    assert zone is not None and table.zone_id == zone.id
+    assert (zone.partitions, zone.replicas, zone.storage_profiles) == (4, 3, ("ssd", "hdd"))
+    index = snap.index("ORDERS_PLACED", "APP")
+    assert index is not None
+    assert (index.kind, index.columns) == (IndexKind.HASH, ("PLACED",))
+
+
+def test_a_failing_statement_rolls_back_the_whole_script(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    before = cat.catalog()
+    with pytest.raises(AlreadyExistsError):
+        cat.sql("CREATE SCHEMA s; CREATE TABLE s.u (id INT PRIMARY KEY); CREATE TABLE t (x INT)")
+    after = cat.catalog()
+    assert after.version == before.version
+    assert after.schema("S") is None
+
+
+def test_a_syntax_error_runs_nothing(cat: Catalog) -> None:
+    before = cat.catalog().version
+    with pytest.raises(SqlParseError) as info:
+        cat.sql("CREATE SCHEMA s;\nCREATE TABLE s.t (id INT PRIMARY KEY) ZONE")
+    assert info.value.line == 2
+    assert cat.catalog().version == before
+    assert cat.catalog().schema("S") is None
+
+
+def test_columns_evolve_through_alter_table(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE t (id INT PRIMARY KEY, n SMALLINT NOT NULL DEFAULT 0, s VARCHAR(4))")
+    cat.sql(
+        """
+        ALTER TABLE t ADD COLUMN (flag BOOLEAN DEFAULT FALSE, note STRING);
+        ALTER TABLE t ALTER COLUMN n SET DATA TYPE BIGINT;
+        ALTER TABLE t ALTER COLUMN n DROP NOT NULL;
+        ALTER TABLE t ALTER COLUMN s SET DATA TYPE VARCHAR(16);
+        ALTER TABLE t ALTER COLUMN s SET DEFAULT 'none';
+        ALTER TABLE t DROP COLUMN note;
+        ALTER TABLE t RENAME TO "Things";
+        """
+    )
+    table = cat.catalog().table("Things")
+    assert table is not None
+    assert [(c.name, c.type, c.nullable, c.length, c.default) for c in table.columns] == [
+        ("ID", ColumnType.INT32, False, None, None),
+        ("N", ColumnType.INT64, True, None, ConstantDefault(0)),
+        ("S", ColumnType.STRING, True, 16, ConstantDefault("none")),
+        ("FLAG", ColumnType.BOOLEAN, True, None, ConstantDefault(False)),
+    ]
+
+
+def test_catalog_rules_still_apply_to_sql(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE t (id INT PRIMARY KEY, n INT)")
+    with pytest.raises(ValidationError, match="SET NOT NULL"):
+        cat.sql("ALTER TABLE t ALTER COLUMN n SET NOT NULL")
+    with pytest.raises(ValidationError, match="not a valid INT8"):
+        cat.sql("CREATE TABLE u (id TINYINT DEFAULT 300 PRIMARY KEY)")
+
+
+def test_zone_lifecycle(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE t (id INT PRIMARY KEY)")  # creates the "Default" zone
+    cat.sql(
+        """
+        ALTER ZONE "Default" SET (REPLICAS=3, DATA_NODES_AUTO_ADJUST_SCALE_UP=10);
+        CREATE ZONE IF NOT EXISTS ha WITH (CONSISTENCY_MODE='HIGH_AVAILABILITY');
+        ALTER ZONE ha RENAME TO "Ha";
+        ALTER ZONE "Ha" SET DEFAULT;
+        """
+    )
+    snap = cat.catalog()
+    default = snap.zone("Default")
+    assert default is not None
+    assert (default.replicas, default.scale_up_seconds) == (3, 10)
+    assert snap.zone("HA") is None
+    assert snap.default_zone is not None and snap.default_zone.name == "Ha"
+    assert snap.default_zone.consistency_mode is ConsistencyMode.HA
+    cat.sql('ALTER ZONE "Default" SET DEFAULT; DROP ZONE IF EXISTS "Ha"; DROP ZONE IF EXISTS x')
+    assert [z.name for z in cat.catalog().zones()] == ["Default"]
+
+
+def test_drop_statements(cat: Catalog) -> None:
+    cat.sql(
+        "CREATE SCHEMA s; CREATE TABLE s.t (id INT PRIMARY KEY, v INT); CREATE INDEX i ON s.t (v)"
+    )
+    cat.sql("DROP INDEX s.i; DROP TABLE IF EXISTS s.t; DROP TABLE IF EXISTS s.nope")
+    snap = cat.catalog()
+    assert snap.table("T", "S") is None
+    cat.sql("CREATE TABLE s.u (id INT PRIMARY KEY)")
+    cat.sql("DROP SCHEMA s CASCADE")
+    assert cat.catalog().schema("S") is None
