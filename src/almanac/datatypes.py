@@ -195,3 +195,35 @@ def python_value_fits(
     if ctype is ColumnType.UUID:
         return isinstance(value, uuid.UUID)
     return False
+
+
+NO_COERCION = object()
+"""Returned by ``coerce_constant`` when a value has no lossless reading as the type."""
+
+
+def coerce_constant(ctype: ColumnType, value: object) -> object:
+    """Read a literal written without knowing the column's type (``SET DEFAULT
+    1.5`` or ``'2020-01-01'``) as a value of ``ctype``, or ``NO_COERCION``."""
+    try:
+        if isinstance(value, bool):
+            return NO_COERCION
+        if ctype in (ColumnType.FLOAT, ColumnType.DOUBLE) and isinstance(
+            value, int | decimal.Decimal
+        ):
+            return float(value)
+        if ctype is ColumnType.DECIMAL and isinstance(value, int):
+            return decimal.Decimal(value)
+        if ctype is ColumnType.DECIMAL and isinstance(value, float):
+            return decimal.Decimal(repr(value))
+        if isinstance(value, str):
+            if ctype is ColumnType.DATE:
+                return dt.date.fromisoformat(value)
+            if ctype is ColumnType.TIME:
+                return dt.time.fromisoformat(value)
+            if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE):
+                return dt.datetime.fromisoformat(value)
+            if ctype is ColumnType.UUID:
+                return uuid.UUID(value)
+    except (ValueError, ArithmeticError):
+        return NO_COERCION
+    return NO_COERCION

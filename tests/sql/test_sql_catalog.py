@@ -152,3 +152,19 @@ def test_drop_statements(cat: Catalog) -> None:
     cat.sql("CREATE TABLE s.u (id INT PRIMARY KEY)")
     cat.sql("DROP SCHEMA s CASCADE")
     assert cat.catalog().schema("S") is None
+
+
+def test_set_default_literal_is_read_as_the_column_type() -> None:
+    with almanac.connect("memory://") as cat:
+        cat.sql("CREATE TABLE T (ID INT PRIMARY KEY, D DOUBLE, DT DATE)")
+        cat.sql(
+            "ALTER TABLE T ALTER COLUMN D SET DEFAULT 1.5; "
+            "ALTER TABLE T ALTER COLUMN DT SET DEFAULT '2020-01-02'"
+        )
+        table = cat.catalog().table("T")
+        assert table is not None
+        d, day = table.column("D"), table.column("DT")
+        assert d is not None and d.default == almanac.ConstantDefault(1.5)
+        assert day is not None and day.default == almanac.ConstantDefault(dt.date(2020, 1, 2))
+        with pytest.raises(almanac.ValidationError, match="not a valid DATE"):
+            cat.sql("ALTER TABLE T ALTER COLUMN DT SET DEFAULT 'soon'")

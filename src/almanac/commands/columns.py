@@ -14,7 +14,15 @@ from almanac.commands.base import (
     find_table,
     qualified,
 )
-from almanac.datatypes import ColumnType, can_widen, default_params, validate_params
+from almanac.datatypes import (
+    NO_COERCION,
+    ColumnType,
+    can_widen,
+    coerce_constant,
+    default_params,
+    python_value_fits,
+    validate_params,
+)
 from almanac.descriptors import Column, ConstantDefault, DefaultValue, Table
 from almanac.entries import AlterColumn as AlterColumnEntry
 from almanac.entries import DropColumns as DropColumnsEntry
@@ -29,6 +37,17 @@ def _table(cat: CatalogSnapshot, schema: str, name: str, if_exists: bool) -> Tab
     if if_exists and cat.schema(schema) is None:
         return None
     return find_table(cat, schema, name, missing_ok=if_exists)
+
+
+def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
+    """SQL's ``SET DEFAULT`` literal is parsed without the column's type; read
+    it as that type when it is a lossless reading (``1.5`` for a DOUBLE)."""
+    if not isinstance(default, ConstantDefault) or python_value_fits(
+        column.type, default.value, column.precision, column.scale, column.length
+    ):
+        return default
+    coerced = coerce_constant(column.type, default.value)
+    return default if coerced is NO_COERCION else ConstantDefault(coerced)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,7 +211,7 @@ class AlterColumn(Command):
         if self.drop_default:
             new = replace(new, default=None)
         elif self.default is not None:
-            new = replace(new, default=self.default)
+            new = replace(new, default=_typed_default(new, self.default))
         if new.default != old.default or new.type is not old.type:
             check_default(full, new, new.default, primary_key=in_pk)
         if new == old:
