@@ -18,8 +18,8 @@ demo: setup
 	$(PY) -m almanac.demo
 
 lint: setup
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
 
 typecheck: setup
 	$(PY) -m mypy
