@@ -13,7 +13,7 @@ import contextlib
 import datetime as dt
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,7 @@ from almanac.entries import (
 from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
 from almanac.log import UpdateLog
-from almanac.metastore import MemoryMetastore, Metastore, open_metastore
+from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, open_metastore
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
@@ -108,6 +108,10 @@ class _Versions:
         out.updates = [None, *self.updates[cut + 1 :]]
         out.tokens = self.tokens[cut:]
         return out
+
+
+Attachment = Callable[[CatalogSnapshot, CatalogSnapshot], tuple[Sequence[Compare], Sequence[Op]]]
+"""``attach(base, new)`` returns extra compares and writes for a version's transaction."""
 
 
 class Catalog:
@@ -239,13 +243,21 @@ class Catalog:
 
     # -- writing -------------------------------------------------------------
 
-    def execute(self, commands: Iterable[Command]) -> ExecuteResult:
+    def execute(
+        self, commands: Iterable[Command], *, attach: Attachment | None = None
+    ) -> ExecuteResult:
         """Apply the commands in order as one version, or not at all.
 
         Later commands see the changes of earlier ones. When another node
         commits first, the commands are validated again against its version
         and retried, up to ``max_attempts`` times. Returns once the version is
         applied here and visible everywhere (activation plus clock skew).
+
+        ``attach(base, new)`` lets a caller ride its own compares and writes
+        in the same metastore transaction (a data commit that must appear
+        with the table it fills); it is called again on every attempt. When
+        one of its compares fails, nothing is written and ``ConflictError``
+        is raised.
         """
         batch = list(commands)
         for cmd in batch:
@@ -263,8 +275,17 @@ class Catalog:
                 delay_ms=self.sync.delay_ms,
                 entries=tuple(entries),
             )
-            token = self._log.append(update)
+            compares: Sequence[Compare] = ()
+            ops: Sequence[Op] = ()
+            if attach is not None:
+                compares, ops = attach(base, apply_update(base, update))
+            token = self._log.append(update, extra_compares=compares, extra_ops=ops)
             if token is None:
+                if attach is not None and self._log.latest_version() < update.version:
+                    raise ConflictError(
+                        "The commit was refused: a condition attached to it no longer holds",
+                        attempts=1,
+                    )
                 self._await_applied(update.version)
                 continue
             self.on_update(update, token)

@@ -172,3 +172,30 @@ def test_follower_jumps_over_truncated_history(store: Metastore) -> None:
         with node(store) as late:
             assert late.earliest_version == 9
             assert digest(late.catalog()) == digest(cat.catalog())
+
+
+def test_attached_writes_ride_in_the_version_transaction(store: Metastore) -> None:
+    from almanac.metastore import Compare, Put
+
+    with node(store) as cat:
+        seen: list[tuple[int, int]] = []
+
+        def attach(
+            base: almanac.CatalogSnapshot, new: almanac.CatalogSnapshot
+        ) -> tuple[list[Compare], list[Put]]:
+            seen.append((base.version, new.version))
+            created = new.table("T")
+            assert created is not None
+            return [Compare.absent("extra.marker")], [Put("extra.marker", str(created.id).encode())]
+
+        result = cat.execute([table("T")], attach=attach)
+        marker = store.get("extra.marker")
+        version_kv = store.get("catalog.version")
+        assert marker is not None and version_kv is not None
+        assert marker.mod_revision == version_kv.mod_revision
+        assert seen == [(1, 2)] and result.version == 2
+        snap_t = cat.catalog().table("T")
+        assert snap_t is not None and int(marker.value) == snap_t.id
+        with pytest.raises(almanac.ConflictError, match="condition attached"):
+            cat.execute([table("U")], attach=attach)
+        assert cat.latest_version == 2 and cat.catalog().table("U") is None
