@@ -126,7 +126,13 @@ class Catalog:
         clock: HybridClock | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         root: Path | None = None,
+        target: str = "memory://",
+        warehouse: str | None = None,
     ) -> None:
+        self.target = target
+        """How another process names this catalog (``connect(target)`` opens it)."""
+        self.warehouse = warehouse
+        """Where table data lives: a local path or any URI pyarrow's filesystems open."""
         self.sync = sync
         self.retention = retention
         self.max_attempts = max_attempts
@@ -544,13 +550,15 @@ def connect(
     delay_ms: int | None = None,
     max_clock_skew_ms: int | None = None,
     retention: RetentionPolicy | None = None,
+    warehouse: str | None = None,
 ) -> Catalog:
     """Open a catalog node.
 
     ``memory://`` is a fresh catalog in this process; a directory path (created
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
     processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
-    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite.
+    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite. Table data
+    goes to ``warehouse``, by default ``<directory>/warehouse``.
     """
     if not isinstance(target, str):
         raise CatalogError(f"Catalog target must be a string, not {type(target).__name__}")
@@ -565,4 +573,17 @@ def connect(
     except CatalogError:
         store.close()
         raise
-    return Catalog(UpdateLog(store), sync=sync, retention=retention, root=root)
+    if root is not None:
+        root = root.resolve()
+        if not target.startswith("sqlite://"):
+            target = str(root)
+    if warehouse is None and root is not None:
+        warehouse = str(root / "warehouse")
+    return Catalog(
+        UpdateLog(store),
+        sync=sync,
+        retention=retention,
+        root=root,
+        target=target,
+        warehouse=warehouse,
+    )
