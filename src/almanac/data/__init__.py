@@ -1,0 +1,66 @@
+"""The data plane: table data as Parquet files in a warehouse, published by
+atomic data commits that the catalog's metastore records.
+
+Metastore keys (values are ASCII or compact JSON):
+
+* ``data.table.<table_id>`` - the current snapshot id; the compare-and-swap
+  target of every commit to the table;
+* ``data.snapshot.<table_id>.<snapshot_id:012d>`` - one snapshot's record:
+  parent, commit time, catalog version, operation, write id, manifest path,
+  and the catalog version and commit time of the table's first snapshot
+  (so a read can tell "no data yet" from "expired");
+* ``data.write.<write_id>`` - ``<table_id>.<snapshot_id>`` once the write
+  committed (idempotency), or ``aborted`` (under a week-long lease) so that a
+  late commit of an aborted write fails;
+* ``data.staging.<write_id>`` - the write directory of a write in progress,
+  under the writer's lease.
+
+Files (see ``warehouse``): ``<root>/<schema>/<table>/<write_id>/tablet=<t>/
+part-<uuid>.parquet`` and ``<root>/<schema>/<table>/_manifests/
+<table_id>-<snapshot_id>-<uuid>.json``. Parquet field ids are catalog column
+ids, so files survive renames, drops, additions and widenings.
+
+A write: ``new_write_id`` → ``TableData.stage`` → ``conform`` + ``write_files``
+(anywhere, any number of tasks) → ``TableData.commit`` (or ``abort``).
+A read: ``plan_scan`` → ``read_file`` per kept file.
+"""
+
+from almanac.data.arrow import arrow_schema, arrow_type, conform, output_schema
+from almanac.data.commits import TableData
+from almanac.data.errors import DataError, SnapshotExpiredError, WriteStateError
+from almanac.data.files import ColumnStats, DataFile, write_files
+from almanac.data.janitor import JanitorReport, expire_data, run_janitor
+from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table
+from almanac.data.snapshots import DataSnapshot
+from almanac.data.tablets import table_partitions, tablets_of
+from almanac.data.warehouse import Warehouse, new_write_id
+from almanac.data.writing import create_table_as, write_table
+
+__all__ = [
+    "ColumnStats",
+    "DataError",
+    "DataFile",
+    "DataSnapshot",
+    "JanitorReport",
+    "Predicate",
+    "ScanPlan",
+    "SnapshotExpiredError",
+    "TableData",
+    "Warehouse",
+    "WriteStateError",
+    "arrow_schema",
+    "arrow_type",
+    "conform",
+    "create_table_as",
+    "expire_data",
+    "new_write_id",
+    "output_schema",
+    "plan_scan",
+    "read_file",
+    "read_table",
+    "run_janitor",
+    "table_partitions",
+    "tablets_of",
+    "write_files",
+    "write_table",
+]

@@ -1,0 +1,448 @@
+"""The data-commit protocol: pointers and records in the metastore, manifests
+in the warehouse, one compare-and-swap transaction per commit.
+
+A commit's transaction compares ``data.table.<id>`` with the parent it read
+(so two commits never both build on one parent), requires
+``data.write.<write_id>`` to be absent (so a write applies once) and, for a
+staged write, that its staging key is still the one under its live lease (so
+the janitor, which only collects writes without a lease, can never collect
+files a commit publishes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import pyarrow.fs as pafs
+
+from almanac.catalog import Catalog
+from almanac.clock import HybridClock
+from almanac.data.errors import SnapshotExpiredError, WriteStateError
+from almanac.data.files import DataFile
+from almanac.data.snapshots import (
+    OPERATIONS,
+    DataSnapshot,
+    Record,
+    decode_manifest,
+    decode_record,
+    encode_manifest,
+    encode_record,
+    snapshot_key,
+    snapshot_prefix,
+    staging_key,
+    table_key,
+    write_key,
+)
+from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.errors import (
+    CatalogError,
+    ConflictError,
+    CorruptLogError,
+    MetastoreError,
+    ValidationError,
+)
+from almanac.metastore import Compare, Delete, Metastore, Op, Put
+
+__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "TableData", "select_record"]
+
+DEFAULT_MAX_ATTEMPTS = 20
+ABORTED = b"aborted"
+ABORTED_TTL_S = 7 * 24 * 3600.0
+"""How long an aborted write's marker outlives it, refusing late commits."""
+_CACHE_SIZE = 512
+
+
+def select_record(
+    records: Sequence[Record], *, version: int | None = None, timestamp: int | None = None
+) -> Record | None:
+    """The newest record with ``catalog_version <= version`` (or ``commit_time
+    <= timestamp``) among ``records`` (kept snapshots, oldest first); None when
+    the table had no data then; ``SnapshotExpiredError`` when it was expired."""
+    if (version is None) == (timestamp is None):
+        raise ValidationError("Give exactly one of version and timestamp")
+    by_version = version is not None
+    bound = version if version is not None else timestamp
+    assert bound is not None
+    chosen = None
+    for record in records:
+        if (record.catalog_version if by_version else record.commit_time) <= bound:
+            chosen = record
+    if chosen is not None or not records or records[0].snapshot_id == 1:
+        return chosen
+    first = records[0]
+    if first.origin[0 if by_version else 1] <= bound:
+        what = f"catalog version {version}" if by_version else f"timestamp {timestamp}"
+        raise SnapshotExpiredError(
+            f"The data of table {first.table_id} at {what} was expired; the oldest kept "
+            f"data snapshot is {first.snapshot_id} (catalog version {first.catalog_version})",
+            table_id=first.table_id,
+            version=version,
+            timestamp=timestamp,
+        )
+    return None
+
+
+def _check_operation(operation: str) -> None:
+    if operation not in OPERATIONS:
+        raise ValidationError(
+            f"Data commit operation must be one of {', '.join(OPERATIONS)}, not {operation!r}",
+            operation=operation,
+        )
+
+
+def _write_dirs(files: Sequence[DataFile]) -> set[str]:
+    return {f.path.split("/tablet=", 1)[0] for f in files if "/tablet=" in f.path}
+
+
+class TableData:
+    """The data-commit protocol for all tables of one catalog: pointers in the
+    metastore, manifests in the warehouse. Safe to share between threads;
+    every process builds its own (``for_catalog``) from the catalog target."""
+
+    def __init__(
+        self, store: Metastore, warehouse: Warehouse, clock: HybridClock | None = None
+    ) -> None:
+        self.store = store
+        self.warehouse = warehouse
+        self.clock = clock or HybridClock()
+        self._manifests: OrderedDict[str, tuple[DataFile, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def for_catalog(cat: Catalog) -> TableData:
+        """The protocol on the catalog's metastore, warehouse and clock;
+        ``CatalogError`` when the catalog has no warehouse."""
+        if cat.warehouse is None:
+            raise CatalogError(
+                f"Catalog '{cat.target}' has no warehouse for table data; pass "
+                "connect(..., warehouse=...)",
+                target=cat.target,
+            )
+        return TableData(cat.log.store, Warehouse.open(cat.warehouse), cat.clock)
+
+    # -- reading ---------------------------------------------------------------
+
+    def records(self, table_id: int, *, revision: int | None = None) -> list[Record]:
+        """The kept snapshots' records, oldest first."""
+        result = self.store.range(snapshot_prefix(table_id), revision=revision)
+        return [decode_record(kv.key, kv.value) for kv in result.kvs]
+
+    def record(self, table_id: int, snapshot_id: int) -> Record | None:
+        key = snapshot_key(table_id, snapshot_id)
+        kv = self.store.get(key)
+        return None if kv is None else decode_record(key, kv.value)
+
+    def files_of(self, record: Record) -> tuple[DataFile, ...]:
+        """The snapshot's files, from its manifest (immutable, so cached)."""
+        path = record.manifest
+        with self._lock:
+            cached = self._manifests.get(path)
+            if cached is not None:
+                self._manifests.move_to_end(path)
+                return cached
+        try:
+            with self.warehouse.fs.open_input_stream(path) as stream:
+                raw = stream.read()
+        except FileNotFoundError as exc:
+            raise CatalogError(
+                f"Manifest '{path}' of data snapshot {record.snapshot_id} of table "
+                f"{record.table_id} is missing from the warehouse",
+                path=path,
+            ) from exc
+        files = decode_manifest(path, raw)
+        self._remember(path, files)
+        return files
+
+    def _remember(self, path: str, files: tuple[DataFile, ...]) -> None:
+        with self._lock:
+            self._manifests[path] = files
+            while len(self._manifests) > _CACHE_SIZE:
+                self._manifests.popitem(last=False)
+
+    def load(self, record: Record) -> DataSnapshot:
+        return record.with_files(self.files_of(record))
+
+    def current(self, table_id: int) -> DataSnapshot | None:
+        """The table's latest data snapshot, or None before its first commit."""
+        kv = self.store.get(table_key(table_id))
+        if kv is None:
+            return None
+        if not kv.value.isdigit():
+            raise CorruptLogError(
+                f"Data pointer '{kv.key}' holds {kv.value[:32]!r}, not a snapshot id", key=kv.key
+            )
+        record = self.record(table_id, int(kv.value))
+        return None if record is None else self.load(record)
+
+    def history(self, table_id: int) -> list[DataSnapshot]:
+        """Every kept snapshot, oldest first."""
+        return [self.load(r) for r in self.records(table_id)]
+
+    def snapshot_at(
+        self, table_id: int, *, version: int | None = None, timestamp: int | None = None
+    ) -> DataSnapshot | None:
+        """The newest snapshot with ``catalog_version <= version`` or with
+        ``commit_time <= timestamp`` (exactly one of them); None if the table
+        had no data then; ``SnapshotExpiredError`` if that snapshot was expired."""
+        record = select_record(self.records(table_id), version=version, timestamp=timestamp)
+        return None if record is None else self.load(record)
+
+    # -- committing ------------------------------------------------------------
+
+    def commit(
+        self,
+        table_id: int,
+        write_id: str,
+        files: Sequence[DataFile],
+        *,
+        operation: str,
+        catalog_version: int,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> DataSnapshot:
+        """Publish ``files`` as the table's next snapshot: ``append`` keeps the
+        parent's files, ``overwrite`` replaces them. One CAS transaction on
+        ``data.table.<id>``; a lost race re-reads the new parent and retries, so
+        no concurrent commit loses a file. Idempotent by ``write_id``: a second
+        commit returns the first one's snapshot and changes nothing.
+        ``ConflictError`` after ``max_attempts``; ``WriteStateError`` for an
+        aborted write or one whose staging lease expired."""
+        _check_operation(operation)
+        files = tuple(files)
+        for attempt in range(max_attempts):
+            done = self.committed_snapshot(table_id, write_id)
+            if done is not None:
+                return done
+            parent = self.current(table_id)
+            compares, ops, snapshot = self.commit_ops(
+                table_id,
+                write_id,
+                files,
+                operation=operation,
+                catalog_version=catalog_version,
+                parent=parent,
+            )
+            try:
+                succeeded = self.store.txn(compares, ops).succeeded
+            except BaseException:
+                self.warehouse.remove_file(snapshot.manifest)
+                raise
+            if succeeded:
+                return snapshot
+            self.warehouse.remove_file(snapshot.manifest)
+            time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
+        raise ConflictError(
+            f"Gave up committing write {write_id} to table {table_id} after {max_attempts} "
+            "attempts: other commits to the table won every race",
+            attempts=max_attempts,
+        )
+
+    def committed_snapshot(self, table_id: int, write_id: str) -> DataSnapshot | None:
+        """The snapshot a committed ``write_id`` made, None if it did not commit."""
+        kv = self.store.get(write_key(write_id))
+        if kv is None:
+            return None
+        if kv.value == ABORTED:
+            raise WriteStateError(
+                f"Write {write_id} was aborted; it cannot commit", write_id=write_id
+            )
+        owner, _, sid = kv.value.decode("ascii").partition(".")
+        if int(owner) != table_id:
+            raise WriteStateError(
+                f"Write {write_id} was committed to table {owner}, not to table {table_id}",
+                write_id=write_id,
+            )
+        record = self.record(table_id, int(sid))
+        if record is None:
+            raise WriteStateError(
+                f"Write {write_id} committed snapshot {sid} of table {table_id}, which is gone",
+                write_id=write_id,
+            )
+        return self.load(record)
+
+    def commit_ops(
+        self,
+        table_id: int,
+        write_id: str,
+        files: Sequence[DataFile],
+        *,
+        operation: str,
+        catalog_version: int,
+        parent: DataSnapshot | None,
+    ) -> tuple[list[Compare], list[Op], DataSnapshot]:
+        """The same commit as compares and writes to ride in another transaction
+        (``Catalog.execute(attach=...)``). Writes the manifest first (immutable,
+        uniquely named); the caller's transaction makes it visible or not."""
+        _check_operation(operation)
+        new = tuple(files)
+        for f in new:
+            if not isinstance(f, DataFile):
+                raise ValidationError(f"Not a DataFile: {f!r}")
+        staging = self.store.get(staging_key(write_id))
+        if staging is None:
+            self._refuse_expired(write_id, new)
+        if parent is None:
+            snapshot_id, origin = 1, None
+            commit_time = self.clock.now()
+            version = catalog_version
+            merged = _unique(new)
+        else:
+            snapshot_id = parent.snapshot_id + 1
+            commit_time = self.clock.update(parent.commit_time)
+            version = max(catalog_version, parent.catalog_version)
+            merged = _unique(parent.files + new if operation == "append" else new)
+            parent_record = self.record(table_id, parent.snapshot_id)
+            origin = None if parent_record is None else parent_record.origin
+        manifest = self._write_manifest(table_id, snapshot_id, merged, parent)
+        record = Record(
+            table_id=table_id,
+            snapshot_id=snapshot_id,
+            parent_id=None if parent is None else parent.snapshot_id,
+            commit_time=commit_time,
+            catalog_version=version,
+            operation=operation,
+            write_id=write_id,
+            manifest=manifest,
+            origin=origin or (version, commit_time),
+        )
+        pointer = table_key(table_id)
+        compares = [
+            Compare.absent(pointer)
+            if parent is None
+            else Compare.value(pointer, "==", str(parent.snapshot_id).encode()),
+            Compare.absent(write_key(write_id)),
+        ]
+        ops: list[Op] = [
+            Put(pointer, str(snapshot_id).encode()),
+            Put(snapshot_key(table_id, snapshot_id), encode_record(record)),
+            Put(write_key(write_id), f"{table_id}.{snapshot_id}".encode()),
+        ]
+        if staging is not None:
+            compares.append(Compare.mod_revision(staging.key, "==", staging.mod_revision))
+            ops.append(Delete(staging.key))
+        return compares, ops, record.with_files(merged)
+
+    def _refuse_expired(self, write_id: str, files: tuple[DataFile, ...]) -> None:
+        """A write that was staged but holds no staging key lost its lease: the
+        janitor may be deleting its files, so it must not publish them."""
+        for directory in _write_dirs(files):
+            info = self.warehouse.fs.get_file_info(f"{directory}/{STAGED_MARKER}")
+            if info.type != pafs.FileType.NotFound:
+                raise WriteStateError(
+                    f"The staging lease of write {write_id} expired before its commit; its "
+                    "files may already be collected, so the write cannot commit",
+                    write_id=write_id,
+                )
+
+    def _write_manifest(
+        self,
+        table_id: int,
+        snapshot_id: int,
+        files: tuple[DataFile, ...],
+        parent: DataSnapshot | None,
+    ) -> str:
+        dirs = sorted(_write_dirs(files))
+        if dirs:
+            base = dirs[0].rsplit("/", 1)[0] + "/_manifests"
+        elif parent is not None:
+            base = parent.manifest.rsplit("/", 1)[0]
+        else:
+            base = f"{self.warehouse.root}/_manifests"
+        path = f"{base}/{table_id}-{snapshot_id}-{uuid.uuid4().hex}.json"
+        try:
+            self.warehouse.fs.create_dir(base, recursive=True)
+            with self.warehouse.fs.open_output_stream(path) as out:
+                out.write(encode_manifest(table_id, snapshot_id, files))
+        except OSError as exc:
+            raise CatalogError(f"Cannot write manifest '{path}': {exc}", path=path) from exc
+        self._remember(path, files)
+        return path
+
+    # -- staging ---------------------------------------------------------------
+
+    def stage(self, write_id: str, write_dir: str, *, ttl_s: float) -> int:
+        """Register a write before its files exist: ``data.staging.<write_id>``
+        under a new lease (returned; renew it with ``keep_alive`` for long
+        writes) and a marker file in ``write_dir``. Until the lease expires the
+        janitor leaves the directory alone; after, the write cannot commit."""
+        lease = self.store.grant_lease(ttl_s)
+        result = self.store.txn(
+            [Compare.absent(write_key(write_id))],
+            [Put(staging_key(write_id), write_dir.encode(), lease=lease)],
+        )
+        if not result.succeeded:
+            self._revoke(lease)
+            raise WriteStateError(
+                f"Write {write_id} was already committed or aborted; use a new write id",
+                write_id=write_id,
+            )
+        try:
+            self.warehouse.fs.create_dir(write_dir, recursive=True)
+            with self.warehouse.fs.open_output_stream(f"{write_dir}/{STAGED_MARKER}") as out:
+                out.write(write_id.encode())
+        except OSError as exc:
+            self._revoke(lease)
+            raise CatalogError(f"Cannot create write directory '{write_dir}': {exc}") from exc
+        return lease
+
+    def keep_alive(self, lease_id: int) -> None:
+        """Renew a staging lease returned by ``stage``."""
+        try:
+            self.store.keep_alive(lease_id)
+        except MetastoreError as exc:
+            raise WriteStateError(
+                f"Staging lease {lease_id} expired; its write can no longer commit",
+                lease=lease_id,
+            ) from exc
+
+    def release(self, lease_id: int) -> None:
+        """Revoke a staging lease once its write committed or aborted (it would
+        expire anyway); a lease already gone is fine."""
+        self._revoke(lease_id)
+
+    def _revoke(self, lease: int) -> None:
+        with contextlib.suppress(MetastoreError):
+            self.store.revoke_lease(lease)
+
+    def abort(self, write_id: str, write_dir: str) -> None:
+        """Give up a write: mark it aborted (a late commit then fails), delete its
+        directory and its staging lease. Idempotent; a committed write is left
+        untouched."""
+        wkey = write_key(write_id)
+        while True:
+            kv = self.store.get(wkey)
+            if kv is not None and kv.value != ABORTED:
+                return
+            if kv is not None:
+                break
+            staging = self.store.get(staging_key(write_id))
+            marker = self.store.grant_lease(ABORTED_TTL_S)
+            ops: list[Op] = [Put(wkey, ABORTED, lease=marker)]
+            if staging is not None:
+                ops.append(Delete(staging.key))
+            if self.store.txn([Compare.absent(wkey)], ops).succeeded:
+                if staging is not None and staging.lease:
+                    self._revoke(staging.lease)
+                break
+            self._revoke(marker)
+        self.warehouse.remove_dir(write_dir)
+
+    def is_committed(self, write_id: str) -> bool:
+        """True once a commit of ``write_id`` succeeded (until its snapshot expires)."""
+        kv = self.store.get(write_key(write_id))
+        return kv is not None and kv.value != ABORTED
+
+
+def _unique(files: tuple[DataFile, ...]) -> tuple[DataFile, ...]:
+    seen: set[str] = set()
+    out: list[DataFile] = []
+    for f in files:
+        if f.path not in seen:
+            seen.add(f.path)
+            out.append(f)
+    return tuple(out)

@@ -1,0 +1,130 @@
+"""Writing Parquet data files and the statistics that let scans skip them."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from almanac.data.arrow import FIELD_ID, arrow_schema
+from almanac.data.errors import DataError
+from almanac.data.tablets import tablets_of
+from almanac.data.warehouse import Warehouse
+from almanac.descriptors import Table
+from almanac.errors import CatalogError, ValidationError
+
+__all__ = ["ColumnStats", "DataFile", "column_stats", "write_files"]
+
+DEFAULT_MAX_ROWS_PER_FILE = 1_000_000
+MAX_STAT_BYTES = 256
+"""Longer text or byte bounds are dropped (unknown) rather than stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """Bounds of one column in one file. ``min``/``max`` are Python values of
+    the column's type, ``None`` when unknown (all NULL, no order, too long to
+    keep, or nanosecond times); a float column holding NaN has ``max`` NaN,
+    since engines such as Spark sort NaN above every number."""
+
+    min: object
+    max: object
+    null_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """One Parquet file of a table. ``stats`` is keyed by column id.
+    Picklable: Spark ships these from write tasks to the commit."""
+
+    path: str
+    rows: int
+    size: int
+    tablet: int
+    stats: Mapping[int, ColumnStats] = field(default_factory=dict, hash=False)
+
+
+def _bounded(value: object) -> object:
+    if isinstance(value, str | bytes) and len(value) > MAX_STAT_BYTES:
+        return None
+    return value
+
+
+def column_stats(arr: pa.ChunkedArray | pa.Array) -> ColumnStats:
+    """Min, max and null count of one column's values."""
+    nulls = arr.null_count
+    kind = arr.type
+    if nulls == len(arr) or (pa.types.is_time64(kind) and kind.unit == "ns"):
+        return ColumnStats(None, None, nulls)
+    try:
+        bounds = pc.min_max(arr)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return ColumnStats(None, None, nulls)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if pa.types.is_floating(kind) and pc.any(pc.is_nan(arr)).as_py():
+        high = math.nan
+    return ColumnStats(_bounded(low), _bounded(high), nulls)
+
+
+def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, path: str) -> DataFile:
+    sink = pa.BufferOutputStream()
+    pq.write_table(part, sink, compression="zstd")
+    payload = sink.getvalue()
+    try:
+        with warehouse.fs.open_output_stream(path) as out:
+            out.write(payload)
+    except OSError as exc:
+        raise CatalogError(f"Cannot write data file '{path}': {exc}", path=path) from exc
+    stats = {
+        int(f.metadata[FIELD_ID]): column_stats(part.column(i)) for i, f in enumerate(part.schema)
+    }
+    tablet = int(path.rsplit("/tablet=", 1)[1].split("/", 1)[0])
+    return DataFile(path=path, rows=part.num_rows, size=payload.size, tablet=tablet, stats=stats)
+
+
+def write_files(
+    warehouse: Warehouse,
+    table: Table,
+    partitions: int,
+    data: pa.Table,
+    write_dir: str,
+    *,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+) -> list[DataFile]:
+    """Write already conformed rows below ``write_dir``, one or more files per
+    tablet (``<write_dir>/tablet=<t>/part-<uuid>.parquet``), with field ids
+    and per-column statistics. Nothing is visible until a commit names them."""
+    if max_rows_per_file < 1:
+        raise ValidationError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    expected = arrow_schema(table)
+    if not data.schema.equals(expected, check_metadata=True):
+        raise DataError(
+            f"Data for table '{table.name}' does not have the table's schema; pass it through "
+            f"conform() first (got {data.schema}, expected {expected})",
+            table=table.name,
+        )
+    if data.num_rows == 0:
+        return []
+    tablets = tablets_of(data, table.colocation, partitions)
+    order = np.argsort(tablets, kind="stable")
+    sorted_tablets = tablets[order]
+    cuts = np.flatnonzero(np.diff(sorted_tablets)) + 1
+    files: list[DataFile] = []
+    for rows in np.split(order, cuts):
+        tablet = int(tablets[rows[0]])
+        directory = f"{write_dir}/tablet={tablet}"
+        try:
+            warehouse.fs.create_dir(directory, recursive=True)
+        except OSError as exc:
+            raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
+        part = data.take(pa.array(rows))
+        for start in range(0, part.num_rows, max_rows_per_file):
+            path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
+            files.append(_write_one(warehouse, table, part.slice(start, max_rows_per_file), path))
+    return files

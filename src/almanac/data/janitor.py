@@ -1,0 +1,257 @@
+"""Collecting what writes, drops and retention leave behind in the warehouse.
+
+The janitor lists the warehouse *before* it reads the metastore, so that
+every directory it sees either was registered by then (a live staging lease
+protects it) or had already stopped being written; and it never deletes a
+file that a kept snapshot references, whatever the directory's state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from almanac.catalog import Catalog
+from almanac.clock import from_datetime
+from almanac.data.commits import ABORTED, TableData, select_record
+from almanac.data.errors import SnapshotExpiredError
+from almanac.data.snapshots import (
+    SNAPSHOT_PREFIX,
+    STAGING_PREFIX,
+    TABLE_PREFIX,
+    WRITE_PREFIX,
+    DataSnapshot,
+    Record,
+    decode_record,
+    snapshot_key,
+    snapshot_prefix,
+    table_key,
+    write_key,
+)
+from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.errors import CatalogError, NotFoundError, VersionNotFoundError
+from almanac.log import KEY_PINS
+from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.snapshot import DEFAULT_SCHEMA
+
+__all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
+
+DEFAULT_GRACE_S = 3600.0
+"""How old a write directory that never held a staging lease, or an
+unreferenced manifest, must be before the janitor removes it: younger ones
+may belong to a commit in flight."""
+_MAX_ATTEMPTS = 10
+
+
+@dataclass
+class JanitorReport:
+    """What one janitor run removed: uncommitted write directories, files
+    (data files and manifests) no kept snapshot references, dropped tables."""
+
+    staging_removed: list[str] = field(default_factory=list)
+    files_removed: list[str] = field(default_factory=list)
+    tables_purged: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    """The data keys at one metastore revision."""
+
+    pointers: dict[int, bytes] = field(default_factory=dict)
+    records: dict[int, list[Record]] = field(default_factory=lambda: defaultdict(list))
+    writes: dict[str, bytes] = field(default_factory=dict)
+    staging: set[str] = field(default_factory=set)
+
+
+def _read_state(data: TableData) -> _State:
+    state = _State()
+    for kv in data.store.range("data.").kvs:
+        key = kv.key
+        if key.startswith(TABLE_PREFIX):
+            state.pointers[int(key[len(TABLE_PREFIX) :])] = kv.value
+        elif key.startswith(SNAPSHOT_PREFIX):
+            record = decode_record(key, kv.value)
+            state.records[record.table_id].append(record)
+        elif key.startswith(WRITE_PREFIX):
+            state.writes[key[len(WRITE_PREFIX) :]] = kv.value
+        elif key.startswith(STAGING_PREFIX):
+            state.staging.add(key[len(STAGING_PREFIX) :])
+    return state
+
+
+def _dropped(cat: Catalog, table_ids: Iterable[int]) -> list[int]:
+    """Tables that no available catalog version contains."""
+    cat.catalog_ready(cat.log.latest_version(), timeout=60, applied_only=True)
+    candidates = {t for t in table_ids if cat.catalog().table_by_id(t) is None}
+    for version in range(cat.latest_version, cat.earliest_version - 1, -1):
+        if not candidates:
+            break
+        with contextlib.suppress(VersionNotFoundError):
+            tables = cat.catalog(version).tables_by_id
+            candidates = {t for t in candidates if t not in tables}
+    return sorted(candidates)
+
+
+def _write_dir(path: str) -> str:
+    return path.split("/tablet=", 1)[0]
+
+
+def _files(data: TableData, record: Record) -> set[str]:
+    """The record's file paths; empty if the record vanished meanwhile (an
+    expiry or purge running at the same time already decided about them)."""
+    try:
+        return {f.path for f in data.files_of(record)}
+    except CatalogError:
+        if data.record(record.table_id, record.snapshot_id) is None:
+            return set()
+        raise
+
+
+def _delete(warehouse: Warehouse, paths: Iterable[str], report: list[str]) -> None:
+    for path in sorted(paths):
+        warehouse.remove_file(path)
+        report.append(path)
+
+
+def _purge(data: TableData, state: _State, table_id: int, report: JanitorReport) -> None:
+    records = state.records.get(table_id, [])
+    paths: set[str] = set()
+    for record in records:
+        with contextlib.suppress(CatalogError):
+            paths |= _files(data, record)
+    _delete(data.warehouse, paths, report.files_removed)
+    for directory in sorted({_write_dir(p) for p in paths}):
+        data.warehouse.remove_dir(directory)
+    _delete(data.warehouse, {r.manifest for r in records}, report.files_removed)
+    pointer = state.pointers.get(table_id)
+    compares = [
+        Compare.absent(table_key(table_id))
+        if pointer is None
+        else Compare.value(table_key(table_id), "==", pointer)
+    ]
+    ops: list[Op] = [Delete(table_key(table_id)), DeleteRange(snapshot_prefix(table_id))]
+    owned = f"{table_id}.".encode()
+    ops.extend(Delete(write_key(w)) for w, v in state.writes.items() if v.startswith(owned))
+    if data.store.txn(compares, ops).succeeded:
+        report.tables_purged.append(table_id)
+
+
+def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
+    """Remove staging directories of writes that never committed (lease gone,
+    aborted, or never registered and older than ``grace_s``), files and
+    manifests no kept snapshot references, and all data and keys of tables
+    that no available catalog version contains."""
+    data = TableData.for_catalog(cat)
+    warehouse = data.warehouse
+    report = JanitorReport()
+    selector = pafs.FileSelector(warehouse.root, recursive=True, allow_not_found=True)
+    listing = [i for i in warehouse.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+    state = _read_state(data)
+    for table_id in _dropped(cat, {*state.pointers, *state.records}):
+        _purge(data, state, table_id, report)
+        state.records.pop(table_id, None)
+    referenced: set[str] = set()
+    manifests: set[str] = set()
+    for records in state.records.values():
+        for record in records:
+            manifests.add(record.manifest)
+            referenced |= _files(data, record)
+    now = time.time()
+
+    def old(infos: Iterable[pafs.FileInfo]) -> bool:
+        times = [i.mtime for i in infos]
+        if any(t is None for t in times):
+            return False
+        return all(now - t.timestamp() > grace_s for t in times)
+
+    purged = set(report.files_removed)
+    by_dir: dict[str, list[pafs.FileInfo]] = defaultdict(list)
+    for info in listing:
+        if info.path in purged:
+            continue
+        if "/_manifests/" in info.path:
+            if info.path not in manifests and old([info]):
+                _delete(warehouse, [info.path], report.files_removed)
+        elif info.path.count("/", len(warehouse.root)) >= 4:
+            by_dir["/".join(info.path.split("/")[: warehouse.root.count("/") + 4])].append(info)
+    for directory, infos in sorted(by_dir.items()):
+        write_id = directory.rsplit("/", 1)[1]
+        if write_id in state.staging:
+            continue
+        status = state.writes.get(write_id)
+        committed = status is not None and status != ABORTED
+        staged = any(i.base_name == STAGED_MARKER for i in infos)
+        if not (status is not None or staged or old(infos)):
+            continue
+        garbage = [i.path for i in infos if i.path not in referenced]
+        if len(garbage) == len(infos):
+            warehouse.remove_dir(directory)
+            if not committed:
+                report.staging_removed.append(directory)
+                continue
+        else:
+            for path in garbage:
+                warehouse.remove_file(path)
+        report.files_removed.extend(p for p in garbage if not p.endswith(f"/{STAGED_MARKER}"))
+    return report
+
+
+def expire_data(
+    cat: Catalog,
+    name: str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    older_than: int | dt.datetime,
+) -> list[DataSnapshot]:
+    """Remove the table's snapshots that stopped being current at or before
+    ``older_than`` (so a read at any later time still works), except those a
+    pinned catalog version reads, and the files only they referenced.
+    Returns the removed snapshots. Expiry removes a prefix of the chain."""
+    table = cat.catalog().table(name, schema)
+    if table is None:
+        raise NotFoundError(
+            f"Table '{schema}.{name}' does not exist", kind="table", name=f"{schema}.{name}"
+        )
+    data = TableData.for_catalog(cat)
+    cutoff = from_datetime(older_than) if isinstance(older_than, dt.datetime) else older_than
+    for _ in range(_MAX_ATTEMPTS):
+        oldest_pin, pins_revision = cat.log.oldest_pinned()
+        records = data.records(table.id)
+        keep = 0
+        while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
+            keep += 1
+        if oldest_pin is not None:
+            with contextlib.suppress(SnapshotExpiredError):
+                needed = select_record(records, version=oldest_pin)
+                if needed is not None:
+                    keep = min(keep, records.index(needed))
+        removed, kept = records[:keep], records[keep:]
+        if not removed:
+            return []
+        snapshots = [data.load(r) for r in removed]
+        compares = [Compare.mod_revision(KEY_PINS, "==", pins_revision)]
+        ops: list[Op] = [Delete(snapshot_key(r.table_id, r.snapshot_id)) for r in removed]
+        ops.extend(Delete(write_key(r.write_id)) for r in removed)
+        if not data.store.txn(compares, ops).succeeded:
+            continue
+        live: set[str] = set()
+        for record in kept:
+            live |= _files(data, record)
+        doomed = {f.path for s in snapshots for f in s.files} - live
+        sink: list[str] = []
+        _delete(data.warehouse, doomed, sink)
+        _delete(data.warehouse, {r.manifest for r in removed}, sink)
+        live_dirs = {_write_dir(p) for p in live}
+        for directory in {_write_dir(p) for p in doomed} - live_dirs:
+            data.warehouse.remove_dir(directory)
+        return snapshots
+    raise CatalogError(
+        f"Could not expire data of table '{schema}.{name}': new pins kept arriving",
+        table=f"{schema}.{name}",
+    )

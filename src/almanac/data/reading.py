@@ -1,0 +1,310 @@
+"""Reading a table as of a catalog version or a timestamp: plan (pick the
+schema and data snapshot, prune files by statistics), then read files by
+column id so that schema changes made after a file was written resolve."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from almanac.catalog import Catalog
+from almanac.clock import from_datetime
+from almanac.data.arrow import FIELD_ID, arrow_type, column_fill, output_schema, project
+from almanac.data.commits import TableData
+from almanac.data.files import ColumnStats, DataFile
+from almanac.data.snapshots import DataSnapshot
+from almanac.data.warehouse import Warehouse
+from almanac.descriptors import Column, ConstantDefault, Table
+from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.snapshot import DEFAULT_SCHEMA
+
+__all__ = [
+    "PREDICATE_OPS",
+    "Predicate",
+    "ScanPlan",
+    "may_match",
+    "plan_scan",
+    "read_file",
+    "read_table",
+]
+
+PREDICATE_OPS = ("=", "<", "<=", ">", ">=", "in", "is_null", "is_not_null")
+BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A filter on one column by its name at the scan's version. ``value`` is
+    a list for ``in`` and ignored for ``is_null``/``is_not_null``. Comparisons
+    never match NULL (SQL semantics)."""
+
+    column: str
+    op: str
+    value: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPlan:
+    """What to read; picklable so Spark can ship it to executors. ``table`` is
+    the descriptor at the scan's catalog version; ``files`` are those the
+    predicates may match, out of ``files_total`` in ``snapshot``."""
+
+    table: Table
+    files: tuple[DataFile, ...]
+    files_total: int
+    snapshot: DataSnapshot | None
+    catalog_version: int = 0
+    filters: tuple[Predicate, ...] = field(default=())
+
+
+# --------------------------------------------------------------------------- pruning
+
+
+def _key(value: object) -> tuple[int, Any]:
+    """Order with NaN above every number, as Spark sorts, so pruning stays
+    conservative under both IEEE and Spark comparison rules."""
+    if isinstance(value, float) and math.isnan(value):
+        return (1, 0)
+    return (0, value)
+
+
+def _le(a: object, b: object) -> bool:
+    return _key(a) <= _key(b)
+
+
+def _lt(a: object, b: object) -> bool:
+    return _key(a) < _key(b)
+
+
+def _absent_stats(column: Column, rows: int) -> ColumnStats:
+    """What a column added after the file was written reads as in that file."""
+    default = column.default
+    if isinstance(default, ConstantDefault) and default.value is not None:
+        value = default.value
+        value = str(value) if isinstance(value, uuid.UUID) else value
+        return ColumnStats(value, value, 0)
+    return ColumnStats(None, None, rows)
+
+
+def _in_range(stats: ColumnStats, value: object) -> bool:
+    return (stats.min is None or _le(stats.min, value)) and (
+        stats.max is None or _le(value, stats.max)
+    )
+
+
+def may_match(predicate: Predicate, column: Column, file: DataFile) -> bool:
+    """False only when the file's statistics prove no row satisfies ``predicate``."""
+    stats = file.stats.get(column.id) or _absent_stats(column, file.rows)
+    op, value = predicate.op, predicate.value
+    if op == "is_null":
+        return stats.null_count > 0
+    if stats.null_count >= file.rows:
+        return False
+    if op == "is_not_null":
+        return True
+    try:
+        if op == "in":
+            if not isinstance(value, list | tuple | set | frozenset):
+                return True
+            return any(v is not None and _in_range(stats, v) for v in value)
+        if value is None:
+            return False
+        if op == "=":
+            return _in_range(stats, value)
+        if op in ("<", "<="):
+            compare = _lt if op == "<" else _le
+            return stats.min is None or compare(stats.min, value)
+        compare = _lt if op == ">" else _le
+        return stats.max is None or compare(value, stats.max)
+    except TypeError:
+        return True  # a value the statistics cannot be compared with proves nothing
+
+
+def _check_predicate(table: Table, predicate: Predicate) -> Column:
+    if not isinstance(predicate, Predicate):
+        raise ValidationError(f"Not a Predicate: {predicate!r}")
+    if predicate.op not in PREDICATE_OPS:
+        raise ValidationError(
+            f"Predicate operator {predicate.op!r} on column '{predicate.column}' is not one of "
+            f"{', '.join(PREDICATE_OPS)}",
+            column=predicate.column,
+        )
+    if predicate.op == "in" and not isinstance(predicate.value, list | tuple | set | frozenset):
+        raise ValidationError(
+            f"Predicate 'in' on column '{predicate.column}' needs a list of values",
+            column=predicate.column,
+        )
+    column = table.column(predicate.column)
+    if column is None:
+        raise NotFoundError(
+            f"Column '{predicate.column}' of a filter does not exist in table '{table.name}'",
+            kind="column",
+            table=table.name,
+            column=predicate.column,
+        )
+    return column
+
+
+def plan_scan(
+    cat: Catalog,
+    data: TableData,
+    name: str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    version: int | None = None,
+    timestamp: int | dt.datetime | None = None,
+    filters: Sequence[Predicate] = (),
+) -> ScanPlan:
+    """Resolve the table at ``version`` or ``timestamp`` (latest by default;
+    ``NotFoundError`` if it did not exist then), pick its data snapshot and
+    keep the files whose statistics allow a match for every predicate."""
+    if version is not None and timestamp is not None:
+        raise ValidationError("Read a table at a version or at a timestamp, not both")
+    ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
+    if version is not None:
+        snap = cat.catalog(version)
+    elif ts is not None:
+        snap = cat.catalog_at(ts)
+    else:
+        snap = cat.catalog()
+    table = snap.table(name, schema)
+    if table is None:
+        raise NotFoundError(
+            f"Table '{schema}.{name}' does not exist at catalog version {snap.version}",
+            kind="table",
+            name=f"{schema}.{name}",
+            version=snap.version,
+        )
+    checked = [(p, _check_predicate(table, p)) for p in filters]
+    if version is not None:
+        current = data.snapshot_at(table.id, version=version)
+    elif ts is not None:
+        current = data.snapshot_at(table.id, timestamp=ts)
+    else:
+        current = data.current(table.id)
+    files = () if current is None else current.files
+    kept = tuple(f for f in files if all(may_match(p, c, f) for p, c in checked))
+    return ScanPlan(table, kept, len(files), current, snap.version, tuple(filters))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_file(
+    plan_table: Table,
+    file: DataFile,
+    warehouse: Warehouse,
+    *,
+    columns: Sequence[str] | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """The file's rows as ``output_schema(plan_table, columns)``: columns
+    resolved by id (a column added later reads as its constant default or
+    NULL, a dropped one is gone, a renamed one has its new name, a widened one
+    is cast), in catalog order, every field nullable."""
+    wanted = project(plan_table, columns)
+    schema = output_schema(plan_table, columns)
+    try:
+        source = warehouse.fs.open_input_file(file.path)
+    except FileNotFoundError as exc:
+        raise CatalogError(
+            f"Data file '{file.path}' of table '{plan_table.name}' is missing from the warehouse",
+            path=file.path,
+            table=plan_table.name,
+        ) from exc
+    with source:
+        try:
+            parquet = pq.ParquetFile(source)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CatalogError(
+                f"Data file '{file.path}' of table '{plan_table.name}' is not readable "
+                f"Parquet: {exc}",
+                path=file.path,
+                table=plan_table.name,
+            ) from exc
+        by_id = {
+            int(f.metadata[FIELD_ID]): f.name
+            for f in parquet.schema_arrow
+            if f.metadata and FIELD_ID in f.metadata
+        }
+        names = [by_id[c.id] for c in wanted if c.id in by_id]
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
+            if not wanted:
+                yield batch
+                continue
+            arrays = []
+            for column in wanted:
+                if column.id in by_id:
+                    arr = batch.column(by_id[column.id])
+                    target = arrow_type(column)
+                    arrays.append(arr if arr.type == target else arr.cast(target))
+                else:
+                    arrays.append(column_fill(column, batch.num_rows, generate=False))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _expression(predicate: Predicate) -> pc.Expression:
+    ref = pc.field(predicate.column)
+    op, value = predicate.op, predicate.value
+    if op == "is_null":
+        return ref.is_null()
+    if op == "is_not_null":
+        return ref.is_valid()
+    if op == "in":
+        members = value if isinstance(value, list | tuple | set | frozenset) else ()
+        return ref.isin([v for v in members if v is not None])
+    if value is None:
+        return pc.scalar(False)
+    operators = {
+        "=": ref.__eq__,
+        "<": ref.__lt__,
+        "<=": ref.__le__,
+        ">": ref.__gt__,
+        ">=": ref.__ge__,
+    }
+    result: pc.Expression = operators[op](pc.scalar(value))
+    return result
+
+
+def read_table(
+    cat: Catalog,
+    name: str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    version: int | None = None,
+    timestamp: int | dt.datetime | None = None,
+    filters: Sequence[Predicate] = (),
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """Plan, read every kept file and keep the rows matching every predicate."""
+    data = TableData.for_catalog(cat)
+    plan = plan_scan(cat, data, name, schema, version=version, timestamp=timestamp, filters=filters)
+    wanted = [c.name for c in project(plan.table, columns)]
+    needed = wanted if columns is None else sorted({*wanted, *(p.column for p in filters)})
+    read_schema = output_schema(plan.table, needed)
+    batches = [
+        batch
+        for f in plan.files
+        for batch in read_file(plan.table, f, data.warehouse, columns=needed)
+    ]
+    result = pa.Table.from_batches(batches, schema=read_schema)
+    if filters:
+        condition = _expression(filters[0])
+        for predicate in filters[1:]:
+            condition = condition & _expression(predicate)
+        try:
+            result = result.filter(condition)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise ValidationError(
+                f"The filters on table '{plan.table.name}' cannot be evaluated: {exc}",
+                table=plan.table.name,
+            ) from exc
+    return result.select(wanted)

@@ -1,0 +1,123 @@
+"""One-call writes for Python callers, tests and the CLI: conform, stage,
+write files, commit. Spark runs the same steps across its tasks."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from almanac.catalog import Catalog, ExecuteResult
+from almanac.commands import CreateTable
+from almanac.data.arrow import conform
+from almanac.data.commits import TableData
+from almanac.data.files import write_files
+from almanac.data.snapshots import DataSnapshot
+from almanac.data.tablets import table_partitions
+from almanac.data.warehouse import new_write_id
+from almanac.descriptors import Table
+from almanac.errors import ConflictError, NotFoundError
+from almanac.metastore import Compare, Op
+from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
+
+__all__ = ["STAGE_TTL_S", "create_table_as", "write_table"]
+
+STAGE_TTL_S = 600.0
+
+
+def _table(snapshot: CatalogSnapshot, name: str, schema: str) -> Table:
+    table = snapshot.table(name, schema)
+    if table is None:
+        raise NotFoundError(
+            f"Table '{schema}.{name}' does not exist", kind="table", name=f"{schema}.{name}"
+        )
+    return table
+
+
+def write_table(
+    cat: Catalog,
+    name: str,
+    data: pa.Table | pa.RecordBatch,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    operation: str = "append",
+) -> DataSnapshot:
+    """Append (or overwrite with) ``data`` as one data commit against the
+    latest catalog version; any failure before the commit aborts the write."""
+    store = TableData.for_catalog(cat)
+    snapshot = cat.catalog()
+    table = _table(snapshot, name, schema)
+    rows = conform(data, table)
+    write_id = new_write_id()
+    write_dir = store.warehouse.write_dir(schema, name, write_id)
+    lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    try:
+        files = write_files(
+            store.warehouse, table, table_partitions(snapshot, table), rows, write_dir
+        )
+        result = store.commit(
+            table.id, write_id, files, operation=operation, catalog_version=snapshot.version
+        )
+    except BaseException:
+        store.abort(write_id, write_dir)
+        raise
+    finally:
+        store.release(lease)
+    return result
+
+
+def create_table_as(
+    cat: Catalog, create: CreateTable, data: pa.Table | pa.RecordBatch
+) -> tuple[ExecuteResult, DataSnapshot | None]:
+    """CREATE TABLE AS SELECT: the table and its first data snapshot appear in
+    one metastore transaction, or neither does. With ``if_not_exists`` on an
+    existing table nothing is written and the snapshot is None."""
+    store = TableData.for_catalog(cat)
+    base = cat.catalog()
+    working = base.evolve(version=base.version + 1)
+    entries = create.validate(working)
+    if not entries:
+        return cat.execute([create]), None
+    for entry in entries:
+        working = entry.apply(working)
+    preview = _table(working, create.name, create.schema)
+    partitions = table_partitions(working, preview)
+    rows = conform(data, preview)
+    write_id = new_write_id()
+    write_dir = store.warehouse.write_dir(create.schema, create.name, write_id)
+    lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    made: list[DataSnapshot] = []
+
+    def attach(_base: CatalogSnapshot, new: CatalogSnapshot) -> tuple[list[Compare], list[Op]]:
+        table = _table(new, create.name, create.schema)
+        if table.columns != preview.columns or table_partitions(new, table) != partitions:
+            raise ConflictError(
+                f"Table '{create.schema}.{create.name}' changed shape while its data was "
+                "written; run the statement again",
+                attempts=len(made) + 1,
+            )
+        compares, ops, snapshot = store.commit_ops(
+            table.id,
+            write_id,
+            files,
+            operation="overwrite",
+            catalog_version=new.version,
+            parent=None,
+        )
+        made.append(snapshot)
+        return compares, ops
+
+    try:
+        files = write_files(store.warehouse, preview, partitions, rows, write_dir)
+        result = cat.execute([create], attach=attach)
+    except BaseException:
+        store.abort(write_id, write_dir)
+        for snapshot in made:
+            store.warehouse.remove_file(snapshot.manifest)
+        raise
+    finally:
+        store.release(lease)
+    if not made:
+        store.abort(write_id, write_dir)
+        return result, None
+    for stale in made[:-1]:
+        store.warehouse.remove_file(stale.manifest)
+    return result, made[-1]

@@ -1,0 +1,249 @@
+"""Data commits: append, overwrite, idempotence, concurrency, two phases."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import almanac
+from almanac import (
+    Catalog,
+    CatalogError,
+    ColumnDef,
+    ColumnType,
+    ConflictError,
+    CreateTable,
+    ValidationError,
+)
+from almanac.data import (
+    DataError,
+    DataFile,
+    TableData,
+    Warehouse,
+    WriteStateError,
+    conform,
+    create_table_as,
+    new_write_id,
+    read_table,
+    write_files,
+    write_table,
+)
+from tests.data import workers
+from tests.data.support import append, create, data_keys, ids_of, own_files, rows
+
+
+def _stage_and_write(
+    cat: Catalog, ids: list[int], *, ttl_s: float = 60.0, name: str = "T"
+) -> tuple[TableData, str, str, list[DataFile]]:
+    data = TableData.for_catalog(cat)
+    table = cat.catalog().table(name)
+    assert table is not None
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir("PUBLIC", name, write_id)
+    data.stage(write_id, write_dir, ttl_s=ttl_s)
+    files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
+    return data, write_id, write_dir, list(files)
+
+
+def test_append_then_overwrite(cat: Catalog) -> None:
+    table = create(cat)
+    first = append(cat, [1, 2, 3])
+    second = append(cat, [4])
+    assert (first.snapshot_id, first.parent_id, first.operation) == (1, None, "append")
+    assert (second.snapshot_id, second.parent_id) == (2, 1)
+    assert set(own_files(first)) < {f.path for f in second.files}
+    assert ids_of(read_table(cat, "T")) == [1, 2, 3, 4]
+    third = write_table(cat, "T", rows([9]), operation="overwrite")
+    assert (third.snapshot_id, third.operation) == (3, "overwrite")
+    assert [f.path for f in third.files] == own_files(third)
+    assert ids_of(read_table(cat, "T")) == [9]
+    data = TableData.for_catalog(cat)
+    history = data.history(table.id)
+    assert [s.snapshot_id for s in history] == [1, 2, 3]
+    assert [s.commit_time for s in history] == sorted({s.commit_time for s in history})
+    assert data.current(table.id) == third
+    assert all(
+        s.manifest.startswith(f"{data.warehouse.root}/PUBLIC/T/_manifests/") for s in history
+    )
+
+
+def test_commit_is_idempotent_by_write_id(cat: Catalog) -> None:
+    table = create(cat)
+    data, write_id, _, files = _stage_and_write(cat, [1, 2])
+    once = data.commit(
+        table.id, write_id, files, operation="append", catalog_version=cat.latest_version
+    )
+    again = data.commit(
+        table.id, write_id, files, operation="append", catalog_version=cat.latest_version
+    )
+    assert once == again
+    assert data.is_committed(write_id)
+    assert [s.snapshot_id for s in data.history(table.id)] == [1]
+    assert ids_of(read_table(cat, "T")) == [1, 2]
+    other = create(cat, "OTHER")
+    with pytest.raises(WriteStateError, match="committed to table"):
+        data.commit(other.id, write_id, files, operation="append", catalog_version=1)
+    with pytest.raises(ValidationError, match="operation"):
+        data.commit(table.id, new_write_id(), files, operation="merge", catalog_version=1)
+
+
+def test_concurrent_commits_from_threads_keep_every_file(cat: Catalog) -> None:
+    table = create(cat)
+    added: list[str] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker(tag: int) -> None:
+        try:
+            for i in range(8):
+                paths = own_files(append(cat, [tag * 100 + i]))
+                with lock:
+                    added.extend(paths)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    current = TableData.for_catalog(cat).current(table.id)
+    assert current is not None and current.snapshot_id == 32
+    final = Counter(f.path for f in current.files)
+    assert set(final) == set(added) and set(final.values()) == {1}
+    assert ids_of(read_table(cat, "T")) == sorted(t * 100 + i for t in range(4) for i in range(8))
+
+
+def test_concurrent_commits_from_processes_keep_every_file(cat: Catalog, tmp_path: Path) -> None:
+    table = create(cat)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pending = pool.starmap_async(
+            workers.append_many,
+            [(cat.target, "T", tag, 20, str(gate)) for tag in (1, 2)],
+        )
+        deadline = time.monotonic() + 60
+        while len(list(gate.glob("ready-*"))) < 2 and not pending.ready():
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.01)
+        (gate / "go").touch()
+        results = pending.get(timeout=120)
+    added = [p for paths in results for p in paths]
+    current = TableData.for_catalog(cat).current(table.id)
+    assert current is not None and current.snapshot_id == 40
+    final = Counter(f.path for f in current.files)
+    assert set(final) == set(added) and set(final.values()) == {1}
+    assert ids_of(read_table(cat, "T")) == sorted(
+        tag * 10_000 + i for tag in (1, 2) for i in range(20)
+    )
+
+
+def test_conflict_error_after_max_attempts(cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = create(cat)
+    append(cat, [1])
+    data, write_id, _, files = _stage_and_write(cat, [2])
+    stale = data.history(table.id)[0]
+    append(cat, [3])
+    monkeypatch.setattr(data, "current", lambda table_id: stale)
+    with pytest.raises(ConflictError, match="3 attempts"):
+        data.commit(
+            table.id, write_id, files, operation="append", catalog_version=1, max_attempts=3
+        )
+    manifests = list((Path(data.warehouse.root) / "PUBLIC" / "T" / "_manifests").iterdir())
+    assert len(manifests) == 2, "failed attempts leave no manifest behind"
+
+
+def test_abort_removes_staging_and_refuses_late_commit(cat: Catalog) -> None:
+    table = create(cat)
+    data, write_id, write_dir, files = _stage_and_write(cat, [1])
+    assert Path(write_dir).is_dir()
+    data.abort(write_id, write_dir)
+    data.abort(write_id, write_dir)
+    assert not Path(write_dir).exists()
+    assert not any(k.startswith("data.staging.") for k in data_keys(cat))
+    with pytest.raises(WriteStateError, match="aborted"):
+        data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+    assert data.current(table.id) is None
+
+
+def test_abort_never_touches_a_committed_write(cat: Catalog) -> None:
+    table = create(cat)
+    data, write_id, write_dir, files = _stage_and_write(cat, [1])
+    data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+    data.abort(write_id, write_dir)
+    assert ids_of(read_table(cat, "T")) == [1]
+    with pytest.raises(WriteStateError, match="already committed or aborted"):
+        data.stage(write_id, write_dir, ttl_s=5)
+
+
+def test_a_write_whose_lease_expired_cannot_commit(cat: Catalog) -> None:
+    table = create(cat)
+    data, write_id, _, files = _stage_and_write(cat, [1], ttl_s=0.2)
+    deadline = time.monotonic() + 10
+    while any(k.startswith("data.staging.") for k in data_keys(cat)):
+        assert time.monotonic() < deadline, "the staging lease never expired"
+        time.sleep(0.05)
+    with pytest.raises(WriteStateError, match="lease"):
+        data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+
+
+def test_failed_write_aborts_itself(cat: Catalog) -> None:
+    create(cat)
+    with pytest.raises(DataError):
+        write_table(cat, "T", pa.table({"ID": [1], "V": [2]}))
+    warehouse = Path(TableData.for_catalog(cat).warehouse.root)
+    assert not any(p.suffix == ".parquet" for p in warehouse.rglob("*"))
+
+
+def test_create_table_as_publishes_table_and_data_together(cat: Catalog) -> None:
+    command = CreateTable(
+        name="CTAS",
+        columns=(
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="V", type=ColumnType.STRING),
+        ),
+        primary_key=("ID",),
+    )
+    result, snapshot = create_table_as(cat, command, rows([1, 2, 3]))
+    assert result.created and snapshot is not None
+    assert snapshot.catalog_version == result.version
+    assert ids_of(read_table(cat, "CTAS")) == [1, 2, 3]
+    assert ids_of(read_table(cat, "CTAS", version=result.version)) == [1, 2, 3]
+    again = CreateTable(
+        name="CTAS", columns=command.columns, primary_key=("ID",), if_not_exists=True
+    )
+    assert create_table_as(cat, again, rows([7]))[1] is None
+    broken = CreateTable(name="BROKEN", columns=command.columns, primary_key=("ID",))
+    before = cat.latest_version
+    with pytest.raises(DataError):
+        create_table_as(cat, broken, pa.table({"ID": [None]}))
+    assert cat.latest_version == before and cat.catalog().table("BROKEN") is None
+
+
+def test_for_catalog_needs_a_warehouse() -> None:
+    with almanac.connect("memory://") as memory, pytest.raises(CatalogError, match="warehouse"):
+        TableData.for_catalog(memory)
+
+
+def test_warehouse_by_uri_pickles_and_quotes_names(tmp_path: Path) -> None:
+    uri = f"file://{tmp_path}/lake"
+    warehouse = Warehouse.open(uri)
+    again = pickle.loads(pickle.dumps(warehouse))
+    assert (again.uri, again.root) == (uri, f"{tmp_path}/lake")
+    assert warehouse.write_dir("A/B", "T 1", "w1") == f"{tmp_path}/lake/A%2FB/T%201/w1"
+    with pytest.raises(CatalogError, match="write id"):
+        warehouse.write_dir("S", "T", "../x")
+    with almanac.connect(str(tmp_path / "cat"), delay_ms=0, warehouse=uri) as cat:
+        create(cat)
+        snapshot = append(cat, [1, 2])
+        assert all(f.path.startswith(f"{tmp_path}/lake/PUBLIC/T/") for f in snapshot.files)
+        assert ids_of(read_table(cat, "T")) == [1, 2]
