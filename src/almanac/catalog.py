@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -39,6 +40,7 @@ from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 __all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
 DEFAULT_MAX_ATTEMPTS = 10
+_log = logging.getLogger("almanac.catalog")
 STORE_FILE = "catalog.db"
 
 
@@ -128,6 +130,7 @@ class Catalog:
         root: Path | None = None,
         target: str = "memory://",
         warehouse: str | None = None,
+        janitor_interval_s: float | None = None,
     ) -> None:
         self.target = target
         """How another process names this catalog (``connect(target)`` opens it)."""
@@ -154,6 +157,14 @@ class Catalog:
         except BaseException:
             log.close()
             raise
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+        if janitor_interval_s is not None:
+            try:
+                self._start_janitor(janitor_interval_s)
+            except BaseException:
+                log.close()
+                raise
 
     # -- reading -------------------------------------------------------------
 
@@ -492,6 +503,27 @@ class Catalog:
     def listener_failures(self) -> list[ListenerFailure]:
         return list(self._listeners.failures)
 
+    # -- maintenance ---------------------------------------------------------
+
+    def _start_janitor(self, interval_s: float) -> None:
+        """Clean the warehouse every ``interval_s`` seconds in the background."""
+        if interval_s <= 0:
+            raise CatalogError(f"janitor_interval_s must be positive, got {interval_s}")
+        if self.warehouse is None:
+            raise CatalogError("A janitor needs a warehouse; this catalog has none")
+
+        def loop() -> None:
+            from almanac.data import run_janitor
+
+            while not self._stop.wait(interval_s):
+                try:
+                    run_janitor(self)
+                except Exception:
+                    _log.exception("The periodic janitor failed; it runs again in %s s", interval_s)
+
+        self._janitor = threading.Thread(target=loop, name="almanac-janitor", daemon=True)
+        self._janitor.start()
+
     # -- lifecycle -----------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -508,6 +540,9 @@ class Catalog:
             self._closed = True
             self._cond.notify_all()
             executor, self._executor = self._executor, None
+        self._stop.set()
+        if self._janitor is not None and self._janitor is not threading.current_thread():
+            self._janitor.join(timeout=60)
         if executor is not None:
             executor.shutdown(wait=True)
         self._log.close()
@@ -551,6 +586,7 @@ def connect(
     max_clock_skew_ms: int | None = None,
     retention: RetentionPolicy | None = None,
     warehouse: str | None = None,
+    janitor_interval_s: float | None = None,
 ) -> Catalog:
     """Open a catalog node.
 
@@ -558,7 +594,9 @@ def connect(
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
     processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
     default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite. Table data
-    goes to ``warehouse``, by default ``<directory>/warehouse``.
+    goes to ``warehouse``, by default ``<directory>/warehouse``; with
+    ``janitor_interval_s`` this node also cleans it periodically (see
+    ``almanac janitor``).
     """
     if not isinstance(target, str):
         raise CatalogError(f"Catalog target must be a string, not {type(target).__name__}")
@@ -586,4 +624,5 @@ def connect(
         root=root,
         target=target,
         warehouse=warehouse,
+        janitor_interval_s=janitor_interval_s,
     )
