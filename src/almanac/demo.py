@@ -1,12 +1,30 @@
-"""``make demo``: build a small catalog through SQL, evolve it, and show two
-versions side by side plus the history of every version."""
+"""``make demo``: the catalog and its Spark data plane, end to end, on the
+embedded default (a catalog directory with its SQLite metastore and its
+warehouse).
+
+1. DDL: build a small catalog through SQL, evolve it, show two versions side
+   by side;
+2. data: generate TPC-H (SF 0.1, ``--sf``), load every table with CREATE
+   TABLE AS SELECT (table and data in one version each), run a report, evolve
+   a table (add a column, backfill it with INSERT OVERWRITE), read the report
+   as it was before the backfill and as it is now;
+3. the history of every version.
+
+``python -m almanac.demo [DIR] [--sf 0.1] [--ddl-only]``
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import itertools
+import os
 import sys
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import almanac
 from almanac.clock import to_datetime
@@ -78,9 +96,35 @@ def side_by_side(left: list[str], right: list[str], width: int = 58) -> str:
     return "\n".join(f"{a[:width]:<{width}} | {b}" for a, b in rows)
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="almanac-demo-"))
-    print(f"Catalog directory (embedded SQLite metastore): {root}")
+REPORT = """
+    SELECT n_name AS nation, round(sum(l_extendedprice * (1 - l_discount)), 2) AS revenue
+    FROM tpch.customer, tpch.orders, tpch.lineitem, tpch.supplier, tpch.nation, tpch.region
+    WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND l_suppkey = s_suppkey
+      AND c_nationkey = s_nationkey AND s_nationkey = n_nationkey
+      AND n_regionkey = r_regionkey AND r_name = 'ASIA'
+      AND o_orderdate >= date '1994-01-01' AND o_orderdate < date '1995-01-01'
+    GROUP BY n_name ORDER BY revenue DESC
+"""
+"""TPC-H Q5: revenue of local suppliers per Asian nation in 1994."""
+
+TIERS = """
+    SELECT c_tier AS tier, count(*) AS customers, round(sum(c_acctbal), 2) AS balance
+    FROM {customer} GROUP BY c_tier ORDER BY tier
+"""
+
+
+def show(title: str, rows: Sequence[Any], columns: Sequence[str]) -> None:
+    """A small text table."""
+    cells = [[("NULL" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    print(title)
+    print("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in cells:
+        print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def ddl_part(root: Path) -> None:
+    """Build and evolve a catalog through SQL; two versions side by side."""
     with almanac.connect(str(root)) as cat:
         first = cat.sql(SETUP)
         print(f"Setup script committed as one version: {first}")
@@ -93,7 +137,109 @@ def main(argv: list[str]) -> int:
         print(f"Reopened: version {cat.latest_version}, byte-identical catalog: {same}")
         print()
         print(side_by_side(describe(cat.catalog(first)), describe(cat.catalog())))
-        print()
+
+
+def spark_session(root: Path) -> Any:
+    """One local session for the pipeline (Python workers use this interpreter)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("almanac-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def pipeline(root: Path, scale: float) -> None:
+    """TPC-H into the catalog through Spark, a report, an evolution, time travel."""
+    import almanac.spark
+    from almanac.spark.tpch import TABLES, generate
+
+    target = str(root)
+    started = time.perf_counter()
+    data = generate(scale, root / "tpch-source")
+    print(f"Generated TPC-H SF {scale} in {time.perf_counter() - started:.1f} s: {data}")
+    spark = spark_session(root)
+    try:
+        with almanac.connect(target) as cat:
+            cat.sql("CREATE ZONE TPCH_ZONE WITH (PARTITIONS=4); CREATE SCHEMA TPCH")
+            print("CREATE TABLE ... AS SELECT, one version per table (table and data together):")
+            for table, key in TABLES.items():
+                df = spark.read.parquet(str(data / f"{table}.parquet"))
+                result = almanac.spark.create_table_as_select(
+                    target, f"TPCH.{table}", df, key, zone="TPCH_ZONE"
+                )
+                print(
+                    f"  v{result.version}: {result.table} {result.rows:,} rows "
+                    f"in {result.files} files"
+                )
+            almanac.spark.attach(spark, target)
+            report = spark.sql(REPORT)
+            show(
+                "Report (TPC-H Q5, revenue per Asian nation, 1994):",
+                report.collect(),
+                report.columns,
+            )
+
+            before = cat.latest_version
+            added = cat.sql("ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
+            print(f"  v{added}: ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
+            before_backfill = cat.clock.now()
+            almanac.spark.attach(spark, target)
+            columns = spark.table("tpch.customer").columns[:-1]
+            spark.sql(
+                f"INSERT OVERWRITE tpch.customer SELECT {', '.join(columns)}, "
+                "CASE WHEN c_acctbal >= 7000 THEN 'gold' WHEN c_acctbal >= 2000 "
+                "THEN 'silver' ELSE 'standard' END FROM tpch.customer"
+            )
+            print("  INSERT OVERWRITE tpch.customer backfilled C_TIER (one data commit)")
+
+            then = (
+                spark.read.format("almanac")
+                .option("catalog", target)
+                .option("timestamp", str(before_backfill))
+                .load("TPCH.CUSTOMER")
+            )
+            then.createOrReplaceTempView("customer_before_backfill")
+            old = spark.sql(TIERS.format(customer="customer_before_backfill"))
+            new = spark.sql(TIERS.format(customer="tpch.customer"))
+            print()
+            show("Time travel: customers by tier before the backfill:", old.collect(), old.columns)
+            show("... and now:", new.collect(), new.columns)
+            at_before = (
+                spark.read.format("almanac")
+                .option("catalog", target)
+                .option("version", str(before))
+                .load("TPCH.CUSTOMER")
+            )
+            print(f"TPCH.CUSTOMER at v{before}: {', '.join(at_before.columns)}")
+            now = spark.table("tpch.customer").columns
+            print(f"TPCH.CUSTOMER at v{cat.latest_version}: {', '.join(now)}")
+    finally:
+        spark.stop()
+
+
+def history(root: Path) -> None:
+    """Every catalog version, with the data commits made against it."""
+    with almanac.connect(str(root)) as cat:
+        commits: dict[int, list[str]] = {}
+        if importlib.util.find_spec("pyarrow") is not None:
+            from almanac.data import TableData
+
+            data = TableData.for_catalog(cat)
+            for table in cat.catalog().tables():
+                for snap in data.history(table.id):
+                    rows = sum(f.rows for f in snap.files)
+                    commits.setdefault(snap.catalog_version, []).append(
+                        f"data {snap.operation} {table.name}: {rows:,} rows"
+                    )
         print("History:")
         for info in cat.history():
             kinds = ", ".join(
@@ -102,6 +248,24 @@ def main(argv: list[str]) -> int:
                 if not isinstance(e, ObjectIdGenUpdate)
             )
             print(f"  v{info.version} at {to_datetime(info.activation_time):%H:%M:%S.%f}: {kinds}")
+            for line in commits.get(info.version, []):
+                print(f"      {line}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m almanac.demo", description=__doc__)
+    parser.add_argument("dir", nargs="?", help="catalog directory (default: a new temp dir)")
+    parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
+    parser.add_argument("--ddl-only", action="store_true", help="skip the Spark pipeline")
+    args = parser.parse_args(argv)
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="almanac-demo-"))
+    print(f"Catalog directory (embedded SQLite metastore, warehouse below it): {root}")
+    ddl_part(root)
+    if not args.ddl_only:
+        print()
+        pipeline(root, args.sf)
+    print()
+    history(root)
     return 0
 
 

@@ -1,0 +1,163 @@
+"""Spark data-plane figures, each against plain Parquet in the same run.
+
+* write: TPC-H ``lineitem`` through ``df.write.format("almanac")`` (conform,
+  tablets, statistics, one data commit) against ``df.write.parquet`` of the
+  same cached DataFrame;
+* full scan: ``spark.read.format("almanac")`` against ``spark.read.parquet``
+  of those files, both drained into Spark's ``noop`` sink (every column of
+  every row crosses into the JVM);
+* pruning: files a selective ``l_orderkey`` filter keeps out of the total,
+  from ``plan_scan`` (the data was clustered by key, as a loader would).
+
+Run: ``.venv/bin/python bench/bench_spark.py [--sf 0.1] [--partitions N]``
+(``--partitions``: tablets of the table's zone; the catalog default is 25).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import almanac
+import almanac.spark
+from almanac.data import Predicate, TableData, plan_scan
+from almanac.spark.tpch import generate
+
+RUNS = 3
+WRITE_TASKS = 8
+
+
+def timed(step: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    step()
+    return time.perf_counter() - start
+
+
+def best_and_median(samples: list[float]) -> str:
+    return f"best {min(samples):6.2f} s, median {statistics.median(samples):6.2f} s"
+
+
+def session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("almanac-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.driver.memory", "4g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main(argv: list[str]) -> int:
+    root = Path(tempfile.mkdtemp(prefix="almanac-bench-spark-"))
+    try:
+        return run(argv, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run(argv: list[str], root: Path) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
+    parser.add_argument("--partitions", type=int, default=25, help="tablets of the zone")
+    args = parser.parse_args(argv)
+    source = generate(args.sf, root / "tpch", ["lineitem"]) / "lineitem.parquet"
+    spark = session()
+    target = str(root / "catalog")
+    with almanac.connect(target) as cat:
+        cat.sql(f"CREATE ZONE BENCH WITH (PARTITIONS={args.partitions}); CREATE SCHEMA TPCH")
+        df = spark.read.parquet(str(source)).repartitionByRange(WRITE_TASKS, "l_orderkey").cache()
+        rows = df.count()
+        print(
+            f"TPC-H SF {args.sf}: lineitem {rows:,} rows, {WRITE_TASKS} write tasks, "
+            f"{args.partitions} tablets, {os.cpu_count()} cores"
+        )
+        almanac.spark.create_table_as_select(
+            target, "TPCH.LINEITEM", df.limit(0), ["l_orderkey", "l_linenumber"], zone="BENCH"
+        )
+
+        plain_dir = root / "plain"
+        plain_write, ours_write = [], []
+        for run in range(RUNS):
+            plain_write.append(timed(lambda: df.write.mode("overwrite").parquet(str(plain_dir))))
+            mode = "append" if run == 0 else "overwrite"
+            ours_write.append(
+                timed(
+                    lambda mode=mode: (
+                        df.write.format("almanac")  # type: ignore[misc]
+                        .option("catalog", target)
+                        .mode(mode)
+                        .save("TPCH.LINEITEM")
+                    )
+                )
+            )
+
+        def scan_plain() -> None:
+            spark.read.parquet(str(plain_dir)).write.format("noop").mode("overwrite").save()
+
+        def scan_ours() -> None:
+            (
+                spark.read.format("almanac")
+                .option("catalog", target)
+                .load("TPCH.LINEITEM")
+                .write.format("noop")
+                .mode("overwrite")
+                .save()
+            )
+
+        plain_scan, ours_scan = [], []
+        for _ in range(RUNS):
+            plain_scan.append(timed(scan_plain))
+            ours_scan.append(timed(scan_ours))
+
+        data = TableData.for_catalog(cat)
+        full = plan_scan(cat, data, "LINEITEM", "TPCH")
+        top = max(f.stats[0].max for f in full.files if isinstance(f.stats[0].max, int))
+        bound = top // 50
+        selective = plan_scan(
+            cat, data, "LINEITEM", "TPCH", filters=[Predicate("L_ORDERKEY", "<=", bound)]
+        )
+        ours_rows = (
+            spark.read.format("almanac")
+            .option("catalog", target)
+            .load("TPCH.LINEITEM")
+            .where(f"l_orderkey <= {bound}")
+            .count()
+        )
+        plain_rows = spark.read.parquet(str(plain_dir)).where(f"l_orderkey <= {bound}").count()
+        assert ours_rows == plain_rows, (ours_rows, plain_rows)
+
+    files = len(list(plain_dir.glob("*.parquet")))
+    print(f"write  parquet : {best_and_median(plain_write)}  ({files} files)")
+    print(f"write  almanac : {best_and_median(ours_write)}  ({full.files_total} files)")
+    print(
+        f"  ratio (median): {statistics.median(ours_write) / statistics.median(plain_write):.2f}x"
+    )
+    print(f"scan   parquet : {best_and_median(plain_scan)}")
+    print(f"scan   almanac : {best_and_median(ours_scan)}")
+    print(f"  ratio (median): {statistics.median(ours_scan) / statistics.median(plain_scan):.2f}x")
+    kept, total = len(selective.files), selective.files_total
+    print(
+        f"pruning: l_orderkey <= {bound} keeps {kept} of {total} files "
+        f"({1 - kept / total:.0%} skipped), {ours_rows:,} rows"
+    )
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

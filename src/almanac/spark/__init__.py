@@ -1,0 +1,47 @@
+"""Spark as Almanac's data plane: a Python data source plus atomic
+CREATE/REPLACE TABLE AS SELECT.
+
+* ``register(spark)`` - the ``almanac`` format and filter pushdown;
+* ``spark.read.format("almanac").option("catalog", TARGET).load("S.T")``,
+  options ``version`` / ``timestamp`` for time travel;
+* ``df.write.format("almanac").option("catalog", TARGET).mode("append" |
+  "overwrite").save("S.T")``;
+* ``attach(spark, TARGET)`` - every catalog table as a Spark table, for
+  ``spark.sql`` SELECT / INSERT INTO / INSERT OVERWRITE;
+* ``create_table_as_select`` / ``replace_table_as_select`` /
+  ``create_or_replace_table_as_select`` and ``sql(spark, TARGET, text)`` -
+  table and data in one catalog version.
+
+Start sessions with ``spark.sql.python.filterPushdown.enabled=true`` (or call
+``register``), and ``PYSPARK_PYTHON`` set to this interpreter.
+"""
+
+from almanac.spark.ctas import (
+    CtasResult,
+    TableBeingCreatedError,
+    create_or_replace_table_as_select,
+    create_table_as_select,
+    replace_table_as_select,
+)
+from almanac.spark.names import store_uri
+from almanac.spark.session import PUSHDOWN_CONF, AttachResult, attach, register
+from almanac.spark.source import SOURCE_NAME, AlmanacDataSource
+from almanac.spark.sql import sql
+from almanac.spark.types import spark_schema
+
+__all__ = [
+    "PUSHDOWN_CONF",
+    "SOURCE_NAME",
+    "AlmanacDataSource",
+    "AttachResult",
+    "CtasResult",
+    "TableBeingCreatedError",
+    "attach",
+    "create_or_replace_table_as_select",
+    "create_table_as_select",
+    "register",
+    "replace_table_as_select",
+    "spark_schema",
+    "sql",
+    "store_uri",
+]

@@ -1,0 +1,427 @@
+"""CREATE TABLE AS SELECT, REPLACE TABLE AS SELECT and CREATE OR REPLACE,
+each one atomic catalog version.
+
+1. Reserve the name: ``catalog.reservation.<S>.<T>`` is put if absent under a
+   short lease that a driver thread keeps alive, so a second job creating the
+   same name fails at once with ``TableBeingCreatedError``, and a dead
+   driver's reservation vanishes within seconds.
+2. Stage: the table does not exist yet, so the driver validates the
+   CREATE against the latest version to get the table it will be (column
+   ids are positional, so they are the ids it will have) and stages a write
+   directory under its own lease.
+3. Write with Spark into that directory; the job's commit step stores the
+   file list under the reservation's lease instead of publishing it.
+4. Commit: one ``Catalog.execute`` whose transaction appends the version
+   that creates the table (DropTable + CreateTable for a replace), publishes
+   the first data snapshot of the new table id, and deletes the reservation
+   only if it is still this job's.
+
+Readers see no table (or the old one) before, the new table with all of its
+data after. A failure before the commit aborts the write (its directory is
+deleted) and releases the reservation; a killed driver leaves only leases
+that expire and a staged directory the janitor removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from almanac.catalog import Catalog
+from almanac.commands import Command, CreateTable, DropTable
+from almanac.data import DataFile, TableData, new_write_id, table_partitions
+from almanac.descriptors import Table
+from almanac.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    ConflictError,
+    NotFoundError,
+    ValidationError,
+)
+from almanac.metastore import Compare, Delete, Metastore, Put
+from almanac.snapshot import CatalogSnapshot
+from almanac.spark.names import catalog_session, parse_name, resolve_schema, store_uri
+from almanac.spark.source import Binding, bound_source
+from almanac.spark.types import column_defs
+from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, WritePlan
+
+__all__ = [
+    "DEFAULT_RESERVATION_TTL_S",
+    "RESERVATION_PREFIX",
+    "CtasResult",
+    "TableBeingCreatedError",
+    "create_or_replace_table_as_select",
+    "create_table_as_select",
+    "replace_table_as_select",
+]
+
+RESERVATION_PREFIX = "catalog.reservation."
+MANIFEST_PREFIX = "spark.ctas."
+DEFAULT_RESERVATION_TTL_S = 10.0
+
+
+class TableBeingCreatedError(CatalogError):
+    """Another CREATE/REPLACE ... AS SELECT of the same name is in progress."""
+
+
+@dataclass(frozen=True, slots=True)
+class CtasResult:
+    """``version`` is the catalog version that made the table (the current
+    one when ``created`` is False: IF NOT EXISTS found it)."""
+
+    version: int
+    schema: str
+    name: str
+    created: bool
+    replaced: bool = False
+    rows: int = 0
+    files: int = 0
+
+    @property
+    def table(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+def reservation_key(schema: str, table: str) -> str:
+    return f"{RESERVATION_PREFIX}{quote(schema, safe='')}.{quote(table, safe='')}"
+
+
+class Reservation:
+    """A name held under a lease that a daemon thread renews every third of
+    its ttl, together with any other leases the job depends on."""
+
+    def __init__(self, store: Metastore, schema: str, table: str, ttl_s: float) -> None:
+        self.store = store
+        self.full = f"{schema}.{table}"
+        self.key = reservation_key(schema, table)
+        self.token = uuid.uuid4().hex.encode()
+        self.ttl_s = ttl_s
+        self.lease = 0
+        self.renewals: list[Callable[[], None]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self) -> None:
+        self.lease = self.store.grant_lease(self.ttl_s)
+        result = self.store.txn([Compare.absent(self.key)], [Put(self.key, self.token, self.lease)])
+        if not result.succeeded:
+            self.store.revoke_lease(self.lease)
+            self.lease = 0
+            raise TableBeingCreatedError(
+                f"Table '{self.full}' is being created by another job; try again when it finished",
+                table=self.full,
+                rule="reserved-name",
+            )
+        self._thread = threading.Thread(
+            target=self._renew, name=f"almanac-reservation:{self.full}", daemon=True
+        )
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            with contextlib.suppress(CatalogError):
+                self.store.keep_alive(self.lease)
+                for renew in self.renewals:
+                    renew()
+
+    def held(self) -> Compare:
+        """The compare that makes a commit fail once the reservation was lost."""
+        return Compare.value(self.key, "==", self.token)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.lease:
+            with contextlib.suppress(CatalogError):
+                self.store.revoke_lease(self.lease)
+
+
+def _provisional(
+    snap: CatalogSnapshot, commands: Sequence[Command], schema: str, name: str
+) -> tuple[Table, int]:
+    """The table the commands would create on this version, and its tablet count."""
+    working = snap.evolve(version=snap.version + 1)
+    for command in commands:
+        for entry in command.validate(working):
+            working = entry.apply(working)
+    table = working.table(name, schema)
+    assert table is not None
+    return table, table_partitions(working, table)
+
+
+def _run(
+    mode: str,
+    target: str,
+    name: str,
+    df: Any,
+    primary_key: Sequence[str],
+    *,
+    zone: str | None,
+    if_not_exists: bool,
+    warehouse: str | None,
+    keep_case: bool,
+    reservation_ttl_s: float,
+    write_lease_seconds: float,
+) -> CtasResult:
+    parsed = parse_name(name)
+    with catalog_session(target, warehouse) as cat:
+        snap = cat.catalog()
+        schema = resolve_schema(snap, parsed).name
+        existing = _existing(snap, schema, parsed.table, parsed.table_quoted)
+        if existing is not None:
+            table_name = existing.name
+        else:
+            table_name = parsed.table if parsed.table_quoted or keep_case else parsed.table.upper()
+        full = f"{schema}.{table_name}"
+        if mode == "create" and existing is not None:
+            if if_not_exists:
+                return CtasResult(snap.version, schema, table_name, created=False)
+            raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
+        if mode == "replace" and existing is None:
+            raise NotFoundError(f"Table '{full}' does not exist", kind="table", name=full)
+        defs, pk = column_defs(df.schema, primary_key, full, upper=not keep_case)
+        create = CreateTable(
+            name=table_name, columns=defs, primary_key=pk, schema=schema, zone=zone
+        )
+        commands: list[Command] = [create]
+        if existing is not None:
+            commands.insert(0, DropTable(table_name, schema))
+        table, partitions = _provisional(snap, commands, schema, table_name)
+        reservation = Reservation(cat.log.store, schema, table_name, reservation_ttl_s)
+        reservation.acquire()
+        try:
+            return _write_and_commit(
+                cat,
+                df,
+                commands,
+                reservation,
+                table,
+                partitions,
+                snap.version,
+                schema,
+                replaced=existing is not None,
+                renames=tuple(
+                    (f.name, d.name)
+                    for f, d in zip(df.schema.fields, defs, strict=True)
+                    if f.name != d.name
+                ),
+                target=target,
+                warehouse=warehouse,
+                lease_s=write_lease_seconds,
+            )
+        finally:
+            reservation.release()
+
+
+def _existing(snap: CatalogSnapshot, schema: str, name: str, quoted: bool) -> Table | None:
+    table = snap.table(name, schema)
+    if table is not None or quoted:
+        return table
+    matches = [t for t in snap.tables(schema) if t.name.lower() == name.lower()]
+    if len(matches) > 1:
+        raise ValidationError(
+            f"Table name '{name}' matches {', '.join(t.name for t in matches)} in schema "
+            f"'{schema}' when case is ignored; quote it to pick one",
+            name=name,
+            rule="ambiguous-name",
+        )
+    return matches[0] if matches else None
+
+
+def _write_and_commit(
+    cat: Catalog,
+    df: Any,
+    commands: list[Command],
+    reservation: Reservation,
+    table: Table,
+    partitions: int,
+    base_version: int,
+    schema: str,
+    *,
+    replaced: bool,
+    renames: tuple[tuple[str, str], ...],
+    target: str,
+    warehouse: str | None,
+    lease_s: float,
+) -> CtasResult:
+    from almanac.spark.session import register
+
+    data = TableData.for_catalog(cat)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(schema, table.name, write_id)
+    manifest_key = f"{MANIFEST_PREFIX}{write_id}"
+    stage_lease = data.stage(write_id, write_dir, ttl_s=lease_s)
+    reservation.renewals.append(lambda: data.keep_alive(stage_lease))
+    plan = WritePlan(
+        store=store_uri(target),
+        warehouse=data.warehouse.uri,
+        full_name=reservation.full,
+        table=table,
+        partitions=partitions,
+        catalog_version=base_version,
+        write_id=write_id,
+        write_dir=write_dir,
+        operation="append",
+        renames=renames,
+        manifest_key=manifest_key,
+        manifest_lease=reservation.lease,
+    )
+    try:
+        spark = df.sparkSession
+        register(spark)
+        source = bound_source(
+            Binding(target, warehouse, parse_name(f'"{schema}"."{table.name}"'), staged=plan),
+            "almanac_ctas",
+        )
+        spark.dataSource.register(source)
+        df.write.format(source.name()).mode("append").save()
+        stored = cat.log.store.get(manifest_key)
+        if stored is None:
+            raise ConflictError(
+                f"The reservation of table '{reservation.full}' expired while its data was "
+                "written; nothing was created",
+                attempts=1,
+            )
+        files: list[DataFile] = pickle.loads(stored.value)
+
+        def attach(base: CatalogSnapshot, new: CatalogSnapshot) -> tuple[list[Compare], list[Any]]:
+            created = new.table(table.name, schema)
+            assert created is not None
+            compares, ops, _ = data.commit_ops(
+                created.id,
+                write_id,
+                files,
+                operation="append",
+                catalog_version=new.version,
+                parent=None,
+            )
+            return (
+                [*compares, reservation.held()],
+                [*ops, Delete(reservation.key), Delete(manifest_key)],
+            )
+
+        try:
+            result = cat.execute(commands, attach=attach)
+        except ConflictError:
+            held = cat.log.store.get(reservation.key)
+            if held is not None and held.value == reservation.token:
+                raise
+            raise ConflictError(
+                f"The reservation of table '{reservation.full}' expired before the commit "
+                f"(the driver stalled for more than {reservation.ttl_s:g} s); nothing was "
+                "created",
+                attempts=1,
+            ) from None
+    except BaseException:
+        with contextlib.suppress(CatalogError):
+            data.abort(write_id, write_dir)
+        raise
+    return CtasResult(
+        result.version,
+        schema,
+        table.name,
+        created=True,
+        replaced=replaced,
+        rows=sum(f.rows for f in files),
+        files=len(files),
+    )
+
+
+def create_table_as_select(
+    target: str,
+    name: str,
+    df: Any,
+    primary_key: Sequence[str],
+    zone: str | None = None,
+    if_not_exists: bool = False,
+    *,
+    warehouse: str | None = None,
+    keep_case: bool = False,
+    reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
+    write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
+) -> CtasResult:
+    """Create table ``name`` ("S.T") holding ``df``'s rows, in one catalog version.
+
+    Columns come from ``df.schema`` (see ``almanac.spark.types``); names are
+    upper-cased like unquoted SQL identifiers unless ``keep_case`` (a quoted
+    table name keeps its case too). Primary-key columns become NOT NULL.
+    ``AlreadyExistsError`` if the table exists (unless ``if_not_exists``),
+    ``TableBeingCreatedError`` if another job is creating it."""
+    return _run(
+        "create",
+        target,
+        name,
+        df,
+        primary_key,
+        zone=zone,
+        if_not_exists=if_not_exists,
+        warehouse=warehouse,
+        keep_case=keep_case,
+        reservation_ttl_s=reservation_ttl_s,
+        write_lease_seconds=write_lease_seconds,
+    )
+
+
+def replace_table_as_select(
+    target: str,
+    name: str,
+    df: Any,
+    primary_key: Sequence[str],
+    zone: str | None = None,
+    *,
+    warehouse: str | None = None,
+    keep_case: bool = False,
+    reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
+    write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
+) -> CtasResult:
+    """Swap existing table ``name`` for a new one holding ``df``'s rows, in one
+    catalog version; older versions keep reading the old table and its data.
+    ``NotFoundError`` if it does not exist. On failure the old table stays."""
+    return _run(
+        "replace",
+        target,
+        name,
+        df,
+        primary_key,
+        zone=zone,
+        if_not_exists=False,
+        warehouse=warehouse,
+        keep_case=keep_case,
+        reservation_ttl_s=reservation_ttl_s,
+        write_lease_seconds=write_lease_seconds,
+    )
+
+
+def create_or_replace_table_as_select(
+    target: str,
+    name: str,
+    df: Any,
+    primary_key: Sequence[str],
+    zone: str | None = None,
+    *,
+    warehouse: str | None = None,
+    keep_case: bool = False,
+    reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
+    write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
+) -> CtasResult:
+    """``replace_table_as_select`` when ``name`` exists, else ``create_table_as_select``."""
+    return _run(
+        "create_or_replace",
+        target,
+        name,
+        df,
+        primary_key,
+        zone=zone,
+        if_not_exists=False,
+        warehouse=warehouse,
+        keep_case=keep_case,
+        reservation_ttl_s=reservation_ttl_s,
+        write_lease_seconds=write_lease_seconds,
+    )

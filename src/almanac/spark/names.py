@@ -1,0 +1,228 @@
+"""Where a Spark job finds the catalog, and which table a name means.
+
+Spark's planning and commit steps run in fresh Python processes that receive
+strings and pickles, never the driver's objects, so everything here starts
+from a catalog *target* (what ``almanac.connect`` accepts) and rebuilds the
+rest: the metastore file behind it, the warehouse, the table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import almanac
+from almanac.catalog import STORE_FILE, Catalog
+from almanac.descriptors import Schema, Table
+from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.metastore import Metastore, open_metastore
+from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
+
+__all__ = [
+    "ReadPoint",
+    "TableName",
+    "catalog_session",
+    "open_store",
+    "parse_name",
+    "read_point",
+    "resolve_schema",
+    "resolve_table",
+    "store_uri",
+]
+
+
+def store_uri(target: str) -> str:
+    """The metastore URI behind a catalog target; only durable targets work,
+    because Spark's workers are other processes."""
+    if not isinstance(target, str) or not target:
+        raise CatalogError("A Spark job needs the catalog target (option 'catalog')")
+    if target == "memory://":
+        raise ValidationError(
+            "Catalog target 'memory://' lives in one process; Spark needs a durable target "
+            "(a directory or sqlite:///path/file.db)",
+            target=target,
+            rule="durable-target",
+        )
+    if target.startswith("sqlite://"):
+        return target
+    if "://" in target:
+        raise ValidationError(
+            f"Unsupported catalog target '{target}' for Spark", target=target, rule="target"
+        )
+    return os.path.join(os.path.abspath(target), STORE_FILE)
+
+
+def open_store(target: str) -> Metastore:
+    """The catalog's metastore alone, without replaying the catalog log."""
+    return open_metastore(store_uri(target))
+
+
+@contextlib.contextmanager
+def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catalog]:
+    """A catalog node for one planning or commit step, closed afterwards.
+
+    The catalog must exist: ``connect`` would create an empty one at a
+    mistyped path, and the job would then fail on a missing table instead."""
+    uri = store_uri(target)
+    path = unquote(uri[len("sqlite://") :]) if uri.startswith("sqlite://") else uri
+    if not os.path.exists(path):
+        raise NotFoundError(
+            f"No catalog at '{target}' (no metastore file '{path}'); create it with "
+            "almanac.connect first",
+            kind="catalog",
+            name=target,
+        )
+    cat = almanac.connect(target, warehouse=warehouse)
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+@dataclass(frozen=True, slots=True)
+class TableName:
+    """A possibly schema-qualified name; a quoted part matches exactly."""
+
+    schema: str | None
+    schema_quoted: bool
+    table: str
+    table_quoted: bool
+
+    def __str__(self) -> str:
+        return self.table if self.schema is None else f"{self.schema}.{self.table}"
+
+
+def parse_name(text: str) -> TableName:
+    """``T``, ``S.T``, with double quotes around a part to keep its case or
+    hold a dot: ``"my.schema"."Orders"``."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("A table name is required (the load/save path 'SCHEMA.TABLE')")
+    parts: list[tuple[str, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise ValidationError(f"Unterminated quote in table name {text!r}", name=text)
+            parts.append((text[i + 1 : end], True))
+            i = end + 1
+        else:
+            end = text.find(".", i)
+            end = n if end < 0 else end
+            parts.append((text[i:end].strip(), False))
+            i = end
+        if i < n:
+            if text[i] != ".":
+                raise ValidationError(f"Invalid table name {text!r}", name=text)
+            i += 1
+            if i == n:
+                parts.append(("", False))
+    if len(parts) > 2 or any(not part for part, _ in parts):
+        raise ValidationError(
+            f"Invalid table name {text!r}: expected TABLE or SCHEMA.TABLE", name=text
+        )
+    if len(parts) == 1:
+        return TableName(None, False, parts[0][0], parts[0][1])
+    (schema, sq), (table, tq) = parts
+    return TableName(schema, sq, table, tq)
+
+
+def _match(kind: str, name: str, quoted: bool, candidates: list[str], where: str) -> str | None:
+    if name in candidates or quoted:
+        return name if name in candidates else None
+    folded = [c for c in candidates if c.lower() == name.lower()]
+    if len(folded) > 1:
+        raise ValidationError(
+            f"{kind} name '{name}' matches {', '.join(sorted(folded))}{where} when case is "
+            "ignored; quote it to pick one",
+            name=name,
+            rule="ambiguous-name",
+        )
+    return folded[0] if folded else None
+
+
+def resolve_schema(snap: CatalogSnapshot, name: TableName) -> Schema:
+    """The schema a name means: exact, else the one equal ignoring case."""
+    if name.schema is None:
+        wanted, quoted = DEFAULT_SCHEMA, True
+    else:
+        wanted, quoted = name.schema, name.schema_quoted
+    found = _match("Schema", wanted, quoted, [s.name for s in snap.schemas()], "")
+    schema = None if found is None else snap.schema(found)
+    if schema is None:
+        raise NotFoundError(f"Schema '{wanted}' does not exist", kind="schema", name=wanted)
+    return schema
+
+
+def resolve_table(snap: CatalogSnapshot, name: TableName) -> tuple[Schema, Table]:
+    """The schema and table a name means at this version."""
+    schema = resolve_schema(snap, name)
+    where = f" in schema '{schema.name}'"
+    found = _match(
+        "Table", name.table, name.table_quoted, [t.name for t in snap.tables(schema.name)], where
+    )
+    table = None if found is None else snap.table(found, schema.name)
+    if table is None:
+        full = f"{schema.name}.{name.table}"
+        raise NotFoundError(
+            f"Table '{full}' does not exist at catalog version {snap.version}",
+            kind="table",
+            name=full,
+            version=snap.version,
+        )
+    return schema, table
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPoint:
+    """Which catalog version a read sees: exactly one of them, or the latest."""
+
+    version: int | None = None
+    timestamp: int | dt.datetime | None = None
+
+    def snapshot(self, cat: Catalog) -> CatalogSnapshot:
+        if self.version is not None:
+            return cat.catalog(self.version)
+        if self.timestamp is not None:
+            return cat.catalog_at(self.timestamp)
+        return cat.catalog()
+
+
+def read_point(options: Mapping[str, str]) -> ReadPoint:
+    """Options ``version`` (a catalog version) or ``timestamp`` (a hybrid
+    timestamp as an integer, or an ISO-8601 datetime; without a zone it is
+    local time)."""
+    version = options.get("version")
+    timestamp = options.get("timestamp")
+    if version is not None and timestamp is not None:
+        raise ValidationError(
+            "Give option 'version' or option 'timestamp', not both", rule="read-point"
+        )
+    if version is not None:
+        try:
+            number = int(str(version).strip())
+        except ValueError:
+            raise ValidationError(
+                f"Option 'version' must be a catalog version number, got {version!r}",
+                rule="read-point",
+            ) from None
+        if number < 1:
+            raise ValidationError(f"Option 'version' must be at least 1, got {number}")
+        return ReadPoint(version=number)
+    if timestamp is not None:
+        text = str(timestamp).strip()
+        if text.isdigit():
+            return ReadPoint(timestamp=int(text))
+        try:
+            return ReadPoint(timestamp=dt.datetime.fromisoformat(text))
+        except ValueError:
+            raise ValidationError(
+                f"Option 'timestamp' must be a hybrid timestamp or an ISO-8601 datetime, "
+                f"got {timestamp!r}",
+                rule="read-point",
+            ) from None
+    return ReadPoint()

@@ -1,0 +1,192 @@
+"""SQL through Spark with atomic CREATE/REPLACE TABLE ... AS SELECT.
+
+``sql(spark, target, text)`` recognises::
+
+    CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name [(PRIMARY KEY (c, ...))]
+        [ZONE zone] AS <query>
+    REPLACE TABLE name [(PRIMARY KEY (c, ...))] [ZONE zone] AS <query>
+
+runs ``<query>`` with ``spark.sql`` and hands the DataFrame to the matching
+``almanac.spark.ctas`` function; then attaches the new table so the session
+can query it at once. Any other text goes to ``spark.sql`` unchanged. The
+header is read from sqlglot's Spark tokens, so quoting and comments behave
+as Spark's own parser has them; the query is passed on as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot.tokenizer_core import Token, TokenType
+
+from almanac.errors import SqlParseError
+from almanac.spark.ctas import (
+    CtasResult,
+    create_or_replace_table_as_select,
+    create_table_as_select,
+    replace_table_as_select,
+)
+from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
+from almanac.spark.session import activate, attach_tables
+
+__all__ = ["CtasStatement", "parse_ctas", "sql"]
+
+_DIALECT = sqlglot.Dialect.get_or_raise("spark")
+_PUNCTUATION = {
+    TokenType.DOT,
+    TokenType.COMMA,
+    TokenType.L_PAREN,
+    TokenType.R_PAREN,
+    TokenType.SEMICOLON,
+    TokenType.ALIAS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CtasStatement:
+    """``mode`` is ``create``, ``replace`` or ``create_or_replace``; ``name``
+    is in ``parse_name`` form (quoted parts in double quotes)."""
+
+    mode: str
+    name: str
+    primary_key: tuple[str, ...]
+    zone: str | None
+    if_not_exists: bool
+    query: str
+
+
+class _Tokens:
+    def __init__(self, text: str, tokens: list[Token]) -> None:
+        self.text = text
+        self.tokens = tokens
+        self.i = 0
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def accept(self, kind: TokenType, word: str | None = None) -> bool:
+        token = self.peek()
+        if token is None or token.token_type != kind:
+            return False
+        if word is not None and token.text.upper() != word:
+            return False
+        self.i += 1
+        return True
+
+    def expect(self, kind: TokenType, what: str) -> Token:
+        token = self.peek()
+        if token is None or token.token_type != kind:
+            raise self.error(f"Expected {what}")
+        self.i += 1
+        return token
+
+    def identifier(self, what: str) -> str:
+        """An identifier, upper-cased unless quoted (double quotes mark quoted)."""
+        token = self.peek()
+        if token is None or token.token_type in _PUNCTUATION:
+            raise self.error(f"Expected {what}")
+        self.i += 1
+        if token.token_type == TokenType.IDENTIFIER:
+            return '"' + token.text + '"'
+        return token.text
+
+    def error(self, message: str) -> SqlParseError:
+        token = self.peek()
+        start = token.start if token is not None else len(self.text)
+        line = self.text.count("\n", 0, start) + 1
+        column = start - (self.text.rfind("\n", 0, start) + 1) + 1
+        shown = token.text if token is not None else ""
+        return SqlParseError(message, line=line, column=column, text=shown)
+
+
+def parse_ctas(text: str) -> CtasStatement | None:
+    """The CREATE/REPLACE ... AS SELECT in ``text``, or None for other SQL."""
+    tokens = _Tokens(text, _DIALECT.tokenize(text))
+    if tokens.accept(TokenType.CREATE):
+        mode = "create_or_replace" if tokens.accept(TokenType.OR) else "create"
+        if mode == "create_or_replace" and not tokens.accept(TokenType.REPLACE):
+            return None
+    elif tokens.accept(TokenType.REPLACE):
+        mode = "replace"
+    else:
+        return None
+    if not tokens.accept(TokenType.TABLE):
+        return None
+    start = tokens.i
+    if_not_exists = False
+    if tokens.accept(TokenType.VAR, "IF"):
+        if not (tokens.accept(TokenType.NOT) and tokens.accept(TokenType.EXISTS)):
+            tokens.i = start
+        elif mode != "create":
+            raise tokens.error("IF NOT EXISTS applies to CREATE TABLE only")
+        else:
+            if_not_exists = True
+    parts = [tokens.identifier("a table name")]
+    if tokens.accept(TokenType.DOT):
+        parts.append(tokens.identifier("a table name"))
+    primary_key: list[str] = []
+    if tokens.accept(TokenType.L_PAREN):
+        if not tokens.accept(TokenType.PRIMARY_KEY):
+            return None  # a column list: Spark's own CREATE TABLE, not ours
+        tokens.expect(TokenType.L_PAREN, "'(' after PRIMARY KEY")
+        primary_key.append(tokens.identifier("a primary key column"))
+        while tokens.accept(TokenType.COMMA):
+            primary_key.append(tokens.identifier("a primary key column"))
+        tokens.expect(TokenType.R_PAREN, "')' after the primary key columns")
+        tokens.expect(TokenType.R_PAREN, "')' closing the table definition")
+    zone = None
+    if tokens.accept(TokenType.VAR, "ZONE"):
+        zone = tokens.identifier("a zone name").strip('"')
+    if not tokens.accept(TokenType.ALIAS):
+        return None
+    rest = tokens.peek()
+    if rest is None:
+        raise tokens.error("Expected a query after AS")
+    if not primary_key:
+        raise tokens.error("A table created AS SELECT needs (PRIMARY KEY (...)) before AS")
+    query = text[rest.start :].strip().rstrip(";").strip()
+    return CtasStatement(
+        mode,
+        ".".join(parts),
+        tuple(c.strip('"') for c in primary_key),
+        zone,
+        if_not_exists,
+        query,
+    )
+
+
+def sql(spark: Any, target: str, text: str, *, warehouse: str | None = None) -> Any:
+    """Run ``text``: a CREATE/REPLACE ... AS SELECT atomically against the
+    catalog (returns a ``CtasResult``), anything else with ``spark.sql``
+    (returns its DataFrame)."""
+    activate(spark)
+    statement = parse_ctas(text)
+    if statement is None:
+        return spark.sql(text)
+    df = spark.sql(statement.query)
+    result: CtasResult
+    if statement.mode == "create":
+        result = create_table_as_select(
+            target,
+            statement.name,
+            df,
+            statement.primary_key,
+            statement.zone,
+            statement.if_not_exists,
+            warehouse=warehouse,
+        )
+    elif statement.mode == "replace":
+        result = replace_table_as_select(
+            target, statement.name, df, statement.primary_key, statement.zone, warehouse=warehouse
+        )
+    else:
+        result = create_or_replace_table_as_select(
+            target, statement.name, df, statement.primary_key, statement.zone, warehouse=warehouse
+        )
+    with catalog_session(target, warehouse) as cat:
+        snap = cat.catalog()
+        _, table = resolve_table(snap, parse_name(f'"{result.schema}"."{result.name}"'))
+    attach_tables(spark, target, warehouse, snap, ReadPoint(), [table], prune=False)
+    return result

@@ -1,0 +1,43 @@
+"""A driver that runs a CREATE TABLE AS SELECT with short leases, to be killed
+with SIGKILL by ``test_ctas``: ``python ctas_child.py TARGET MARKER``. One
+task at a time; the first writes its files at once, the next ones crawl and
+note each row in MARKER."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def main(target: str, marker: str) -> None:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    from pyspark.sql.functions import udf
+    from pyspark.sql.types import LongType
+
+    import almanac.spark
+
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.warehouse.dir", os.path.join(os.path.dirname(marker), "wh"))
+        .getOrCreate()
+    )
+
+    def slow(x):  # type: ignore[no-untyped-def]  # hints would make Spark guess an Arrow UDF
+        if x >= 100:  # the first task (rows 0-99) finishes and writes its files
+            with open(marker, "a") as out:
+                out.write(f"{x}\n")
+            time.sleep(0.5)
+        return x
+
+    df = spark.range(0, 400, 1, 4).select(udf(slow, LongType())("id").alias("id"))
+    almanac.spark.create_table_as_select(
+        target, "PUBLIC.KILLED", df, ["id"], reservation_ttl_s=2.0, write_lease_seconds=3.0
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
