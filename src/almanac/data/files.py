@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import uuid
 from collections.abc import Mapping
@@ -114,17 +115,19 @@ def write_files(
     tablets = tablets_of(data, table.colocation, partitions)
     order = np.argsort(tablets, kind="stable")
     sorted_tablets = tablets[order]
-    cuts = np.flatnonzero(np.diff(sorted_tablets)) + 1
+    # One gather for all tablets, then zero-copy slices per tablet.
+    grouped = data if bool(np.all(order[1:] > order[:-1])) else data.take(pa.array(order))
+    bounds = [0, *(np.flatnonzero(np.diff(sorted_tablets)) + 1).tolist(), len(order)]
     files: list[DataFile] = []
-    for rows in np.split(order, cuts):
-        tablet = int(tablets[rows[0]])
+    for begin, end in itertools.pairwise(bounds):
+        tablet = int(sorted_tablets[begin])
         directory = f"{write_dir}/tablet={tablet}"
         try:
             warehouse.fs.create_dir(directory, recursive=True)
         except OSError as exc:
             raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
-        part = data.take(pa.array(rows))
-        for start in range(0, part.num_rows, max_rows_per_file):
+        for start in range(begin, end, max_rows_per_file):
             path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
-            files.append(_write_one(warehouse, table, part.slice(start, max_rows_per_file), path))
+            part = grouped.slice(start, min(max_rows_per_file, end - start))
+            files.append(_write_one(warehouse, table, part, path))
     return files
