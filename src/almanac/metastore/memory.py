@@ -36,6 +36,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["MemoryMetastore"]
 
@@ -97,7 +98,7 @@ class _MemoryView:
         self.changed = True
 
 
-class MemoryMetastore(Metastore):
+class MemoryMetastore(ConditionWakeups, Metastore):
     """A thread-safe metastore held in this process's memory.
 
     History (the events since the compact revision) is kept in one list;
@@ -184,19 +185,6 @@ class MemoryMetastore(Metastore):
             return events, max(from_revision, self._revision + 1), False
 
     _watch_min_gap = 0.0
-
-    def _watch_token(self) -> int:
-        with self._cond:
-            return self._token
-
-    def _watch_wait(self, token: int, timeout: float | None) -> None:
-        with self._cond:
-            if self._token == token and not self._closed:
-                self._cond.wait(timeout)
-
-    def _watch_wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
 
     def _grant_lease(self, ttl: float) -> int:
         with self._view() as view:

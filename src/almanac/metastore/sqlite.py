@@ -66,6 +66,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["SqliteMetastore"]
 
@@ -268,7 +269,7 @@ class _SqliteView:
         return [_event(row) for row in rows]
 
 
-class SqliteMetastore(Metastore):
+class SqliteMetastore(ConditionWakeups, Metastore):
     """A metastore in one SQLite file; see the module docstring for the
     concurrency and durability model.
 
@@ -534,19 +535,6 @@ class SqliteMetastore(Metastore):
 
     _watch_min_gap = 0.002
     """Reading the changelog costs a read transaction: at most one per watch per 2 ms."""
-
-    def _watch_token(self) -> int:
-        with self._cond:
-            return self._token
-
-    def _watch_wait(self, token: int, timeout: float | None) -> None:
-        with self._cond:
-            if self._token == token and not self._closed:
-                self._cond.wait(timeout)
-
-    def _watch_wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
 
     # -- leases
 

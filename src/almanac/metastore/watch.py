@@ -178,3 +178,25 @@ class WatchRegistry:
             watches = list(self._watches)
         for watch in watches:
             watch.close()
+
+
+class ConditionWakeups:
+    """The wake-up half of a ``WatchSource`` for backends that count their
+    changes in ``_token`` and announce them on ``_cond``."""
+
+    _cond: threading.Condition
+    _token: int
+    _closed: bool
+
+    def _watch_token(self) -> int:
+        with self._cond:
+            return self._token
+
+    def _watch_wait(self, token: int, timeout: float | None) -> None:
+        with self._cond:
+            if self._token == token and not self._closed:
+                self._cond.wait(timeout)
+
+    def _watch_wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
