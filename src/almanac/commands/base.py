@@ -93,6 +93,9 @@ def require_schema(cat: CatalogSnapshot, name: str) -> Schema:
 
 
 def find_table(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Table | None:
+    """The table, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
+    if missing_ok and cat.schema(schema) is None:
+        return None
     require_schema(cat, schema)
     table = cat.table(name, schema)
     if table is None and not missing_ok:
@@ -116,6 +119,9 @@ def require_table(cat: CatalogSnapshot, schema: str, name: str) -> Table:
 
 
 def find_index(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Index | None:
+    """The alive index, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
+    if missing_ok and cat.schema(schema) is None:
+        return None
     require_schema(cat, schema)
     index = cat.index(name, schema)
     if index is None and not missing_ok:

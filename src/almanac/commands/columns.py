@@ -23,7 +23,7 @@ from almanac.datatypes import (
     python_value_fits,
     validate_params,
 )
-from almanac.descriptors import Column, ConstantDefault, DefaultValue, Table
+from almanac.descriptors import Column, ConstantDefault, DefaultValue
 from almanac.entries import AlterColumn as AlterColumnEntry
 from almanac.entries import DropColumns as DropColumnsEntry
 from almanac.entries import NewColumns, UpdateEntry
@@ -31,12 +31,6 @@ from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 from almanac.snapshot import CatalogSnapshot
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns"]
-
-
-def _table(cat: CatalogSnapshot, schema: str, name: str, if_exists: bool) -> Table | None:
-    if if_exists and cat.schema(schema) is None:
-        return None
-    return find_table(cat, schema, name, missing_ok=if_exists)
 
 
 def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
@@ -62,7 +56,7 @@ class AddColumns(Command):
     if_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        table = _table(cat, self.schema, self.table, self.if_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -110,7 +104,7 @@ class DropColumns(Command):
     if_table_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        table = _table(cat, self.schema, self.table, self.if_table_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -170,7 +164,7 @@ class AlterColumn(Command):
     if_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        table = _table(cat, self.schema, self.table, self.if_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)

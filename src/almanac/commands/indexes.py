@@ -159,8 +159,6 @@ class DropIndex(Command):
     if_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        if self.if_exists and cat.schema(self.schema) is None:
-            return []
         index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
         if index is None:
             return []
@@ -179,8 +177,6 @@ class RenameIndex(Command):
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
         check_name("Index", self.new_name)
-        if self.if_exists and cat.schema(self.schema) is None:
-            return []
         index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
         if index is None or index.name == self.new_name:
             return []

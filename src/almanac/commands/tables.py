@@ -222,8 +222,6 @@ class DropTable(Command):
     if_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        if self.if_exists and cat.schema(self.schema) is None:
-            return []
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         return [] if table is None else drop_table_entries(cat, table.id)
 
@@ -239,8 +237,6 @@ class RenameTable(Command):
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
         check_name("Table", self.new_name)
-        if self.if_exists and cat.schema(self.schema) is None:
-            return []
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         if table is None or table.name == self.new_name:
             return []
@@ -262,8 +258,6 @@ class SetTableProperties(Command):
     if_exists: bool = False
 
     def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
-        if self.if_exists and cat.schema(self.schema) is None:
-            return []
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
