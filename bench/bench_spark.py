@@ -35,6 +35,49 @@ RUNS = 3
 WRITE_TASKS = 8
 
 
+def floor_source() -> Any:
+    """The cheapest Python data source: the plain Parquet files, one partition
+    per file, batches passed straight through. It measures what Spark's Python
+    data source API costs by itself, the floor under any such source."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    def nullable(schema: Any) -> Any:
+        def plain(t: Any) -> Any:
+            return pa.string() if t == pa.string_view() else t
+
+        return pa.schema([pa.field(f.name, plain(f.type), True) for f in schema])
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, files: list[str]) -> None:
+            self.files = files
+
+        def partitions(self) -> list[Any]:
+            return [InputPartition(f) for f in self.files]
+
+        def read(self, partition: Any) -> Any:
+            table = pq.read_table(partition.value)
+            yield from table.cast(nullable(table.schema)).to_batches()
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_floor"
+
+        def _files(self) -> list[str]:
+            return sorted(str(p) for p in Path(self.options["dir"]).glob("*.parquet"))
+
+        def schema(self) -> Any:
+            return from_arrow_schema(nullable(pq.read_schema(self._files()[0])))
+
+        def reader(self, schema: Any) -> Any:
+            return FloorReader(self._files())
+
+    return FloorSource
+
+
 def timed(step: Callable[[], object]) -> float:
     start = time.perf_counter()
     step()
@@ -119,10 +162,23 @@ def run(argv: list[str], root: Path) -> int:
                 .save()
             )
 
-        plain_scan, ours_scan = [], []
+        spark.dataSource.register(floor_source())
+
+        def scan_floor() -> None:
+            (
+                spark.read.format("bench_floor")
+                .option("dir", str(plain_dir))
+                .load()
+                .write.format("noop")
+                .mode("overwrite")
+                .save()
+            )
+
+        plain_scan, ours_scan, floor_scan = [], [], []
         for _ in range(RUNS):
             plain_scan.append(timed(scan_plain))
             ours_scan.append(timed(scan_ours))
+            floor_scan.append(timed(scan_floor))
 
         data = TableData.for_catalog(cat)
         full = plan_scan(cat, data, "LINEITEM", "TPCH")
@@ -150,6 +206,11 @@ def run(argv: list[str], root: Path) -> int:
     print(f"scan   parquet : {best_and_median(plain_scan)}")
     print(f"scan   almanac : {best_and_median(ours_scan)}")
     print(f"  ratio (median): {statistics.median(ours_scan) / statistics.median(plain_scan):.2f}x")
+    print(f"scan   floor   : {best_and_median(floor_scan)}  (minimal Python source, same files)")
+    print(
+        f"  ratio (median): {statistics.median(floor_scan) / statistics.median(plain_scan):.2f}x"
+        " - what the Python data source API costs by itself"
+    )
     kept, total = len(selective.files), selective.files_total
     print(
         f"pruning: l_orderkey <= {bound} keeps {kept} of {total} files "
