@@ -110,7 +110,7 @@ def test_error_in_a_later_statement_points_into_the_script() -> None:
         ("TRUNCATE TABLE t", "TRUNCATE TABLE"),
         ("CREATE VIEW v AS SELECT 1", "CREATE VIEW"),
         ("DROP VIEW v", "DROP VIEW"),
-        ("ALTER INDEX i RENAME TO j", "ALTER INDEX"),
+        ("ALTER VIEW v RENAME TO w", "ALTER VIEW"),
         ("CREATE FUNCTION f() RETURNS INT AS 'x'", "CREATE FUNCTION"),
         ("SHOW TABLES", "SHOW"),
         ("GRANT SELECT ON t TO u", "GRANT"),

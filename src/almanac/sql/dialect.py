@@ -33,6 +33,7 @@ __all__ = [
     "AlmanacDialect",
     "AlmanacParser",
     "AlmanacTokenizer",
+    "AlterIndexStatement",
     "AlterZoneStatement",
     "ColocateProperty",
     "CreateZoneStatement",
@@ -103,6 +104,12 @@ class AlterZoneStatement(exp.Expression):
         "set_default": False,
         "rename_to": False,
     }
+
+
+class AlterIndexStatement(exp.Expression):
+    """``ALTER INDEX [IF EXISTS] [s.]i RENAME TO j``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "rename_to": True}
 
 
 class DropZoneStatement(exp.Expression):
@@ -217,6 +224,17 @@ class AlmanacParser(parser.Parser):
         return self._parse_create()
 
     def _parse_alter_statement(self) -> exp.Expr:
+        if self._match_text_seq("INDEX"):
+            exists = self._parse_exists()
+            index = self._parse_table_parts()
+            if not self._match_text_seq("RENAME", "TO"):
+                self.raise_error("Expecting RENAME TO")
+            new_name = self._parse_id_var(any_token=False)
+            if new_name is None:
+                self.raise_error("Expecting an index name")
+            return self.expression(
+                AlterIndexStatement(this=index, exists=exists, rename_to=new_name)
+            )
         if not self._match_text_seq("ZONE"):
             return self._parse_alter()
         exists = self._parse_exists()

@@ -32,12 +32,15 @@ from almanac.commands import (
     DropSchema,
     DropTable,
     DropZone,
+    RenameIndex,
     RenameTable,
     RenameZone,
     SetDefaultZone,
+    SetTableProperties,
 )
 from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
 from almanac.sql.dialect import (
+    AlterIndexStatement,
     AlterZoneStatement,
     ColocateProperty,
     CreateZoneStatement,
@@ -349,10 +352,65 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
         if new_schema != schema:
             raise Untranslatable("RENAME TO cannot move a table to another schema", action)
         return RenameTable(table, new_name, schema, if_exists=if_exists)
+    if isinstance(action, exp.AlterSet):
+        return _table_properties(action, schema, table, if_exists)
     what = _words(type(action).__name__)
     if isinstance(action, exp.Drop):
         what = f"DROP {action.args.get('kind') or ''}".rstrip()
     raise Untranslatable(f"Unsupported ALTER TABLE action {what}", action)
+
+
+_TABLE_PROPERTIES = ("STALE_ROWS_FRACTION", "MIN_STALE_ROWS")
+
+
+def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
+    """``ALTER TABLE t SET (STALE_ROWS_FRACTION=f, MIN_STALE_ROWS=n)``."""
+    check_clauses(action, ("expressions",), "ALTER TABLE SET")
+    values: dict[str, float | int] = {}
+    for item in action.expressions:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column | exp.Identifier):
+            raise Untranslatable("Expecting NAME=value in ALTER TABLE SET", item)
+        key = item.this.name.upper()
+        if key not in _TABLE_PROPERTIES:
+            raise Untranslatable(
+                f"Unknown table property {key}; expecting one of {', '.join(_TABLE_PROPERTIES)}",
+                item,
+            )
+        if key in values:
+            raise Untranslatable(f"Table property {key} is given twice", item)
+        values[key] = _property_number(item.expression, key)
+    if not values:
+        raise Untranslatable("ALTER TABLE SET needs at least one property", action)
+    fraction = values.get("STALE_ROWS_FRACTION")
+    rows = values.get("MIN_STALE_ROWS")
+    if rows is not None and not isinstance(rows, int):
+        raise Untranslatable(f"MIN_STALE_ROWS must be an integer, got {rows}", action)
+    return SetTableProperties(
+        name=table,
+        schema=schema,
+        stale_rows_fraction=None if fraction is None else float(fraction),
+        min_stale_rows=rows,
+        if_exists=if_exists,
+    )
+
+
+def _property_number(node: exp.Expr, key: str) -> float | int:
+    negative = isinstance(node, exp.Neg)
+    literal = node.this if negative else node
+    if not isinstance(literal, exp.Literal) or literal.is_string:
+        raise Untranslatable(f"{key} takes a number", node)
+    text = str(literal.this)
+    try:
+        value: float | int = int(text) if text.isdigit() else float(text)
+    except ValueError as exc:
+        raise Untranslatable(f"{key} takes a number, got {text}", node) from exc
+    return -value if negative else value
+
+
+def _alter_index(tree: exp.Expr, default_schema: str) -> list[Command]:
+    schema, name = _table_name(tree.this, default_schema, "index")
+    new_name = _ident(tree.args["rename_to"], "index")
+    return [RenameIndex(name, new_name, schema, if_exists=bool(tree.args.get("exists")))]
 
 
 def _dropped_columns(nodes: list[exp.Expr]) -> tuple[str, ...]:
@@ -533,5 +591,6 @@ _HANDLERS: dict[tuple[type[exp.Expr], str], Callable[[Any, str], list[Command]]]
     (exp.Drop, "INDEX"): _drop_index,
     (CreateZoneStatement, ""): _create_zone,
     (AlterZoneStatement, ""): _alter_zone,
+    (AlterIndexStatement, ""): _alter_index,
     (DropZoneStatement, ""): _drop_zone,
 }
