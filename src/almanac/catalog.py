@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from almanac.clock import HybridClock, from_datetime, physical_ms
+from almanac.clock import LOGICAL_BITS, HybridClock, from_datetime, physical_ms
 from almanac.commands.base import Command
 from almanac.descriptors import Schema
 from almanac.entries import (
@@ -486,7 +486,8 @@ class Catalog:
         if policy.keep_seconds is not None:
             horizon_ms = physical_ms(self._clock.now()) - int(policy.keep_seconds * 1000)
             state = self._state
-            cutoff = bisect.bisect_right([physical_ms(a) for a in state.activations], horizon_ms)
+            last_ts = ((horizon_ms + 1) << LOGICAL_BITS) - 1  # the horizon's whole millisecond
+            cutoff = bisect.bisect_right(state.activations, last_ts)
             target = min(target, state.earliest + max(cutoff - 1, 0))
         if target > self.earliest_version:
             self.snapshot_log(target)

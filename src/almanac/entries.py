@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
@@ -39,13 +40,10 @@ __all__ = [
     "StopIndex",
     "UpdateEntry",
     "VersionedUpdate",
-    "HLC_LOGICAL_BITS",
     "activation_time",
     "apply_update",
     "pk_index_name",
 ]
-
-HLC_LOGICAL_BITS = 16
 
 
 def _missing(kind: str, object_id: int, entry: object) -> CorruptLogError:
@@ -483,7 +481,7 @@ class VersionedUpdate:
 def activation_time(base: CatalogSnapshot, update: VersionedUpdate) -> int:
     """Commit time plus the delay, pushed past the previous version's so it
     increases strictly even when clocks or delays differ between nodes."""
-    proposed = update.commit_time + (update.delay_ms << HLC_LOGICAL_BITS)
+    proposed = update.commit_time + (update.delay_ms << LOGICAL_BITS)
     return max(proposed, base.activation_time + 1)
 
 

@@ -199,3 +199,18 @@ def test_attached_writes_ride_in_the_version_transaction(store: Metastore) -> No
         with pytest.raises(almanac.ConflictError, match="condition attached"):
             cat.execute([table("U")], attach=attach)
         assert cat.latest_version == 2 and cat.catalog().table("U") is None
+
+
+def test_retention_by_age_keeps_recent_versions(store: Metastore) -> None:
+    import time
+
+    policy = almanac.RetentionPolicy(keep_seconds=0.3, check_every=1)
+    with node(store, retention=policy) as cat:
+        for i in range(5):
+            cat.execute([table(f"OLD{i}")])
+        assert cat.earliest_version == 0
+        time.sleep(0.6)
+        first_recent = cat.execute([table("NEW0")]).version
+        cat.execute([table("NEW1")])
+        assert 1 < cat.earliest_version <= first_recent
+        assert cat.catalog(first_recent).table("NEW0") is not None
