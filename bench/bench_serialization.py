@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from almanac.catalog_version import CatalogVersion
 from almanac.datatypes import ColumnType
 from almanac.descriptors import (
     Collation,
@@ -29,19 +30,18 @@ from almanac.descriptors import (
     Zone,
 )
 from almanac.entries import (
-    NewIndex,
-    NewSchema,
-    NewTable,
-    NewZone,
-    ObjectIdGenUpdate,
-    SetDefaultZone,
+    DefaultZoneSet,
+    IndexCreated,
+    ObjectIdsReserved,
+    SchemaCreated,
+    TableCreated,
     UpdateEntry,
     VersionedUpdate,
+    ZoneCreated,
     apply_update,
     pk_index_name,
 )
-from almanac.serialization import decode_snapshot, decode_update, encode_snapshot, encode_update
-from almanac.snapshot import CatalogSnapshot
+from almanac.serialization import decode_catalog, decode_update, encode_catalog, encode_update
 
 REPEATS = 7
 BATCH = 500
@@ -100,12 +100,12 @@ def table_entries(table_id: int, schema_id: int, zone_id: int, name: str) -> lis
         status=IndexStatus.AVAILABLE,
         primary_key=True,
     )
-    return [ObjectIdGenUpdate(2), NewTable(table), NewIndex(index)]
+    return [ObjectIdsReserved(2), TableCreated(table), IndexCreated(index)]
 
 
-def build_snapshot(tables: int) -> tuple[CatalogSnapshot, VersionedUpdate]:
+def build_snapshot(tables: int) -> tuple[CatalogVersion, VersionedUpdate]:
     """Applies the entries a real log would hold, ``BATCH`` tables per version."""
-    cat = CatalogSnapshot.empty()
+    cat = CatalogVersion.empty()
     commit_time = 1_700_000_000_000 << 16
 
     def commit(entries: list[UpdateEntry]) -> VersionedUpdate:
@@ -115,8 +115,8 @@ def build_snapshot(tables: int) -> tuple[CatalogSnapshot, VersionedUpdate]:
         return update
 
     zone = Zone(2, "Default", 25, 1, 1, 0, 2**31 - 1, "$[*]", ("default",), ConsistencyMode.STRONG)
-    last = commit([ObjectIdGenUpdate(3), NewSchema(Schema(1, "PUBLIC")), NewZone(zone)])
-    last = commit([SetDefaultZone(zone.id)])
+    last = commit([ObjectIdsReserved(3), SchemaCreated(Schema(1, "PUBLIC")), ZoneCreated(zone)])
+    last = commit([DefaultZoneSet(zone.id)])
     next_id = 3
     for start in range(0, tables, BATCH):
         entries: list[UpdateEntry] = []
@@ -127,7 +127,7 @@ def build_snapshot(tables: int) -> tuple[CatalogSnapshot, VersionedUpdate]:
     return cat, last
 
 
-def count_objects(snap: CatalogSnapshot) -> int:
+def count_objects(snap: CatalogVersion) -> int:
     """Descriptor objects the snapshot serializes (columns, defaults and properties too)."""
     nested = sum(
         len(t.columns) + 1 + sum(c.default is not None for c in t.columns)
@@ -149,14 +149,14 @@ def main() -> None:
     args = parser.parse_args()
 
     snap, update = build_snapshot(args.tables)
-    data = encode_snapshot(snap)
-    assert decode_snapshot(data) == snap, "snapshot does not round-trip"
+    data = encode_catalog(snap)
+    assert decode_catalog(data) == snap, "snapshot does not round-trip"
     pickled = pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
     objects = count_objects(snap)
     mb = len(data) / 1e6
 
-    enc = median_seconds(lambda: encode_snapshot(snap), args.repeats)
-    dec = median_seconds(lambda: decode_snapshot(data), args.repeats)
+    enc = median_seconds(lambda: encode_catalog(snap), args.repeats)
+    dec = median_seconds(lambda: decode_catalog(data), args.repeats)
     p_enc = median_seconds(lambda: pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL))
     p_dec = median_seconds(lambda: pickle.loads(pickled), args.repeats)
 

@@ -5,6 +5,7 @@ read by number or by time. Start with :func:`connect`.
 """
 
 from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo, connect
+from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.commands import (
     AddColumns,
@@ -51,15 +52,23 @@ from almanac.errors import (
     CompactedError,
     ConflictError,
     CorruptLogError,
+    DataError,
+    InputError,
+    InvalidArgumentError,
+    LeaseNotFoundError,
     MetastoreError,
     NotFoundError,
+    RetryableError,
     SerializationError,
+    SnapshotExpiredError,
     SqlParseError,
+    StorageError,
+    TableBeingCreatedError,
     ValidationError,
     VersionNotFoundError,
+    WriteStateError,
 )
 from almanac.events import Event, EventType
-from almanac.snapshot import CatalogSnapshot
 
 __version__ = "0.1.0"
 
@@ -70,7 +79,7 @@ __all__ = [
     "AlterZone",
     "Catalog",
     "CatalogError",
-    "CatalogSnapshot",
+    "CatalogVersion",
     "Collation",
     "Column",
     "ColumnDef",
@@ -85,6 +94,7 @@ __all__ = [
     "CreateSchema",
     "CreateTable",
     "CreateZone",
+    "DataError",
     "DropColumns",
     "DropIndex",
     "DropSchema",
@@ -98,6 +108,9 @@ __all__ = [
     "Index",
     "IndexKind",
     "IndexStatus",
+    "InputError",
+    "InvalidArgumentError",
+    "LeaseNotFoundError",
     "MakeIndexAvailable",
     "MetastoreError",
     "NotFoundError",
@@ -106,17 +119,22 @@ __all__ = [
     "RenameTable",
     "RenameZone",
     "RetentionPolicy",
+    "RetryableError",
     "Schema",
     "SerializationError",
     "SetDefaultZone",
     "SetTableProperties",
+    "SnapshotExpiredError",
     "SqlParseError",
     "StartBuildingIndex",
+    "StorageError",
     "Table",
+    "TableBeingCreatedError",
     "TableProperties",
     "ValidationError",
     "VersionInfo",
     "VersionNotFoundError",
+    "WriteStateError",
     "Zone",
     "connect",
 ]

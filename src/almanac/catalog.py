@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import LOGICAL_BITS, HybridClock, from_datetime, physical_ms
 from almanac.commands.base import Command
 from almanac.descriptors import Schema
 from almanac.entries import (
-    NewSchema,
-    ObjectIdGenUpdate,
+    ObjectIdsReserved,
+    SchemaCreated,
     UpdateEntry,
     VersionedUpdate,
     apply_update,
@@ -35,7 +36,6 @@ from almanac.events import Event, EventType, Listener, ListenerFailure, Listener
 from almanac.log import UpdateLog
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, open_metastore
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
-from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
 __all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
@@ -68,7 +68,7 @@ class VersionInfo:
 
 @dataclass(frozen=True, slots=True)
 class RetentionPolicy:
-    """When to snapshot the log automatically: keep the last ``keep_versions``
+    """When to checkpoint the log automatically: keep the last ``keep_versions``
     versions and/or the versions active within the last ``keep_seconds``. A
     version is dropped only when every rule given allows it and no reader
     pins it. Checked every ``check_every`` commits of this node."""
@@ -92,11 +92,11 @@ class _Versions:
     """The versions a node holds. Appended in place; replaced whole on
     truncation, so a reader that took a reference sees a consistent list."""
 
-    __slots__ = ("activations", "earliest", "snapshots", "tokens", "updates")
+    __slots__ = ("activations", "catalogs", "earliest", "tokens", "updates")
 
-    def __init__(self, base: CatalogSnapshot, token: int) -> None:
+    def __init__(self, base: CatalogVersion, token: int) -> None:
         self.earliest = base.version
-        self.snapshots = [base]
+        self.catalogs = [base]
         self.activations = [base.activation_time]
         self.updates: list[VersionedUpdate | None] = [None]
         self.tokens = [token]
@@ -105,14 +105,14 @@ class _Versions:
         cut = earliest - self.earliest
         out = _Versions.__new__(_Versions)
         out.earliest = earliest
-        out.snapshots = self.snapshots[cut:]
+        out.catalogs = self.catalogs[cut:]
         out.activations = self.activations[cut:]
         out.updates = [None, *self.updates[cut + 1 :]]
         out.tokens = self.tokens[cut:]
         return out
 
 
-Attachment = Callable[[CatalogSnapshot, CatalogSnapshot], tuple[Sequence[Compare], Sequence[Op]]]
+Attachment = Callable[[CatalogVersion, CatalogVersion], tuple[Sequence[Compare], Sequence[Op]]]
 """``attach(base, new)`` returns extra compares and writes for a version's transaction."""
 
 
@@ -144,7 +144,7 @@ class Catalog:
         self._log = log
         self._apply_lock = threading.RLock()
         self._cond = threading.Condition()
-        self._state = _Versions(CatalogSnapshot.empty(), 0)
+        self._state = _Versions(CatalogVersion.empty(), 0)
         self._ready = 0
         self._listeners = Listeners()
         self._closed = False
@@ -179,7 +179,7 @@ class Catalog:
     @property
     def latest_version(self) -> int:
         state = self._state
-        return state.earliest + len(state.snapshots) - 1
+        return state.earliest + len(state.catalogs) - 1
 
     @property
     def earliest_version(self) -> int:
@@ -193,14 +193,14 @@ class Catalog:
     def log(self) -> UpdateLog:
         return self._log
 
-    def catalog(self, version: int | None = None) -> CatalogSnapshot:
+    def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``."""
         state = self._state
         if version is None:
-            return state.snapshots[-1]
+            return state.catalogs[-1]
         offset = version - state.earliest
-        if 0 <= offset < len(state.snapshots):
-            return state.snapshots[offset]
+        if 0 <= offset < len(state.catalogs):
+            return state.catalogs[offset]
         if offset < 0 and version >= 0:
             raise VersionNotFoundError(
                 f"Catalog version {version} is no longer available; the earliest available "
@@ -210,12 +210,12 @@ class Catalog:
             )
         raise VersionNotFoundError(
             f"Catalog version {version} does not exist; the latest version is "
-            f"{state.earliest + len(state.snapshots) - 1}",
+            f"{state.earliest + len(state.catalogs) - 1}",
             version=version,
             earliest=state.earliest,
         )
 
-    def catalog_at(self, timestamp: int | dt.datetime) -> CatalogSnapshot:
+    def catalog_at(self, timestamp: int | dt.datetime) -> CatalogVersion:
         """The newest version whose activation time is at or before ``timestamp``
         (a hybrid timestamp, or a datetime)."""
         ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
@@ -228,7 +228,7 @@ class Catalog:
                 version=-1,
                 earliest=state.earliest,
             )
-        return state.snapshots[i]
+        return state.catalogs[i]
 
     def history(self, since: int = 1) -> list[VersionInfo]:
         """What each available version changed, oldest first."""
@@ -247,7 +247,7 @@ class Catalog:
         return out
 
     @contextlib.contextmanager
-    def pin(self, version: int | None = None) -> Iterator[CatalogSnapshot]:
+    def pin(self, version: int | None = None) -> Iterator[CatalogVersion]:
         """Hold a version (the latest by default) so that no node truncates it
         while the block runs; pins of a dead process expire with its lease."""
         self._check_open()
@@ -338,7 +338,7 @@ class Catalog:
 
     @staticmethod
     def _validate(
-        base: CatalogSnapshot, batch: Sequence[Command]
+        base: CatalogVersion, batch: Sequence[Command]
     ) -> tuple[list[UpdateEntry], tuple[bool, ...]]:
         working = base.evolve(version=base.version + 1)
         entries: list[UpdateEntry] = []
@@ -356,7 +356,7 @@ class Catalog:
             version=1,
             commit_time=self._clock.now(),
             delay_ms=0,
-            entries=(ObjectIdGenUpdate(1), NewSchema(Schema(id=0, name=DEFAULT_SCHEMA))),
+            entries=(ObjectIdsReserved(1), SchemaCreated(Schema(id=0, name=DEFAULT_SCHEMA))),
         )
         token = self._log.append(update)
         if token is not None:
@@ -379,7 +379,7 @@ class Catalog:
         """Apply one version; versions already applied are ignored."""
         with self._apply_lock:
             state = self._state
-            latest = state.earliest + len(state.snapshots) - 1
+            latest = state.earliest + len(state.catalogs) - 1
             if update.version <= latest:
                 return
             if update.version != latest + 1:
@@ -387,10 +387,10 @@ class Catalog:
                     f"Update log skipped from version {latest} to {update.version}",
                     version=update.version,
                 )
-            snapshot = apply_update(state.snapshots[-1], update)
+            snapshot = apply_update(state.catalogs[-1], update)
             self._clock.update(update.commit_time)
             with self._cond:
-                state.snapshots.append(snapshot)
+                state.catalogs.append(snapshot)
                 state.activations.append(snapshot.activation_time)
                 state.updates.append(update)
                 state.tokens.append(token)
@@ -406,8 +406,8 @@ class Catalog:
                 self._ready = max(self._ready, update.version)
                 self._cond.notify_all()
 
-    def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None:
-        """Start from (or jump to) a stored snapshot of the whole catalog."""
+    def on_checkpoint(self, snapshot: CatalogVersion, token: int) -> None:
+        """Start from (or jump to) a stored checkpoint of the whole catalog."""
         with self._apply_lock:
             if snapshot.version <= self.latest_version:
                 self.on_truncate(snapshot.version)
@@ -451,9 +451,9 @@ class Catalog:
         self._clock.wait_until(self.sync.complete_after(ts))
         return self.catalog_ready(self._log.latest_version(), timeout, applied_only=True)
 
-    # -- log snapshots ---------------------------------------------------------
+    # -- log checkpoints--------------------------------------------------------
 
-    def snapshot_log(self, version: int | None = None) -> int:
+    def checkpoint_log(self, version: int | None = None) -> int:
         """Store the whole catalog at ``version`` (the latest by default) and
         delete the older log entries, never past a version a reader pins.
         Returns the earliest version available afterwards."""
@@ -490,7 +490,7 @@ class Catalog:
             cutoff = bisect.bisect_right(state.activations, last_ts)
             target = min(target, state.earliest + max(cutoff - 1, 0))
         if target > self.earliest_version:
-            self.snapshot_log(target)
+            self.checkpoint_log(target)
 
     # -- events --------------------------------------------------------------
 

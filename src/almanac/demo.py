@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import almanac
+from almanac.catalog_version import CatalogVersion
 from almanac.clock import to_datetime
-from almanac.entries import ObjectIdGenUpdate
-from almanac.serialization import encode_snapshot
-from almanac.snapshot import CatalogSnapshot
+from almanac.entries import ObjectIdsReserved
+from almanac.serialization import encode_catalog
 
 SETUP = """
 CREATE ZONE SALES_ZONE WITH (PARTITIONS=16, REPLICAS=3, STORAGE_PROFILES='fast,default');
@@ -58,7 +58,7 @@ EVOLUTION = [
 ]
 
 
-def describe(snap: CatalogSnapshot) -> list[str]:
+def describe(snap: CatalogVersion) -> list[str]:
     """A plain-text listing of one catalog version."""
     lines = [f"version {snap.version} (active {to_datetime(snap.activation_time):%H:%M:%S.%f})"]
     for zone in snap.zones():
@@ -131,9 +131,9 @@ def ddl_part(root: Path) -> None:
         for statement in EVOLUTION:
             version = cat.sql(statement)
             print(f"  v{version}: {statement}")
-        latest = encode_snapshot(cat.catalog())
+        latest = encode_catalog(cat.catalog())
     with almanac.connect(str(root)) as cat:
-        same = encode_snapshot(cat.catalog()) == latest
+        same = encode_catalog(cat.catalog()) == latest
         print(f"Reopened: version {cat.latest_version}, byte-identical catalog: {same}")
         print()
         print(side_by_side(describe(cat.catalog(first)), describe(cat.catalog())))
@@ -245,7 +245,7 @@ def history(root: Path) -> None:
             kinds = ", ".join(
                 type(e).__name__
                 for e in info.update.entries
-                if not isinstance(e, ObjectIdGenUpdate)
+                if not isinstance(e, ObjectIdsReserved)
             )
             print(f"  v{info.version} at {to_datetime(info.activation_time):%H:%M:%S.%f}: {kinds}")
             for line in commits.get(info.version, []):

@@ -11,33 +11,33 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from almanac.catalog_version import CatalogVersion
 from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = [
-    "AlterColumn",
-    "AlterZone",
-    "DropColumns",
-    "DropSchema",
-    "DropTable",
-    "DropZone",
-    "MakeIndexAvailable",
-    "NewColumns",
-    "NewIndex",
-    "NewSchema",
-    "NewTable",
-    "NewZone",
-    "ObjectIdGenUpdate",
-    "RemoveIndex",
-    "RenameIndex",
-    "RenameTable",
-    "SetDefaultZone",
-    "SetTableProperties",
-    "StartBuildingIndex",
-    "StopIndex",
+    "ColumnAltered",
+    "ZoneAltered",
+    "ColumnsDropped",
+    "SchemaDropped",
+    "TableDropped",
+    "ZoneDropped",
+    "IndexMadeAvailable",
+    "ColumnsAdded",
+    "IndexCreated",
+    "SchemaCreated",
+    "TableCreated",
+    "ZoneCreated",
+    "ObjectIdsReserved",
+    "IndexRemoved",
+    "IndexRenamed",
+    "TableRenamed",
+    "DefaultZoneSet",
+    "TablePropertiesSet",
+    "IndexBuildStarted",
+    "IndexStopped",
     "UpdateEntry",
     "VersionedUpdate",
     "activation_time",
@@ -54,25 +54,25 @@ def _missing(kind: str, object_id: int, entry: object) -> CorruptLogError:
     )
 
 
-def _table(cat: CatalogSnapshot, table_id: int, entry: object) -> Table:
+def _table(cat: CatalogVersion, table_id: int, entry: object) -> Table:
     table = cat.tables_by_id.get(table_id)
     if table is None:
         raise _missing("table", table_id, entry)
     return table
 
 
-def _index(cat: CatalogSnapshot, index_id: int, entry: object) -> Index:
+def _index(cat: CatalogVersion, index_id: int, entry: object) -> Index:
     index = cat.indexes_by_id.get(index_id)
     if index is None:
         raise _missing("index", index_id, entry)
     return index
 
 
-def _put_table(cat: CatalogSnapshot, table: Table) -> CatalogSnapshot:
+def _put_table(cat: CatalogVersion, table: Table) -> CatalogVersion:
     return cat.evolve(tables_by_id=cat.tables_by_id.set(table.id, table))
 
 
-def _put_index(cat: CatalogSnapshot, old: Index, new: Index) -> CatalogSnapshot:
+def _put_index(cat: CatalogVersion, old: Index, new: Index) -> CatalogVersion:
     names = cat.index_names
     old_key = (old.schema_id, old.name)
     if old.status.alive and names.get(old_key) == old.id:
@@ -88,7 +88,7 @@ class UpdateEntry:
     __slots__ = ()
     event_type: ClassVar[EventType | None] = None
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         raise TypeError(f"{type(self).__name__} does not define apply()")
 
     def object_id(self) -> int:
@@ -96,12 +96,12 @@ class UpdateEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class ObjectIdGenUpdate(UpdateEntry):
+class ObjectIdsReserved(UpdateEntry):
     """Reserves ``delta`` object ids; ids are never handed out twice."""
 
     delta: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         return cat.evolve(object_id_gen=cat.object_id_gen + self.delta)
 
 
@@ -109,10 +109,10 @@ class ObjectIdGenUpdate(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class NewSchema(UpdateEntry):
+class SchemaCreated(UpdateEntry):
     schema: Schema
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         schema = replace(self.schema, update_version=cat.version)
         return cat.evolve(
             schemas_by_id=cat.schemas_by_id.set(schema.id, schema),
@@ -124,10 +124,10 @@ class NewSchema(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class DropSchema(UpdateEntry):
+class SchemaDropped(UpdateEntry):
     schema_id: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         schema = cat.schemas_by_id.get(self.schema_id)
         if schema is None:
             raise _missing("schema", self.schema_id, self)
@@ -144,11 +144,11 @@ class DropSchema(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class NewZone(UpdateEntry):
+class ZoneCreated(UpdateEntry):
     event_type = EventType.ZONE_CREATE
     zone: Zone
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         zone = replace(self.zone, update_version=cat.version)
         return cat.evolve(
             zones_by_id=cat.zones_by_id.set(zone.id, zone),
@@ -160,13 +160,13 @@ class NewZone(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class AlterZone(UpdateEntry):
+class ZoneAltered(UpdateEntry):
     """Replaces a zone's descriptor (alter or rename; the id stays)."""
 
     event_type = EventType.ZONE_ALTER
     zone: Zone
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = cat.zones_by_id.get(self.zone.id)
         if old is None:
             raise _missing("zone", self.zone.id, self)
@@ -179,11 +179,11 @@ class AlterZone(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class DropZone(UpdateEntry):
+class ZoneDropped(UpdateEntry):
     event_type = EventType.ZONE_DROP
     zone_id: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         zone = cat.zones_by_id.get(self.zone_id)
         if zone is None:
             raise _missing("zone", self.zone_id, self)
@@ -197,11 +197,11 @@ class DropZone(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class SetDefaultZone(UpdateEntry):
+class DefaultZoneSet(UpdateEntry):
     event_type = EventType.SET_DEFAULT_ZONE
     zone_id: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         if self.zone_id not in cat.zones_by_id:
             raise _missing("zone", self.zone_id, self)
         return cat.evolve(default_zone_id=self.zone_id)
@@ -214,13 +214,13 @@ class SetDefaultZone(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class NewTable(UpdateEntry):
-    """Adds a table; its primary-key index arrives in a ``NewIndex`` right after."""
+class TableCreated(UpdateEntry):
+    """Adds a table; its primary-key index arrives in a ``IndexCreated`` right after."""
 
     event_type = EventType.TABLE_CREATE
     table: Table
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         table = replace(self.table, created_version=cat.version, update_version=cat.version)
         return cat.evolve(
             tables_by_id=cat.tables_by_id.set(table.id, table),
@@ -233,13 +233,13 @@ class NewTable(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class DropTable(UpdateEntry):
+class TableDropped(UpdateEntry):
     """Removes a table; its indexes were removed by the entries before it."""
 
     event_type = EventType.TABLE_DROP
     table_id: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         table = _table(cat, self.table_id, self)
         return cat.evolve(
             tables_by_id=cat.tables_by_id.delete(table.id),
@@ -252,14 +252,14 @@ class DropTable(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class RenameTable(UpdateEntry):
+class TableRenamed(UpdateEntry):
     """Renames a table and its primary-key index to ``<NAME>_PK``."""
 
     event_type = EventType.TABLE_ALTER
     table_id: int
     name: str
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         table = replace(old, name=self.name, update_version=cat.version)
         cat = cat.evolve(
@@ -282,14 +282,14 @@ def pk_index_name(table_name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class NewColumns(UpdateEntry):
+class ColumnsAdded(UpdateEntry):
     """Appends columns whose ids the command took from ``next_column_id``."""
 
     event_type = EventType.TABLE_ALTER
     table_id: int
     columns: tuple[Column, ...]
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         next_id = max([old.next_column_id, *(c.id + 1 for c in self.columns)])
         return _put_table(
@@ -308,12 +308,12 @@ class NewColumns(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class DropColumns(UpdateEntry):
+class ColumnsDropped(UpdateEntry):
     event_type = EventType.TABLE_ALTER
     table_id: int
     names: tuple[str, ...]
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         gone = set(self.names)
         return _put_table(
@@ -331,14 +331,14 @@ class DropColumns(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class AlterColumn(UpdateEntry):
+class ColumnAltered(UpdateEntry):
     """Replaces the column with the same id."""
 
     event_type = EventType.TABLE_ALTER
     table_id: int
     column: Column
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         columns = tuple(self.column if c.id == self.column.id else c for c in old.columns)
         return _put_table(
@@ -356,12 +356,12 @@ class AlterColumn(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class SetTableProperties(UpdateEntry):
+class TablePropertiesSet(UpdateEntry):
     event_type = EventType.TABLE_ALTER
     table_id: int
     properties: TableProperties
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         return _put_table(cat, replace(old, properties=self.properties, update_version=cat.version))
 
@@ -373,11 +373,11 @@ class SetTableProperties(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class NewIndex(UpdateEntry):
+class IndexCreated(UpdateEntry):
     event_type = EventType.INDEX_CREATE
     index: Index
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         index = replace(self.index, created_version=cat.version, update_version=cat.version)
         _table(cat, index.table_id, self)
         owned = cat.table_indexes.get(index.table_id, ())
@@ -392,11 +392,11 @@ class NewIndex(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class RenameIndex(UpdateEntry):
+class IndexRenamed(UpdateEntry):
     index_id: int
     name: str
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _index(cat, self.index_id, self)
         return _put_index(cat, old, replace(old, name=self.name, update_version=cat.version))
 
@@ -409,7 +409,7 @@ class _IndexStatusEntry(UpdateEntry):
     index_id: int
     target: ClassVar[IndexStatus]
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _index(cat, self.index_id, self)
         return _put_index(cat, old, replace(old, status=self.target, update_version=cat.version))
 
@@ -418,19 +418,19 @@ class _IndexStatusEntry(UpdateEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class StartBuildingIndex(_IndexStatusEntry):
+class IndexBuildStarted(_IndexStatusEntry):
     event_type = EventType.INDEX_BUILDING
     target = IndexStatus.BUILDING
 
 
 @dataclass(frozen=True, slots=True)
-class MakeIndexAvailable(_IndexStatusEntry):
+class IndexMadeAvailable(_IndexStatusEntry):
     event_type = EventType.INDEX_AVAILABLE
     target = IndexStatus.AVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
-class StopIndex(_IndexStatusEntry):
+class IndexStopped(_IndexStatusEntry):
     """An AVAILABLE index being dropped: it frees its name but stays until removed."""
 
     event_type = EventType.INDEX_STOPPING
@@ -438,11 +438,11 @@ class StopIndex(_IndexStatusEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class RemoveIndex(UpdateEntry):
+class IndexRemoved(UpdateEntry):
     event_type = EventType.INDEX_REMOVED
     index_id: int
 
-    def apply(self, cat: CatalogSnapshot) -> CatalogSnapshot:
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
         index = _index(cat, self.index_id, self)
         names = cat.index_names
         key = (index.schema_id, index.name)
@@ -478,14 +478,14 @@ class VersionedUpdate:
     entries: tuple[UpdateEntry, ...]
 
 
-def activation_time(base: CatalogSnapshot, update: VersionedUpdate) -> int:
+def activation_time(base: CatalogVersion, update: VersionedUpdate) -> int:
     """Commit time plus the delay, pushed past the previous version's so it
     increases strictly even when clocks or delays differ between nodes."""
     proposed = update.commit_time + (update.delay_ms << LOGICAL_BITS)
     return max(proposed, base.activation_time + 1)
 
 
-def apply_update(base: CatalogSnapshot, update: VersionedUpdate) -> CatalogSnapshot:
+def apply_update(base: CatalogVersion, update: VersionedUpdate) -> CatalogVersion:
     """The one way a version is made, on the committing node and on replay alike."""
     if update.version != base.version + 1:
         raise CorruptLogError(

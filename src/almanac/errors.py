@@ -1,21 +1,30 @@
-"""The error hierarchy: every failure a user can cause is a ``CatalogError``.
+"""The error hierarchy: every failure a caller can cause is a ``CatalogError``.
 
-::
+Grouped by what the caller can do about it::
 
     CatalogError                      root; carries structured ``context``
-    ├── ValidationError               a command breaks a catalog rule
-    ├── NotFoundError                 a named object does not exist
-    ├── AlreadyExistsError            a name is already taken
-    ├── SqlParseError                 DDL text is not valid (line, column, text)
-    ├── VersionNotFoundError          a version was never made or was truncated
-    ├── ConflictError                 a commit lost every race it was allowed
-    ├── SerializationError            bytes are truncated, corrupt or unknown
-    ├── CorruptLogError               the update log holds an entry that cannot apply
-    └── MetastoreError                the metastore refused or failed an operation
-        └── CompactedError            a revision's history was compacted away
+    ├── InputError                    the request is wrong: fix it; nothing changed
+    │   ├── ValidationError           a command or argument breaks a rule
+    │   │   └── DataError             rows do not fit the table (names the column)
+    │   ├── NotFoundError             a named object does not exist
+    │   ├── AlreadyExistsError        a name is already taken
+    │   ├── SqlParseError             DDL text is not valid (line, column, text)
+    │   ├── VersionNotFoundError      a version was never made or was truncated
+    │   └── SnapshotExpiredError      the data snapshot a read needs was expired
+    ├── RetryableError                the state moved under the request: try again
+    │   ├── ConflictError             a commit lost every race it was allowed
+    │   ├── TableBeingCreatedError    another CREATE ... AS SELECT holds the name
+    │   └── WriteStateError           a staged write can no longer commit: redo it
+    └── StorageError                  stored state is damaged or unreachable: call an operator
+        ├── CorruptLogError           the update log holds an entry that cannot apply
+        ├── SerializationError        bytes are truncated, corrupt or unknown
+        └── MetastoreError            the metastore refused or failed an operation
+            ├── InvalidArgumentError  a metastore call got a malformed argument
+            ├── LeaseNotFoundError    a lease expired or was never granted
+            └── CompactedError        a revision's history was compacted away
 
-Callers catch ``CatalogError`` for "the user asked for something wrong" and let
-anything else propagate as a bug.
+Callers catch ``CatalogError`` for "something about this request or this
+catalog is wrong" and let anything else propagate as a bug.
 """
 
 from __future__ import annotations
@@ -28,12 +37,21 @@ __all__ = [
     "CompactedError",
     "ConflictError",
     "CorruptLogError",
+    "DataError",
+    "InputError",
+    "InvalidArgumentError",
+    "LeaseNotFoundError",
     "MetastoreError",
     "NotFoundError",
+    "RetryableError",
     "SerializationError",
+    "SnapshotExpiredError",
     "SqlParseError",
+    "StorageError",
+    "TableBeingCreatedError",
     "ValidationError",
     "VersionNotFoundError",
+    "WriteStateError",
 ]
 
 
@@ -54,19 +72,31 @@ class CatalogError(Exception):
         return self.message
 
 
-class ValidationError(CatalogError):
+class InputError(CatalogError):
+    """The request is wrong; fixing it is the caller's part. Nothing changed."""
+
+
+class RetryableError(CatalogError):
+    """The catalog moved under the request; the same request may succeed later."""
+
+
+class StorageError(CatalogError):
+    """What is stored is damaged, or the store failed; an operator must look."""
+
+
+class ValidationError(InputError):
     """A command breaks a rule of the catalog; nothing was changed."""
 
 
-class NotFoundError(CatalogError):
+class NotFoundError(InputError):
     """A named object (schema, table, column, index, zone) does not exist."""
 
 
-class AlreadyExistsError(CatalogError):
+class AlreadyExistsError(InputError):
     """The name is already taken in its namespace."""
 
 
-class SqlParseError(CatalogError):
+class SqlParseError(InputError):
     """DDL text could not be parsed; ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, *, line: int, column: int, text: str) -> None:
@@ -81,7 +111,7 @@ class SqlParseError(CatalogError):
         self.text = text
 
 
-class VersionNotFoundError(CatalogError):
+class VersionNotFoundError(InputError):
     """The requested catalog version is unknown or no longer available."""
 
     def __init__(self, message: str, *, version: int, earliest: int | None = None) -> None:
@@ -90,7 +120,7 @@ class VersionNotFoundError(CatalogError):
         self.earliest = earliest
 
 
-class ConflictError(CatalogError):
+class ConflictError(RetryableError):
     """A commit kept losing the compare-and-swap race to other writers."""
 
     def __init__(self, message: str, *, attempts: int) -> None:
@@ -98,16 +128,16 @@ class ConflictError(CatalogError):
         self.attempts = attempts
 
 
-class SerializationError(CatalogError):
+class SerializationError(StorageError):
     """Bytes could not be decoded: truncated, corrupted or of an unknown type."""
 
 
-class CorruptLogError(CatalogError):
+class CorruptLogError(StorageError):
     """The update log holds an entry that cannot be read or applied; a node
     refuses to start on it rather than serve a wrong catalog."""
 
 
-class MetastoreError(CatalogError):
+class MetastoreError(StorageError):
     """The metastore refused or failed an operation."""
 
 
@@ -119,3 +149,36 @@ class CompactedError(MetastoreError):
         super().__init__(message, revision=revision, compact_revision=compact_revision)
         self.revision = revision
         self.compact_revision = compact_revision
+
+
+class InvalidArgumentError(MetastoreError):
+    """The caller passed a malformed argument; nothing was read or written."""
+
+
+class LeaseNotFoundError(MetastoreError):
+    """The lease was never granted, was revoked, or has expired."""
+
+    def __init__(self, lease_id: int) -> None:
+        super().__init__(f"lease {lease_id} does not exist or has expired", lease_id=lease_id)
+        self.lease_id = lease_id
+
+
+class DataError(ValidationError):
+    """Rows do not fit the table: a type that cannot be stored without loss, a
+    NULL in a NOT NULL column, a missing or unknown column. The message names
+    the column and the table; nothing was written."""
+
+
+class SnapshotExpiredError(InputError):
+    """The data snapshot a read at a version or timestamp needs was removed by
+    ``expire_data``; the read would otherwise silently return other data."""
+
+
+class WriteStateError(RetryableError):
+    """A write cannot be committed in its state: it was aborted, its staging
+    lease expired (the janitor may have removed its files), or its write id
+    was committed to another table. Redo the write."""
+
+
+class TableBeingCreatedError(RetryableError):
+    """Another CREATE/REPLACE ... AS SELECT of the same name is in progress."""

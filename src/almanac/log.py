@@ -1,14 +1,15 @@
 """The update log: versions appended to a metastore and followed by every node.
 
-Keys (see DESIGN.md):
+Keys:
 
 * ``catalog.version`` - the latest version, as decimal text;
 * ``catalog.update.{N}`` - the serialized ``VersionedUpdate`` of version N, or,
-  for N equal to the snapshot version, the whole serialized catalog of N;
-* ``catalog.snapshot.version`` - the earliest version still available;
+  for N equal to the checkpoint version, the whole serialized catalog of N;
+* ``catalog.snapshot.version`` - the checkpoint version, the earliest still
+  available (the key keeps its original name so existing stores still open);
 * ``catalog.pin.{lease}.{n}`` - a version some reader holds, attached to the
   reader's lease so that a dead process stops pinning once the lease expires;
-* ``catalog.pins`` - bumped whenever a pin is added, so that a snapshot can
+* ``catalog.pins`` - bumped whenever a pin is added, so that a checkpoint can
   tell in its compare-and-swap that no new pin raced it.
 
 Appending version N is one transaction: "if ``catalog.version`` is N-1, put
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate
 from almanac.errors import (
     CatalogError,
@@ -36,12 +38,11 @@ from almanac.errors import (
     VersionNotFoundError,
 )
 from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, Watch
-from almanac.serialization import decode, encode_snapshot, encode_update
-from almanac.snapshot import CatalogSnapshot
+from almanac.serialization import decode, encode_catalog, encode_update
 
 __all__ = [
     "KEY_PINS",
-    "KEY_SNAPSHOT_VERSION",
+    "KEY_CHECKPOINT_VERSION",
     "KEY_VERSION",
     "PIN_PREFIX",
     "UPDATE_PREFIX",
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 KEY_VERSION = "catalog.version"
-KEY_SNAPSHOT_VERSION = "catalog.snapshot.version"
+KEY_CHECKPOINT_VERSION = "catalog.snapshot.version"
 UPDATE_PREFIX = "catalog.update."
 PIN_PREFIX = "catalog.pin."
 KEY_PINS = "catalog.pins"
@@ -94,7 +95,7 @@ class LogFollower(Protocol):
 
     def on_update(self, update: VersionedUpdate, token: int) -> None: ...
 
-    def on_snapshot(self, snapshot: CatalogSnapshot, token: int) -> None: ...
+    def on_checkpoint(self, snapshot: CatalogVersion, token: int) -> None: ...
 
     def on_truncate(self, earliest: int) -> None: ...
 
@@ -104,7 +105,7 @@ class LogFollower(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class VersionPin:
-    """A version held by a reader; snapshots never truncate past it."""
+    """A version held by a reader; checkpoints never truncate past it."""
 
     version: int
     key: str
@@ -131,7 +132,7 @@ class UpdateLog:
     # -- reading and following -------------------------------------------
 
     def start(self, follower: LogFollower) -> None:
-        """Deliver the stored log (snapshot first, then updates in order) and
+        """Deliver the stored log (checkpoint first, then updates in order) and
         then follow new changes on a background thread.
 
         A stored entry that cannot be decoded raises ``CorruptLogError`` naming
@@ -149,11 +150,11 @@ class UpdateLog:
         result = self.store.range(_PREFIX)
         by_key = {kv.key: kv for kv in result.kvs}
         latest = _int(by_key.get(KEY_VERSION))
-        earliest = _int(by_key.get(KEY_SNAPSHOT_VERSION))
+        earliest = _int(by_key.get(KEY_CHECKPOINT_VERSION))
         start = applied + 1
         if earliest > 0 and applied < earliest:
-            snapshot = self._decode(by_key, earliest, CatalogSnapshot)
-            follower.on_snapshot(snapshot, by_key[update_key(earliest)].mod_revision)
+            snapshot = self._decode(by_key, earliest, CatalogVersion)
+            follower.on_checkpoint(snapshot, by_key[update_key(earliest)].mod_revision)
             start = earliest + 1
         elif earliest > 0:
             follower.on_truncate(earliest)
@@ -202,12 +203,12 @@ class UpdateLog:
                 key = event.kv.key
                 if key.startswith(UPDATE_PREFIX) and event.kv.value:
                     if _version_of(key) <= follower.latest_version:
-                        continue  # applied already (our own commit, or a snapshot rewrite)
+                        continue  # applied already (our own commit, or a checkpoint rewrite)
                     value = decode(event.kv.value)
                     if isinstance(value, VersionedUpdate):
                         follower.on_update(value, event.revision)
                         applied = value.version
-                elif key == KEY_SNAPSHOT_VERSION and event.kv.value:
+                elif key == KEY_CHECKPOINT_VERSION and event.kv.value:
                     follower.on_truncate(_int(event.kv))
             except CompactedError:
                 # History we had not read yet was compacted: re-read the state.
@@ -251,7 +252,7 @@ class UpdateLog:
             Put(KEY_VERSION, _encode_int(n)),
         ]
         if n == 1:
-            ops.append(Put(KEY_SNAPSHOT_VERSION, _encode_int(0)))
+            ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(0)))
         ops.extend(extra_ops)
         result = self.store.txn(compares, ops)
         return result.revision if result.succeeded else None
@@ -260,9 +261,9 @@ class UpdateLog:
         return _int(self.store.get(KEY_VERSION))
 
     def earliest_version(self) -> int:
-        return _int(self.store.get(KEY_SNAPSHOT_VERSION))
+        return _int(self.store.get(KEY_CHECKPOINT_VERSION))
 
-    # -- pins and snapshots ------------------------------------------------
+    # -- pins and checkpoints-----------------------------------------------
 
     def _pin_lease(self) -> int:
         with self._lease_lock:
@@ -288,7 +289,7 @@ class UpdateLog:
         lease = self._pin_lease()
         key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
         while True:
-            snap_kv = self.store.get(KEY_SNAPSHOT_VERSION)
+            snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
             earliest = _int(snap_kv)
             if version < earliest:
                 raise VersionNotFoundError(
@@ -298,9 +299,9 @@ class UpdateLog:
                     earliest=earliest,
                 )
             guard = (
-                Compare.absent(KEY_SNAPSHOT_VERSION)
+                Compare.absent(KEY_CHECKPOINT_VERSION)
                 if snap_kv is None
-                else Compare.mod_revision(KEY_SNAPSHOT_VERSION, "==", snap_kv.mod_revision)
+                else Compare.mod_revision(KEY_CHECKPOINT_VERSION, "==", snap_kv.mod_revision)
             )
             ops: list[Op] = [
                 Put(key, _encode_int(version), lease=lease),
@@ -320,26 +321,26 @@ class UpdateLog:
         versions = [_int(kv) for kv in result.kvs]
         return (min(versions) if versions else None), (pins_kv.mod_revision if pins_kv else 0)
 
-    def truncate(self, snapshot: CatalogSnapshot) -> bool:
+    def truncate(self, snapshot: CatalogVersion) -> bool:
         """Replace version ``snapshot.version`` by the whole catalog and delete
         older updates, in one transaction that fails if a pin or another
-        snapshot raced it. The caller has checked the pins."""
+        checkpoint raced it. The caller has checked the pins."""
         s = snapshot.version
         _, pins_revision = self.oldest_pinned()
-        snap_kv = self.store.get(KEY_SNAPSHOT_VERSION)
+        snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
         earliest = _int(snap_kv)
         if s <= earliest:
             return False
         compares = [
             Compare.mod_revision(KEY_PINS, "==", pins_revision),
-            Compare.value(KEY_SNAPSHOT_VERSION, "==", _encode_int(earliest))
+            Compare.value(KEY_CHECKPOINT_VERSION, "==", _encode_int(earliest))
             if snap_kv is not None
-            else Compare.absent(KEY_SNAPSHOT_VERSION),
+            else Compare.absent(KEY_CHECKPOINT_VERSION),
             Compare.exists(update_key(s)),
         ]
-        ops: list[Op] = [Put(update_key(s), encode_snapshot(snapshot))]
+        ops: list[Op] = [Put(update_key(s), encode_catalog(snapshot))]
         ops.extend(Delete(update_key(v)) for v in range(max(earliest, 1), s))
-        ops.append(Put(KEY_SNAPSHOT_VERSION, _encode_int(s)))
+        ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(s)))
         return self.store.txn(compares, ops).succeeded
 
     # -- lifecycle ---------------------------------------------------------

@@ -25,7 +25,7 @@ from almanac import (
     AlterColumn,
     AlterZone,
     CatalogError,
-    CatalogSnapshot,
+    CatalogVersion,
     ColumnDef,
     ColumnType,
     Command,
@@ -207,7 +207,7 @@ def quorum_bounds(replicas: int) -> tuple[int, int]:
     return low, max(low, math.ceil(replicas / 2))
 
 
-def check_snapshot(snap: CatalogSnapshot) -> None:
+def check_snapshot(snap: CatalogVersion) -> None:
     """Internal consistency of one version: name maps, ownership, keys, ranges."""
     v = snap.version
     assert dict(snap.schema_names) == {s.name: s.id for s in snap.schemas_by_id.values()}
@@ -268,7 +268,7 @@ class CatalogMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.cat = almanac.connect("memory://")
-        self.replayed = CatalogSnapshot.empty()
+        self.replayed = CatalogVersion.empty()
         self.kind_of_id: dict[int, str] = {}
         self.gone_ids: set[int] = set()
         self.column_names: dict[int, dict[int, str]] = {}
@@ -514,7 +514,7 @@ class CatalogMachine(RuleBasedStateMachine):
                 assert t.next_column_id > max(names)
 
     def teardown(self) -> None:
-        replayed = CatalogSnapshot.empty()
+        replayed = CatalogVersion.empty()
         for update in self.cat.history():
             replayed = apply_update(replayed, update.update)
             assert replayed == self.cat.catalog(update.version)

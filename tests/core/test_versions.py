@@ -16,7 +16,7 @@ from almanac import (
     AlterZone,
     Catalog,
     CatalogError,
-    CatalogSnapshot,
+    CatalogVersion,
     Command,
     ConflictError,
     CreateIndex,
@@ -341,7 +341,7 @@ class _Racing(Command):
         self.name = name
         self.bases: list[int] = []
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         self.bases.append(cat.version)
         if self.races > 0:
             self.races -= 1

@@ -98,12 +98,12 @@ def test_dropped_table_data_outlives_every_version_that_has_it(cat: Catalog) -> 
     assert run_janitor(cat, grace_s=0).tables_purged == []
     assert ids_of(read_table(cat, "T", version=v_with)) == [1, 2]
     with cat.pin(v_with):
-        cat.snapshot_log()
+        cat.checkpoint_log()
         assert cat.earliest_version == v_with
         assert run_janitor(cat, grace_s=0).tables_purged == []
     assert all(f.exists() for f in files)
 
-    cat.snapshot_log()
+    cat.checkpoint_log()
     report = run_janitor(cat, grace_s=0)
     assert report.tables_purged == [table.id]
     assert not any(f.exists() for f in files)

@@ -6,11 +6,11 @@ import hashlib
 
 import almanac
 from almanac import ColumnDef, ColumnType
+from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate, apply_update
-from almanac.log import KEY_SNAPSHOT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
+from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
 from almanac.metastore import Metastore
-from almanac.serialization import decode, encode_snapshot
-from almanac.snapshot import CatalogSnapshot
+from almanac.serialization import decode, encode_catalog
 
 
 def table(name: str, schema: str = "PUBLIC") -> almanac.CreateTable:
@@ -25,23 +25,23 @@ def table(name: str, schema: str = "PUBLIC") -> almanac.CreateTable:
     )
 
 
-def digest(snapshot: CatalogSnapshot) -> str:
-    return hashlib.sha256(encode_snapshot(snapshot)).hexdigest()
+def digest(snapshot: CatalogVersion) -> str:
+    return hashlib.sha256(encode_catalog(snapshot)).hexdigest()
 
 
-def replay_store(store: Metastore) -> CatalogSnapshot:
+def replay_store(store: Metastore) -> CatalogVersion:
     """Rebuild the latest catalog from the raw keys, independently of any node."""
     kvs = {kv.key: kv for kv in store.range("catalog.").kvs}
     latest = int(kvs[KEY_VERSION].value)
-    earliest = int(kvs[KEY_SNAPSHOT_VERSION].value)
+    earliest = int(kvs[KEY_CHECKPOINT_VERSION].value)
     updates = [k for k in kvs if k.startswith(UPDATE_PREFIX)]
     assert len(updates) == latest - max(earliest, 1) + 1, "log keys are not contiguous"
     if earliest > 0:
         base = decode(kvs[update_key(earliest)].value)
-        assert isinstance(base, CatalogSnapshot)
+        assert isinstance(base, CatalogVersion)
         start = earliest + 1
     else:
-        base = CatalogSnapshot.empty()
+        base = CatalogVersion.empty()
         start = 1
     for version in range(start, latest + 1):
         update = decode(kvs[update_key(version)].value)

@@ -18,7 +18,7 @@ from almanac.catalog import Catalog
 from almanac.log import UpdateLog, update_key
 from almanac.metastore import SqliteMetastore
 from almanac.schema_sync import SQLITE_DEFAULTS, SchemaSync
-from almanac.serialization import encode_snapshot
+from almanac.serialization import encode_catalog
 from tests.durable.helpers import digest, replay_store, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,13 +50,13 @@ def test_directory_target_creates_store_and_reopens_identically(tmp_path: Path) 
             ]
         )
         before = {
-            v: (cat.catalog(v).activation_time, encode_snapshot(cat.catalog(v)))
+            v: (cat.catalog(v).activation_time, encode_catalog(cat.catalog(v)))
             for v in range(1, cat.latest_version + 1)
         }
     assert (tmp_path / "data" / "catalog.db").exists()
     with almanac.connect(target) as again:
         after = {
-            v: (again.catalog(v).activation_time, encode_snapshot(again.catalog(v)))
+            v: (again.catalog(v).activation_time, encode_catalog(again.catalog(v)))
             for v in range(1, again.latest_version + 1)
         }
     assert after == before
@@ -153,11 +153,11 @@ def test_pins_of_a_killed_process_expire(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "pinned"
         with almanac.connect(target, delay_ms=0) as cat:
-            assert cat.snapshot_log() == 3
+            assert cat.checkpoint_log() == 3
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             deadline = time.monotonic() + 20
-            while cat.snapshot_log() != 6 and time.monotonic() < deadline:
+            while cat.checkpoint_log() != 6 and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert cat.earliest_version == 6
     finally:

@@ -120,7 +120,7 @@ def test_snapshot_truncates_and_reports_earliest(store: Metastore) -> None:
         for i in range(10):
             cat.execute([table(f"T{i}")])
         expected = digest(cat.catalog())
-        assert cat.snapshot_log(6) == 6
+        assert cat.checkpoint_log(6) == 6
         assert cat.earliest_version == 6
         with pytest.raises(almanac.VersionNotFoundError, match="earliest available version is 6"):
             cat.catalog(5)
@@ -139,9 +139,9 @@ def test_snapshot_never_passes_a_pinned_version(store: Metastore) -> None:
         assert other.catalog_ready(11, timeout=10)
         with other.pin(4) as snap:
             assert snap.version == 4
-            assert cat.snapshot_log() == 4
+            assert cat.checkpoint_log() == 4
             assert other.catalog(4).version == 4
-        assert cat.snapshot_log() == 11
+        assert cat.checkpoint_log() == 11
         assert other.catalog_ready(11, timeout=10)
 
 
@@ -149,7 +149,7 @@ def test_pinning_a_truncated_version_fails(store: Metastore) -> None:
     with node(store) as cat:
         for i in range(5):
             cat.execute([table(f"T{i}")])
-        cat.snapshot_log(5)
+        cat.checkpoint_log(5)
         with pytest.raises(almanac.VersionNotFoundError), cat.pin(3):
             pass
 
@@ -168,7 +168,7 @@ def test_follower_jumps_over_truncated_history(store: Metastore) -> None:
     with node(store) as cat:
         for i in range(8):
             cat.execute([table(f"T{i}")])
-        cat.snapshot_log()
+        cat.checkpoint_log()
         with node(store) as late:
             assert late.earliest_version == 9
             assert digest(late.catalog()) == digest(cat.catalog())
@@ -181,7 +181,7 @@ def test_attached_writes_ride_in_the_version_transaction(store: Metastore) -> No
         seen: list[tuple[int, int]] = []
 
         def attach(
-            base: almanac.CatalogSnapshot, new: almanac.CatalogSnapshot
+            base: almanac.CatalogVersion, new: almanac.CatalogVersion
         ) -> tuple[list[Compare], list[Put]]:
             seen.append((base.version, new.version))
             created = new.table("T")

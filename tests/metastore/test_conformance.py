@@ -29,7 +29,6 @@ from almanac.metastore import (
     Delete,
     DeleteRange,
     DeleteResponse,
-    EventType,
     Get,
     GetResponse,
     InvalidArgumentError,
@@ -44,6 +43,7 @@ from almanac.metastore import (
     RangeResult,
     SqliteMetastore,
     WatchEvent,
+    WatchEventKind,
     open_metastore,
 )
 
@@ -253,11 +253,11 @@ def test_all_writes_of_a_txn_share_one_revision(store: Metastore) -> None:
     )
     events = [next_event(watch) for _ in range(5)]
     assert [(e.type, e.kv.key, e.revision) for e in events] == [
-        (EventType.PUT, "a", 4),
-        (EventType.PUT, "b", 4),
-        (EventType.DELETE, "gone", 4),
-        (EventType.DELETE, "d/1", 4),
-        (EventType.DELETE, "d/2", 4),
+        (WatchEventKind.PUT, "a", 4),
+        (WatchEventKind.PUT, "b", 4),
+        (WatchEventKind.DELETE, "gone", 4),
+        (WatchEventKind.DELETE, "d/1", 4),
+        (WatchEventKind.DELETE, "d/2", 4),
     ]
     assert watch.next(timeout=0.05) is None
     watch.close()
@@ -409,8 +409,8 @@ def test_watch_replays_history_then_follows_new_changes(store: Metastore) -> Non
         followed = [next_event(watch) for _ in range(2)]
         writer.join()
     assert [(e.type, e.kv.key, e.revision) for e in followed] == [
-        (EventType.PUT, "w/c", 4),
-        (EventType.DELETE, "w/a", 6),
+        (WatchEventKind.PUT, "w/c", 4),
+        (WatchEventKind.DELETE, "w/a", 6),
     ]
     with store.watch("w/", 3) as later:
         assert next_event(later).kv.key == "w/b"
@@ -432,9 +432,13 @@ def test_watch_reports_prev_kv_and_delete_tombstones(store: Metastore) -> None:
         store.delete("k")
         events = [next_event(watch) for _ in range(3)]
     assert events == [
-        WatchEvent(EventType.PUT, KeyValue("k", b"v1", 1, 1, 1), None),
-        WatchEvent(EventType.PUT, KeyValue("k", b"v2", 1, 2, 2), KeyValue("k", b"v1", 1, 1, 1)),
-        WatchEvent(EventType.DELETE, KeyValue("k", b"", 0, 3, 0), KeyValue("k", b"v2", 1, 2, 2)),
+        WatchEvent(WatchEventKind.PUT, KeyValue("k", b"v1", 1, 1, 1), None),
+        WatchEvent(
+            WatchEventKind.PUT, KeyValue("k", b"v2", 1, 2, 2), KeyValue("k", b"v1", 1, 1, 1)
+        ),
+        WatchEvent(
+            WatchEventKind.DELETE, KeyValue("k", b"", 0, 3, 0), KeyValue("k", b"v2", 1, 2, 2)
+        ),
     ]
 
 
@@ -523,7 +527,7 @@ def test_keys_vanish_when_their_lease_expires(store: Metastore) -> None:
     # sweeper can expire the lease and wake it.
     with store.watch("l/", 4) as watch:
         expired = [watch.next(timeout=3.0) for _ in range(2)]
-    assert all(e is not None and e.type is EventType.DELETE for e in expired)
+    assert all(e is not None and e.type is WatchEventKind.DELETE for e in expired)
     assert {e.revision for e in expired if e} == {4}
     assert [e.prev_kv for e in expired if e] == [
         KeyValue("l/a", b"1", 1, 1, 1, lease),
@@ -568,8 +572,8 @@ def test_revoke_deletes_the_leases_keys_in_one_revision(store: Metastore) -> Non
     assert keys_of(store.range("")) == ["c", "moved"]
     with store.watch("", 6) as watch:
         assert [(e.type, e.kv.key) for e in (next_event(watch), next_event(watch))] == [
-            (EventType.DELETE, "a"),
-            (EventType.DELETE, "b"),
+            (WatchEventKind.DELETE, "a"),
+            (WatchEventKind.DELETE, "b"),
         ]
     assert store.lease_ttl(lease) is None
     with pytest.raises(LeaseNotFoundError):
@@ -715,7 +719,7 @@ def test_sqlite_second_handle_sees_writes_and_watch_events(tmp_path: Path) -> No
         assert current(first, "k") == KeyValue("k", b"2", 1, 2, 2)
         first.delete("k")
         assert next_event(watch).revision == 2
-        assert next_event(watch).type is EventType.DELETE
+        assert next_event(watch).type is WatchEventKind.DELETE
         watch.close()
 
 
@@ -798,10 +802,10 @@ def test_sqlite_lease_of_a_closed_handle_expires_with_no_traffic(tmp_path: Path)
         with SqliteMetastore(path) as owner:
             lease = owner.grant_lease(0.5)
             owner.put("ephemeral", b"1", lease)
-        assert next_event(watch).type is EventType.PUT
+        assert next_event(watch).type is WatchEventKind.PUT
         expired = watch.next(timeout=3.0)
         assert expired is not None
-        assert (expired.type, expired.kv.key) == (EventType.DELETE, "ephemeral")
+        assert (expired.type, expired.kv.key) == (WatchEventKind.DELETE, "ephemeral")
         assert expired.revision == 2
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from immutables import Map
 
 from almanac import entries as e
+from almanac.catalog_version import CatalogVersion
 from almanac.datatypes import ColumnType
 from almanac.descriptors import (
     Collation,
@@ -35,7 +36,6 @@ from almanac.descriptors import (
 )
 from almanac.serialization import encode
 from almanac.serialization.io import INT64_MAX, INT64_MIN
-from almanac.snapshot import CatalogSnapshot
 
 # -- strategies -----------------------------------------------------------------------
 
@@ -142,26 +142,26 @@ zones = st.builds(
 )
 
 ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
-    e.ObjectIdGenUpdate: st.builds(e.ObjectIdGenUpdate, int64s),
-    e.NewSchema: st.builds(e.NewSchema, schemas),
-    e.DropSchema: st.builds(e.DropSchema, int64s),
-    e.NewZone: st.builds(e.NewZone, zones),
-    e.AlterZone: st.builds(e.AlterZone, zones),
-    e.DropZone: st.builds(e.DropZone, int64s),
-    e.SetDefaultZone: st.builds(e.SetDefaultZone, int64s),
-    e.NewTable: st.builds(e.NewTable, tables),
-    e.DropTable: st.builds(e.DropTable, int64s),
-    e.RenameTable: st.builds(e.RenameTable, int64s, names),
-    e.NewColumns: st.builds(e.NewColumns, int64s, st.lists(columns, max_size=3).map(tuple)),
-    e.DropColumns: st.builds(e.DropColumns, int64s, name_tuples),
-    e.AlterColumn: st.builds(e.AlterColumn, int64s, columns),
-    e.SetTableProperties: st.builds(e.SetTableProperties, int64s, table_properties),
-    e.NewIndex: st.builds(e.NewIndex, indexes),
-    e.RenameIndex: st.builds(e.RenameIndex, int64s, names),
-    e.StartBuildingIndex: st.builds(e.StartBuildingIndex, int64s),
-    e.MakeIndexAvailable: st.builds(e.MakeIndexAvailable, int64s),
-    e.StopIndex: st.builds(e.StopIndex, int64s),
-    e.RemoveIndex: st.builds(e.RemoveIndex, int64s),
+    e.ObjectIdsReserved: st.builds(e.ObjectIdsReserved, int64s),
+    e.SchemaCreated: st.builds(e.SchemaCreated, schemas),
+    e.SchemaDropped: st.builds(e.SchemaDropped, int64s),
+    e.ZoneCreated: st.builds(e.ZoneCreated, zones),
+    e.ZoneAltered: st.builds(e.ZoneAltered, zones),
+    e.ZoneDropped: st.builds(e.ZoneDropped, int64s),
+    e.DefaultZoneSet: st.builds(e.DefaultZoneSet, int64s),
+    e.TableCreated: st.builds(e.TableCreated, tables),
+    e.TableDropped: st.builds(e.TableDropped, int64s),
+    e.TableRenamed: st.builds(e.TableRenamed, int64s, names),
+    e.ColumnsAdded: st.builds(e.ColumnsAdded, int64s, st.lists(columns, max_size=3).map(tuple)),
+    e.ColumnsDropped: st.builds(e.ColumnsDropped, int64s, name_tuples),
+    e.ColumnAltered: st.builds(e.ColumnAltered, int64s, columns),
+    e.TablePropertiesSet: st.builds(e.TablePropertiesSet, int64s, table_properties),
+    e.IndexCreated: st.builds(e.IndexCreated, indexes),
+    e.IndexRenamed: st.builds(e.IndexRenamed, int64s, names),
+    e.IndexBuildStarted: st.builds(e.IndexBuildStarted, int64s),
+    e.IndexMadeAvailable: st.builds(e.IndexMadeAvailable, int64s),
+    e.IndexStopped: st.builds(e.IndexStopped, int64s),
+    e.IndexRemoved: st.builds(e.IndexRemoved, int64s),
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
@@ -175,7 +175,7 @@ def _maps(keys: st.SearchStrategy[Any], values: st.SearchStrategy[Any]) -> st.Se
 
 _scoped_names = st.tuples(int64s, names)
 snapshots = st.builds(
-    CatalogSnapshot,
+    CatalogVersion,
     version=int64s,
     activation_time=int64s,
     object_id_gen=int64s,
@@ -202,7 +202,7 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     FunctionDefault: st.builds(FunctionDefault, names),
     **ENTRY_STRATEGIES,
     e.VersionedUpdate: versioned_updates,
-    CatalogSnapshot: snapshots,
+    CatalogVersion: snapshots,
 }
 """One strategy per serialized type; a test checks it covers the registry."""
 
@@ -322,26 +322,26 @@ ZONE = Zone(
 )
 DEFAULT_ZONE = Zone(3, "Default", 25, 1, 1, 0, 0, "", ("default",), ConsistencyMode.STRONG)
 ENTRY_EXAMPLES: dict[type, e.UpdateEntry] = {
-    e.ObjectIdGenUpdate: e.ObjectIdGenUpdate(5),
-    e.NewSchema: e.NewSchema(SCHEMA),
-    e.DropSchema: e.DropSchema(7),
-    e.NewZone: e.NewZone(ZONE),
-    e.AlterZone: e.AlterZone(ZONE),
-    e.DropZone: e.DropZone(2),
-    e.SetDefaultZone: e.SetDefaultZone(2),
-    e.NewTable: e.NewTable(TABLE),
-    e.DropTable: e.DropTable(10),
-    e.RenameTable: e.RenameTable(10, "ORDERS_2024"),
-    e.NewColumns: e.NewColumns(10, (PRICE, KEY)),
-    e.DropColumns: e.DropColumns(10, ("PRICE", "KEY")),
-    e.AlterColumn: e.AlterColumn(10, PRICE),
-    e.SetTableProperties: e.SetTableProperties(10, PROPERTIES),
-    e.NewIndex: e.NewIndex(INDEX),
-    e.RenameIndex: e.RenameIndex(12, "BY_KEY"),
-    e.StartBuildingIndex: e.StartBuildingIndex(12),
-    e.MakeIndexAvailable: e.MakeIndexAvailable(12),
-    e.StopIndex: e.StopIndex(13),
-    e.RemoveIndex: e.RemoveIndex(13),
+    e.ObjectIdsReserved: e.ObjectIdsReserved(5),
+    e.SchemaCreated: e.SchemaCreated(SCHEMA),
+    e.SchemaDropped: e.SchemaDropped(7),
+    e.ZoneCreated: e.ZoneCreated(ZONE),
+    e.ZoneAltered: e.ZoneAltered(ZONE),
+    e.ZoneDropped: e.ZoneDropped(2),
+    e.DefaultZoneSet: e.DefaultZoneSet(2),
+    e.TableCreated: e.TableCreated(TABLE),
+    e.TableDropped: e.TableDropped(10),
+    e.TableRenamed: e.TableRenamed(10, "ORDERS_2024"),
+    e.ColumnsAdded: e.ColumnsAdded(10, (PRICE, KEY)),
+    e.ColumnsDropped: e.ColumnsDropped(10, ("PRICE", "KEY")),
+    e.ColumnAltered: e.ColumnAltered(10, PRICE),
+    e.TablePropertiesSet: e.TablePropertiesSet(10, PROPERTIES),
+    e.IndexCreated: e.IndexCreated(INDEX),
+    e.IndexRenamed: e.IndexRenamed(12, "BY_KEY"),
+    e.IndexBuildStarted: e.IndexBuildStarted(12),
+    e.IndexMadeAvailable: e.IndexMadeAvailable(12),
+    e.IndexStopped: e.IndexStopped(13),
+    e.IndexRemoved: e.IndexRemoved(13),
 }
 UPDATE = e.VersionedUpdate(
     version=9,
@@ -349,7 +349,7 @@ UPDATE = e.VersionedUpdate(
     delay_ms=250,
     entries=tuple(ENTRY_EXAMPLES.values()),
 )
-SNAPSHOT = CatalogSnapshot(
+SNAPSHOT = CatalogVersion(
     version=9,
     activation_time=(1_700_000_000_123 + 250) << 16 | 7,
     object_id_gen=14,
@@ -377,7 +377,7 @@ EXAMPLES: dict[str, object] = {
     "FunctionDefault": FunctionDefault("RAND_UUID"),
     **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
     "VersionedUpdate": UPDATE,
-    "CatalogSnapshot": SNAPSHOT,
+    "CatalogVersion": SNAPSHOT,
 }
 """Golden-file name stem (``Type`` or ``Type-variant``) → fully populated example."""
 

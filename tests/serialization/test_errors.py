@@ -12,7 +12,7 @@ import pytest
 from almanac import entries as e
 from almanac.descriptors import ConstantDefault, Schema
 from almanac.errors import SerializationError
-from almanac.serialization import REGISTRY, decode, decode_snapshot, decode_update, encode
+from almanac.serialization import REGISTRY, decode, decode_catalog, decode_update, encode
 from almanac.serialization.io import Writer
 
 from . import EXAMPLES, PRICE, SCHEMA, TABLE
@@ -83,15 +83,15 @@ def test_every_truncation_of_an_example_fails_cleanly(name: str) -> None:
 
 def test_typed_decoders_refuse_other_types() -> None:
     with pytest.raises(
-        SerializationError, match=r"Found Schema \(type id 1\) where CatalogSnapshot was expected"
+        SerializationError, match=r"Found Schema \(type id 1\) where CatalogVersion was expected"
     ):
-        decode_snapshot(encode(SCHEMA))
+        decode_catalog(encode(SCHEMA))
     with pytest.raises(SerializationError, match="where VersionedUpdate was expected"):
-        decode_update(encode(e.DropTable(3)))
+        decode_update(encode(e.TableDropped(3)))
 
 
 def test_nested_slot_refuses_a_wrong_type() -> None:
-    raw = bytearray(encode(e.AlterColumn(5, PRICE)))
+    raw = bytearray(encode(e.ColumnAltered(5, PRICE)))
     column_at = 6  # header (5) + table id svarint (1)
     assert raw[column_at : column_at + 2] == b"\x00\x02"
     raw[column_at + 1] = 1  # Schema's type id where a Column must be
@@ -104,7 +104,7 @@ def test_entry_slot_refuses_a_descriptor() -> None:
         w.svarint(field)
     w.uvarint(1)
     REGISTRY.write_nested(w, SCHEMA)
-    _raises(bytes(w), "where .*NewSchema.* was expected", 9)
+    _raises(bytes(w), "where .*SchemaCreated.* was expected", 9)
 
 
 def test_unknown_enum_value() -> None:
@@ -115,7 +115,7 @@ def test_unknown_enum_value() -> None:
 
 
 def test_duplicate_map_keys_are_refused() -> None:
-    w = _header(REGISTRY.type_id(type(EXAMPLES["CatalogSnapshot"])))
+    w = _header(REGISTRY.type_id(type(EXAMPLES["CatalogVersion"])))
     for field in (1, 2, 3):
         w.svarint(field)
     w.u8(0)  # no default zone

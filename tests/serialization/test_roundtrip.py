@@ -16,19 +16,19 @@ from hypothesis import strategies as st
 from immutables import Map
 
 from almanac import entries as e
+from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import ConstantDefault
 from almanac.errors import SerializationError
 from almanac.serialization import (
     REGISTRY,
     TYPE_IDS,
     decode,
-    decode_snapshot,
+    decode_catalog,
     decode_update,
     encode,
-    encode_snapshot,
+    encode_catalog,
     encode_update,
 )
-from almanac.snapshot import CatalogSnapshot
 
 from . import STRATEGIES, column_values, nan_values, snapshots, versioned_updates
 
@@ -117,8 +117,8 @@ def test_typed_update_helpers(update: e.VersionedUpdate) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(snap=snapshots)
-def test_typed_snapshot_helpers(snap: CatalogSnapshot) -> None:
-    back = decode_snapshot(encode_snapshot(snap))
+def test_typed_snapshot_helpers(snap: CatalogVersion) -> None:
+    back = decode_catalog(encode_catalog(snap))
     assert back == snap
     for field in ("schemas_by_id", "table_names", "table_indexes", "zone_names"):
         assert isinstance(getattr(back, field), Map)
@@ -127,7 +127,7 @@ def test_typed_snapshot_helpers(snap: CatalogSnapshot) -> None:
 @settings(max_examples=40, deadline=None)
 @given(snap=snapshots, data=st.data())
 def test_map_insertion_order_does_not_change_the_bytes(
-    snap: CatalogSnapshot, data: st.DataObject
+    snap: CatalogVersion, data: st.DataObject
 ) -> None:
     """Two nodes that built equal maps in different orders must agree byte for byte."""
     reordered: dict[str, Any] = {}
@@ -136,12 +136,12 @@ def test_map_insertion_order_does_not_change_the_bytes(
         reordered[field] = Map(data.draw(st.permutations(items)))
     other = snap.evolve(**reordered)
     assert other == snap
-    assert encode_snapshot(other) == encode_snapshot(snap)
+    assert encode_catalog(other) == encode_catalog(snap)
 
 
 def test_table_indexes_keep_their_order() -> None:
-    snap = CatalogSnapshot.empty().evolve(table_indexes=Map({5: (9, 3, 7)}))
-    assert decode_snapshot(encode_snapshot(snap)).table_indexes[5] == (9, 3, 7)
+    snap = CatalogVersion.empty().evolve(table_indexes=Map({5: (9, 3, 7)}))
+    assert decode_catalog(encode_catalog(snap)).table_indexes[5] == (9, 3, 7)
 
 
 def test_decode_accepts_any_bytes_like_object() -> None:
@@ -152,18 +152,18 @@ def test_decode_accepts_any_bytes_like_object() -> None:
 
 def test_large_decode_leaves_the_garbage_collector_as_it_found_it() -> None:
     """Large decodes pause the cyclic collector; it must come back even on errors."""
-    snap = CatalogSnapshot.empty().evolve(zone_names=Map({f"Z{i:06d}": i for i in range(20_000)}))
-    raw = encode_snapshot(snap)
+    snap = CatalogVersion.empty().evolve(zone_names=Map({f"Z{i:06d}": i for i in range(20_000)}))
+    raw = encode_catalog(snap)
     assert len(raw) > 64 * 1024
     assert gc.isenabled()
-    assert decode_snapshot(raw) == snap
+    assert decode_catalog(raw) == snap
     assert gc.isenabled()
     with pytest.raises(SerializationError):
-        decode_snapshot(raw[:-1])
+        decode_catalog(raw[:-1])
     assert gc.isenabled()
     gc.disable()
     try:
-        decode_snapshot(raw)
+        decode_catalog(raw)
         assert not gc.isenabled()
     finally:
         gc.enable()

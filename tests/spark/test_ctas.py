@@ -22,7 +22,7 @@ import almanac.spark
 from almanac.catalog import Catalog
 from almanac.data import TableData, run_janitor
 from almanac.datatypes import ColumnType
-from almanac.entries import NewTable
+from almanac.entries import TableCreated
 from almanac.errors import AlreadyExistsError, NotFoundError
 from almanac.spark import TableBeingCreatedError
 from almanac.spark.ctas import reservation_key
@@ -72,7 +72,7 @@ def test_create_table_as_select(spark: Any, cat: Catalog, target: str) -> None:
     assert cat.catalog().index("PEOPLE_PK") is not None
     # One version made the table and published its data.
     update = cat.history()[-1].update
-    assert any(isinstance(e, NewTable) for e in update.entries)
+    assert any(isinstance(e, TableCreated) for e in update.entries)
     snapshot = TableData.for_catalog(cat).current(table.id)
     assert snapshot is not None and snapshot.catalog_version == result.version
     assert rows(load(spark, target, "PEOPLE")) == rows(_people(spark))

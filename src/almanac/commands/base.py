@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.datatypes import ColumnType, default_params, python_value_fits, validate_params
 from almanac.descriptors import (
     FUNCTION_DEFAULTS,
@@ -18,9 +19,8 @@ from almanac.descriptors import (
     Table,
     Zone,
 )
-from almanac.entries import ObjectIdGenUpdate, UpdateEntry
+from almanac.entries import ObjectIdsReserved, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -40,7 +40,7 @@ class Command:
 
     __slots__ = ()
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         raise TypeError(f"{type(self).__name__} does not define validate()")
 
 
@@ -48,7 +48,7 @@ class IdAllocator:
     """Hands out object ids from the snapshot's generator; ``entries`` prepends
     the generator update so a replay reserves the same ids."""
 
-    def __init__(self, cat: CatalogSnapshot) -> None:
+    def __init__(self, cat: CatalogVersion) -> None:
         self._next = cat.object_id_gen
         self._count = 0
 
@@ -58,7 +58,7 @@ class IdAllocator:
         return value
 
     def entries(self, *rest: UpdateEntry) -> list[UpdateEntry]:
-        return [ObjectIdGenUpdate(self._count), *rest]
+        return [ObjectIdsReserved(self._count), *rest]
 
 
 def check_enum(what: str, value: object, kind: type[Enum], where: str) -> None:
@@ -85,14 +85,14 @@ def check_name(kind: str, name: object) -> str:
     return name
 
 
-def require_schema(cat: CatalogSnapshot, name: str) -> Schema:
+def require_schema(cat: CatalogVersion, name: str) -> Schema:
     schema = cat.schema(name)
     if schema is None:
         raise NotFoundError(f"Schema '{name}' does not exist", kind="schema", name=name)
     return schema
 
 
-def find_table(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Table | None:
+def find_table(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool) -> Table | None:
     """The table, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
     if missing_ok and cat.schema(schema) is None:
         return None
@@ -107,7 +107,7 @@ def find_table(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool
     return table
 
 
-def require_table(cat: CatalogSnapshot, schema: str, name: str) -> Table:
+def require_table(cat: CatalogVersion, schema: str, name: str) -> Table:
     table = find_table(cat, schema, name, missing_ok=True)
     if table is None:
         raise NotFoundError(
@@ -118,7 +118,7 @@ def require_table(cat: CatalogSnapshot, schema: str, name: str) -> Table:
     return table
 
 
-def find_index(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool) -> Index | None:
+def find_index(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool) -> Index | None:
     """The alive index, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
     if missing_ok and cat.schema(schema) is None:
         return None
@@ -133,14 +133,14 @@ def find_index(cat: CatalogSnapshot, schema: str, name: str, *, missing_ok: bool
     return index
 
 
-def require_index_id(cat: CatalogSnapshot, index_id: int) -> Index:
+def require_index_id(cat: CatalogVersion, index_id: int) -> Index:
     index = cat.index_by_id(index_id)
     if index is None:
         raise NotFoundError(f"Index with id {index_id} does not exist", kind="index", id=index_id)
     return index
 
 
-def find_zone(cat: CatalogSnapshot, name: str, *, missing_ok: bool) -> Zone | None:
+def find_zone(cat: CatalogVersion, name: str, *, missing_ok: bool) -> Zone | None:
     zone = cat.zone(name)
     if zone is None and not missing_ok:
         raise NotFoundError(f"Zone '{name}' does not exist", kind="zone", name=name)
@@ -148,7 +148,7 @@ def find_zone(cat: CatalogSnapshot, name: str, *, missing_ok: bool) -> Zone | No
 
 
 def ensure_relation_name_free(
-    cat: CatalogSnapshot, schema: Schema, name: str, *, ignore_index: int | None = None
+    cat: CatalogVersion, schema: Schema, name: str, *, ignore_index: int | None = None
 ) -> None:
     """Tables and alive indexes share one namespace per schema."""
     full = qualified(schema.name, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
@@ -24,11 +25,8 @@ from almanac.datatypes import (
     validate_params,
 )
 from almanac.descriptors import Column, ConstantDefault, DefaultValue
-from almanac.entries import AlterColumn as AlterColumnEntry
-from almanac.entries import DropColumns as DropColumnsEntry
-from almanac.entries import NewColumns, UpdateEntry
+from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns"]
 
@@ -55,7 +53,7 @@ class AddColumns(Command):
     if_not_exists: bool = False
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
         if table is None:
             return []
@@ -90,7 +88,7 @@ class AddColumns(Command):
             check_default(full, column, column.default, primary_key=False)
             new.append(column)
             next_id += 1
-        return [NewColumns(table.id, tuple(new))] if new else []
+        return [ColumnsAdded(table.id, tuple(new))] if new else []
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,7 +101,7 @@ class DropColumns(Command):
     if_exists: bool = False
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
@@ -142,7 +140,7 @@ class DropColumns(Command):
                         rule="indexed",
                     )
             names.append(name)
-        return [DropColumnsEntry(table.id, tuple(names))] if names else []
+        return [ColumnsDropped(table.id, tuple(names))] if names else []
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,7 +161,7 @@ class AlterColumn(Command):
     drop_default: bool = False
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
         if table is None:
             return []
@@ -210,7 +208,7 @@ class AlterColumn(Command):
             check_default(full, new, new.default, primary_key=in_pk)
         if new == old:
             return []
-        return [AlterColumnEntry(table.id, new)]
+        return [ColumnAltered(table.id, new)]
 
     def _retyped(self, full: str, old: Column, in_pk: bool) -> Column:
         target = old.type if self.type is None else self.type

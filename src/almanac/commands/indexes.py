@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     Command,
@@ -25,20 +26,15 @@ from almanac.commands.base import (
 )
 from almanac.descriptors import Collation, Index, IndexKind, IndexStatus
 from almanac.entries import (
-    MakeIndexAvailable as MakeIndexAvailableEntry,
-)
-from almanac.entries import (
-    NewIndex,
-    StopIndex,
+    IndexBuildStarted,
+    IndexCreated,
+    IndexMadeAvailable,
+    IndexRemoved,
+    IndexRenamed,
+    IndexStopped,
     UpdateEntry,
 )
-from almanac.entries import RemoveIndex as RemoveIndexEntry
-from almanac.entries import RenameIndex as RenameIndexEntry
-from almanac.entries import (
-    StartBuildingIndex as StartBuildingIndexEntry,
-)
 from almanac.errors import AlreadyExistsError, ValidationError
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = [
     "CreateIndex",
@@ -74,7 +70,7 @@ class CreateIndex(Command):
     collations: tuple[Collation, ...] | None = None
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Index", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
@@ -146,7 +142,7 @@ class CreateIndex(Command):
             collations=collations,
             status=status,
         )
-        return ids.entries(NewIndex(index))
+        return ids.entries(IndexCreated(index))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,14 +154,14 @@ class DropIndex(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
         if index is None:
             return []
         _refuse_primary_key(index, self.schema, "dropped")
         if index.status is IndexStatus.AVAILABLE:
-            return [StopIndex(index.id)]
-        return [RemoveIndexEntry(index.id)]
+            return [IndexStopped(index.id)]
+        return [IndexRemoved(index.id)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +171,14 @@ class RenameIndex(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Index", self.new_name)
         index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
         if index is None or index.name == self.new_name:
             return []
         _refuse_primary_key(index, self.schema, "renamed (rename its table instead)")
         ensure_relation_name_free(cat, require_schema(cat, self.schema), self.new_name)
-        return [RenameIndexEntry(index.id, self.new_name)]
+        return [IndexRenamed(index.id, self.new_name)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +187,7 @@ class _IndexTransition(Command):
     source: ClassVar[IndexStatus]
     action: ClassVar[str]
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         index = require_index_id(cat, self.index_id)
         if index.status is not self.source:
             raise ValidationError(
@@ -213,7 +209,7 @@ class StartBuildingIndex(_IndexTransition):
     action = "start building"
 
     def _entry(self, index_id: int) -> UpdateEntry:
-        return StartBuildingIndexEntry(index_id)
+        return IndexBuildStarted(index_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +218,7 @@ class MakeIndexAvailable(_IndexTransition):
     action = "make available"
 
     def _entry(self, index_id: int) -> UpdateEntry:
-        return MakeIndexAvailableEntry(index_id)
+        return IndexMadeAvailable(index_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,4 +227,4 @@ class RemoveIndex(_IndexTransition):
     action = "remove"
 
     def _entry(self, index_id: int) -> UpdateEntry:
-        return RemoveIndexEntry(index_id)
+        return IndexRemoved(index_id)

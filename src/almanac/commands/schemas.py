@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     RESERVED_SCHEMAS,
@@ -13,11 +14,8 @@ from almanac.commands.base import (
     require_schema,
 )
 from almanac.descriptors import Schema
-from almanac.entries import DropSchema as DropSchemaEntry
-from almanac.entries import DropTable as DropTableEntry
-from almanac.entries import NewSchema, RemoveIndex, UpdateEntry
+from almanac.entries import IndexRemoved, SchemaCreated, SchemaDropped, TableDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, ValidationError
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = ["CreateSchema", "DropSchema", "drop_table_entries"]
 
@@ -32,10 +30,10 @@ def _check_not_reserved(name: str, action: str) -> None:
         )
 
 
-def drop_table_entries(cat: CatalogSnapshot, table_id: int) -> list[UpdateEntry]:
+def drop_table_entries(cat: CatalogVersion, table_id: int) -> list[UpdateEntry]:
     """A table goes with all its indexes (STOPPING ones included)."""
-    removes: list[UpdateEntry] = [RemoveIndex(i) for i in cat.table_indexes.get(table_id, ())]
-    return [*removes, DropTableEntry(table_id)]
+    removes: list[UpdateEntry] = [IndexRemoved(i) for i in cat.table_indexes.get(table_id, ())]
+    return [*removes, TableDropped(table_id)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +41,7 @@ class CreateSchema(Command):
     name: str
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name)
         _check_not_reserved(self.name, "created")
         if cat.schema(self.name) is not None:
@@ -53,7 +51,7 @@ class CreateSchema(Command):
                 f"Schema '{self.name}' already exists", kind="schema", name=self.name
             )
         ids = IdAllocator(cat)
-        return ids.entries(NewSchema(Schema(id=ids.next(), name=self.name)))
+        return ids.entries(SchemaCreated(Schema(id=ids.next(), name=self.name)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +60,7 @@ class DropSchema(Command):
     if_exists: bool = False
     cascade: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name)
         _check_not_reserved(self.name, "dropped")
         if self.name == DEFAULT_SCHEMA:
@@ -87,5 +85,5 @@ class DropSchema(Command):
         entries: list[UpdateEntry] = []
         for table in sorted(tables, key=lambda t: t.id):
             entries.extend(drop_table_entries(cat, table.id))
-        entries.append(DropSchemaEntry(schema.id))
+        entries.append(SchemaDropped(schema.id))
         return entries

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
@@ -24,11 +25,17 @@ from almanac.commands.base import (
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
 from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table, TableProperties
-from almanac.entries import NewIndex, NewTable, NewZone, SetDefaultZone, UpdateEntry, pk_index_name
-from almanac.entries import RenameTable as RenameTableEntry
-from almanac.entries import SetTableProperties as SetTablePropertiesEntry
+from almanac.entries import (
+    DefaultZoneSet,
+    IndexCreated,
+    TableCreated,
+    TablePropertiesSet,
+    TableRenamed,
+    UpdateEntry,
+    ZoneCreated,
+    pk_index_name,
+)
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = ["CreateTable", "DropTable", "RenameTable", "SetTableProperties"]
 
@@ -94,7 +101,7 @@ class CreateTable(Command):
     properties: TableProperties = field(default_factory=TableProperties)
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
@@ -148,8 +155,8 @@ class CreateTable(Command):
             zone = cat.zone(DEFAULT_ZONE_NAME)
             if zone is None:
                 zone = new_zone(ids.next(), DEFAULT_ZONE_NAME)
-                zone_entries.append(NewZone(zone))
-            zone_entries.append(SetDefaultZone(zone.id))
+                zone_entries.append(ZoneCreated(zone))
+            zone_entries.append(DefaultZoneSet(zone.id))
         profile = zone.default_storage_profile
         if self.storage_profile is not None:
             if self.storage_profile not in zone.storage_profiles:
@@ -190,7 +197,7 @@ class CreateTable(Command):
             status=IndexStatus.AVAILABLE,
             primary_key=True,
         )
-        return ids.entries(*zone_entries, NewTable(table), NewIndex(index))
+        return ids.entries(*zone_entries, TableCreated(table), IndexCreated(index))
 
     def _pk_collations(self, full: str, pk: tuple[str, ...]) -> tuple[Collation, ...]:
         given = self.primary_key_collations
@@ -221,7 +228,7 @@ class DropTable(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         return [] if table is None else drop_table_entries(cat, table.id)
 
@@ -235,7 +242,7 @@ class RenameTable(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.new_name)
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         if table is None or table.name == self.new_name:
@@ -246,7 +253,7 @@ class RenameTable(Command):
         own_pk = table.primary_key_index_id
         ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
         ensure_relation_name_free(cat, schema, pk_index_name(self.new_name), ignore_index=own_pk)
-        return [RenameTableEntry(table.id, self.new_name)]
+        return [TableRenamed(table.id, self.new_name)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,7 +264,7 @@ class SetTableProperties(Command):
     min_stale_rows: int | None = None
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
@@ -269,4 +276,4 @@ class SetTableProperties(Command):
         _check_properties(qualified(self.schema, self.name), props)
         if props == table.properties:
             return []
-        return [SetTablePropertiesEntry(table.id, props)]
+        return [TablePropertiesSet(table.id, props)]

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import Command, IdAllocator, check_name, find_zone
 from almanac.descriptors import ConsistencyMode, Zone
-from almanac.entries import AlterZone as AlterZoneEntry
-from almanac.entries import DropZone as DropZoneEntry
-from almanac.entries import NewZone, UpdateEntry
-from almanac.entries import SetDefaultZone as SetDefaultZoneEntry
+from almanac.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
 from almanac.errors import AlreadyExistsError, ValidationError
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = [
     "DEFAULT_ZONE_NAME",
@@ -159,7 +156,7 @@ class CreateZone(Command):
     consistency_mode: ConsistencyMode | None = None
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Zone", self.name)
         if cat.zone(self.name) is not None:
             if self.if_not_exists:
@@ -180,7 +177,7 @@ class CreateZone(Command):
             storage_profiles=self.storage_profiles,
             consistency_mode=self.consistency_mode,
         )
-        return ids.entries(NewZone(zone))
+        return ids.entries(ZoneCreated(zone))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,7 +195,7 @@ class AlterZone(Command):
     consistency_mode: ConsistencyMode | None = None
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         zone = find_zone(cat, self.name, missing_ok=self.if_exists)
         if zone is None:
             return []
@@ -246,7 +243,7 @@ class AlterZone(Command):
             updated = replace(updated, storage_profiles=profiles)
         if updated == zone:
             return []
-        return [AlterZoneEntry(updated)]
+        return [ZoneAltered(updated)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +252,7 @@ class RenameZone(Command):
     new_name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Zone", self.new_name)
         zone = find_zone(cat, self.name, missing_ok=self.if_exists)
         if zone is None or self.new_name == zone.name:
@@ -264,7 +261,7 @@ class RenameZone(Command):
             raise AlreadyExistsError(
                 f"Zone '{self.new_name}' already exists", kind="zone", name=self.new_name
             )
-        return [AlterZoneEntry(replace(zone, name=self.new_name))]
+        return [ZoneAltered(replace(zone, name=self.new_name))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,11 +269,11 @@ class SetDefaultZone(Command):
     name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         zone = find_zone(cat, self.name, missing_ok=self.if_exists)
         if zone is None or cat.default_zone_id == zone.id:
             return []
-        return [SetDefaultZoneEntry(zone.id)]
+        return [DefaultZoneSet(zone.id)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +281,7 @@ class DropZone(Command):
     name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogSnapshot) -> list[UpdateEntry]:
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         zone = find_zone(cat, self.name, missing_ok=self.if_exists)
         if zone is None:
             return []
@@ -306,4 +303,4 @@ class DropZone(Command):
                 zone=zone.name,
                 rule="zone-in-use",
             )
-        return [DropZoneEntry(zone.id)]
+        return [ZoneDropped(zone.id)]

@@ -27,7 +27,6 @@ A read: ``plan_scan`` → ``read_file`` per kept file.
 
 from almanac.data.arrow import arrow_schema, arrow_type, conform, output_schema
 from almanac.data.commits import TableData
-from almanac.data.errors import DataError, SnapshotExpiredError, WriteStateError
 from almanac.data.files import ColumnStats, DataFile, write_files
 from almanac.data.janitor import JanitorReport, expire_data, run_janitor
 from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table
@@ -35,6 +34,7 @@ from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions, tablets_of
 from almanac.data.warehouse import Warehouse, new_write_id
 from almanac.data.writing import create_table_as, write_table
+from almanac.errors import DataError, SnapshotExpiredError, WriteStateError
 
 __all__ = [
     "ColumnStats",

@@ -20,10 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from almanac.data.errors import DataError
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
-from almanac.errors import NotFoundError
+from almanac.errors import DataError, NotFoundError
 
 __all__ = [
     "FIELD_ID",

@@ -23,7 +23,6 @@ import pyarrow.fs as pafs
 
 from almanac.catalog import Catalog
 from almanac.clock import HybridClock
-from almanac.data.errors import SnapshotExpiredError, WriteStateError
 from almanac.data.files import DataFile
 from almanac.data.snapshots import (
     OPERATIONS,
@@ -45,7 +44,9 @@ from almanac.errors import (
     ConflictError,
     CorruptLogError,
     MetastoreError,
+    SnapshotExpiredError,
     ValidationError,
+    WriteStateError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 

@@ -14,11 +14,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from almanac.data.arrow import FIELD_ID, arrow_schema
-from almanac.data.errors import DataError
 from almanac.data.tablets import tablets_of
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
-from almanac.errors import CatalogError, ValidationError
+from almanac.errors import CatalogError, DataError, ValidationError
 
 __all__ = ["ColumnStats", "DataFile", "column_stats", "write_files"]
 

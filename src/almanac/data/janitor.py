@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from almanac.catalog import Catalog
+from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.clock import from_datetime
 from almanac.data.commits import ABORTED, TableData, select_record
-from almanac.data.errors import SnapshotExpiredError
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     STAGING_PREFIX,
@@ -35,10 +35,9 @@ from almanac.data.snapshots import (
     write_key,
 )
 from almanac.data.warehouse import STAGED_MARKER, Warehouse
-from almanac.errors import CatalogError, NotFoundError, VersionNotFoundError
+from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
 from almanac.log import KEY_PINS
 from almanac.metastore import Compare, Delete, DeleteRange, Op
-from almanac.snapshot import DEFAULT_SCHEMA
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from almanac.catalog import Catalog
+from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.clock import from_datetime
 from almanac.data.arrow import FIELD_ID, arrow_type, column_fill, output_schema, project
 from almanac.data.commits import TableData
@@ -24,7 +25,6 @@ from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
 from almanac.errors import CatalogError, NotFoundError, ValidationError
-from almanac.snapshot import DEFAULT_SCHEMA
 
 __all__ = [
     "PREDICATE_OPS",

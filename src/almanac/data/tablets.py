@@ -18,10 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from almanac.data.errors import DataError
+from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Table
-from almanac.errors import CatalogError, ValidationError
-from almanac.snapshot import CatalogSnapshot
+from almanac.errors import CatalogError, DataError, ValidationError
 
 __all__ = ["hash_columns", "table_partitions", "tablets_of"]
 
@@ -155,7 +154,7 @@ def tablets_of(data: pa.Table, colocation: Sequence[str], partitions: int) -> I3
     return (hashed % np.uint64(partitions)).astype(np.int32)
 
 
-def table_partitions(snapshot: CatalogSnapshot, table: Table) -> int:
+def table_partitions(snapshot: CatalogVersion, table: Table) -> int:
     """The partition count of the table's zone in that catalog version."""
     zone = snapshot.zone_by_id(table.zone_id)
     if zone is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from almanac.catalog import Catalog, ExecuteResult
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import CreateTable
 from almanac.data.arrow import conform
 from almanac.data.commits import TableData
@@ -16,14 +17,13 @@ from almanac.data.warehouse import new_write_id
 from almanac.descriptors import Table
 from almanac.errors import ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
-from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
 __all__ = ["STAGE_TTL_S", "create_table_as", "write_table"]
 
 STAGE_TTL_S = 600.0
 
 
-def _table(snapshot: CatalogSnapshot, name: str, schema: str) -> Table:
+def _table(snapshot: CatalogVersion, name: str, schema: str) -> Table:
     table = snapshot.table(name, schema)
     if table is None:
         raise NotFoundError(
@@ -86,7 +86,7 @@ def create_table_as(
     lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     made: list[DataSnapshot] = []
 
-    def attach(_base: CatalogSnapshot, new: CatalogSnapshot) -> tuple[list[Compare], list[Op]]:
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
         table = _table(new, create.name, create.schema)
         if table.columns != preview.columns or table_partitions(new, table) != partitions:
             raise ConflictError(

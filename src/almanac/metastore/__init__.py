@@ -20,7 +20,6 @@ from almanac.metastore.base import (
     Delete,
     DeleteRange,
     DeleteResponse,
-    EventType,
     Get,
     GetResponse,
     InvalidArgumentError,
@@ -36,6 +35,7 @@ from almanac.metastore.base import (
     TxnResult,
     Watch,
     WatchEvent,
+    WatchEventKind,
 )
 from almanac.metastore.memory import MemoryMetastore
 from almanac.metastore.sqlite import SqliteMetastore
@@ -48,7 +48,7 @@ __all__ = [
     "Delete",
     "DeleteRange",
     "DeleteResponse",
-    "EventType",
+    "WatchEventKind",
     "Get",
     "GetResponse",
     "InvalidArgumentError",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Self
 
+from almanac.errors import InvalidArgumentError, LeaseNotFoundError
 from almanac.metastore.engine import (
     TxnView,
     apply_txn,
@@ -48,12 +49,9 @@ from almanac.metastore.types import (
     Delete,
     DeleteRange,
     DeleteResponse,
-    EventType,
     Get,
     GetResponse,
-    InvalidArgumentError,
     KeyValue,
-    LeaseNotFoundError,
     Op,
     Put,
     PutResponse,
@@ -62,6 +60,7 @@ from almanac.metastore.types import (
     Response,
     TxnResult,
     WatchEvent,
+    WatchEventKind,
     _check_int,
     check_key,
     check_limit,
@@ -84,7 +83,7 @@ __all__ = [
     "Delete",
     "DeleteRange",
     "DeleteResponse",
-    "EventType",
+    "WatchEventKind",
     "Get",
     "GetResponse",
     "InvalidArgumentError",

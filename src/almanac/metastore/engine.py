@@ -6,17 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from almanac.errors import CompactedError, MetastoreError
+from almanac.errors import CompactedError, LeaseNotFoundError, MetastoreError
 from almanac.metastore.types import (
     Compare,
     Delete,
     DeleteRange,
     DeleteResponse,
-    EventType,
     Get,
     GetResponse,
     KeyValue,
-    LeaseNotFoundError,
     Op,
     Put,
     PutResponse,
@@ -25,6 +23,7 @@ from almanac.metastore.types import (
     Response,
     TxnResult,
     WatchEvent,
+    WatchEventKind,
     _invalid,
     _tombstone,
 )
@@ -119,7 +118,7 @@ def apply_txn(
                 prev.version + 1 if prev else 1,
                 op.lease,
             )
-            view.record(WatchEvent(EventType.PUT, kv, prev))
+            view.record(WatchEvent(WatchEventKind.PUT, kv, prev))
             wrote = True
             pending.append(PutResponse(prev))
         elif isinstance(op, Delete | DeleteRange):

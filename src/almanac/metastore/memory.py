@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from almanac.errors import MetastoreError
 from almanac.metastore.base import (
     Compare,
-    EventType,
     KeyValue,
     LeaseNotFoundError,
     Metastore,
@@ -27,6 +26,7 @@ from almanac.metastore.base import (
     TxnResult,
     Watch,
     WatchEvent,
+    WatchEventKind,
     WatchRegistry,
     apply_txn,
     check_read_revision,
@@ -89,7 +89,7 @@ class _MemoryView:
         key = event.kv.key
         if event.prev_kv is None:
             bisect.insort(store._keys, key)
-        if event.type is EventType.PUT:
+        if event.type is WatchEventKind.PUT:
             store._kvs[key] = event.kv
         else:
             del store._kvs[key]

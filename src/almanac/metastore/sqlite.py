@@ -46,7 +46,6 @@ from almanac.metastore.base import (
     Compare,
     Delete,
     DeleteRange,
-    EventType,
     KeyValue,
     LeaseNotFoundError,
     Metastore,
@@ -57,6 +56,7 @@ from almanac.metastore.base import (
     TxnResult,
     Watch,
     WatchEvent,
+    WatchEventKind,
     WatchRegistry,
     apply_txn,
     check_read_revision,
@@ -131,7 +131,7 @@ def _event(row: Any) -> WatchEvent:
     key = row[2].decode()
     kv = KeyValue(key, row[4], row[5], row[6], row[7], row[8])
     prev = None if row[9] is None else KeyValue(key, row[9], row[10], row[11], row[12], row[13])
-    return WatchEvent(EventType.PUT if row[3] == _PUT else EventType.DELETE, kv, prev)
+    return WatchEvent(WatchEventKind.PUT if row[3] == _PUT else WatchEventKind.DELETE, kv, prev)
 
 
 def _writes(ops: Sequence[Op]) -> bool:
@@ -217,7 +217,7 @@ class _SqliteView:
     def record(self, event: WatchEvent) -> None:
         kv, prev = event.kv, event.prev_kv
         key = kv.key.encode()
-        if event.type is EventType.PUT:
+        if event.type is WatchEventKind.PUT:
             self.conn.execute(
                 f"INSERT OR REPLACE INTO kv ({_KV_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                 (key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease),
@@ -235,7 +235,7 @@ class _SqliteView:
                 kv.mod_revision,
                 self._seq,
                 key,
-                _PUT if event.type is EventType.PUT else _DELETE,
+                _PUT if event.type is WatchEventKind.PUT else _DELETE,
                 kv.value,
                 kv.create_revision,
                 kv.mod_revision,

@@ -9,20 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final, Literal, TypeAlias
 
-from almanac.errors import MetastoreError
-
-
-class InvalidArgumentError(MetastoreError):
-    """The caller passed a malformed argument; nothing was read or written."""
-
-
-class LeaseNotFoundError(MetastoreError):
-    """The lease was never granted, was revoked, or has expired."""
-
-    def __init__(self, lease_id: int) -> None:
-        super().__init__(f"lease {lease_id} does not exist or has expired", lease_id=lease_id)
-        self.lease_id = lease_id
-
+from almanac.errors import InvalidArgumentError
 
 # --------------------------------------------------------------------------- validation
 
@@ -311,7 +298,7 @@ class TxnResult:
     responses: tuple[Response, ...]
 
 
-class EventType(Enum):
+class WatchEventKind(Enum):
     PUT = "put"
     DELETE = "delete"
 
@@ -324,7 +311,7 @@ class WatchEvent:
     version 0, as etcd reports it) and ``prev_kv`` the deleted key.
     """
 
-    type: EventType
+    type: WatchEventKind
     kv: KeyValue
     prev_kv: KeyValue | None = None
 
@@ -334,4 +321,4 @@ class WatchEvent:
 
 
 def _tombstone(prev: KeyValue, revision: int) -> WatchEvent:
-    return WatchEvent(EventType.DELETE, KeyValue(prev.key, b"", 0, revision, 0, 0), prev)
+    return WatchEvent(WatchEventKind.DELETE, KeyValue(prev.key, b"", 0, revision, 0, 0), prev)

@@ -1,4 +1,4 @@
-"""Binary, versioned serialization of catalog objects (see DESIGN.md, "Serialization").
+"""Binary, versioned serialization of catalog objects.
 
 Bytes written here are a contract between nodes and between releases:
 
@@ -16,8 +16,9 @@ Importing this package registers every serializer.
 
 from __future__ import annotations
 
+from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate
-from almanac.serialization import snapshots as _snapshots
+from almanac.serialization import catalogs as _catalogs
 from almanac.serialization import types as _types
 from almanac.serialization import updates as _updates
 from almanac.serialization.registry import (
@@ -28,7 +29,6 @@ from almanac.serialization.registry import (
     Registry,
     SerializerInfo,
 )
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -38,18 +38,18 @@ __all__ = [
     "Registry",
     "SerializerInfo",
     "decode",
-    "decode_snapshot",
+    "decode_catalog",
     "decode_update",
     "encode",
-    "encode_snapshot",
+    "encode_catalog",
     "encode_update",
 ]
 
-del _snapshots, _types, _updates  # imported for their registrations only
+del _catalogs, _types, _updates  # imported for their registrations only
 
 
 def encode(obj: object) -> bytes:
-    """Any registered object (descriptor, entry, update, snapshot) as bytes."""
+    """Any registered object (descriptor, entry, update, catalog version) as bytes."""
     return REGISTRY.encode(obj)
 
 
@@ -67,10 +67,10 @@ def decode_update(data: bytes | bytearray | memoryview) -> VersionedUpdate:
     return REGISTRY.decode(data, VersionedUpdate)
 
 
-def encode_snapshot(snapshot: CatalogSnapshot) -> bytes:
+def encode_catalog(snapshot: CatalogVersion) -> bytes:
     return REGISTRY.encode(snapshot)
 
 
-def decode_snapshot(data: bytes | bytearray | memoryview) -> CatalogSnapshot:
-    """A whole ``CatalogSnapshot`` (the update log's snapshot entry)."""
-    return REGISTRY.decode(data, CatalogSnapshot)
+def decode_catalog(data: bytes | bytearray | memoryview) -> CatalogVersion:
+    """A whole ``CatalogVersion`` (a checkpoint in the update log)."""
+    return REGISTRY.decode(data, CatalogVersion)

@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any, Generic, NoReturn, TypeVar, cast, overload
 
 from almanac import entries as e
+from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import (
     Column,
     ConstantDefault,
@@ -43,7 +44,6 @@ from almanac.descriptors import (
 )
 from almanac.errors import SerializationError
 from almanac.serialization.io import Reader, Writer
-from almanac.snapshot import CatalogSnapshot
 
 __all__ = [
     "ENTRY_TYPES",
@@ -75,29 +75,29 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         ConstantDefault: 7,
         FunctionDefault: 8,
         # update entries: 100..199
-        e.ObjectIdGenUpdate: 100,
-        e.NewSchema: 101,
-        e.DropSchema: 102,
-        e.NewZone: 103,
-        e.AlterZone: 104,
-        e.DropZone: 105,
-        e.SetDefaultZone: 106,
-        e.NewTable: 107,
-        e.DropTable: 108,
-        e.RenameTable: 109,
-        e.NewColumns: 110,
-        e.DropColumns: 111,
-        e.AlterColumn: 112,
-        e.SetTableProperties: 113,
-        e.NewIndex: 114,
-        e.RenameIndex: 115,
-        e.StartBuildingIndex: 116,
-        e.MakeIndexAvailable: 117,
-        e.StopIndex: 118,
-        e.RemoveIndex: 119,
+        e.ObjectIdsReserved: 100,
+        e.SchemaCreated: 101,
+        e.SchemaDropped: 102,
+        e.ZoneCreated: 103,
+        e.ZoneAltered: 104,
+        e.ZoneDropped: 105,
+        e.DefaultZoneSet: 106,
+        e.TableCreated: 107,
+        e.TableDropped: 108,
+        e.TableRenamed: 109,
+        e.ColumnsAdded: 110,
+        e.ColumnsDropped: 111,
+        e.ColumnAltered: 112,
+        e.TablePropertiesSet: 113,
+        e.IndexCreated: 114,
+        e.IndexRenamed: 115,
+        e.IndexBuildStarted: 116,
+        e.IndexMadeAvailable: 117,
+        e.IndexStopped: 118,
+        e.IndexRemoved: 119,
         # containers: 200..299
         e.VersionedUpdate: 200,
-        CatalogSnapshot: 201,
+        CatalogVersion: 201,
     }
 )
 """The wire id of every object type. An id, once released, names its type

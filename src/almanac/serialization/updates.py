@@ -69,69 +69,69 @@ def _register_renaming_entry_v1(cls: type[Any], field: str) -> None:
     _register_v1(cls, read, write)
 
 
-_register_id_entry_v1(e.ObjectIdGenUpdate, "delta")
-_register_nested_entry_v1(e.NewSchema, "schema", read_schema)
-_register_id_entry_v1(e.DropSchema, "schema_id")
-_register_nested_entry_v1(e.NewZone, "zone", read_zone)
-_register_nested_entry_v1(e.AlterZone, "zone", read_zone)
-_register_id_entry_v1(e.DropZone, "zone_id")
-_register_id_entry_v1(e.SetDefaultZone, "zone_id")
-_register_nested_entry_v1(e.NewTable, "table", read_table)
-_register_id_entry_v1(e.DropTable, "table_id")
-_register_renaming_entry_v1(e.RenameTable, "table_id")
-_register_nested_entry_v1(e.NewIndex, "index", read_index)
-_register_renaming_entry_v1(e.RenameIndex, "index_id")
-_register_id_entry_v1(e.StartBuildingIndex, "index_id")
-_register_id_entry_v1(e.MakeIndexAvailable, "index_id")
-_register_id_entry_v1(e.StopIndex, "index_id")
-_register_id_entry_v1(e.RemoveIndex, "index_id")
+_register_id_entry_v1(e.ObjectIdsReserved, "delta")
+_register_nested_entry_v1(e.SchemaCreated, "schema", read_schema)
+_register_id_entry_v1(e.SchemaDropped, "schema_id")
+_register_nested_entry_v1(e.ZoneCreated, "zone", read_zone)
+_register_nested_entry_v1(e.ZoneAltered, "zone", read_zone)
+_register_id_entry_v1(e.ZoneDropped, "zone_id")
+_register_id_entry_v1(e.DefaultZoneSet, "zone_id")
+_register_nested_entry_v1(e.TableCreated, "table", read_table)
+_register_id_entry_v1(e.TableDropped, "table_id")
+_register_renaming_entry_v1(e.TableRenamed, "table_id")
+_register_nested_entry_v1(e.IndexCreated, "index", read_index)
+_register_renaming_entry_v1(e.IndexRenamed, "index_id")
+_register_id_entry_v1(e.IndexBuildStarted, "index_id")
+_register_id_entry_v1(e.IndexMadeAvailable, "index_id")
+_register_id_entry_v1(e.IndexStopped, "index_id")
+_register_id_entry_v1(e.IndexRemoved, "index_id")
 
 
-def _write_new_columns_v1(w: Writer, obj: e.NewColumns) -> None:
+def _write_new_columns_v1(w: Writer, obj: e.ColumnsAdded) -> None:
     w.svarint(obj.table_id)
     w.uvarint(len(obj.columns))
     for column in obj.columns:
         _nested(w, column)
 
 
-def _read_new_columns_v1(r: Reader) -> e.NewColumns:
-    return e.NewColumns(
+def _read_new_columns_v1(r: Reader) -> e.ColumnsAdded:
+    return e.ColumnsAdded(
         table_id=r.svarint(),
         columns=tuple([read_column(r) for _ in range(r.count("column", 3))]),
     )
 
 
-def _write_drop_columns_v1(w: Writer, obj: e.DropColumns) -> None:
+def _write_drop_columns_v1(w: Writer, obj: e.ColumnsDropped) -> None:
     w.svarint(obj.table_id)
     w.strings(obj.names)
 
 
-def _read_drop_columns_v1(r: Reader) -> e.DropColumns:
-    return e.DropColumns(table_id=r.svarint(), names=r.strings())
+def _read_drop_columns_v1(r: Reader) -> e.ColumnsDropped:
+    return e.ColumnsDropped(table_id=r.svarint(), names=r.strings())
 
 
-def _write_alter_column_v1(w: Writer, obj: e.AlterColumn) -> None:
+def _write_alter_column_v1(w: Writer, obj: e.ColumnAltered) -> None:
     w.svarint(obj.table_id)
     _nested(w, obj.column)
 
 
-def _read_alter_column_v1(r: Reader) -> e.AlterColumn:
-    return e.AlterColumn(table_id=r.svarint(), column=read_column(r))
+def _read_alter_column_v1(r: Reader) -> e.ColumnAltered:
+    return e.ColumnAltered(table_id=r.svarint(), column=read_column(r))
 
 
-def _write_set_table_properties_v1(w: Writer, obj: e.SetTableProperties) -> None:
+def _write_set_table_properties_v1(w: Writer, obj: e.TablePropertiesSet) -> None:
     w.svarint(obj.table_id)
     _nested(w, obj.properties)
 
 
-def _read_set_table_properties_v1(r: Reader) -> e.SetTableProperties:
-    return e.SetTableProperties(table_id=r.svarint(), properties=_read_properties(r))
+def _read_set_table_properties_v1(r: Reader) -> e.TablePropertiesSet:
+    return e.TablePropertiesSet(table_id=r.svarint(), properties=_read_properties(r))
 
 
-_register_v1(e.NewColumns, _read_new_columns_v1, _write_new_columns_v1)
-_register_v1(e.DropColumns, _read_drop_columns_v1, _write_drop_columns_v1)
-_register_v1(e.AlterColumn, _read_alter_column_v1, _write_alter_column_v1)
-_register_v1(e.SetTableProperties, _read_set_table_properties_v1, _write_set_table_properties_v1)
+_register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
+_register_v1(e.ColumnsDropped, _read_drop_columns_v1, _write_drop_columns_v1)
+_register_v1(e.ColumnAltered, _read_alter_column_v1, _write_alter_column_v1)
+_register_v1(e.TablePropertiesSet, _read_set_table_properties_v1, _write_set_table_properties_v1)
 
 
 # -- VersionedUpdate -----------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote
 
 from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
 from almanac.data import DataFile, TableData, new_write_id, table_partitions
 from almanac.descriptors import Table
@@ -42,10 +43,10 @@ from almanac.errors import (
     CatalogError,
     ConflictError,
     NotFoundError,
+    TableBeingCreatedError,
     ValidationError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Put
-from almanac.snapshot import CatalogSnapshot
 from almanac.spark.names import catalog_session, parse_name, resolve_schema, store_uri
 from almanac.spark.source import Binding, bound_source
 from almanac.spark.types import column_defs
@@ -64,10 +65,6 @@ __all__ = [
 RESERVATION_PREFIX = "catalog.reservation."
 MANIFEST_PREFIX = "spark.ctas."
 DEFAULT_RESERVATION_TTL_S = 10.0
-
-
-class TableBeingCreatedError(CatalogError):
-    """Another CREATE/REPLACE ... AS SELECT of the same name is in progress."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +141,7 @@ class Reservation:
 
 
 def _provisional(
-    snap: CatalogSnapshot, commands: Sequence[Command], schema: str, name: str
+    snap: CatalogVersion, commands: Sequence[Command], schema: str, name: str
 ) -> tuple[Table, int]:
     """The table the commands would create on this version, and its tablet count."""
     working = snap.evolve(version=snap.version + 1)
@@ -220,7 +217,7 @@ def _run(
             reservation.release()
 
 
-def _existing(snap: CatalogSnapshot, schema: str, name: str, quoted: bool) -> Table | None:
+def _existing(snap: CatalogVersion, schema: str, name: str, quoted: bool) -> Table | None:
     table = snap.table(name, schema)
     if table is not None or quoted:
         return table
@@ -291,7 +288,7 @@ def _write_and_commit(
             )
         files: list[DataFile] = pickle.loads(stored.value)
 
-        def attach(base: CatalogSnapshot, new: CatalogSnapshot) -> tuple[list[Compare], list[Any]]:
+        def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Any]]:
             created = new.table(table.name, schema)
             assert created is not None
             compares, ops, _ = data.commit_ops(

@@ -17,10 +17,10 @@ from urllib.parse import unquote
 
 import almanac
 from almanac.catalog import STORE_FILE, Catalog
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.descriptors import Schema, Table
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.metastore import Metastore, open_metastore
-from almanac.snapshot import DEFAULT_SCHEMA, CatalogSnapshot
 
 __all__ = [
     "ReadPoint",
@@ -145,7 +145,7 @@ def _match(kind: str, name: str, quoted: bool, candidates: list[str], where: str
     return folded[0] if folded else None
 
 
-def resolve_schema(snap: CatalogSnapshot, name: TableName) -> Schema:
+def resolve_schema(snap: CatalogVersion, name: TableName) -> Schema:
     """The schema a name means: exact, else the one equal ignoring case."""
     if name.schema is None:
         wanted, quoted = DEFAULT_SCHEMA, True
@@ -158,7 +158,7 @@ def resolve_schema(snap: CatalogSnapshot, name: TableName) -> Schema:
     return schema
 
 
-def resolve_table(snap: CatalogSnapshot, name: TableName) -> tuple[Schema, Table]:
+def resolve_table(snap: CatalogVersion, name: TableName) -> tuple[Schema, Table]:
     """The schema and table a name means at this version."""
     schema = resolve_schema(snap, name)
     where = f" in schema '{schema.name}'"
@@ -184,7 +184,7 @@ class ReadPoint:
     version: int | None = None
     timestamp: int | dt.datetime | None = None
 
-    def snapshot(self, cat: Catalog) -> CatalogSnapshot:
+    def snapshot(self, cat: Catalog) -> CatalogVersion:
         if self.version is not None:
             return cat.catalog(self.version)
         if self.timestamp is not None:

@@ -37,11 +37,11 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
+from almanac.catalog_version import CatalogVersion
 from almanac.data import DataFile, Predicate, TableData, Warehouse, plan_scan, read_file
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
 from almanac.errors import NotFoundError
-from almanac.snapshot import CatalogSnapshot
 from almanac.spark.names import ReadPoint, TableName, catalog_session, resolve_table
 from almanac.spark.types import fit_batch, spark_arrow_schema
 
@@ -197,7 +197,7 @@ def pack_files(
     return runs
 
 
-def locate(snap: CatalogSnapshot, spec: ReadSpec) -> tuple[str, Table]:
+def locate(snap: CatalogVersion, spec: ReadSpec) -> tuple[str, Table]:
     """The schema name and table a spec reads at this version."""
     if spec.table_id is None:
         schema, table = resolve_table(snap, spec.name)

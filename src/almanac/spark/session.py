@@ -7,9 +7,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Table
 from almanac.errors import CatalogError
-from almanac.snapshot import CatalogSnapshot
 from almanac.spark.names import ReadPoint, TableName, catalog_session
 from almanac.spark.source import AlmanacDataSource, Binding, bound_source
 from almanac.spark.types import spark_schema
@@ -101,7 +101,7 @@ def attach_tables(
     spark: Any,
     target: str,
     warehouse: str | None,
-    snap: CatalogSnapshot,
+    snap: CatalogVersion,
     point: ReadPoint,
     tables: list[Table],
     *,

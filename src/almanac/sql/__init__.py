@@ -15,9 +15,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.commands import Command
 from almanac.errors import SqlParseError
-from almanac.snapshot import DEFAULT_SCHEMA
 from almanac.sql.dialect import AlmanacDialect, Untranslatable
 from almanac.sql.translate import translate
 

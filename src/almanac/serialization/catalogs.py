@@ -1,4 +1,4 @@
-"""Serializer of a whole ``CatalogSnapshot``: the snapshot entry of the update log.
+"""Serializer of a whole ``CatalogVersion``: the snapshot entry of the update log.
 
 Every map is written in full, in ascending key order, including the name
 maps and ``table_indexes`` that could in principle be derived from the
@@ -20,10 +20,10 @@ from typing import Any, Protocol, TypeVar
 
 from immutables import Map
 
+from almanac.catalog_version import CatalogVersion
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
 from almanac.serialization.types import read_index, read_schema, read_table, read_zone
-from almanac.snapshot import CatalogSnapshot
 
 __all__: list[str] = []
 
@@ -93,7 +93,7 @@ _OBJECT_ITEM = 4
 _PLAIN_ITEM = 2
 
 
-def _write_snapshot_v1(w: Writer, s: CatalogSnapshot) -> None:
+def _write_snapshot_v1(w: Writer, s: CatalogVersion) -> None:
     w.svarint(s.version)
     w.svarint(s.activation_time)
     w.svarint(s.object_id_gen)
@@ -109,9 +109,9 @@ def _write_snapshot_v1(w: Writer, s: CatalogSnapshot) -> None:
     _write_map(w, s.zone_names, Writer.string, Writer.svarint)
 
 
-def _read_snapshot_v1(r: Reader) -> CatalogSnapshot:
+def _read_snapshot_v1(r: Reader) -> CatalogVersion:
     svarint, string, svarints = Reader.svarint, Reader.string, Reader.svarints
-    return CatalogSnapshot(
+    return CatalogVersion(
         version=r.svarint(),
         activation_time=r.svarint(),
         object_id_gen=r.svarint(),
@@ -128,6 +128,4 @@ def _read_snapshot_v1(r: Reader) -> CatalogSnapshot:
     )
 
 
-REGISTRY.register(
-    SerializerInfo(CatalogSnapshot, 1, "0.1.0", _read_snapshot_v1, _write_snapshot_v1)
-)
+REGISTRY.register(SerializerInfo(CatalogVersion, 1, "0.1.0", _read_snapshot_v1, _write_snapshot_v1))

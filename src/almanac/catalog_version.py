@@ -16,7 +16,7 @@ from immutables import Map
 
 from almanac.descriptors import Index, Schema, Table, Zone
 
-__all__ = ["DEFAULT_SCHEMA", "CatalogSnapshot"]
+__all__ = ["DEFAULT_SCHEMA", "CatalogVersion"]
 
 DEFAULT_SCHEMA = "PUBLIC"
 
@@ -29,7 +29,7 @@ def _sorted_by_id(items: Iterable[_V]) -> list[_V]:
 
 
 @dataclass(frozen=True, slots=True)
-class CatalogSnapshot:
+class CatalogVersion:
     """The catalog as of ``version``; equal versions compare equal field by field.
 
     Name maps are keyed by ``(schema_id, name)`` for objects that live in a
@@ -52,9 +52,9 @@ class CatalogSnapshot:
     zone_names: Map[str, int]
 
     @staticmethod
-    def empty() -> CatalogSnapshot:
+    def empty() -> CatalogVersion:
         """Version 0: nothing at all, not even the PUBLIC schema."""
-        return CatalogSnapshot(
+        return CatalogVersion(
             version=0,
             activation_time=0,
             object_id_gen=0,
@@ -70,7 +70,7 @@ class CatalogSnapshot:
             zone_names=Map(),
         )
 
-    def evolve(self, **changes: Any) -> CatalogSnapshot:
+    def evolve(self, **changes: Any) -> CatalogVersion:
         return dataclasses.replace(self, **changes)
 
     # -- schemas -------------------------------------------------------------
