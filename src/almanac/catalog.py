@@ -23,11 +23,11 @@ from types import TracebackType
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import LOGICAL_BITS, HybridClock, from_datetime, physical_ms
 from almanac.commands.base import Command
+from almanac.commands.preview import preview
 from almanac.descriptors import Schema
 from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
-    UpdateEntry,
     VersionedUpdate,
     apply_update,
 )
@@ -283,14 +283,14 @@ class Catalog:
         for _ in range(self.max_attempts):
             self._check_open()
             base = self.catalog()
-            entries, applied = self._validate(base, batch)
-            if not entries:
-                return ExecuteResult(base.version, applied, created=False)
+            planned = preview(base, batch)
+            if not planned.entries:
+                return ExecuteResult(base.version, planned.applied, created=False)
             update = VersionedUpdate(
                 version=base.version + 1,
                 commit_time=self._clock.now(),
                 delay_ms=self.sync.delay_ms,
-                entries=tuple(entries),
+                entries=planned.entries,
             )
             compares: Sequence[Compare] = ()
             ops: Sequence[Op] = ()
@@ -310,7 +310,7 @@ class Catalog:
             activation = self.catalog(update.version).activation_time
             self._clock.wait_until(self.sync.visible_everywhere_at(activation))
             self._after_commit()
-            return ExecuteResult(update.version, applied, created=True)
+            return ExecuteResult(update.version, planned.applied, created=True)
         raise ConflictError(
             f"Gave up committing after {self.max_attempts} attempts: another writer committed "
             "a new version before each attempt",
@@ -335,21 +335,6 @@ class Catalog:
         from almanac.sql import parse_script
 
         return self.execute(parse_script(text, default_schema=default_schema)).version
-
-    @staticmethod
-    def _validate(
-        base: CatalogVersion, batch: Sequence[Command]
-    ) -> tuple[list[UpdateEntry], tuple[bool, ...]]:
-        working = base.evolve(version=base.version + 1)
-        entries: list[UpdateEntry] = []
-        applied: list[bool] = []
-        for cmd in batch:
-            produced = cmd.validate(working)
-            applied.append(bool(produced))
-            for entry in produced:
-                working = entry.apply(working)
-            entries.extend(produced)
-        return entries, tuple(applied)
 
     def _commit_initial(self) -> None:
         update = VersionedUpdate(

@@ -8,6 +8,7 @@ stores; replaying them from version 0 rebuilds every version exactly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -41,6 +42,7 @@ __all__ = [
     "UpdateEntry",
     "VersionedUpdate",
     "activation_time",
+    "apply_entries",
     "apply_update",
     "pk_index_name",
 ]
@@ -492,7 +494,13 @@ def apply_update(base: CatalogVersion, update: VersionedUpdate) -> CatalogVersio
             f"Update of version {update.version} cannot follow version {base.version}",
             version=update.version,
         )
-    cat = base.evolve(version=update.version)
-    for entry in update.entries:
-        cat = entry.apply(cat)
+    cat = apply_entries(base.evolve(version=update.version), update.entries)
     return cat.evolve(activation_time=activation_time(base, update))
+
+
+def apply_entries(working: CatalogVersion, entries: Iterable[UpdateEntry]) -> CatalogVersion:
+    """Apply entries in order to a working version that already carries the
+    new version number; the one loop behind replay, commit and preview."""
+    for entry in entries:
+        working = entry.apply(working)
+    return working

@@ -1,4 +1,4 @@
-"""Commands: frozen values that validate against a snapshot and yield entries."""
+"""Commands: frozen values that validate against a catalog version and yield entries."""
 
 from almanac.commands.base import ColumnDef, Command
 from almanac.commands.columns import AddColumns, AlterColumn, DropColumns
@@ -10,6 +10,7 @@ from almanac.commands.indexes import (
     RenameIndex,
     StartBuildingIndex,
 )
+from almanac.commands.preview import Preview, preview
 from almanac.commands.schemas import CreateSchema, DropSchema
 from almanac.commands.tables import CreateTable, DropTable, RenameTable, SetTableProperties
 from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, SetDefaultZone
@@ -30,6 +31,7 @@ __all__ = [
     "DropTable",
     "DropZone",
     "MakeIndexAvailable",
+    "Preview",
     "RemoveIndex",
     "RenameIndex",
     "RenameTable",
@@ -37,4 +39,5 @@ __all__ = [
     "SetDefaultZone",
     "SetTableProperties",
     "StartBuildingIndex",
+    "preview",
 ]

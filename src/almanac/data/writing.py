@@ -8,6 +8,7 @@ import pyarrow as pa
 from almanac.catalog import Catalog, ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import CreateTable
+from almanac.commands.preview import preview
 from almanac.data.arrow import conform
 from almanac.data.commits import TableData
 from almanac.data.files import write_files
@@ -72,15 +73,13 @@ def create_table_as(
     existing table nothing is written and the snapshot is None."""
     store = TableData.for_catalog(cat)
     base = cat.catalog()
-    working = base.evolve(version=base.version + 1)
-    entries = create.validate(working)
-    if not entries:
+    planned = preview(base, [create])
+    if not planned.entries:
         return cat.execute([create]), None
-    for entry in entries:
-        working = entry.apply(working)
-    preview = _table(working, create.name, create.schema)
-    partitions = table_partitions(working, preview)
-    rows = conform(data, preview)
+    working = planned.catalog
+    planned_table = _table(working, create.name, create.schema)
+    partitions = table_partitions(working, planned_table)
+    rows = conform(data, planned_table)
     write_id = new_write_id()
     write_dir = store.warehouse.write_dir(create.schema, create.name, write_id)
     lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
@@ -88,7 +87,7 @@ def create_table_as(
 
     def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
         table = _table(new, create.name, create.schema)
-        if table.columns != preview.columns or table_partitions(new, table) != partitions:
+        if table.columns != planned_table.columns or table_partitions(new, table) != partitions:
             raise ConflictError(
                 f"Table '{create.schema}.{create.name}' changed shape while its data was "
                 "written; run the statement again",
@@ -106,7 +105,7 @@ def create_table_as(
         return compares, ops
 
     try:
-        files = write_files(store.warehouse, preview, partitions, rows, write_dir)
+        files = write_files(store.warehouse, planned_table, partitions, rows, write_dir)
         result = cat.execute([create], attach=attach)
     except BaseException:
         store.abort(write_id, write_dir)

@@ -36,6 +36,7 @@ from urllib.parse import quote
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
+from almanac.commands.preview import preview
 from almanac.data import DataFile, TableData, new_write_id, table_partitions
 from almanac.descriptors import Table
 from almanac.errors import (
@@ -144,10 +145,7 @@ def _provisional(
     snap: CatalogVersion, commands: Sequence[Command], schema: str, name: str
 ) -> tuple[Table, int]:
     """The table the commands would create on this version, and its tablet count."""
-    working = snap.evolve(version=snap.version + 1)
-    for command in commands:
-        for entry in command.validate(working):
-            working = entry.apply(working)
+    working = preview(snap, commands).catalog
     table = working.table(name, schema)
     assert table is not None
     return table, table_partitions(working, table)

@@ -1,0 +1,42 @@
+"""Previewing a version: what a batch of commands would make of a catalog.
+
+Committing, CREATE TABLE AS SELECT and the Spark driver all need the next
+version before it exists (to validate, to shape the data they write, to
+attach their own writes). They all get it here, so a batch means the same
+thing everywhere: later commands see the changes of earlier ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from almanac.catalog_version import CatalogVersion
+from almanac.commands.base import Command
+from almanac.entries import UpdateEntry, apply_entries
+
+__all__ = ["Preview", "preview"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """``catalog`` is the next version as the entries make it (numbered
+    ``base.version + 1``, not yet activated); ``applied[i]`` tells whether
+    command ``i`` changed anything (False for an ``IF [NOT] EXISTS`` no-op)."""
+
+    entries: tuple[UpdateEntry, ...]
+    applied: tuple[bool, ...]
+    catalog: CatalogVersion
+
+
+def preview(base: CatalogVersion, commands: Sequence[Command]) -> Preview:
+    """Validate each command against the working version, then apply its entries."""
+    working = base.evolve(version=base.version + 1)
+    entries: list[UpdateEntry] = []
+    applied: list[bool] = []
+    for command in commands:
+        produced = command.validate(working)
+        applied.append(bool(produced))
+        working = apply_entries(working, produced)
+        entries.extend(produced)
+    return Preview(tuple(entries), tuple(applied), working)
