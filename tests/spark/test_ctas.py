@@ -97,6 +97,7 @@ def test_create_existing(spark: Any, cat: Catalog, target: str) -> None:
 
 def test_replace_swaps_in_one_version(spark: Any, cat: Catalog, target: str) -> None:
     first = almanac.spark.create_table_as_select(target, "PEOPLE", _people(spark), ["id"])
+    assert cat.catalog_ready(first.version)
     old = cat.catalog().table("PEOPLE")
     narrow = spark.createDataFrame([(7, "z")], "key int, label string")
     second = almanac.spark.replace_table_as_select(target, "people", narrow, ["key"])
@@ -141,8 +142,8 @@ def test_failing_task_leaves_nothing(spark: Any, cat: Catalog, target: str) -> N
 
 
 def test_failed_replace_keeps_the_old_table(spark: Any, cat: Catalog, target: str) -> None:
-    almanac.spark.create_table_as_select(target, "PEOPLE", _people(spark), ["id"])
-    version = cat.latest_version
+    version = almanac.spark.create_table_as_select(target, "PEOPLE", _people(spark), ["id"]).version
+    assert cat.catalog_ready(version)
     df = spark.range(0, 8, 1, 2).select(_explode("id").alias("id"))
     with pytest.raises(Exception, match=r"boom"):
         almanac.spark.replace_table_as_select(target, "PEOPLE", df, ["id"])
