@@ -69,6 +69,7 @@ from almanac.errors import (
     WriteStateError,
 )
 from almanac.events import Event, EventType
+from almanac.targets import Target, parse_target
 
 __version__ = "0.1.0"
 
@@ -131,10 +132,12 @@ __all__ = [
     "Table",
     "TableBeingCreatedError",
     "TableProperties",
+    "Target",
     "ValidationError",
     "VersionInfo",
     "VersionNotFoundError",
     "WriteStateError",
     "Zone",
     "connect",
+    "parse_target",
 ]

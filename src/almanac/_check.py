@@ -17,7 +17,7 @@ The rules:
   stored as a tuple;
 * an aware ``datetime`` is an instant; a naive one is refused (its meaning
   depends on the machine's time zone), as is one outside the hybrid clock's
-  64-bit range.
+  range (from the Unix epoch to the year 6429, 64 bits with 16 logical).
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _LOGICAL_BITS = 16  # almanac.clock.LOGICAL_BITS; the clock imports nothing from here
 _LOGICAL_MASK = (1 << _LOGICAL_BITS) - 1
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MILLISECOND = dt.timedelta(milliseconds=1)
+_LAST = _EPOCH + dt.timedelta(milliseconds=INT64_MAX >> _LOGICAL_BITS)
 
 T = TypeVar("T")
 E = TypeVar("E", bound=enum.Enum)
@@ -224,12 +228,14 @@ def timestamp(value: object, what: str) -> int:
                 value,
             )
         try:
-            ms = int(value.timestamp() * 1000)
-        except (OverflowError, ValueError, OSError):
-            raise fail(what, "a datetime within the hybrid clock's range", value) from None
+            ms = (value - _EPOCH) // _MILLISECOND  # exact: no float rounding
+        except (OverflowError, ValueError):
+            ms = -1
         ts = (ms << _LOGICAL_BITS) | _LOGICAL_MASK
-        if not INT64_MIN <= ts <= INT64_MAX:
-            raise fail(what, "a datetime within the hybrid clock's range", value)
+        if ms < 0 or ts > INT64_MAX:
+            raise fail(
+                what, f"a datetime from {_EPOCH} to {_LAST} (the hybrid clock's range)", value
+            )
         return ts
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(what, "a hybrid timestamp (int) or an aware datetime", value)

@@ -113,9 +113,9 @@ def _check_text(text: str, original: object) -> None:
         raise _refuse(original, "is not valid Unicode", "target-unicode") from None
 
 
-def parse_target(target: str | os.PathLike[str] | Target) -> Target:
-    """Read a catalog target (see the module doc); ``ValidationError`` when it
-    is not one."""
+def parse_target(target: object) -> Target:
+    """Read a catalog target: a ``str``, an ``os.PathLike`` or a ``Target``
+    (see the module doc); ``ValidationError`` when it is not one."""
     if isinstance(target, Target):
         return target
     if isinstance(target, str):
