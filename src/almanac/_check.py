@@ -26,6 +26,7 @@ import dataclasses
 import datetime as dt
 import enum
 import math
+import threading
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ __all__ = [
     "optional_str",
     "sequence_of",
     "string",
+    "timeout",
     "timestamp",
 ]
 
@@ -177,6 +179,16 @@ def optional_float(
     positive: bool = False,
 ) -> float | None:
     return None if value is None else number(value, what, lo=lo, hi=hi, positive=positive)
+
+
+def timeout(value: object, what: str) -> float | None:
+    """Seconds to wait: ``None`` (no limit) or a finite number >= 0. More than
+    the platform can wait (``threading.TIMEOUT_MAX``, about 292 years) means no
+    limit."""
+    if value is None:
+        return None
+    seconds = number(value, what, lo=0)
+    return None if seconds > threading.TIMEOUT_MAX else seconds
 
 
 def boolean(value: object, what: str) -> bool:

@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,18 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
 from almanac.log import UpdateLog
-from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, open_metastore
+from almanac.metastore import (
+    Compare,
+    Delete,
+    DeleteRange,
+    Get,
+    MemoryMetastore,
+    Metastore,
+    Op,
+    Put,
+    Range,
+    open_metastore,
+)
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import STORE_FILE, Target, parse_target
 
@@ -313,7 +325,7 @@ class Catalog:
             compares: Sequence[Compare] = ()
             ops: Sequence[Op] = ()
             if attach is not None:
-                compares, ops = attach(base, apply_update(base, update))
+                compares, ops = _attachment(attach(base, apply_update(base, update)))
             token = self._log.append(update, extra_compares=compares, extra_ops=ops)
             if token is None:
                 if attach is not None and self._log.latest_version() < update.version:
@@ -450,7 +462,7 @@ class Catalog:
         """Wait until ``version`` is applied here and its listeners are done
         (only applied, with ``applied_only``). False on timeout."""
         check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
-        check.optional_float(timeout, "Parameter 'timeout' of Catalog.catalog_ready", lo=0)
+        timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
         with self._cond:
             return (
@@ -472,7 +484,7 @@ class Catalog:
         at ``timestamp``; afterwards ``catalog_at(timestamp)`` is final."""
         what = "Catalog.wait_for_metadata_completeness"
         ts = check.timestamp(timestamp, f"Parameter 'timestamp' of {what}")
-        check.optional_float(timeout, f"Parameter 'timeout' of {what}", lo=0)
+        timeout = check.timeout(timeout, f"Parameter 'timeout' of {what}")
         self._clock.wait_until(self.sync.complete_after(ts))
         return self.catalog_ready(self._log.latest_version(), timeout, applied_only=True)
 
@@ -595,14 +607,36 @@ def _command_batch(commands: object, where: str) -> list[Command]:
     what = f"Parameter 'commands' of {where}"
     if isinstance(commands, Command):
         raise check.fail(what, "a list of commands (wrap a single command in a list)", commands)
-    if isinstance(commands, str | bytes | bytearray | Mapping) or not isinstance(
-        commands, Iterable
-    ):
+    if isinstance(commands, AbstractSet | Mapping):
+        raise check.fail(what, "a list of commands (they apply in order; a set has none)", commands)
+    if isinstance(commands, str | bytes | bytearray) or not isinstance(commands, Iterable):
         raise check.fail(what, "a list of commands", commands)
     batch = list(commands)
     for i, cmd in enumerate(batch):
         check.instance(cmd, Command, f"Item {i} of parameter 'commands' of {where}", "a Command")
     return batch
+
+
+def _attachment(result: object) -> tuple[tuple[Compare, ...], tuple[Op, ...]]:
+    """What an ``attach`` callback returned, checked: ``(compares, ops)``."""
+    what = "The result of the 'attach' callback of Catalog.execute"
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise check.fail(what, "a pair (compares, ops)", result)
+    compares = check.sequence_of(
+        result[0], f"The compares of {_lower(what)}", lambda v, w: check.instance(v, Compare, w)
+    )
+    ops = check.sequence_of(result[1], f"The ops of {_lower(what)}", _op)
+    return compares, ops
+
+
+def _op(value: object, what: str) -> Op:
+    if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
+        raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
+    return value
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _open_store(target: Target) -> tuple[Metastore, SchemaSync]:
@@ -643,7 +677,10 @@ def connect(
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
     check.optional_str(warehouse, "Parameter 'warehouse' of connect", nonblank=True)
     check.optional_float(
-        janitor_interval_s, "Parameter 'janitor_interval_s' of connect", positive=True
+        janitor_interval_s,
+        "Parameter 'janitor_interval_s' of connect",
+        positive=True,
+        hi=threading.TIMEOUT_MAX,
     )
     store, defaults = _open_store(parsed)
     try:
