@@ -55,10 +55,9 @@ from almanac.metastore import (
     open_metastore,
 )
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
-from almanac.targets import STORE_FILE, Target, parse_target
+from almanac.targets import Target, parse_target
 
 __all__ = [
-    "STORE_FILE",
     "Catalog",
     "ExecuteResult",
     "RetentionPolicy",
