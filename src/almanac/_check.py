@@ -347,7 +347,7 @@ def check_fields(obj: object) -> None:
     cls = type(obj)
     label = getattr(obj, "name", None)
     owner = cls.__name__
-    if isinstance(label, str) and is_unicode(label) and len(label) <= 60:
+    if isinstance(label, str) and "\x00" not in label and is_unicode(label) and len(label) <= 60:
         owner = f"{owner} {label!r}"
     for name, check in _plan(cls):
         value = getattr(obj, name)

@@ -363,7 +363,7 @@ class Catalog:
         """Run a DDL script atomically as one version; returns the resulting version."""
         from almanac.sql import parse_script
 
-        check.string(text, "Parameter 'text' of Catalog.sql")
+        check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
         return self.execute(parse_script(text, default_schema=default_schema)).version
 
