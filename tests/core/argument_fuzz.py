@@ -154,6 +154,14 @@ class Hostile:
         return "Hostile()"
 
 
+class Name(str):
+    """A str subclass: legal wherever a str is."""
+
+
+class Small(enum.IntEnum):
+    TWO = 2
+
+
 def _anything(*args: object, **kwargs: object) -> None:
     return None
 
@@ -209,6 +217,17 @@ def odd_values() -> list[Callable[[], object]]:
         "sqlite://rel.db",
         "foo://x",
         "a" * 300,
+        "..",
+        '"q"',
+        "a.b",
+        "_manifests",
+        "é",
+        "\u200b",
+        "%s",
+        Name("ID"),
+        Small.TWO,
+        65000,
+        65001,
         "CREATE SCHEMA FZ",
         b"",
         b"x",
@@ -336,13 +355,13 @@ def conforms(value: object, annotation: Any) -> bool:
     if annotation is bool:
         return type(value) is bool
     if annotation is int:
-        return type(value) is int and INT64[0] <= value <= INT64[1]
+        return isinstance(value, int) and type(value) is not bool and INT64[0] <= value <= INT64[1]
     if annotation is float:
-        if type(value) is float:
+        if isinstance(value, float):
             return math.isfinite(value)
-        return type(value) is int and abs(value) < 2**1023
+        return isinstance(value, int) and type(value) is not bool and abs(value) < 2**1023
     if annotation is str:
-        if type(value) is not str or "\x00" in value:
+        if not isinstance(value, str) or "\x00" in value:
             return False
         try:
             value.encode("utf-8")
@@ -381,7 +400,7 @@ def built_legally(obj: object) -> bool:
             bool | int | float | decimal.Decimal | str | bytes | dt.date | dt.time | uuid.UUID,
         )
     if isinstance(obj, almanac.FunctionDefault):
-        return type(obj.name) is str
+        return isinstance(obj.name, str)
     hints = typing.get_type_hints(type(obj))
     return all(
         conforms(getattr(obj, f.name), hints[f.name])
