@@ -57,13 +57,7 @@ from almanac.metastore import (
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
-__all__ = [
-    "Catalog",
-    "ExecuteResult",
-    "RetentionPolicy",
-    "VersionInfo",
-    "connect",
-]
+__all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
 DEFAULT_MAX_ATTEMPTS = 10
 _log = logging.getLogger("almanac.catalog")
