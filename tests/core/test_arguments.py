@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -203,8 +204,13 @@ def test_a_set_of_commands_has_no_order_and_is_refused(cat: Catalog) -> None:
 
 def test_a_timeout_longer_than_the_platform_waits_means_no_limit(cat: Catalog) -> None:
     assert cat.catalog_ready(1, timeout=1e308)
-    cat.close()
-    assert not cat.catalog_ready(99, timeout=1e308)  # was OverflowError from threading
+    closer = threading.Timer(0.2, cat.close)
+    closer.start()
+    try:
+        # Waits (no limit) until the catalog closes; was OverflowError from threading.
+        assert not cat.catalog_ready(99, timeout=1e308)
+    finally:
+        closer.join()
 
 
 def test_janitor_period_must_fit_the_platform() -> None:
