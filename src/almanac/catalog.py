@@ -543,10 +543,9 @@ class Catalog:
 
     def _start_janitor(self, interval_s: float) -> None:
         """Clean the warehouse every ``interval_s`` seconds in the background."""
-        if interval_s <= 0:
-            raise CatalogError(f"janitor_interval_s must be positive, got {interval_s}")
+        check.number(interval_s, "Parameter 'janitor_interval_s'", positive=True)
         if self.warehouse is None:
-            raise CatalogError("A janitor needs a warehouse; this catalog has none")
+            raise ValidationError("A janitor needs a warehouse; this catalog has none")
 
         def loop() -> None:
             from almanac.data import run_janitor

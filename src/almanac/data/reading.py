@@ -217,7 +217,11 @@ def plan_scan(
     if version is not None and timestamp is not None:
         raise ValidationError("Read a table at a version or at a timestamp, not both")
     check.optional_int(version, "Parameter 'version' of plan_scan")
-    ts = None if timestamp is None else check.timestamp(timestamp, "Parameter 'timestamp'")
+    ts = (
+        None
+        if timestamp is None
+        else check.timestamp(timestamp, "Parameter 'timestamp' of plan_scan")
+    )
     if version is not None:
         snap = cat.catalog(version)
     elif ts is not None:
