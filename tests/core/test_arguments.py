@@ -272,6 +272,12 @@ def test_messages_read_like_the_rule_errors() -> None:
     assert len(str(long)) < 150
 
 
+def test_hybrid_clock_constants_agree() -> None:
+    from almanac import _check, clock
+
+    assert _check._LOGICAL_BITS == clock.LOGICAL_BITS
+
+
 def test_a_valid_table_still_builds_and_executes(cat: Catalog) -> None:
     result = cat.execute([table("T", col("A"))])
     assert result.version == 2
