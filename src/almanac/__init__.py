@@ -37,6 +37,7 @@ from almanac.descriptors import (
     Column,
     ConsistencyMode,
     ConstantDefault,
+    DefaultValue,
     FunctionDefault,
     Index,
     IndexKind,
@@ -68,7 +69,8 @@ from almanac.errors import (
     VersionNotFoundError,
     WriteStateError,
 )
-from almanac.events import Event, EventType
+from almanac.events import Event, EventType, Listener, ListenerFailure
+from almanac.targets import Target, TargetKind, parse_target
 
 __version__ = "0.1.0"
 
@@ -95,6 +97,7 @@ __all__ = [
     "CreateTable",
     "CreateZone",
     "DataError",
+    "DefaultValue",
     "DropColumns",
     "DropIndex",
     "DropSchema",
@@ -111,6 +114,8 @@ __all__ = [
     "InputError",
     "InvalidArgumentError",
     "LeaseNotFoundError",
+    "Listener",
+    "ListenerFailure",
     "MakeIndexAvailable",
     "MetastoreError",
     "NotFoundError",
@@ -131,10 +136,13 @@ __all__ = [
     "Table",
     "TableBeingCreatedError",
     "TableProperties",
+    "Target",
+    "TargetKind",
     "ValidationError",
     "VersionInfo",
     "VersionNotFoundError",
     "WriteStateError",
     "Zone",
     "connect",
+    "parse_target",
 ]

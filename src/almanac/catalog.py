@@ -14,14 +14,16 @@ import datetime as dt
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from almanac import _check as check
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.clock import LOGICAL_BITS, HybridClock, from_datetime, physical_ms
+from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.commands.base import Command
 from almanac.commands.preview import preview
 from almanac.descriptors import Schema
@@ -31,17 +33,34 @@ from almanac.entries import (
     VersionedUpdate,
     apply_update,
 )
-from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
+from almanac.errors import (
+    CatalogError,
+    ConflictError,
+    CorruptLogError,
+    ValidationError,
+    VersionNotFoundError,
+)
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
 from almanac.log import UpdateLog
-from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, open_metastore
+from almanac.metastore import (
+    Compare,
+    Delete,
+    DeleteRange,
+    Get,
+    MemoryMetastore,
+    Metastore,
+    Op,
+    Put,
+    Range,
+    open_metastore,
+)
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
+from almanac.targets import Target, parse_target
 
 __all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
 DEFAULT_MAX_ATTEMPTS = 10
 _log = logging.getLogger("almanac.catalog")
-STORE_FILE = "catalog.db"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +97,15 @@ class RetentionPolicy:
     check_every: int = 100
 
     def __post_init__(self) -> None:
+        check.check_fields(self)
         if self.keep_versions is None and self.keep_seconds is None:
-            raise CatalogError("A retention policy needs keep_versions or keep_seconds")
-        if self.keep_versions is not None and self.keep_versions < 1:
-            raise CatalogError(f"keep_versions must be at least 1, got {self.keep_versions}")
-        if self.keep_seconds is not None and self.keep_seconds < 0:
-            raise CatalogError(f"keep_seconds must not be negative, got {self.keep_seconds}")
-        if self.check_every < 1:
-            raise CatalogError(f"check_every must be at least 1, got {self.check_every}")
+            raise ValidationError("A retention policy needs keep_versions or keep_seconds")
+        check.optional_int(self.keep_versions, "Parameter 'keep_versions' of RetentionPolicy", lo=1)
+        # Seconds become milliseconds of the hybrid clock: keep them in its range.
+        check.optional_float(
+            self.keep_seconds, "Parameter 'keep_seconds' of RetentionPolicy", lo=0, hi=2**40
+        )
+        check.integer(self.check_every, "Parameter 'check_every' of RetentionPolicy", lo=1)
 
 
 class _Versions:
@@ -195,6 +215,7 @@ class Catalog:
 
     def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``."""
+        check.optional_int(version, "Parameter 'version' of Catalog.catalog")
         state = self._state
         if version is None:
             return state.catalogs[-1]
@@ -217,8 +238,8 @@ class Catalog:
 
     def catalog_at(self, timestamp: int | dt.datetime) -> CatalogVersion:
         """The newest version whose activation time is at or before ``timestamp``
-        (a hybrid timestamp, or a datetime)."""
-        ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
+        (a hybrid timestamp, or an aware datetime; a naive one is refused)."""
+        ts = check.timestamp(timestamp, "Parameter 'timestamp' of Catalog.catalog_at")
         state = self._state
         i = bisect.bisect_right(state.activations, ts) - 1
         if i < 0:
@@ -232,6 +253,7 @@ class Catalog:
 
     def history(self, since: int = 1) -> list[VersionInfo]:
         """What each available version changed, oldest first."""
+        check.integer(since, "Parameter 'since' of Catalog.history")
         state = self._state
         out = []
         for offset, update in enumerate(state.updates):
@@ -250,8 +272,10 @@ class Catalog:
     def pin(self, version: int | None = None) -> Iterator[CatalogVersion]:
         """Hold a version (the latest by default) so that no node truncates it
         while the block runs; pins of a dead process expire with its lease."""
+        check.optional_int(version, "Parameter 'version' of Catalog.pin")
         self._check_open()
         target = self.latest_version if version is None else version
+        self.catalog(target)
         handle = self._log.pin(target)
         try:
             yield self.catalog(target)
@@ -276,10 +300,9 @@ class Catalog:
         one of its compares fails, nothing is written and ``ConflictError``
         is raised.
         """
-        batch = list(commands)
-        for cmd in batch:
-            if not isinstance(cmd, Command):
-                raise CatalogError(f"Not a catalog command: {cmd!r}")
+        batch = _command_batch(commands, "Catalog.execute")
+        if attach is not None:
+            check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         for _ in range(self.max_attempts):
             self._check_open()
             base = self.catalog()
@@ -295,7 +318,7 @@ class Catalog:
             compares: Sequence[Compare] = ()
             ops: Sequence[Op] = ()
             if attach is not None:
-                compares, ops = attach(base, apply_update(base, update))
+                compares, ops = _attachment(attach(base, apply_update(base, update)))
             token = self._log.append(update, extra_compares=compares, extra_ops=ops)
             if token is None:
                 if attach is not None and self._log.latest_version() < update.version:
@@ -319,8 +342,8 @@ class Catalog:
 
     def execute_async(self, commands: Iterable[Command]) -> Future[ExecuteResult]:
         """``execute`` on a worker thread, so that many DDL overlap their waits."""
+        batch = _command_batch(commands, "Catalog.execute_async")
         self._check_open()
-        batch = list(commands)
         with self._cond:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(
@@ -334,6 +357,8 @@ class Catalog:
         """Run a DDL script atomically as one version; returns the resulting version."""
         from almanac.sql import parse_script
 
+        check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
+        check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
         return self.execute(parse_script(text, default_schema=default_schema)).version
 
     def _commit_initial(self) -> None:
@@ -414,6 +439,9 @@ class Catalog:
     ) -> bool:
         """Wait until ``version`` is applied here and its listeners are done
         (only applied, with ``applied_only``). False on timeout."""
+        check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
+        timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
+        check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
         with self._cond:
             return (
                 self._cond.wait_for(
@@ -432,7 +460,9 @@ class Catalog:
     ) -> bool:
         """Wait until this node has applied every version that could be active
         at ``timestamp``; afterwards ``catalog_at(timestamp)`` is final."""
-        ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
+        what = "Catalog.wait_for_metadata_completeness"
+        ts = check.timestamp(timestamp, f"Parameter 'timestamp' of {what}")
+        timeout = check.timeout(timeout, f"Parameter 'timeout' of {what}")
         self._clock.wait_until(self.sync.complete_after(ts))
         return self.catalog_ready(self._log.latest_version(), timeout, applied_only=True)
 
@@ -442,6 +472,7 @@ class Catalog:
         """Store the whole catalog at ``version`` (the latest by default) and
         delete the older log entries, never past a version a reader pins.
         Returns the earliest version available afterwards."""
+        check.optional_int(version, "Parameter 'version' of Catalog.checkpoint_log")
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
@@ -480,9 +511,13 @@ class Catalog:
     # -- events --------------------------------------------------------------
 
     def listen(self, event_type: EventType, listener: Listener) -> None:
+        check.enum_member(event_type, EventType, "Parameter 'event_type' of Catalog.listen")
+        check.callable_(listener, "Parameter 'listener' of Catalog.listen")
         self._listeners.add(event_type, listener)
 
     def unlisten(self, event_type: EventType, listener: Listener) -> None:
+        check.enum_member(event_type, EventType, "Parameter 'event_type' of Catalog.unlisten")
+        check.callable_(listener, "Parameter 'listener' of Catalog.unlisten")
         self._listeners.remove(event_type, listener)
 
     @property
@@ -493,10 +528,9 @@ class Catalog:
 
     def _start_janitor(self, interval_s: float) -> None:
         """Clean the warehouse every ``interval_s`` seconds in the background."""
-        if interval_s <= 0:
-            raise CatalogError(f"janitor_interval_s must be positive, got {interval_s}")
+        check.number(interval_s, "Parameter 'janitor_interval_s'", positive=True)
         if self.warehouse is None:
-            raise CatalogError("A janitor needs a warehouse; this catalog has none")
+            raise ValidationError("A janitor needs a warehouse; this catalog has none")
 
         def loop() -> None:
             from almanac.data import run_janitor
@@ -545,28 +579,58 @@ class Catalog:
         self.close()
 
 
-def _open_store(target: str) -> tuple[Metastore, SchemaSync, Path | None]:
-    if target == "memory://":
-        return MemoryMetastore(), MEMORY_DEFAULTS, None
-    if target.startswith("sqlite://"):
-        store = open_metastore(target)
-        return store, SQLITE_DEFAULTS, Path(target[len("sqlite://") :]).parent
-    if "://" in target:
-        raise CatalogError(
-            f"Unsupported catalog target '{target}': use memory://, sqlite:///path/file.db "
-            "or a directory path",
-            target=target,
-        )
-    root = Path(target)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
-    return open_metastore(str(root.resolve() / STORE_FILE)), SQLITE_DEFAULTS, root
+def _command_batch(commands: object, where: str) -> list[Command]:
+    """The commands of one ``execute`` call, each checked to be a command."""
+    what = f"Parameter 'commands' of {where}"
+    if isinstance(commands, Command):
+        raise check.fail(what, "a list of commands (wrap a single command in a list)", commands)
+    if isinstance(commands, AbstractSet | Mapping):
+        raise check.fail(what, "a list of commands (they apply in order; a set has none)", commands)
+    if isinstance(commands, str | bytes | bytearray) or not isinstance(commands, Iterable):
+        raise check.fail(what, "a list of commands", commands)
+    batch = list(commands)
+    for i, cmd in enumerate(batch):
+        check.instance(cmd, Command, f"Item {i} of parameter 'commands' of {where}", "a Command")
+    return batch
+
+
+def _attachment(result: object) -> tuple[tuple[Compare, ...], tuple[Op, ...]]:
+    """What an ``attach`` callback returned, checked: ``(compares, ops)``."""
+    what = "The result of the 'attach' callback of Catalog.execute"
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise check.fail(what, "a pair (compares, ops)", result)
+    compares = check.sequence_of(
+        result[0], f"The compares of {_lower(what)}", lambda v, w: check.instance(v, Compare, w)
+    )
+    ops = check.sequence_of(result[1], f"The ops of {_lower(what)}", _op)
+    return compares, ops
+
+
+def _op(value: object, what: str) -> Op:
+    if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
+        raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
+    return value
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _open_store(target: Target) -> tuple[Metastore, SchemaSync]:
+    if target.kind == "memory":
+        return MemoryMetastore(), MEMORY_DEFAULTS
+    root = target.root
+    assert root is not None
+    if target.kind == "directory":
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
+    return open_metastore(target.store_uri), SQLITE_DEFAULTS
 
 
 def connect(
-    target: str,
+    target: str | os.PathLike[str] | Target,
     *,
     delay_ms: int | None = None,
     max_clock_skew_ms: int | None = None,
@@ -584,9 +648,18 @@ def connect(
     ``janitor_interval_s`` this node also cleans it periodically (see
     ``almanac janitor``).
     """
-    if not isinstance(target, str):
-        raise CatalogError(f"Catalog target must be a string, not {type(target).__name__}")
-    store, defaults, root = _open_store(target)
+    parsed = parse_target(target)
+    check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
+    check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
+    check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
+    check.optional_str(warehouse, "Parameter 'warehouse' of connect", nonblank=True)
+    check.optional_float(
+        janitor_interval_s,
+        "Parameter 'janitor_interval_s' of connect",
+        positive=True,
+        hi=threading.TIMEOUT_MAX,
+    )
+    store, defaults = _open_store(parsed)
     try:
         sync = SchemaSync(
             delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,
@@ -597,18 +670,14 @@ def connect(
     except CatalogError:
         store.close()
         raise
-    if root is not None:
-        root = root.resolve()
-        if not target.startswith("sqlite://"):
-            target = str(root)
-    if warehouse is None and root is not None:
-        warehouse = str(root / "warehouse")
+    if warehouse is None:
+        warehouse = parsed.default_warehouse
     return Catalog(
         UpdateLog(store),
         sync=sync,
         retention=retention,
-        root=root,
-        target=target,
+        root=parsed.root,
+        target=str(parsed),
         warehouse=warehouse,
         janitor_interval_s=janitor_interval_s,
     )

@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from almanac import _check
+
 __all__ = ["HybridClock", "from_datetime", "physical_ms", "to_datetime"]
 
 LOGICAL_BITS = 16
@@ -28,11 +30,10 @@ def physical_ms(ts: int) -> int:
 
 
 def from_datetime(moment: dt.datetime) -> int:
-    """The largest timestamp within the given instant's millisecond."""
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    ms = int(moment.timestamp() * 1000)
-    return (ms << LOGICAL_BITS) | _LOGICAL_MASK
+    """The largest timestamp within the given instant's millisecond. A naive
+    datetime is refused (``ValidationError``): its instant depends on the
+    machine's time zone."""
+    return _check.timestamp(moment, "The datetime")
 
 
 def to_datetime(ts: int) -> dt.datetime:

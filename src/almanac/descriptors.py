@@ -8,10 +8,14 @@ last touched the object, so a reader can tell what a version changed.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import decimal
 import enum
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from almanac import _check as check
 from almanac.datatypes import ColumnType
 
 __all__ = [
@@ -86,12 +90,48 @@ class ConstantDefault:
 
     value: Any
 
+    def __post_init__(self) -> None:
+        value = self.value
+        if value is not None and not isinstance(value, CONSTANT_TYPES):
+            raise check.fail(
+                "Parameter 'value' of ConstantDefault",
+                "None or a bool, int, float, Decimal, str, bytes, date, time, datetime or UUID",
+                value,
+            )
+        if isinstance(value, str) and not check.is_unicode(value):
+            raise check.fail("Parameter 'value' of ConstantDefault", "valid Unicode text", value)
+        tz = value.tzinfo if isinstance(value, dt.datetime | dt.time) else None
+        if tz is not None and type(tz) is not dt.timezone:
+            raise check.fail(
+                "The time zone of parameter 'value' of ConstantDefault",
+                "a fixed UTC offset (datetime.timezone); a named zone has no stable meaning "
+                "across machines",
+                tz,
+            )
+
+
+CONSTANT_TYPES = (
+    bool,
+    int,
+    float,
+    decimal.Decimal,
+    str,
+    bytes,
+    dt.date,
+    dt.time,
+    uuid.UUID,
+)
+"""The Python types of constant defaults (a datetime is a date)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionDefault:
     """A default computed per row by a named function such as ``RAND_UUID``."""
 
     name: str
+
+    def __post_init__(self) -> None:
+        check.string(self.name, "Parameter 'name' of FunctionDefault", nul_ok=True)
 
 
 DefaultValue = ConstantDefault | FunctionDefault
@@ -127,6 +167,9 @@ class TableProperties:
 
     stale_rows_fraction: float = 0.2
     min_stale_rows: int = 500
+
+    def __post_init__(self) -> None:
+        check.check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

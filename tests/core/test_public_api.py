@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import types
 from pathlib import Path
@@ -52,6 +53,54 @@ def test_every_listed_name_exists() -> None:
     missing = [name for name in almanac.__all__ if not hasattr(almanac, name)]
     assert missing == []
     assert len(almanac.__all__) == len(set(almanac.__all__)), "duplicates in __all__"
+
+
+PUBLIC_MODULES = (
+    "almanac.catalog",
+    "almanac.catalog_version",
+    "almanac.clock",
+    "almanac.commands",
+    "almanac.datatypes",
+    "almanac.descriptors",
+    "almanac.errors",
+    "almanac.events",
+    "almanac.targets",
+)
+"""The modules whose names a user of the Python API meets."""
+
+NOT_EXPORTED = {
+    "almanac.catalog_version.DEFAULT_SCHEMA": "the default of every schema parameter",
+    "almanac.clock.from_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
+    "almanac.clock.physical_ms": "hybrid-clock arithmetic; reach it as almanac.clock",
+    "almanac.clock.to_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
+    "almanac.datatypes.MAX_DECIMAL_PRECISION": "a type rule the commands apply",
+    "almanac.datatypes.MAX_LENGTH": "a type rule the commands apply",
+    "almanac.datatypes.MAX_TIME_PRECISION": "a type rule the commands apply",
+    "almanac.datatypes.TypeParams": "a helper type of the type rules",
+    "almanac.datatypes.can_widen": "a type rule the commands apply",
+    "almanac.datatypes.default_params": "a type rule the commands apply",
+    "almanac.datatypes.python_value_fits": "a type rule the commands apply",
+    "almanac.datatypes.validate_params": "a type rule the commands apply",
+    "almanac.events.Listeners": "the catalog's listener registry",
+    "almanac.targets.MEMORY": "the text of the memory target",
+    "almanac.targets.STORE_FILE": "the file name inside a directory target",
+}
+"""Public names of those modules that are deliberately not in ``almanac.__all__``."""
+
+
+def test_every_public_name_of_the_public_modules_is_exported_or_explained() -> None:
+    missing = []
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module_name}.__all__ lists a missing {name}"
+            if name in almanac.__all__:
+                assert getattr(almanac, name) is getattr(module, name), name
+            elif f"{module_name}.{name}" not in NOT_EXPORTED:
+                missing.append(f"{module_name}.{name}")
+    assert missing == [], "export these from almanac or explain them in NOT_EXPORTED"
+    stale = [n for n in NOT_EXPORTED if n.rsplit(".", 1)[1] in almanac.__all__]
+    assert stale == []
 
 
 def test_connect_is_exported() -> None:

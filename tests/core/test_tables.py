@@ -495,7 +495,7 @@ def test_create_table_with_properties(cat: Catalog) -> None:
     assert t is not None and t.properties == TableProperties(1.0, 10)
 
 
-@pytest.mark.parametrize("fraction", [-0.1, 1.5, float("nan"), float("inf")])
+@pytest.mark.parametrize("fraction", [-0.1, 1.5])
 def test_stale_rows_fraction_in_unit_interval(cat: Catalog, fraction: float) -> None:
     apply(cat, table("T"))
     rejected(
@@ -504,6 +504,14 @@ def test_stale_rows_fraction_in_unit_interval(cat: Catalog, fraction: float) -> 
     rejected(
         cat, _create("U", properties=TableProperties(fraction, 1)), ValidationError, "PUBLIC.U"
     )
+
+
+@pytest.mark.parametrize("fraction", [float("nan"), float("inf"), 2**1100])
+def test_stale_rows_fraction_is_a_finite_number_when_built(fraction: float) -> None:
+    with pytest.raises(ValidationError, match="'stale_rows_fraction' of SetTableProperties 'T'"):
+        SetTableProperties(name="T", stale_rows_fraction=fraction)
+    with pytest.raises(ValidationError, match="'stale_rows_fraction' of TableProperties"):
+        TableProperties(fraction, 1)
 
 
 def test_min_stale_rows_not_negative(cat: Catalog) -> None:

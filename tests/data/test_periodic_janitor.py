@@ -29,5 +29,5 @@ def test_background_janitor_removes_an_expired_staging_dir(tmp_path: Path) -> No
 def test_background_janitor_needs_a_warehouse() -> None:
     with pytest.raises(almanac.CatalogError, match="needs a warehouse"):
         almanac.connect("memory://", janitor_interval_s=1.0)
-    with pytest.raises(almanac.CatalogError, match="must be positive"):
+    with pytest.raises(almanac.CatalogError, match=r"janitor_interval_s.*positive"):
         almanac.connect("memory://", warehouse="/tmp/x", janitor_interval_s=0)

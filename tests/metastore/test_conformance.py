@@ -816,10 +816,12 @@ def test_open_metastore_maps_uris_to_backends(tmp_path: Path) -> None:
     with open_metastore(f"sqlite://{path}") as by_uri:
         assert isinstance(by_uri, SqliteMetastore)
         by_uri.put("a", b"1")
-    with open_metastore(str(path)) as by_path:
-        assert isinstance(by_path, SqliteMetastore)
-        assert current(by_path, "a").value == b"1"
-    for bad in ["etcd://localhost:2379", "sqlite://relative.db", "memory://x", "notes.txt", ""]:
+    with open_metastore(f"sqlite://{tmp_path}/catalog.db") as by_uri:
+        by_uri.put("b", b"2")
+    with open_metastore(str(tmp_path)) as by_directory:  # a catalog directory's catalog.db
+        assert isinstance(by_directory, SqliteMetastore)
+        assert current(by_directory, "b").value == b"2"
+    for bad in ["etcd://localhost:2379", "sqlite://relative.db", "memory://x", "memory:/", ""]:
         with pytest.raises(InvalidArgumentError):
             open_metastore(bad)
 

@@ -91,7 +91,9 @@ columns = st.builds(
     default=st.none() | defaults,
 )
 collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
-table_properties = st.builds(TableProperties, st.floats(allow_nan=False), int64s)
+table_properties = st.builds(
+    TableProperties, st.floats(allow_nan=False, allow_infinity=False), int64s
+)
 tables = st.builds(
     Table,
     id=int64s,

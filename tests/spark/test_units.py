@@ -39,6 +39,7 @@ def test_read_point() -> None:
         {"version": "x"},
         {"version": "0"},
         {"timestamp": "soon"},
+        {"timestamp": "2024-01-02T03:04:05"},
         {"version": "1", "timestamp": "2"},
     ]:
         with pytest.raises(ValidationError):
@@ -46,7 +47,8 @@ def test_read_point() -> None:
 
 
 def test_store_uri(tmp_path: object) -> None:
-    assert store_uri("/data/cat") == "/data/cat/catalog.db"
+    assert store_uri("/data/cat") == "sqlite:///data/cat/catalog.db"
+    assert store_uri("/data/my cat") == "sqlite:///data/my%20cat/catalog.db"
     assert store_uri("sqlite:///x/y.db") == "sqlite:///x/y.db"
     with pytest.raises(ValidationError, match=r"durable"):
         store_uri("memory://")

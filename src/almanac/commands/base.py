@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from almanac._check import check_fields
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.datatypes import ColumnType, default_params, python_value_fits, validate_params
 from almanac.descriptors import (
@@ -39,6 +40,11 @@ class Command:
     the command is a no-op (for example ``IF NOT EXISTS`` on an existing name)."""
 
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        # Every field is checked against its annotation when the command is
+        # built, so a wrong type never reaches validation or the serializer.
+        check_fields(self)
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         raise TypeError(f"{type(self).__name__} does not define validate()")
@@ -170,6 +176,9 @@ class ColumnDef:
     scale: int | None = None
     length: int | None = None
     default: DefaultValue | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def to_column(self, column_id: int) -> Column:
         dp, ds, dl = default_params(self.type)

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
 
+from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
-from almanac.clock import from_datetime
 from almanac.data.commits import ABORTED, TableData, select_record
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
@@ -218,7 +218,7 @@ def expire_data(
             f"Table '{schema}.{name}' does not exist", kind="table", name=f"{schema}.{name}"
         )
     data = TableData.for_catalog(cat)
-    cutoff = from_datetime(older_than) if isinstance(older_than, dt.datetime) else older_than
+    cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
     for _ in range(_MAX_ATTEMPTS):
         oldest_pin, pins_revision = cat.log.oldest_pinned()
         records = data.records(table.id)

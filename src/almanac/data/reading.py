@@ -5,6 +5,7 @@ column id so that schema changes made after a file was written resolve."""
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 import uuid
 from collections.abc import Iterator, Sequence
@@ -15,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
-from almanac.clock import from_datetime
 from almanac.data.arrow import FIELD_ID, arrow_type, column_fill, output_schema, project
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
@@ -49,6 +50,53 @@ class Predicate:
     column: str
     op: str
     value: object = None
+
+    def __post_init__(self) -> None:
+        check.string(self.column, "Parameter 'column' of Predicate")
+        if self.op not in PREDICATE_OPS:
+            raise check.fail(
+                "Parameter 'op' of Predicate", f"one of {', '.join(PREDICATE_OPS)}", self.op
+            )
+        if self.op in ("is_null", "is_not_null"):
+            return
+        what = f"Parameter 'value' of Predicate '{self.op}' on column '{self.column}'"
+        if self.op != "in":
+            _check_operand(self.value, what)
+            return
+        if not isinstance(self.value, list | tuple | set | frozenset):
+            raise check.fail(what, "a list, tuple or set of values", self.value)
+        members = [v for v in self.value if v is not None]
+        for i, member in enumerate(members):
+            _check_operand(member, f"Item {i} of {what[0].lower()}{what[1:]}")
+        try:
+            pa.array(members)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+            raise check.fail(what, "values of one type", self.value) from exc
+
+
+_OPERAND_TYPES = (bool, int, float, decimal.Decimal, str, bytes, dt.date, dt.time, uuid.UUID)
+
+
+def _check_operand(value: object, what: str) -> None:
+    """A value a column holds, that Arrow can compare with: 64-bit ints, finite
+    decimals of at most 76 digits, aware or naive datetimes as stored."""
+    if value is None:
+        return
+    if not isinstance(value, _OPERAND_TYPES):
+        raise check.fail(
+            what,
+            "None or a bool, int, float, Decimal, str, bytes, date, time, datetime or UUID",
+            value,
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        check.integer(value, what)
+    if isinstance(value, str) and not check.is_unicode(value):
+        raise check.fail(what, "valid Unicode text", value)
+    if isinstance(value, decimal.Decimal):
+        try:
+            pc.scalar(value)
+        except (pa.ArrowException, OverflowError, ValueError) as exc:
+            raise check.fail(what, "a finite Decimal of at most 76 digits", value) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +216,12 @@ def plan_scan(
     keep the files whose statistics allow a match for every predicate."""
     if version is not None and timestamp is not None:
         raise ValidationError("Read a table at a version or at a timestamp, not both")
-    ts = from_datetime(timestamp) if isinstance(timestamp, dt.datetime) else timestamp
+    check.optional_int(version, "Parameter 'version' of plan_scan")
+    ts = (
+        None
+        if timestamp is None
+        else check.timestamp(timestamp, "Parameter 'timestamp' of plan_scan")
+    )
     if version is not None:
         snap = cat.catalog(version)
     elif ts is not None:

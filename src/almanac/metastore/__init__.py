@@ -4,15 +4,17 @@ Open one with :func:`open_metastore` from a URI, so that a store can be named
 across processes (Spark's commit workers receive a URI, not an object):
 
 * ``memory://`` - a fresh in-process store (tests);
-* ``sqlite:///abs/path.db`` or a plain path ending in ``.db`` - a SQLite
-  file shared by the processes of one machine.
+* ``sqlite:///abs/path.db`` - a SQLite file shared by the processes of one
+  machine;
+* a catalog directory - its ``catalog.db``.
+
+The URI is read by :func:`almanac.targets.parse_target`, the same reader
+``almanac.connect`` uses.
 """
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
-from almanac.errors import CompactedError, MetastoreError
+from almanac.errors import CompactedError, MetastoreError, ValidationError
 from almanac.metastore.base import (
     Compare,
     CompareOp,
@@ -70,27 +72,17 @@ __all__ = [
     "open_metastore",
 ]
 
-_SQLITE_SCHEME = "sqlite://"
-
 
 def open_metastore(uri: str) -> Metastore:
-    """Open the metastore a URI names; the caller owns (and closes) it."""
-    if not isinstance(uri, str):
-        raise InvalidArgumentError(f"metastore URI must be a str, not {type(uri).__name__}")
-    if uri == "memory://":
-        return MemoryMetastore()
-    if uri.startswith(_SQLITE_SCHEME):
-        path = unquote(uri[len(_SQLITE_SCHEME) :])
-        if not path.startswith("/"):
-            raise InvalidArgumentError(
-                f"sqlite metastore URI needs an absolute path (sqlite:///abs/path.db): {uri!r}",
-                uri=uri,
-            )
-        return SqliteMetastore(path)
-    if "://" not in uri and uri.endswith(".db"):
-        return SqliteMetastore(uri)
-    raise InvalidArgumentError(
-        f"unsupported metastore URI {uri!r}: use memory://, sqlite:///abs/path.db"
-        " or a path ending in .db",
-        uri=uri,
-    )
+    """Open the metastore behind a catalog target or a store URI (both are read
+    by :func:`almanac.targets.parse_target`): ``memory://``, ``sqlite:///abs/
+    path.db``, or a catalog directory (its ``catalog.db``, which is not created
+    here). The caller owns (and closes) the store."""
+    from almanac.targets import parse_target
+
+    try:
+        target = parse_target(uri)
+    except ValidationError as exc:
+        raise InvalidArgumentError(f"Invalid metastore URI: {exc}", uri=repr(uri)) from None
+    store = target.store_path
+    return MemoryMetastore() if store is None else SqliteMetastore(store)

@@ -42,7 +42,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
-from almanac.errors import SerializationError
+from almanac.errors import SerializationError, ValidationError
 from almanac.serialization.io import Reader, Writer
 
 __all__ = [
@@ -345,7 +345,11 @@ class Registry:
             read = self._top_readers[expect] = self.nested_reader_any(
                 () if expect is None else (expect,)
             )
-        obj = read(r)
+        try:
+            obj = read(r)
+        except ValidationError as exc:
+            # Decoded fields that no constructor accepts: the bytes are corrupt.
+            r.fail(f"Decoded an invalid value: {exc}")
         r.expect_end()
         return obj
 

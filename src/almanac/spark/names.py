@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 import almanac
-from almanac.catalog import STORE_FILE, Catalog
+from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.descriptors import Schema, Table
-from almanac.errors import CatalogError, NotFoundError, ValidationError
-from almanac.metastore import Metastore, open_metastore
+from almanac.errors import NotFoundError, ValidationError
+from almanac.targets import Target, parse_target
 
 __all__ = [
     "ReadPoint",
     "TableName",
     "catalog_session",
-    "open_store",
+    "durable_target",
     "parse_name",
     "read_point",
     "resolve_schema",
@@ -35,30 +33,27 @@ __all__ = [
 ]
 
 
-def store_uri(target: str) -> str:
-    """The metastore URI behind a catalog target; only durable targets work,
+def durable_target(target: object) -> Target:
+    """The parsed catalog target of a Spark job; only durable targets work,
     because Spark's workers are other processes."""
-    if not isinstance(target, str) or not target:
-        raise CatalogError("A Spark job needs the catalog target (option 'catalog')")
-    if target == "memory://":
+    if target is None or target == "":
         raise ValidationError(
-            "Catalog target 'memory://' lives in one process; Spark needs a durable target "
+            "A Spark job needs the catalog target (option 'catalog')", rule="durable-target"
+        )
+    parsed = parse_target(target)
+    if not parsed.durable:
+        raise ValidationError(
+            f"Catalog target '{parsed}' lives in one process; Spark needs a durable target "
             "(a directory or sqlite:///path/file.db)",
-            target=target,
+            target=str(parsed),
             rule="durable-target",
         )
-    if target.startswith("sqlite://"):
-        return target
-    if "://" in target:
-        raise ValidationError(
-            f"Unsupported catalog target '{target}' for Spark", target=target, rule="target"
-        )
-    return os.path.join(os.path.abspath(target), STORE_FILE)
+    return parsed
 
 
-def open_store(target: str) -> Metastore:
-    """The catalog's metastore alone, without replaying the catalog log."""
-    return open_metastore(store_uri(target))
+def store_uri(target: str) -> str:
+    """The metastore URI behind a durable catalog target."""
+    return durable_target(target).store_uri
 
 
 @contextlib.contextmanager
@@ -67,16 +62,16 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
 
     The catalog must exist: ``connect`` would create an empty one at a
     mistyped path, and the job would then fail on a missing table instead."""
-    uri = store_uri(target)
-    path = unquote(uri[len("sqlite://") :]) if uri.startswith("sqlite://") else uri
-    if not os.path.exists(path):
+    parsed = durable_target(target)
+    path = parsed.store_path
+    if path is None or not path.exists():
         raise NotFoundError(
             f"No catalog at '{target}' (no metastore file '{path}'); create it with "
             "almanac.connect first",
             kind="catalog",
             name=target,
         )
-    cat = almanac.connect(target, warehouse=warehouse)
+    cat = almanac.connect(parsed, warehouse=warehouse)
     try:
         yield cat
     finally:
@@ -194,8 +189,8 @@ class ReadPoint:
 
 def read_point(options: Mapping[str, str]) -> ReadPoint:
     """Options ``version`` (a catalog version) or ``timestamp`` (a hybrid
-    timestamp as an integer, or an ISO-8601 datetime; without a zone it is
-    local time)."""
+    timestamp as an integer, or an ISO-8601 datetime with a UTC offset or
+    ``Z``; one without is refused, as naive datetimes are everywhere)."""
     version = options.get("version")
     timestamp = options.get("timestamp")
     if version is not None and timestamp is not None:
@@ -218,11 +213,19 @@ def read_point(options: Mapping[str, str]) -> ReadPoint:
         if text.isdigit():
             return ReadPoint(timestamp=int(text))
         try:
-            return ReadPoint(timestamp=dt.datetime.fromisoformat(text))
+            moment = dt.datetime.fromisoformat(text)
         except ValueError:
             raise ValidationError(
                 f"Option 'timestamp' must be a hybrid timestamp or an ISO-8601 datetime, "
                 f"got {timestamp!r}",
                 rule="read-point",
             ) from None
+        if moment.utcoffset() is None:
+            raise ValidationError(
+                f"Option 'timestamp' {timestamp!r} has no UTC offset; add one "
+                "(e.g. '+00:00' or 'Z'): a time without a zone means different instants "
+                "on different machines",
+                rule="read-point",
+            )
+        return ReadPoint(timestamp=moment)
     return ReadPoint()

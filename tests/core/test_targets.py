@@ -1,0 +1,141 @@
+"""Catalog targets are parsed once, by ``parse_target``, into a ``Target``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import almanac
+from almanac import Target, ValidationError, parse_target
+from almanac.metastore import InvalidArgumentError, MemoryMetastore, open_metastore
+
+
+def test_memory() -> None:
+    t = parse_target("memory://")
+    assert t == Target("memory")
+    assert (t.durable, t.path, t.store_path, t.root, t.default_warehouse) == (
+        False,
+        None,
+        None,
+        None,
+        None,
+    )
+    assert t.store_uri == "memory://" and str(t) == "memory://"
+
+
+def test_directory_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    t = parse_target("data")
+    assert t == Target("directory", tmp_path / "data")
+    assert t.durable and t.root == tmp_path / "data"
+    assert t.store_path == tmp_path / "data" / "catalog.db"
+    assert t.store_uri == f"sqlite://{tmp_path}/data/catalog.db"
+    assert t.default_warehouse == str(tmp_path / "data" / "warehouse")
+    assert str(t) == str(tmp_path / "data")
+    assert parse_target(Path("data")) == t
+    assert parse_target("./data:v1").path == tmp_path / "data:v1"
+    assert parse_target("C:/x").kind == "directory"  # one letter is a drive, not a scheme
+
+
+def test_sqlite_file() -> None:
+    t = parse_target("sqlite:///srv/my%20cat/file.db")
+    assert t == Target("sqlite", Path("/srv/my cat/file.db"))
+    assert t.root == Path("/srv/my cat")
+    assert t.store_uri == "sqlite:///srv/my%20cat/file.db" == str(t)
+    assert t.default_warehouse == "/srv/my cat/warehouse"
+
+
+@pytest.mark.parametrize(
+    "text", ["memory://", "/a/b", "sqlite:///a/b.db", "sqlite:///a%25b/c%20d.db", "/x y"]
+)
+def test_canonical_text_parses_to_the_same_target(text: str) -> None:
+    t = parse_target(text)
+    assert parse_target(str(t)) == t
+    assert parse_target(t) is t
+
+
+@pytest.mark.parametrize(
+    ("target", "fragment"),
+    [
+        ("", "is blank"),
+        (" ", "is blank"),
+        ("\t\n", "is blank"),
+        (" ./data", "whitespace"),
+        ("data ", "whitespace"),
+        ("\x00", "NUL"),
+        ("da\x00ta", "NUL"),
+        ("\udcff", "not valid Unicode"),
+        ("memory:/", "malformed"),
+        ("memory:", "malformed"),
+        ("memory://x", "malformed"),
+        ("MEMORY://", "malformed"),
+        ("sqlite:/x.db", "malformed"),
+        ("sqlite://relative.db", "absolute path"),
+        ("sqlite:///", "database file"),
+        ("sqlite:///dir/", "database file"),
+        ("sqlite:///a%00b.db", "NUL"),
+        ("foo://x", "unsupported scheme 'foo:'"),
+        ("etcd://localhost:2379", "unsupported scheme"),
+        ("file:///tmp/x", "unsupported scheme"),
+        ("data:v1", "unsupported scheme"),
+        (5, "must be a str or a path, not int"),
+        (None, "not NoneType"),
+        (b"/tmp/x", "not bytes"),
+        (Path("a").__fspath__().encode(), "not bytes"),
+        (["memory://"], "not list"),
+    ],
+)
+def test_bad_targets_are_refused(target: Any, fragment: str) -> None:
+    with pytest.raises(ValidationError, match="Unsupported catalog target") as info:
+        parse_target(target)
+    assert fragment in str(info.value)
+
+
+class _BytesPath(os.PathLike[bytes]):
+    def __fspath__(self) -> bytes:
+        return b"/tmp/x"
+
+
+def test_a_bytes_path_is_refused() -> None:
+    with pytest.raises(ValidationError, match="bytes path"):
+        parse_target(_BytesPath())
+
+
+@pytest.mark.parametrize("target", ["", " ", "memory:/", "\x00", "foo://x", "  data"])
+def test_connect_refuses_and_creates_nothing(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError):
+        almanac.connect(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_connect_accepts_paths_and_targets(tmp_path: Path) -> None:
+    with almanac.connect(tmp_path / "a") as cat:
+        assert cat.target == str(tmp_path / "a")
+        assert cat.warehouse == str(tmp_path / "a" / "warehouse")
+        cat.execute([almanac.CreateSchema("S")])
+    with almanac.connect(parse_target(str(tmp_path / "a"))) as again:
+        assert again.catalog().schema("S") is not None
+    uri = f"sqlite://{tmp_path}/b.db"
+    with almanac.connect(uri) as cat:
+        assert cat.target == uri and cat.root == tmp_path
+    assert (tmp_path / "b.db").exists()
+
+
+def test_open_metastore_reads_targets_with_the_same_parser(tmp_path: Path) -> None:
+    with open_metastore("memory://") as store:
+        assert isinstance(store, MemoryMetastore)
+    with almanac.connect(tmp_path / "c") as cat:
+        cat.execute([almanac.CreateSchema("S")])
+    with open_metastore(parse_target(tmp_path / "c").store_uri) as store:
+        assert store.get("catalog.version") is not None
+    with open_metastore(str(tmp_path / "c")) as store:
+        assert store.get("catalog.version") is not None
+    for bad in ["memory:/", "", "foo://x"]:
+        with pytest.raises(InvalidArgumentError, match="Unsupported catalog target"):
+            open_metastore(bad)
