@@ -23,6 +23,7 @@ from almanac.commands import (
     DropTable,
     DropZone,
     MakeIndexAvailable,
+    Preview,
     RemoveIndex,
     RenameIndex,
     RenameTable,
@@ -30,6 +31,7 @@ from almanac.commands import (
     SetDefaultZone,
     SetTableProperties,
     StartBuildingIndex,
+    preview,
 )
 from almanac.datatypes import ColumnType
 from almanac.descriptors import (
@@ -119,6 +121,7 @@ __all__ = [
     "MakeIndexAvailable",
     "MetastoreError",
     "NotFoundError",
+    "Preview",
     "RemoveIndex",
     "RenameIndex",
     "RenameTable",
@@ -145,4 +148,5 @@ __all__ = [
     "Zone",
     "connect",
     "parse_target",
+    "preview",
 ]

@@ -74,6 +74,7 @@ NOT_CALLED = {
     "Schema": "a descriptor the catalog builds",
     "Table": "a descriptor the catalog builds",
     "Target": "made by parse_target, which is called",
+    "Preview": "returned by preview, which is called",
     "VersionInfo": "returned by history",
     "Zone": "a descriptor the catalog builds",
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import Command
 from almanac.entries import UpdateEntry, apply_entries
@@ -31,6 +32,12 @@ class Preview:
 
 def preview(base: CatalogVersion, commands: Sequence[Command]) -> Preview:
     """Validate each command against the working version, then apply its entries."""
+    check.instance(base, CatalogVersion, "Parameter 'base' of preview")
+    commands = check.sequence_of(
+        commands,
+        "Parameter 'commands' of preview",
+        lambda value, what: check.instance(value, Command, what, "a catalog command"),
+    )
     working = base.evolve(version=base.version + 1)
     entries: list[UpdateEntry] = []
     applied: list[bool] = []
