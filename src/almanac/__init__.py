@@ -49,6 +49,7 @@ from almanac.descriptors import (
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
+    CatalogIdentityError,
     CompactedError,
     ConflictError,
     CorruptLogError,
@@ -79,6 +80,7 @@ __all__ = [
     "AlterZone",
     "Catalog",
     "CatalogError",
+    "CatalogIdentityError",
     "CatalogVersion",
     "Collation",
     "Column",
