@@ -31,10 +31,17 @@ from almanac.entries import (
     VersionedUpdate,
     apply_update,
 )
-from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
+from almanac.errors import (
+    CatalogError,
+    ConflictError,
+    CorruptLogError,
+    ValidationError,
+    VersionNotFoundError,
+)
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
 from almanac.log import UpdateLog
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, open_metastore
+from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 
 __all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
@@ -560,11 +567,11 @@ class Catalog:
         self.close()
 
 
-def _open_store(target: str) -> tuple[Metastore, SchemaSync, Path | None]:
+def _open_store(target: str, durability: str) -> tuple[Metastore, SchemaSync, Path | None]:
     if target == "memory://":
         return MemoryMetastore(), MEMORY_DEFAULTS, None
     if target.startswith("sqlite://"):
-        store = open_metastore(target)
+        store = open_metastore(target, durability=durability)
         return store, SQLITE_DEFAULTS, Path(target[len("sqlite://") :]).parent
     if "://" in target:
         raise CatalogError(
@@ -577,7 +584,8 @@ def _open_store(target: str) -> tuple[Metastore, SchemaSync, Path | None]:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
-    return open_metastore(str(root.resolve() / STORE_FILE)), SQLITE_DEFAULTS, root
+    store = open_metastore(str(root.resolve() / STORE_FILE), durability=durability)
+    return store, SQLITE_DEFAULTS, root
 
 
 def connect(
@@ -588,6 +596,7 @@ def connect(
     retention: RetentionPolicy | None = None,
     warehouse: str | None = None,
     janitor_interval_s: float | None = None,
+    durability: str = "full",
 ) -> Catalog:
     """Open a catalog node.
 
@@ -598,10 +607,23 @@ def connect(
     goes to ``warehouse``, by default ``<directory>/warehouse``; with
     ``janitor_interval_s`` this node also cleans it periodically (see
     ``almanac janitor``).
+
+    ``durability`` is how hard a SQLite commit is made to stick: ``"full"``
+    (the default) fsyncs every version, so it survives a power cut;
+    ``"normal"`` is faster and survives the death of a process, but a machine
+    crash may lose the last versions (see ``almanac.metastore.sqlite``).
     """
     if not isinstance(target, str):
         raise CatalogError(f"Catalog target must be a string, not {type(target).__name__}")
-    store, defaults, root = _open_store(target)
+    if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
+        raise ValidationError(
+            f"durability must be one of {', '.join(map(repr, DURABILITY_LEVELS))}, "
+            f"not {durability!r}",
+            parameter="durability",
+            allowed=tuple(DURABILITY_LEVELS),
+            value=durability,
+        )
+    store, defaults, root = _open_store(target, durability)
     try:
         sync = SchemaSync(
             delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,

@@ -182,11 +182,14 @@ class UpdateLog:
 
     def _catch_up(self, follower: LogFollower, applied: int) -> int:
         """Deliver every stored version after ``applied``; returns the revision read."""
+        identity = self.identity if applied < 0 else None
+        # The record first: a node writes the store before the record, so a
+        # record read before the store never runs ahead of it.
+        held = identity.read() if identity is not None else None
         result = self.store.range(_PREFIX)
         by_key = {kv.key: kv for kv in result.kvs}
         latest, earliest = _check_layout(by_key)
-        if applied < 0 and self.identity is not None:
-            self._check_identity(self.identity, by_key, latest)
+        known = self._check_identity(identity, held, by_key, latest) if identity else None
         start = applied + 1
         if earliest > 0 and applied < earliest:
             snapshot = _read_checkpoint(by_key, earliest)
@@ -197,12 +200,20 @@ class UpdateLog:
         for version in range(max(start, 1), latest + 1):
             update = _read_update(by_key, version, earliest)
             follower.on_update(update, by_key[update_key(version)].mod_revision)
+        if identity is not None and known is not None:
+            self._adopt_identity(identity, *known, latest)
         return result.revision
 
     def _check_identity(
-        self, record: IdentityRecord, by_key: dict[str, KeyValue], latest: int
-    ) -> None:
-        """Refuse a store that is not (all of) the catalog its record says it held."""
+        self,
+        record: IdentityRecord,
+        held: tuple[str, int] | None,
+        by_key: dict[str, KeyValue],
+        latest: int,
+    ) -> tuple[str | None, int]:
+        """Refuse a store that is not (all of) the catalog its record says it held;
+        returns the store's catalog id (None: none yet) and the recorded version
+        (-1: no record), for ``_adopt_identity`` once the log has been read."""
         store_id = None
         id_kv = by_key.get(KEY_ID)
         if id_kv is not None:
@@ -212,7 +223,6 @@ class UpdateLog:
                     f"Metastore key '{KEY_ID}' holds {id_kv.value[:40]!r}, not a catalog id",
                     key=KEY_ID,
                 )
-        held = record.read()
         store = getattr(self.store, "path", "the metastore")
         context = {
             "path": str(record.path),
@@ -246,6 +256,12 @@ class UpdateLog:
                     f"or an older copy of the file); {remedy}",
                     **context,
                 )
+        return store_id, -1 if held is None else held[1]
+
+    def _adopt_identity(
+        self, record: IdentityRecord, store_id: str | None, recorded: int, latest: int
+    ) -> None:
+        """Give a new (or older-release) store its id, and bring the record up to date."""
         if store_id is None:
             fresh = new_catalog_id()
             put = self.store.txn([Compare.absent(KEY_ID)], [Put(KEY_ID, fresh.encode("ascii"))])
@@ -256,7 +272,7 @@ class UpdateLog:
                 store_id = None if raced is None else parse_catalog_id(raced.value)
                 if store_id is None:
                     raise CorruptLogError(f"Metastore key '{KEY_ID}' is unreadable", key=KEY_ID)
-        record.adopt(store_id, latest, -1 if held is None else held[1])
+        record.adopt(store_id, latest, recorded)
 
     def _follow(self, follower: LogFollower) -> None:
         applied = -1

@@ -5,7 +5,9 @@ across processes (Spark's commit workers receive a URI, not an object):
 
 * ``memory://`` - a fresh in-process store (tests);
 * ``sqlite:///abs/path.db`` or a plain path ending in ``.db`` - a SQLite
-  file shared by the processes of one machine.
+  file shared by the processes of one machine; ``durability`` ("full", the
+  default, or "normal") picks its ``PRAGMA synchronous`` (see
+  :mod:`almanac.metastore.sqlite`).
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ __all__ = [
 _SQLITE_SCHEME = "sqlite://"
 
 
-def open_metastore(uri: str) -> Metastore:
-    """Open the metastore a URI names; the caller owns (and closes) it."""
+def open_metastore(uri: str, *, durability: str = "full") -> Metastore:
+    """Open the metastore a URI names; the caller owns (and closes) it.
+    ``durability`` applies to SQLite files; the memory store ignores it."""
     if not isinstance(uri, str):
         raise InvalidArgumentError(f"metastore URI must be a str, not {type(uri).__name__}")
     if uri == "memory://":
@@ -86,9 +89,9 @@ def open_metastore(uri: str) -> Metastore:
                 f"sqlite metastore URI needs an absolute path (sqlite:///abs/path.db): {uri!r}",
                 uri=uri,
             )
-        return SqliteMetastore(path)
+        return SqliteMetastore(path, durability=durability)
     if "://" not in uri and uri.endswith(".db"):
-        return SqliteMetastore(uri)
+        return SqliteMetastore(uri, durability=durability)
     raise InvalidArgumentError(
         f"unsupported metastore URI {uri!r}: use memory://, sqlite:///abs/path.db"
         " or a path ending in .db",
