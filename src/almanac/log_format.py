@@ -64,8 +64,10 @@ FRAME_MAGIC: Final = b"\xa1\x4d\xc3\x7e"
 FRAME_FORMAT: Final = 1
 KIND_UPDATE: Final = ord("U")
 KIND_CHECKPOINT: Final = ord("C")
-_HEADER: Final = struct.Struct(">4sBBQI")
-HEADER_SIZE: Final = _HEADER.size + 4
+_HEADER: Final = struct.Struct(">4sBBQI")  # what the checksum covers, with the payload
+_FRAMED: Final = struct.Struct(">4sBBQII")  # the whole header, checksum included
+HEADER_SIZE: Final = _FRAMED.size
+_CHECKED: Final = _HEADER.size
 LEGACY_PREFIXES: Final = {
     b"\x00\x01\x00\xc8": KIND_UPDATE,  # protocol 1, VersionedUpdate
     b"\x00\x01\x00\xc9": KIND_CHECKPOINT,  # protocol 1, CatalogVersion
@@ -99,12 +101,12 @@ def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:
     )
 
 
-def _unframe(key: str, version: int, data: bytes) -> tuple[int, bytes | memoryview]:
+def _unframe(key: str, version: int, data: bytes) -> tuple[int, bytes]:
     """The kind and payload of a stored entry, after every frame check."""
     if data[:4] == FRAME_MAGIC:
         if len(data) < HEADER_SIZE:
             raise _corrupt(key, version, f"{len(data)} bytes is shorter than a frame header")
-        _, fmt, kind, stored_version, length = _HEADER.unpack_from(data)
+        _, fmt, kind, stored_version, length, stored_crc = _FRAMED.unpack_from(data)
         if fmt != FRAME_FORMAT:
             raise _corrupt(
                 key,
@@ -119,9 +121,8 @@ def _unframe(key: str, version: int, data: bytes) -> tuple[int, bytes | memoryvi
                 f"the frame announces {length} payload bytes but holds "
                 f"{len(data) - HEADER_SIZE} (truncated or extended)",
             )
-        payload = memoryview(data)[HEADER_SIZE:]
-        stored_crc = int.from_bytes(data[_HEADER.size : HEADER_SIZE], "big")
-        crc = zlib.crc32(payload, zlib.crc32(memoryview(data)[: _HEADER.size]))
+        payload = data[HEADER_SIZE:]
+        crc = zlib.crc32(payload, zlib.crc32(data[:_CHECKED]))
         if crc != stored_crc:
             raise _corrupt(
                 key, version, f"checksum mismatch (stored {stored_crc:08x}, computed {crc:08x})"
