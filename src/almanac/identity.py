@@ -19,11 +19,13 @@ the numbers. A brand-new directory initialises both; a store written by an
 older release (no id yet) is adopted. The record is replaced atomically
 (write, fsync, rename, fsync of the directory) and only ever moves forward;
 nodes refresh it from their log follower at most once per
-``flush_interval_s`` while versions advance, and on close, never once per
-read. A version recorded there was committed before any node saw it, so a
-store that is merely behind on a node's crash never trips the check; one
-that lost committed versions does, unless the loss happened within the last
-flush interval.
+``flush_interval_s`` (0.2 s) while versions advance, and on close, never
+once per read or commit. A version recorded there was committed before any
+node saw it, so a store that is merely behind on a node's crash never trips
+the check; one that lost committed versions does, unless they were committed
+within the last flush interval before the crash. With ``durability="normal"``
+a power cut can lose commits the record already holds: the next open then
+refuses, saying how many versions are gone.
 
 To accept a loss deliberately (restore from an old backup), delete the
 record: the next open adopts the store as it is.
@@ -46,7 +48,7 @@ from almanac.errors import CatalogIdentityError
 __all__ = ["IdentityRecord", "identity_path_for", "new_catalog_id", "parse_catalog_id"]
 
 RECORD_FORMAT = 1
-FLUSH_INTERVAL_S = 1.0
+FLUSH_INTERVAL_S = 0.2
 
 _log = logging.getLogger("almanac.identity")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from almanac.log_format import (
 from almanac.metastore import SqliteMetastore
 from almanac.serialization import encode_update
 from tests.durable.helpers import digest, table
+from tests.durable.test_durability import child
 
 # -- helpers -----------------------------------------------------------------
 
@@ -335,6 +337,35 @@ def test_a_store_that_lost_its_wal_refuses_to_open(tmp_path: Path) -> None:
     (crashed / "catalog.id").unlink()
     with almanac.connect(str(crashed)) as cat:
         assert cat.latest_version < 52
+
+
+def test_a_killed_writer_leaves_a_record_that_catches_a_lost_wal(tmp_path: Path) -> None:
+    """The record follows commits while the process runs, not only on close."""
+    target = tmp_path / "d"
+    build(target, 2)
+    holder = sqlite3.connect(target / "catalog.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN")
+        holder.execute("SELECT count(*) FROM kv").fetchone()
+        proc = child("tests.durable.worker_crash", str(target), "1")
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            time.sleep(1.0)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        seen = json.loads((target / "catalog.id").read_text())["last_seen_version"]
+        assert seen > 2
+        crashed = tmp_path / "crashed"
+        crashed.mkdir()
+        shutil.copy(target / "catalog.db", crashed / "catalog.db")
+        shutil.copy(target / "catalog.id", crashed / "catalog.id")
+    finally:
+        holder.close()
+    with pytest.raises(CatalogIdentityError, match=f"version {seen} was seen"):
+        almanac.connect(str(crashed))
+    with almanac.connect(str(target)) as cat:  # the intact store still opens
+        assert cat.latest_version >= seen
 
 
 def test_a_store_of_another_catalog_refuses_to_open(tmp_path: Path) -> None:
