@@ -565,3 +565,29 @@ def test_corruption_never_writes_over_the_entry(tmp_path: Path) -> None:
     with pytest.raises(CorruptLogError, match="truncated"):
         almanac.connect(str(target))
     assert raw_values(db)[update_key(3)] == good[: HEADER_SIZE + 2]
+
+
+def test_a_corrupt_entry_arriving_while_following_stops_the_node(tmp_path: Path) -> None:
+    target = tmp_path / "d"
+    build(target, 3)
+    with almanac.connect(str(target), delay_ms=0) as node:
+        store = node.log.store
+        update = VersionedUpdate(version=4, commit_time=node.clock.now(), delay_ms=0, entries=())
+        bad = bytearray(frame_update(update))
+        bad[-1] ^= 0x01
+        assert store.txn(
+            [almanac.metastore.Compare.value(KEY_VERSION, "==", b"3")],
+            [
+                almanac.metastore.Put(update_key(4), bytes(bad)),
+                almanac.metastore.Put(KEY_VERSION, b"4"),
+            ],
+        ).succeeded
+        deadline = time.monotonic() + 10
+        while node.log.failure is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert isinstance(node.log.failure, CorruptLogError)
+        assert "'catalog.update.4'" in str(node.log.failure)
+        with pytest.raises(almanac.CatalogError, match="checksum mismatch"):
+            node.execute([table("LATE")])
+        assert node.latest_version == 3
