@@ -8,9 +8,10 @@ two places:
 
 * in the store, under the key ``catalog.id``: a UUID made when the catalog
   was initialised;
-* outside the SQLite file, in a small JSON file beside it (``<name>.id``
-  next to ``<name>.db``; ``catalog.id`` in a catalog directory) holding the
-  same UUID and the last version a node on this machine saw.
+* outside the SQLite file, in a small JSON file beside it (``catalog.id``
+  in a catalog directory, next to ``catalog.db``; ``file.db.id`` next to any
+  other ``file.db``) holding the same UUID and the last version a node on
+  this machine saw.
 
 On open, if the record exists but the store has no id (empty, lost), has
 another id, or a latest version below the recorded one, the node refuses
@@ -54,10 +55,11 @@ _log = logging.getLogger("almanac.identity")
 
 
 def identity_path_for(db_path: str | os.PathLike[str]) -> Path:
-    """``dir/catalog.db`` -> ``dir/catalog.id``; a name not ending in ``.db`` gets ``.id`` added."""
+    """``dir/catalog.db`` (a catalog directory's store) -> ``dir/catalog.id``;
+    any other file ``dir/file.db`` -> ``dir/file.db.id``."""
     path = Path(db_path)
-    if path.suffix == ".db":
-        return path.with_suffix(".id")
+    if path.name == "catalog.db":
+        return path.with_name("catalog.id")
     return path.with_name(path.name + ".id")
 
 

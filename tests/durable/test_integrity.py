@@ -12,6 +12,7 @@ import random
 import shutil
 import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -290,9 +291,46 @@ def test_a_new_directory_records_its_catalog_id_in_the_store_and_beside_it(
     assert record["catalog_id"] == stored and record["last_seen_version"] == latest
     with almanac.connect(f"sqlite:///{tmp_path}/f.db") as cat:
         pass
-    assert (tmp_path / "f.id").exists()
+    assert (tmp_path / "f.db.id").exists()
     with almanac.connect("memory://") as mem:
         assert mem.log.identity is None and mem.log.store.get(KEY_ID) is None
+
+
+def test_a_sqlite_file_target_keeps_its_record_beside_the_file(tmp_path: Path) -> None:
+    target = f"sqlite:///{tmp_path}/f.db"
+    with almanac.connect(target, delay_ms=0) as cat:
+        for i in range(5):
+            cat.execute([table(f"T{i}")])
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{tmp_path}/f.db{suffix}").unlink(missing_ok=True)
+    with pytest.raises(CatalogIdentityError, match="up to version 6") as info:
+        almanac.connect(target)
+    assert str(tmp_path / "f.db.id") in str(info.value)
+
+
+def test_nodes_opening_a_new_directory_at_once_agree_on_one_id(tmp_path: Path) -> None:
+    target = str(tmp_path / "d")
+    errors: list[BaseException] = []
+    ids: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def open_one() -> None:
+        try:
+            barrier.wait()
+            with almanac.connect(target, delay_ms=0) as cat:
+                kv = cat.log.store.get(KEY_ID)
+                assert kv is not None
+                ids.append(kv.value.decode())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(set(ids)) == 1
+    assert json.loads((tmp_path / "d" / "catalog.id").read_text())["catalog_id"] == ids[0]
 
 
 def test_a_store_that_lost_its_tables_refuses_to_open(tmp_path: Path) -> None:
