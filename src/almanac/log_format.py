@@ -171,10 +171,6 @@ def read_entry(key: str, version: int, data: bytes) -> LogEntry:
     return value
 
 
-def kind_name(entry: LogEntry) -> str:
-    return _KIND_NAMES[KIND_UPDATE if isinstance(entry, VersionedUpdate) else KIND_CHECKPOINT]
-
-
 def parse_number(kv: KeyValue) -> int:
     """A stored count or version: canonical non-negative decimal ASCII only."""
     value = kv.value
