@@ -52,6 +52,7 @@ from almanac.descriptors import (
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
+    CatalogIdentityError,
     CompactedError,
     ConflictError,
     CorruptLogError,
@@ -83,6 +84,7 @@ __all__ = [
     "AlterZone",
     "Catalog",
     "CatalogError",
+    "CatalogIdentityError",
     "CatalogVersion",
     "Collation",
     "Column",

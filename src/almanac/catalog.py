@@ -54,6 +54,7 @@ from almanac.metastore import (
     Range,
     open_metastore,
 )
+from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
@@ -616,7 +617,7 @@ def _lower(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _open_store(target: Target) -> tuple[Metastore, SchemaSync]:
+def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:
     if target.kind == "memory":
         return MemoryMetastore(), MEMORY_DEFAULTS
     root = target.root
@@ -626,7 +627,7 @@ def _open_store(target: Target) -> tuple[Metastore, SchemaSync]:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
-    return open_metastore(target.store_uri), SQLITE_DEFAULTS
+    return open_metastore(target.store_uri, durability=durability), SQLITE_DEFAULTS
 
 
 def connect(
@@ -637,6 +638,7 @@ def connect(
     retention: RetentionPolicy | None = None,
     warehouse: str | None = None,
     janitor_interval_s: float | None = None,
+    durability: str = "full",
 ) -> Catalog:
     """Open a catalog node.
 
@@ -647,6 +649,11 @@ def connect(
     goes to ``warehouse``, by default ``<directory>/warehouse``; with
     ``janitor_interval_s`` this node also cleans it periodically (see
     ``almanac janitor``).
+
+    ``durability`` is how hard a SQLite commit is made to stick: ``"full"``
+    (the default) fsyncs every version, so it survives a power cut;
+    ``"normal"`` is faster and survives the death of a process, but a machine
+    crash may lose the last versions (see ``almanac.metastore.sqlite``).
     """
     parsed = parse_target(target)
     check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
@@ -659,7 +666,15 @@ def connect(
         positive=True,
         hi=threading.TIMEOUT_MAX,
     )
-    store, defaults = _open_store(parsed)
+    if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
+        raise ValidationError(
+            f"Parameter 'durability' of connect must be one of "
+            f"{', '.join(map(repr, DURABILITY_LEVELS))}, got {check.describe(durability)}",
+            parameter="durability",
+            allowed=tuple(DURABILITY_LEVELS),
+            value=repr(durability),
+        )
+    store, defaults = _open_store(parsed, durability)
     try:
         sync = SchemaSync(
             delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,

@@ -17,6 +17,8 @@ Grouped by what the caller can do about it::
     │   └── WriteStateError           a staged write can no longer commit: redo it
     └── StorageError                  stored state is damaged or unreachable: call an operator
         ├── CorruptLogError           the update log holds an entry that cannot apply
+        │   └── CatalogIdentityError  the store is not (or no longer all of) the catalog its
+        │                             directory held: emptied, replaced, versions lost
         ├── SerializationError        bytes are truncated, corrupt or unknown
         └── MetastoreError            the metastore refused or failed an operation
             ├── InvalidArgumentError  a metastore call got a malformed argument
@@ -34,6 +36,7 @@ from typing import Any
 __all__ = [
     "AlreadyExistsError",
     "CatalogError",
+    "CatalogIdentityError",
     "CompactedError",
     "ConflictError",
     "CorruptLogError",
@@ -135,6 +138,13 @@ class SerializationError(StorageError):
 class CorruptLogError(StorageError):
     """The update log holds an entry that cannot be read or applied; a node
     refuses to start on it rather than serve a wrong catalog."""
+
+
+class CatalogIdentityError(CorruptLogError):
+    """The store does not match the identity record kept beside it: it is
+    empty, belongs to another catalog, or lacks versions this directory has
+    seen (a lost WAL, a restored old copy). ``context`` names the paths,
+    the catalog ids and the versions."""
 
 
 class MetastoreError(StorageError):

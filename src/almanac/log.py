@@ -2,11 +2,14 @@
 
 Keys:
 
-* ``catalog.version`` - the latest version, as decimal text;
+* ``catalog.version`` - the latest version, as canonical decimal text;
 * ``catalog.update.{N}`` - the serialized ``VersionedUpdate`` of version N, or,
-  for N equal to the checkpoint version, the whole serialized catalog of N;
+  for N equal to the checkpoint version, the whole serialized catalog of N,
+  each in a checksummed frame that also names N (see ``almanac.log_format``);
 * ``catalog.snapshot.version`` - the checkpoint version, the earliest still
   available (the key keeps its original name so existing stores still open);
+* ``catalog.id`` - the catalog's UUID, on stores that keep an identity record
+  beside them (SQLite; see ``almanac.identity``);
 * ``catalog.pin.{lease}.{n}`` - a version some reader holds, attached to the
   reader's lease so that a dead process stops pinning once the lease expires;
 * ``catalog.pins`` - bumped whenever a pin is added, so that a checkpoint can
@@ -15,6 +18,21 @@ Keys:
 Appending version N is one transaction: "if ``catalog.version`` is N-1, put
 ``catalog.update.{N}`` and set ``catalog.version`` to N", plus whatever extra
 operations the caller rides along (placement, data commits).
+
+Integrity. Every entry is checked on every read (start, catch-up, follow):
+its frame checksum, that it holds exactly its key's version, and that it is
+of the kind its position needs (a checkpoint at the checkpoint version, an
+update after it). The keys must form one contiguous run from the checkpoint
+version to ``catalog.version``, with nothing before or beyond it. Any
+mismatch raises ``CorruptLogError`` naming the key and the version, and
+the node refuses to start (or its follower stops) rather than serve a
+different catalog.
+
+Entries of releases before the checksum (bare serialized objects) are still
+read, with the checks above except the checksum; new entries are always
+framed, and a checkpoint replaces a legacy history by one framed entry. A
+bit flip never turns a frame into something read as legacy: see
+``almanac.log_format``.
 """
 
 from __future__ import annotations
@@ -25,22 +43,24 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate
 from almanac.errors import (
     CatalogError,
+    CatalogIdentityError,
     CompactedError,
     CorruptLogError,
     MetastoreError,
-    SerializationError,
     VersionNotFoundError,
 )
-from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, Watch
-from almanac.serialization import decode, encode_catalog, encode_update
+from almanac.identity import IdentityRecord, identity_path_for, new_catalog_id, parse_catalog_id
+from almanac.log_format import frame_checkpoint, frame_update, parse_number, read_entry
+from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, SqliteMetastore, Watch
 
 __all__ = [
+    "KEY_ID",
     "KEY_PINS",
     "KEY_CHECKPOINT_VERSION",
     "KEY_VERSION",
@@ -57,12 +77,12 @@ KEY_CHECKPOINT_VERSION = "catalog.snapshot.version"
 UPDATE_PREFIX = "catalog.update."
 PIN_PREFIX = "catalog.pin."
 KEY_PINS = "catalog.pins"
+KEY_ID = "catalog.id"
 _PREFIX = "catalog."
 
 PIN_LEASE_TTL_S = 10.0
 
 _log = logging.getLogger("almanac.log")
-_T = TypeVar("_T")
 
 
 def update_key(version: int) -> str:
@@ -70,20 +90,15 @@ def update_key(version: int) -> str:
 
 
 def _int(kv: KeyValue | None) -> int:
-    if kv is None:
-        return 0
-    try:
-        return int(kv.value.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CorruptLogError(
-            f"Metastore key '{kv.key}' holds {kv.value[:32]!r}, not a version number",
-            key=kv.key,
-        ) from exc
+    return 0 if kv is None else parse_number(kv)
 
 
 def _version_of(key: str) -> int:
+    """N for a canonical ``catalog.update.{N}`` with N >= 1, else -1."""
     suffix = key[len(UPDATE_PREFIX) :]
-    return int(suffix) if suffix.isdigit() else -1
+    if suffix.isdigit() and suffix.isascii() and not suffix.startswith("0"):
+        return int(suffix)
+    return -1
 
 
 def _encode_int(value: int) -> bytes:
@@ -115,9 +130,26 @@ class UpdateLog:
     """The catalog's update log on a metastore; one per node."""
 
     def __init__(
-        self, store: Metastore, *, owns_store: bool = True, pin_ttl_s: float = PIN_LEASE_TTL_S
+        self,
+        store: Metastore,
+        *,
+        owns_store: bool = True,
+        pin_ttl_s: float = PIN_LEASE_TTL_S,
+        identity: IdentityRecord | bool = True,
     ) -> None:
+        """``identity``: the record checked against the store on start (see
+        ``almanac.identity``); ``True`` keeps one beside a SQLite store's file
+        and none for other stores, ``False`` keeps none."""
         self.store = store
+        if identity is True:
+            self.identity: IdentityRecord | None = (
+                IdentityRecord(identity_path_for(store.path))
+                if isinstance(store, SqliteMetastore)
+                else None
+            )
+        else:
+            self.identity = identity or None
+        self._follower: LogFollower | None = None
         self.pin_ttl_s = pin_ttl_s
         self._owns_store = owns_store
         self._watch: Watch | None = None
@@ -136,8 +168,11 @@ class UpdateLog:
         then follow new changes on a background thread.
 
         A stored entry that cannot be decoded raises ``CorruptLogError`` naming
-        its key and version, before anything is delivered past it.
+        its key and version, before anything is delivered past it; a store
+        that does not match its identity record raises ``CatalogIdentityError``
+        before anything is delivered at all.
         """
+        self._follower = follower
         revision = self._catch_up(follower, applied=-1)
         self._watch = self.store.watch(_PREFIX, revision + 1)
         self._thread = threading.Thread(
@@ -147,48 +182,97 @@ class UpdateLog:
 
     def _catch_up(self, follower: LogFollower, applied: int) -> int:
         """Deliver every stored version after ``applied``; returns the revision read."""
+        identity = self.identity if applied < 0 else None
+        # The record first: a node writes the store before the record, so a
+        # record read before the store never runs ahead of it.
+        held = identity.read() if identity is not None else None
         result = self.store.range(_PREFIX)
         by_key = {kv.key: kv for kv in result.kvs}
-        latest = _int(by_key.get(KEY_VERSION))
-        earliest = _int(by_key.get(KEY_CHECKPOINT_VERSION))
+        latest, earliest = _check_layout(by_key)
+        known = self._check_identity(identity, held, by_key, latest) if identity else None
         start = applied + 1
         if earliest > 0 and applied < earliest:
-            snapshot = self._decode(by_key, earliest, CatalogVersion)
+            snapshot = _read_checkpoint(by_key, earliest)
             follower.on_checkpoint(snapshot, by_key[update_key(earliest)].mod_revision)
             start = earliest + 1
         elif earliest > 0:
             follower.on_truncate(earliest)
         for version in range(max(start, 1), latest + 1):
-            update = self._decode(by_key, version, VersionedUpdate)
+            update = _read_update(by_key, version, earliest)
             follower.on_update(update, by_key[update_key(version)].mod_revision)
+        if identity is not None and known is not None:
+            self._adopt_identity(identity, *known, latest)
         return result.revision
 
-    @staticmethod
-    def _decode(by_key: dict[str, KeyValue], version: int, kind: type[_T]) -> _T:
-        key = update_key(version)
-        kv = by_key.get(key)
-        if kv is None:
-            raise CorruptLogError(
-                f"Update log entry '{key}' of version {version} is missing",
-                key=key,
-                version=version,
-            )
-        try:
-            value = decode(kv.value)
-        except SerializationError as exc:
-            raise CorruptLogError(
-                f"Update log entry '{key}' of version {version} is corrupted: {exc}",
-                key=key,
-                version=version,
-            ) from exc
-        if not isinstance(value, kind) or getattr(value, "version", None) != version:
-            raise CorruptLogError(
-                f"Update log entry '{key}' does not hold version {version} "
-                f"(found {type(value).__name__} of version {getattr(value, 'version', '?')})",
-                key=key,
-                version=version,
-            )
-        return value
+    def _check_identity(
+        self,
+        record: IdentityRecord,
+        held: tuple[str, int] | None,
+        by_key: dict[str, KeyValue],
+        latest: int,
+    ) -> tuple[str | None, int]:
+        """Refuse a store that is not (all of) the catalog its record says it held;
+        returns the store's catalog id (None: none yet) and the recorded version
+        (-1: no record), for ``_adopt_identity`` once the log has been read."""
+        store_id = None
+        id_kv = by_key.get(KEY_ID)
+        if id_kv is not None:
+            store_id = parse_catalog_id(id_kv.value)
+            if store_id is None:
+                raise CorruptLogError(
+                    f"Metastore key '{KEY_ID}' holds {id_kv.value[:40]!r}, not a catalog id",
+                    key=KEY_ID,
+                )
+        store = getattr(self.store, "path", "the metastore")
+        context = {
+            "path": str(record.path),
+            "store": store,
+            "store_catalog_id": store_id,
+            "store_version": latest,
+        }
+        if held is not None:
+            held_id, held_version = held
+            context.update(catalog_id=held_id, last_seen_version=held_version)
+            remedy = f"restore the store, or delete '{record.path}' to accept the store as it is"
+            if store_id is None:
+                raise CatalogIdentityError(
+                    f"The store '{store}' holds no catalog id (latest version {latest}), but "
+                    f"its identity record '{record.path}' says it held catalog {held_id} up "
+                    f"to version {held_version}: the store was emptied or replaced; {remedy}",
+                    **context,
+                )
+            if store_id != held_id:
+                raise CatalogIdentityError(
+                    f"The store '{store}' holds catalog {store_id}, but its identity record "
+                    f"'{record.path}' says it held catalog {held_id}: the file was replaced "
+                    f"by another catalog's; {remedy}",
+                    **context,
+                )
+            if latest < held_version:
+                raise CatalogIdentityError(
+                    f"The store '{store}' of catalog {held_id} ends at version {latest}, but "
+                    f"its identity record '{record.path}' says version {held_version} was "
+                    f"seen: {held_version - latest} committed version(s) are gone (a lost WAL, "
+                    f"or an older copy of the file); {remedy}",
+                    **context,
+                )
+        return store_id, -1 if held is None else held[1]
+
+    def _adopt_identity(
+        self, record: IdentityRecord, store_id: str | None, recorded: int, latest: int
+    ) -> None:
+        """Give a new (or older-release) store its id, and bring the record up to date."""
+        if store_id is None:
+            fresh = new_catalog_id()
+            put = self.store.txn([Compare.absent(KEY_ID)], [Put(KEY_ID, fresh.encode("ascii"))])
+            if put.succeeded:
+                store_id = fresh
+            else:
+                raced = self.store.get(KEY_ID)
+                store_id = None if raced is None else parse_catalog_id(raced.value)
+                if store_id is None:
+                    raise CorruptLogError(f"Metastore key '{KEY_ID}' is unreadable", key=KEY_ID)
+        record.adopt(store_id, latest, recorded)
 
     def _follow(self, follower: LogFollower) -> None:
         applied = -1
@@ -198,13 +282,16 @@ class UpdateLog:
                 return
             try:
                 event = watch.next(timeout=0.2)
+                if self.identity is not None:
+                    self.identity.seen(follower.latest_version)
                 if event is None:
                     continue
                 key = event.kv.key
                 if key.startswith(UPDATE_PREFIX) and event.kv.value:
-                    if _version_of(key) <= follower.latest_version:
+                    version = _version_of(key)
+                    if version <= follower.latest_version:
                         continue  # applied already (our own commit, or a checkpoint rewrite)
-                    value = decode(event.kv.value)
+                    value = read_entry(key, version, event.kv.value)
                     if isinstance(value, VersionedUpdate):
                         follower.on_update(value, event.revision)
                         applied = value.version
@@ -248,7 +335,7 @@ class UpdateLog:
             *extra_compares,
         ]
         ops: list[Op] = [
-            Put(update_key(n), encode_update(update)),
+            Put(update_key(n), frame_update(update)),
             Put(KEY_VERSION, _encode_int(n)),
         ]
         if n == 1:
@@ -338,7 +425,7 @@ class UpdateLog:
             else Compare.absent(KEY_CHECKPOINT_VERSION),
             Compare.exists(update_key(s)),
         ]
-        ops: list[Op] = [Put(update_key(s), encode_catalog(snapshot))]
+        ops: list[Op] = [Put(update_key(s), frame_checkpoint(snapshot))]
         ops.extend(Delete(update_key(v)) for v in range(max(earliest, 1), s))
         ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(s)))
         return self.store.txn(compares, ops).succeeded
@@ -353,9 +440,102 @@ class UpdateLog:
             self._watch.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        if self.identity is not None and self._follower is not None and self.failure is None:
+            self.identity.seen(self._follower.latest_version)
+            self.identity.flush_quietly()
         with self._lease_lock:
             if self._lease:
                 with contextlib.suppress(MetastoreError):
                     self.store.revoke_lease(self._lease)
         if self._owns_store:
             self.store.close()
+
+
+def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
+    """(latest, checkpoint version), once the log keys form one contiguous run."""
+    version_kv = by_key.get(KEY_VERSION)
+    latest = _int(version_kv)
+    earliest = _int(by_key.get(KEY_CHECKPOINT_VERSION))
+    present: list[int] = []
+    for key in by_key:
+        if key.startswith(UPDATE_PREFIX):
+            version = _version_of(key)
+            if version < 1:
+                raise CorruptLogError(
+                    f"Metastore key '{key}' is not the key of any log version", key=key
+                )
+            present.append(version)
+    if version_kv is None and (present or earliest):
+        raise CorruptLogError(
+            f"The update log holds entries but no '{KEY_VERSION}' key: the latest version "
+            "is unknown",
+            key=KEY_VERSION,
+        )
+    if earliest > latest:
+        raise CorruptLogError(
+            f"The checkpoint version {earliest} ('{KEY_CHECKPOINT_VERSION}') is after the "
+            f"latest version {latest} ('{KEY_VERSION}')",
+            key=KEY_CHECKPOINT_VERSION,
+            version=earliest,
+        )
+    first = max(earliest, 1)
+    for version in sorted(present):
+        if version > latest:
+            raise CorruptLogError(
+                f"Update log entry '{update_key(version)}' of version {version} lies beyond "
+                f"the latest version {latest} that '{KEY_VERSION}' records",
+                key=update_key(version),
+                version=version,
+            )
+        if version < first:
+            raise CorruptLogError(
+                f"Update log entry '{update_key(version)}' of version {version} lies before "
+                f"the checkpoint version {earliest} that '{KEY_CHECKPOINT_VERSION}' records",
+                key=update_key(version),
+                version=version,
+            )
+    if len(present) != latest - first + 1 and latest > 0:
+        have = set(present)
+        missing = next(v for v in range(first, latest + 1) if v not in have)
+        raise CorruptLogError(
+            f"Update log entry '{update_key(missing)}' of version {missing} is missing",
+            key=update_key(missing),
+            version=missing,
+        )
+    return latest, earliest
+
+
+def _entry(by_key: dict[str, KeyValue], version: int) -> VersionedUpdate | CatalogVersion:
+    key = update_key(version)
+    kv = by_key.get(key)
+    if kv is None:
+        raise CorruptLogError(
+            f"Update log entry '{key}' of version {version} is missing", key=key, version=version
+        )
+    return read_entry(key, version, kv.value)
+
+
+def _read_checkpoint(by_key: dict[str, KeyValue], version: int) -> CatalogVersion:
+    value = _entry(by_key, version)
+    if not isinstance(value, CatalogVersion):
+        key = update_key(version)
+        raise CorruptLogError(
+            f"The checkpoint version {version} in '{KEY_CHECKPOINT_VERSION}' points at "
+            f"'{key}', which holds an update of version {version}, not a checkpoint",
+            key=key,
+            version=version,
+        )
+    return value
+
+
+def _read_update(by_key: dict[str, KeyValue], version: int, earliest: int) -> VersionedUpdate:
+    value = _entry(by_key, version)
+    if not isinstance(value, VersionedUpdate):
+        key = update_key(version)
+        raise CorruptLogError(
+            f"Update log entry '{key}' of version {version} holds a checkpoint, but the "
+            f"checkpoint version in '{KEY_CHECKPOINT_VERSION}' is {earliest}",
+            key=key,
+            version=version,
+        )
+    return value

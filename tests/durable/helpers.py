@@ -9,8 +9,9 @@ from almanac import ColumnDef, ColumnType
 from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate, apply_update
 from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
+from almanac.log_format import read_entry
 from almanac.metastore import Metastore
-from almanac.serialization import decode, encode_catalog
+from almanac.serialization import encode_catalog
 
 
 def table(name: str, schema: str = "PUBLIC") -> almanac.CreateTable:
@@ -37,14 +38,14 @@ def replay_store(store: Metastore) -> CatalogVersion:
     updates = [k for k in kvs if k.startswith(UPDATE_PREFIX)]
     assert len(updates) == latest - max(earliest, 1) + 1, "log keys are not contiguous"
     if earliest > 0:
-        base = decode(kvs[update_key(earliest)].value)
+        base = read_entry(update_key(earliest), earliest, kvs[update_key(earliest)].value)
         assert isinstance(base, CatalogVersion)
         start = earliest + 1
     else:
         base = CatalogVersion.empty()
         start = 1
     for version in range(start, latest + 1):
-        update = decode(kvs[update_key(version)].value)
+        update = read_entry(update_key(version), version, kvs[update_key(version)].value)
         assert isinstance(update, VersionedUpdate)
         base = apply_update(base, update)
     return base

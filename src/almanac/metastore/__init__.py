@@ -8,6 +8,9 @@ across processes (Spark's commit workers receive a URI, not an object):
   machine;
 * a catalog directory - its ``catalog.db``.
 
+``durability`` ("full", the default, or "normal") picks a SQLite file's
+``PRAGMA synchronous`` (see :mod:`almanac.metastore.sqlite`).
+
 The URI is read by :func:`almanac.targets.parse_target`, the same reader
 ``almanac.connect`` uses.
 """
@@ -73,7 +76,7 @@ __all__ = [
 ]
 
 
-def open_metastore(uri: str) -> Metastore:
+def open_metastore(uri: str, *, durability: str = "full") -> Metastore:
     """Open the metastore behind a catalog target or a store URI (both are read
     by :func:`almanac.targets.parse_target`): ``memory://``, ``sqlite:///abs/
     path.db``, or a catalog directory (its ``catalog.db``, which is not created
@@ -85,4 +88,4 @@ def open_metastore(uri: str) -> Metastore:
     except ValidationError as exc:
         raise InvalidArgumentError(f"Invalid metastore URI: {exc}", uri=repr(uri)) from None
     store = target.store_path
-    return MemoryMetastore() if store is None else SqliteMetastore(store)
+    return MemoryMetastore() if store is None else SqliteMetastore(store, durability=durability)

@@ -9,13 +9,15 @@ processes can never both act on the same stale revision. Lock waits go
 through SQLite's busy timeout (30 s by default) and, on top of that, a
 bounded retry of the whole transaction on ``database is locked``.
 
-Durability. ``synchronous=NORMAL``: a commit is in the WAL file (and so in
-the OS page cache) before COMMIT returns, which survives the death of the
-process, SIGKILL included; the WAL is fsynced at checkpoints, so an OS crash
-or power cut can lose the commits since the last checkpoint, but never
-corrupts the file. ``FULL`` would add an fsync to every catalog write to
-guard against a machine crash, and a machine crash also takes down the
-single-machine deployment this backend is for; use etcd when that matters.
+Durability. ``durability="full"`` (the default) runs ``synchronous=FULL``:
+COMMIT returns only once the WAL is fsynced, so a committed version survives
+a power cut or an OS crash as well as the death of the process.
+``durability="normal"`` runs ``synchronous=NORMAL``: a commit is in the WAL
+file (and so in the OS page cache) before COMMIT returns, which survives the
+death of the process, SIGKILL included, but the WAL is fsynced only at
+checkpoints, so an OS crash or power cut can lose the commits since the last
+checkpoint (never corrupting the file). Choose it for speed when losing the
+last commits on a machine crash is acceptable.
 
 Watches and leases. Changes made by other processes are noticed by one
 background thread per store that polls ``PRAGMA data_version`` on its own
@@ -41,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
-from almanac.errors import MetastoreError
+from almanac.errors import InvalidArgumentError, MetastoreError
 from almanac.metastore.base import (
     Compare,
     Delete,
@@ -68,13 +70,16 @@ from almanac.metastore.base import (
 )
 from almanac.metastore.watch import ConditionWakeups
 
-__all__ = ["SqliteMetastore"]
+__all__ = ["DURABILITY_LEVELS", "SqliteMetastore"]
 
 _log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
 _SCHEMA_VERSION: Final = 1
+
+DURABILITY_LEVELS: Final = {"full": "FULL", "normal": "NORMAL"}
+"""``durability`` values and the ``PRAGMA synchronous`` setting each runs."""
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
@@ -285,7 +290,16 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         busy_timeout: float = 30.0,
         poll_interval: float = 0.01,
         idle_interval: float = 0.1,
+        durability: str = "full",
     ) -> None:
+        if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
+            raise InvalidArgumentError(
+                f"durability must be one of {', '.join(map(repr, DURABILITY_LEVELS))}, "
+                f"not {durability!r}",
+                durability=durability,
+            )
+        self._synchronous = DURABILITY_LEVELS[durability]
+        self.durability = durability
         self._path = os.fspath(path)
         self._busy_timeout = busy_timeout
         self._poll_interval = poll_interval
@@ -320,7 +334,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                 isolation_level=None,
                 check_same_thread=False,
             )
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
         return conn

@@ -1,0 +1,182 @@
+"""How the update log stores its values: checksummed frames and strict numbers.
+
+Every entry the log writes under ``catalog.update.{N}`` (an update, or the
+checkpoint that truncation writes) is a *frame* around the serialized object::
+
+    offset  size  field
+    0       4     magic  A1 4D C3 7E
+    4       1     frame format (1)
+    5       1     kind: 'U' (a VersionedUpdate) or 'C' (a checkpoint: a whole CatalogVersion)
+    6       8     the version N of the key, big-endian
+    14      4     payload length, big-endian
+    18      4     CRC-32 (zlib) of bytes 0..17 followed by the payload
+    22      ...   payload: the object exactly as ``almanac.serialization`` writes it
+
+The checksum covers the header too, so a flip anywhere (magic, kind, version,
+length, payload) is caught; the version in the header binds the entry to its
+key, so an entry copied or moved to another version's key is caught as well.
+The serializers are untouched: the golden files still describe the payload.
+
+Legacy entries. Releases before the frame stored the bare serialized object,
+which starts with the protocol version (``00 01``) and the type id of a
+``VersionedUpdate`` (``00 C8``) or a ``CatalogVersion`` (``00 C9``). Those
+entries are still read, with the checks they always had (the bytes must
+decode to exactly one object of the expected type and version), so a store
+written by an older release opens; everything written from now on is framed,
+and ``checkpoint_log`` rewrites a legacy history as one framed checkpoint.
+The magic differs from both legacy prefixes in at least 15 of its 32 bits
+(6 of the first 16), and the type id a legacy reader would find in it is not
+a registered one, so no bit flip, nor a handful of them, turns a frame into
+something read as legacy: a value that is neither an intact frame nor a
+legacy prefix is refused.
+
+Numbers (``catalog.version``, ``catalog.snapshot.version``, pins) are stored
+as canonical decimal ASCII; anything else (a sign, a space, a leading zero,
+a non-digit) is corruption, never silently parsed.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Final
+
+from almanac.catalog_version import CatalogVersion
+from almanac.entries import VersionedUpdate
+from almanac.errors import CorruptLogError, SerializationError
+from almanac.metastore import KeyValue
+from almanac.serialization import decode, encode_catalog, encode_update
+
+__all__ = [
+    "FRAME_MAGIC",
+    "HEADER_SIZE",
+    "KIND_CHECKPOINT",
+    "KIND_UPDATE",
+    "LEGACY_PREFIXES",
+    "LogEntry",
+    "frame_checkpoint",
+    "frame_update",
+    "parse_number",
+    "read_entry",
+]
+
+FRAME_MAGIC: Final = b"\xa1\x4d\xc3\x7e"
+FRAME_FORMAT: Final = 1
+KIND_UPDATE: Final = ord("U")
+KIND_CHECKPOINT: Final = ord("C")
+_HEADER: Final = struct.Struct(">4sBBQI")  # what the checksum covers, with the payload
+_FRAMED: Final = struct.Struct(">4sBBQII")  # the whole header, checksum included
+HEADER_SIZE: Final = _FRAMED.size
+_CHECKED: Final = _HEADER.size
+LEGACY_PREFIXES: Final = {
+    b"\x00\x01\x00\xc8": KIND_UPDATE,  # protocol 1, VersionedUpdate
+    b"\x00\x01\x00\xc9": KIND_CHECKPOINT,  # protocol 1, CatalogVersion
+}
+_KIND_NAMES: Final = {KIND_UPDATE: "an update", KIND_CHECKPOINT: "a checkpoint"}
+
+LogEntry = VersionedUpdate | CatalogVersion
+
+
+def _frame(kind: int, version: int, payload: bytes) -> bytes:
+    header = _HEADER.pack(FRAME_MAGIC, FRAME_FORMAT, kind, version, len(payload))
+    crc = zlib.crc32(payload, zlib.crc32(header))
+    return b"".join((header, crc.to_bytes(4, "big"), payload))
+
+
+def frame_update(update: VersionedUpdate) -> bytes:
+    """The stored form of an update: its serialized bytes in a checksummed frame."""
+    return _frame(KIND_UPDATE, update.version, encode_update(update))
+
+
+def frame_checkpoint(snapshot: CatalogVersion) -> bytes:
+    """The stored form of a checkpoint (the whole catalog of its version)."""
+    return _frame(KIND_CHECKPOINT, snapshot.version, encode_catalog(snapshot))
+
+
+def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:
+    return CorruptLogError(
+        f"Update log entry '{key}' of version {version} is corrupted: {problem}",
+        key=key,
+        version=version,
+    )
+
+
+def _unframe(key: str, version: int, data: bytes) -> tuple[int, bytes]:
+    """The kind and payload of a stored entry, after every frame check."""
+    if data[:4] == FRAME_MAGIC:
+        if len(data) < HEADER_SIZE:
+            raise _corrupt(key, version, f"{len(data)} bytes is shorter than a frame header")
+        _, fmt, kind, stored_version, length, stored_crc = _FRAMED.unpack_from(data)
+        if fmt != FRAME_FORMAT:
+            raise _corrupt(
+                key,
+                version,
+                f"frame format {fmt} is not one this release reads ({FRAME_FORMAT}); "
+                "the entry is damaged or was written by a newer release",
+            )
+        if len(data) != HEADER_SIZE + length:
+            raise _corrupt(
+                key,
+                version,
+                f"the frame announces {length} payload bytes but holds "
+                f"{len(data) - HEADER_SIZE} (truncated or extended)",
+            )
+        payload = data[HEADER_SIZE:]
+        crc = zlib.crc32(payload, zlib.crc32(data[:_CHECKED]))
+        if crc != stored_crc:
+            raise _corrupt(
+                key, version, f"checksum mismatch (stored {stored_crc:08x}, computed {crc:08x})"
+            )
+        if kind not in _KIND_NAMES:
+            raise _corrupt(key, version, f"unknown entry kind {kind}")
+        if stored_version != version:
+            raise CorruptLogError(
+                f"Update log entry '{key}' holds the entry of version {stored_version}, "
+                f"not of version {version}: it was copied or moved from another key",
+                key=key,
+                version=version,
+            )
+        return kind, payload
+    legacy = LEGACY_PREFIXES.get(bytes(data[:4]))
+    if legacy is not None:
+        return legacy, data
+    raise _corrupt(
+        key,
+        version,
+        f"it starts with {bytes(data[:8]).hex(' ')}, neither a checksummed frame "
+        f"({FRAME_MAGIC.hex(' ')} ...) nor an entry of an older release",
+    )
+
+
+def read_entry(key: str, version: int, data: bytes) -> LogEntry:
+    """Check and decode the entry stored under ``key`` for ``version``.
+
+    Returns a ``VersionedUpdate`` or a ``CatalogVersion`` of exactly that
+    version; anything else raises ``CorruptLogError`` naming key and version.
+    """
+    kind, payload = _unframe(key, version, data)
+    try:
+        value = decode(payload)
+    except SerializationError as exc:
+        raise _corrupt(key, version, str(exc)) from exc
+    expected = VersionedUpdate if kind == KIND_UPDATE else CatalogVersion
+    if not isinstance(value, expected) or value.version != version:
+        found = getattr(value, "version", "?")
+        raise CorruptLogError(
+            f"Update log entry '{key}' does not hold version {version} "
+            f"(found {type(value).__name__} of version {found})",
+            key=key,
+            version=version,
+        )
+    return value
+
+
+def parse_number(kv: KeyValue) -> int:
+    """A stored count or version: canonical non-negative decimal ASCII only."""
+    value = kv.value
+    if value.isdigit() and value.isascii() and (value == b"0" or not value.startswith(b"0")):
+        return int(value)
+    raise CorruptLogError(
+        f"Metastore key '{kv.key}' holds {bytes(value[:32])!r}, not a version number",
+        key=kv.key,
+    )
