@@ -66,6 +66,7 @@ from almanac.errors import (
     TableBeingCreatedError,
     ValidationError,
     VersionNotFoundError,
+    WaitTimeoutError,
     WriteStateError,
 )
 from almanac.events import Event, EventType
@@ -134,6 +135,7 @@ __all__ = [
     "ValidationError",
     "VersionInfo",
     "VersionNotFoundError",
+    "WaitTimeoutError",
     "WriteStateError",
     "Zone",
     "connect",

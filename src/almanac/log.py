@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -36,6 +37,7 @@ from almanac.errors import (
     MetastoreError,
     SerializationError,
     VersionNotFoundError,
+    WaitTimeoutError,
 )
 from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, Watch
 from almanac.serialization import decode, encode_catalog, encode_update
@@ -144,6 +146,35 @@ class UpdateLog:
             target=self._follow, args=(follower,), name="almanac-log-follower", daemon=True
         )
         self._thread.start()
+
+    def catch_up(self, follower: LogFollower) -> int:
+        """Deliver, on the calling thread, every stored version the follower
+        has not applied yet; returns the latest stored version.
+
+        The follower thread delivers the same versions sooner or later; the
+        follower ignores the ones it already has. A writer calls this so that
+        it never waits for that thread (which may be busy, or be itself).
+        """
+        latest = self.latest_version()
+        applied = follower.latest_version
+        if latest <= applied:
+            return latest
+        for version in range(applied + 1, latest + 1):
+            key = update_key(version)
+            kv = self.store.get(key)
+            if kv is None:
+                break  # truncated meanwhile: read the checkpoint and what follows
+            try:
+                update = self._decode({key: kv}, version, VersionedUpdate)
+            except CorruptLogError:
+                if version != self.earliest_version():
+                    raise
+                break  # a checkpoint replaced this entry meanwhile
+            follower.on_update(update, kv.mod_revision)
+        else:
+            return latest
+        self._catch_up(follower, follower.latest_version)
+        return latest
 
     def _catch_up(self, follower: LogFollower, applied: int) -> int:
         """Deliver every stored version after ``applied``; returns the revision read."""
@@ -284,11 +315,22 @@ class UpdateLog:
                     _log.error("Lost the lease that holds this node's version pins: %s", exc)
                 return
 
-    def pin(self, version: int) -> VersionPin:
-        """Hold ``version`` against truncation, in every process sharing the store."""
+    def pin(self, version: int, timeout: float | None = None) -> VersionPin:
+        """Hold ``version`` against truncation, in every process sharing the
+        store; ``WaitTimeoutError`` if checkpoints kept racing it for
+        ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         lease = self._pin_lease()
         key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
         while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeoutError(
+                    f"Pinning catalog version {version} did not succeed within {timeout} s: "
+                    "checkpoints kept moving the earliest version",
+                    awaited="version pin",
+                    timeout=timeout,
+                    version=version,
+                )
             snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
             earliest = _int(snap_kv)
             if version < earliest:

@@ -8,6 +8,7 @@ use the monotonic clock: nothing outside this process can see them.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.section import WriterSection
 from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["MemoryMetastore"]
@@ -105,7 +107,11 @@ class MemoryMetastore(ConditionWakeups, Metastore):
     past reads undo the events after the wanted revision.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, serialize_writers: bool = True) -> None:
+        """``serialize_writers=False`` makes :meth:`exclusive` exclude nothing,
+        like a backend that cannot serialise its writers."""
+        self.serializes_writers = serialize_writers
+        self._section = WriterSection("the in-memory metastore")
         self._cond = threading.Condition()
         self._kvs: dict[str, KeyValue] = {}
         self._keys: list[str] = []
@@ -133,6 +139,11 @@ class MemoryMetastore(ConditionWakeups, Metastore):
                 if view.changed:
                     self._token += 1
                     self._cond.notify_all()
+
+    def exclusive(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        if not self.serializes_writers:
+            return contextlib.nullcontext()
+        return self._section.hold(timeout)
 
     def _current_revision(self) -> int:
         with self._view():

@@ -31,6 +31,7 @@ one from a small pool and give it back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -66,6 +67,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.section import WriterSection, shared_file_section
 from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["SqliteMetastore"]
@@ -306,6 +308,22 @@ class SqliteMetastore(ConditionWakeups, Metastore):
     @property
     def path(self) -> str:
         return self._path
+
+    # -- writer section
+
+    serializes_writers = True
+
+    def exclusive(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Cooperating writers of this file, in every process, one at a time:
+        a thread lock shared by the store objects of this process on the
+        file, and an exclusive ``flock`` on the sidecar ``<file>-writer``.
+        SQLite's own write lock stays free, so reads, leases and the other
+        writes inside the section go on as usual."""
+        section: WriterSection | None = getattr(self, "_writer_section", None)
+        if section is None:
+            section = shared_file_section(f"sqlite metastore {self._path}", self._path + "-writer")
+            self._writer_section = section
+        return section.hold(timeout)
 
     # -- connections and transactions
 
