@@ -378,7 +378,11 @@ def test_catalog_ready_times_out_with_a_typed_error(cat: Catalog) -> None:
 
 def test_a_slow_listener_makes_execute_time_out_after_its_commit(cat: Catalog) -> None:
     release = threading.Event()
-    cat.listen(EventType.ZONE_CREATE, lambda e: release.wait(60))
+
+    def slow(event: Event) -> None:
+        release.wait(60)
+
+    cat.listen(EventType.ZONE_CREATE, slow)
     try:
         with pytest.raises(WaitTimeoutError, match="the version itself was committed") as info:
             cat.execute([CreateZone(name="Z")], timeout=0.05)
