@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,14 +203,14 @@ def test_attached_writes_ride_in_the_version_transaction(store: Metastore) -> No
 
 
 def test_retention_by_age_keeps_recent_versions(store: Metastore) -> None:
-    import time
-
+    wall = [time.time_ns() // 1_000_000]  # milliseconds, moved by hand
+    clock = almanac.HybridClock(wall_ms=lambda: wall[0])
     policy = almanac.RetentionPolicy(keep_seconds=0.3, check_every=1)
-    with node(store, retention=policy) as cat:
+    with node(store, retention=policy, clock=clock) as cat:
         for i in range(5):
             cat.execute([table(f"OLD{i}")])
         assert cat.earliest_version == 0
-        time.sleep(0.6)
+        wall[0] += 600
         first_recent = cat.execute([table("NEW0")]).version
         cat.execute([table("NEW1")])
         assert 1 < cat.earliest_version <= first_recent

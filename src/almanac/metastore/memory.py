@@ -11,7 +11,7 @@ import bisect
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -107,10 +107,14 @@ class MemoryMetastore(ConditionWakeups, Metastore):
     past reads undo the events after the wanted revision.
     """
 
-    def __init__(self, *, serialize_writers: bool = True) -> None:
+    def __init__(
+        self, *, serialize_writers: bool = True, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         """``serialize_writers=False`` makes :meth:`exclusive` exclude nothing,
-        like a backend that cannot serialise its writers."""
+        like a backend that cannot serialise its writers. ``clock`` (seconds)
+        decides when leases expire; tests pass one they move by hand."""
         self.serializes_writers = serialize_writers
+        self._clock = clock
         self._section = WriterSection("the in-memory metastore")
         self._cond = threading.Condition()
         self._kvs: dict[str, KeyValue] = {}
@@ -131,7 +135,7 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         with self._cond:
             if self._closed:
                 raise MetastoreError("the metastore is closed")
-            view = _MemoryView(self, time.monotonic())
+            view = _MemoryView(self, self._clock())
             try:
                 self._revision = expire_leases(view, self._revision)
                 yield view
@@ -235,13 +239,13 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         """Expire leases on time even when nobody calls the store."""
         with self._cond:
             while not self._closed:
-                view = _MemoryView(self, time.monotonic())
+                view = _MemoryView(self, self._clock())
                 self._revision = expire_leases(view, self._revision)
                 if view.changed:
                     self._token += 1
                     self._cond.notify_all()
                 deadline = min((lease.expires_at for lease in self._leases.values()), default=None)
-                timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+                timeout = None if deadline is None else max(deadline - self._clock(), 0.001)
                 self._cond.wait(timeout)
 
     def _compact(self, revision: int) -> None:

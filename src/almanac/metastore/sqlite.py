@@ -277,7 +277,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
     ``poll_interval`` is how often other processes' changes are looked for
     while watches are open; ``idle_interval`` bounds the lease sweep delay
-    when none are.
+    when none are. ``clock`` (wall-clock seconds) decides when leases
+    expire; tests pass one they move by hand.
     """
 
     def __init__(
@@ -287,8 +288,10 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         busy_timeout: float = 30.0,
         poll_interval: float = 0.01,
         idle_interval: float = 0.1,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._path = os.fspath(path)
+        self._clock = clock
         self._busy_timeout = busy_timeout
         self._poll_interval = poll_interval
         self._idle_interval = idle_interval
@@ -394,7 +397,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             conn.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA:
                 conn.execute(statement)
-            view = _SqliteView(conn, time.time())
+            view = _SqliteView(conn, self._clock())
             schema = view.meta("schema")
             if schema != _SCHEMA_VERSION:
                 raise MetastoreError(
@@ -416,7 +419,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
         def attempt(conn: sqlite3.Connection) -> tuple[_T, bool]:
             conn.execute("BEGIN IMMEDIATE")
-            view = _SqliteView(conn, time.time())
+            view = _SqliteView(conn, self._clock())
             start = view.meta("revision")
             revision = expire_leases(view, start)
             expired = view.changed
@@ -449,7 +452,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         def attempt(conn: sqlite3.Connection) -> tuple[_T] | None:
             conn.execute("BEGIN")
             try:
-                view = _SqliteView(conn, time.time())
+                view = _SqliteView(conn, self._clock())
                 if view.has_expired_leases():
                     return None
                 return (read(view),)
@@ -621,7 +624,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                         last_version = version
                         self._notify()
                         next_expiry = _next_expiry(conn)
-                    if next_expiry is not None and time.time() >= next_expiry:
+                    if next_expiry is not None and self._clock() >= next_expiry:
                         self._write(lambda view, revision: (None, revision))
                         next_expiry = _next_expiry(conn)
                 except (sqlite3.Error, MetastoreError):
@@ -631,7 +634,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                     failed = True
                 interval = self._poll_interval if self._watches.active() else self._idle_interval
                 if next_expiry is not None and not failed:
-                    interval = min(interval, max(next_expiry - time.time(), 0.001))
+                    interval = min(interval, max(next_expiry - self._clock(), 0.001))
                 self._wakeup.wait(interval)
                 self._wakeup.clear()
         finally:
