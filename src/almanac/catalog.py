@@ -331,7 +331,17 @@ class Catalog:
         while True:
             attempts += 1
             self._check_open()
-            with store.exclusive(_left(commit_deadline)):
+            with contextlib.ExitStack() as section:
+                try:
+                    section.enter_context(store.exclusive(_left(commit_deadline)))
+                except WaitTimeoutError as exc:
+                    limit = self.commit_timeout_s if timeout is None else timeout
+                    raise WaitTimeoutError(
+                        f"The commit did not get the store's writer section within {limit} s: "
+                        f"{exc.message}",
+                        awaited="writer section",
+                        timeout=limit,
+                    ) from None
                 self._log.catch_up(self)
                 base = self.catalog()
                 try:

@@ -323,14 +323,6 @@ class UpdateLog:
         lease = self._pin_lease()
         key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
         while True:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeoutError(
-                    f"Pinning catalog version {version} did not succeed within {timeout} s: "
-                    "checkpoints kept moving the earliest version",
-                    awaited="version pin",
-                    timeout=timeout,
-                    version=version,
-                )
             snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
             earliest = _int(snap_kv)
             if version < earliest:
@@ -351,6 +343,14 @@ class UpdateLog:
             ]
             if self.store.txn([guard], ops).succeeded:
                 return VersionPin(version, key)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeoutError(
+                    f"Pinning catalog version {version} did not succeed within {timeout} s: "
+                    "checkpoints kept moving the earliest version",
+                    awaited="version pin",
+                    timeout=timeout,
+                    version=version,
+                )
 
     def unpin(self, pin: VersionPin) -> None:
         if not self._closed.is_set():

@@ -1,4 +1,7 @@
-"""Child process: commit tables concurrently with a sibling, then report."""
+"""Child process: commit tables concurrently with siblings, then report.
+
+``python -m tests.durable.worker_ddl TARGET PREFIX COUNT TOTAL [MAX_ATTEMPTS]``;
+with ``MAX_ATTEMPTS`` 1 a single lost race fails the worker."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ from tests.durable.helpers import digest, table
 
 def main() -> None:
     target, prefix, count, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    max_attempts = int(sys.argv[5]) if len(sys.argv) > 5 else None
     applied: list[int] = []
     with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as cat:
+        cat.max_attempts = max_attempts
         cat.listen(almanac.EventType.TABLE_CREATE, lambda e: applied.append(e.version))
         print("ready", flush=True)
         sys.stdin.readline()
