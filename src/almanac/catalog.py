@@ -384,7 +384,7 @@ class Catalog:
                 # racing writers spread out, never past the deadline.
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
-        self._await_ready(update.version, wait_deadline, timeout, committed=True)
+        self._await_ready(update.version, wait_deadline, timeout)
         activation = self.catalog(update.version).activation_time
         visible = self.sync.visible_everywhere_at(activation)
         if not self._clock.wait_until(visible, _left(wait_deadline)):
@@ -473,7 +473,9 @@ class Catalog:
 
     def _describe(self, version: int) -> str:
         """What one version changed, naming the objects, for error messages."""
-        update = self._state.updates[version - self._state.earliest]
+        state = self._state
+        offset = version - state.earliest
+        update = state.updates[offset] if 0 <= offset < len(state.updates) else None
         if update is None:
             return f"version {version}"
         after = self.catalog(version)
@@ -503,24 +505,19 @@ class Catalog:
                 return
         self._log.catch_up(self)  # an optimistic store: another node won the race
 
-    def _await_ready(
-        self,
-        version: int,
-        deadline: float | None,
-        timeout: float | None,
-        *,
-        committed: bool = False,
-    ) -> None:
+    def _await_ready(self, version: int, deadline: float | None, timeout: float | None) -> None:
+        """Wait for the readiness of a version this node just committed."""
         try:
             self.catalog_ready(version, _left(deadline))
-        except WaitTimeoutError as exc:
-            if committed:
-                exc.message += "; the version itself was committed"
-                exc.args = (exc.message,)
-                exc.context["committed"] = True
-            exc.timeout = timeout
-            exc.context["timeout"] = timeout
-            raise
+        except WaitTimeoutError:
+            raise WaitTimeoutError(
+                f"Catalog version {version} was committed, but its listeners (or those of an "
+                f"earlier version) were not done within {timeout} s",
+                awaited="catalog version ready",
+                timeout=timeout,
+                version=version,
+                committed=True,
+            ) from None
 
     # -- applying (called by the update log, in version order) ---------------
 
