@@ -23,7 +23,7 @@ import time
 import weakref
 from collections.abc import Iterator
 
-from almanac.errors import WaitTimeoutError
+from almanac.errors import MetastoreError, WaitTimeoutError
 
 __all__ = ["WriterSection", "shared_file_section"]
 
@@ -62,7 +62,12 @@ class WriterSection:
             self._lock.release()
 
     def _lock_os_file(self, path: str, deadline: float | None, timeout: float | None) -> int:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise MetastoreError(
+                f"Cannot open the writer lock file {path}: {exc}", path=path
+            ) from exc
         pause = _FILE_POLL_MIN_S
         try:
             while True:
@@ -82,6 +87,12 @@ class WriterSection:
         except BaseException:
             os.close(fd)
             raise
+
+    def _forget_holder(self) -> None:
+        """In a forked child: the parent's holder is not a thread here."""
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._fd = None
 
     def _timeout(self, timeout: float | None) -> WaitTimeoutError:
         return WaitTimeoutError(
@@ -107,3 +118,13 @@ def shared_file_section(what: str, lock_file: str) -> WriterSection:
             section = WriterSection(what, key)
             _FILE_SECTIONS[key] = section
         return section
+
+
+def _after_fork_in_child() -> None:
+    global _FILE_SECTIONS_LOCK
+    _FILE_SECTIONS_LOCK = threading.Lock()
+    for section in list(_FILE_SECTIONS.values()):
+        section._forget_holder()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
