@@ -707,6 +707,12 @@ class Catalog:
     # -- events --------------------------------------------------------------
 
     def listen(self, event_type: EventType, listener: Listener) -> None:
+        """Call ``listener`` for every event of ``event_type`` from now on.
+
+        Listeners run on this node's dispatcher thread, one version after
+        another in entry order, never on the thread that follows the log nor
+        inside a commit; a listener may call any public method, DDL included.
+        """
         self._listeners.add(event_type, listener)
 
     def unlisten(self, event_type: EventType, listener: Listener) -> None:
