@@ -62,6 +62,8 @@ KEY_PINS = "catalog.pins"
 _PREFIX = "catalog."
 
 PIN_LEASE_TTL_S = 10.0
+_CATCH_UP_BY_KEY = 32
+"""A node at most this many versions behind catches up key by key."""
 
 _log = logging.getLogger("almanac.log")
 _T = TypeVar("_T")
@@ -158,6 +160,9 @@ class UpdateLog:
         latest = self.latest_version()
         applied = follower.latest_version
         if latest <= applied:
+            return latest
+        if latest - applied > _CATCH_UP_BY_KEY:
+            self._catch_up(follower, applied)  # far behind: one range read
             return latest
         for version in range(applied + 1, latest + 1):
             key = update_key(version)
