@@ -70,6 +70,7 @@ from almanac.errors import (
     TableBeingCreatedError,
     ValidationError,
     VersionNotFoundError,
+    WaitTimeoutError,
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
@@ -146,6 +147,7 @@ __all__ = [
     "ValidationError",
     "VersionInfo",
     "VersionNotFoundError",
+    "WaitTimeoutError",
     "WriteStateError",
     "Zone",
     "connect",

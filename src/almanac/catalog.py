@@ -13,7 +13,10 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import random
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +42,7 @@ from almanac.errors import (
     CorruptLogError,
     ValidationError,
     VersionNotFoundError,
+    WaitTimeoutError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
 from almanac.log import UpdateLog
@@ -61,6 +65,11 @@ from almanac.targets import Target, parse_target
 __all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
 
 DEFAULT_MAX_ATTEMPTS = 10
+"""The retry cap of data commits (``almanac.data``); catalog commits retry
+until ``commit_timeout_s`` instead, unless given ``max_attempts``."""
+DEFAULT_COMMIT_TIMEOUT_S = 60.0
+_BACKOFF_FIRST_S = 0.001
+_BACKOFF_MAX_S = 0.05
 _log = logging.getLogger("almanac.catalog")
 
 
@@ -147,7 +156,8 @@ class Catalog:
         sync: SchemaSync = MEMORY_DEFAULTS,
         retention: RetentionPolicy | None = None,
         clock: HybridClock | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_attempts: int | None = None,
+        commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         root: Path | None = None,
         target: str = "memory://",
         warehouse: str | None = None,
@@ -160,6 +170,10 @@ class Catalog:
         self.sync = sync
         self.retention = retention
         self.max_attempts = max_attempts
+        """A cap on commit attempts (None: retry until ``commit_timeout_s``)."""
+        self.commit_timeout_s = commit_timeout_s
+        """How long ``execute`` may try to commit (writer section included)
+        when it is given no timeout of its own."""
         self.root = root
         self._clock = clock or HybridClock()
         self._log = log
@@ -168,6 +182,11 @@ class Catalog:
         self._state = _Versions(CatalogVersion.empty(), 0)
         self._ready = 0
         self._listeners = Listeners()
+        # Versions whose events wait for the dispatcher thread, in order;
+        # ``_dispatching`` is the version whose listeners run right now.
+        self._pending: deque[tuple[int, list[Event]]] = deque()
+        self._dispatcher: threading.Thread | None = None
+        self._dispatching: int | None = None
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
         self._commits = 0
@@ -270,14 +289,19 @@ class Catalog:
         return out
 
     @contextlib.contextmanager
-    def pin(self, version: int | None = None) -> Iterator[CatalogVersion]:
+    def pin(
+        self, version: int | None = None, *, timeout: float | None = 30.0
+    ) -> Iterator[CatalogVersion]:
         """Hold a version (the latest by default) so that no node truncates it
-        while the block runs; pins of a dead process expire with its lease."""
+        while the block runs; pins of a dead process expire with its lease.
+        ``WaitTimeoutError`` if checkpoints kept racing the pin for ``timeout``
+        seconds."""
         check.optional_int(version, "Parameter 'version' of Catalog.pin")
+        timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.pin")
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
-        handle = self._log.pin(target)
+        handle = self._log.pin(target, timeout=timeout)
         try:
             yield self.catalog(target)
         finally:
@@ -286,14 +310,27 @@ class Catalog:
     # -- writing -------------------------------------------------------------
 
     def execute(
-        self, commands: Iterable[Command], *, attach: Attachment | None = None
+        self,
+        commands: Iterable[Command],
+        *,
+        attach: Attachment | None = None,
+        timeout: float | None = None,
     ) -> ExecuteResult:
         """Apply the commands in order as one version, or not at all.
 
-        Later commands see the changes of earlier ones. When another node
-        commits first, the commands are validated again against its version
-        and retried, up to ``max_attempts`` times. Returns once the version is
-        applied here and visible everywhere (activation plus clock skew).
+        Later commands see the changes of earlier ones. The commit holds the
+        store's writer section while it catches up with the log, validates
+        and appends, so cooperating writers never race; on a store that
+        cannot serialise its writers a lost race is validated again and
+        retried with jittered backoff until ``commit_timeout_s`` (or
+        ``max_attempts``), then ``ConflictError``. Returns once the version is
+        applied here, its listeners are done, and it is visible everywhere
+        (activation plus clock skew).
+
+        ``timeout`` bounds the whole call; ``WaitTimeoutError`` says what was
+        awaited, and whether the version was committed before time ran out.
+        Without it, committing gives up after ``commit_timeout_s`` and the
+        waits after the commit are unbounded.
 
         ``attach(base, new)`` lets a caller ride its own compares and writes
         in the same metastore transaction (a data commit that must appear
@@ -304,46 +341,96 @@ class Catalog:
         batch = _command_batch(commands, "Catalog.execute")
         if attach is not None:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
-        for _ in range(self.max_attempts):
+        timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
+        started = time.monotonic()
+        commit_deadline = started + (self.commit_timeout_s if timeout is None else timeout)
+        wait_deadline = None if timeout is None else started + timeout
+        seen = self.latest_version
+        store = self._log.store
+        attempts = 0
+        backoff = _BACKOFF_FIRST_S
+        while True:
+            attempts += 1
             self._check_open()
-            base = self.catalog()
-            planned = preview(base, batch)
-            if not planned.entries:
-                return ExecuteResult(base.version, planned.applied, created=False)
-            update = VersionedUpdate(
-                version=base.version + 1,
-                commit_time=self._clock.now(),
-                delay_ms=self.sync.delay_ms,
-                entries=planned.entries,
+            with contextlib.ExitStack() as section:
+                try:
+                    section.enter_context(store.exclusive(_left(commit_deadline)))
+                except WaitTimeoutError as exc:
+                    limit = self.commit_timeout_s if timeout is None else timeout
+                    raise WaitTimeoutError(
+                        f"The commit did not get the store's writer section within {limit} s: "
+                        f"{exc.message}",
+                        awaited="writer section",
+                        timeout=limit,
+                    ) from None
+                self._log.catch_up(self)
+                base = self.catalog()
+                try:
+                    planned = preview(base, batch)
+                except CatalogError as exc:
+                    raise self._explain_race(exc, batch, seen, base) from None
+                if not planned.entries:
+                    return ExecuteResult(base.version, planned.applied, created=False)
+                update = VersionedUpdate(
+                    version=base.version + 1,
+                    commit_time=self._clock.now(),
+                    delay_ms=self.sync.delay_ms,
+                    entries=planned.entries,
+                )
+                compares: Sequence[Compare] = ()
+                ops: Sequence[Op] = ()
+                if attach is not None:
+                    compares, ops = _attachment(attach(base, apply_update(base, update)))
+                token = self._log.append(update, extra_compares=compares, extra_ops=ops)
+                if token is not None:
+                    self.on_update(update, token)
+                    break
+                self._log.catch_up(self)  # the winner's version, before anything else
+            if attach is not None and self._log.latest_version() < update.version:
+                raise ConflictError(
+                    "The commit was refused: a condition attached to it no longer holds",
+                    attempts=attempts,
+                )
+            now = time.monotonic()
+            if (self.max_attempts is not None and attempts >= self.max_attempts) or (
+                now >= commit_deadline
+            ):
+                raise ConflictError(
+                    f"Gave up committing after {attempts} attempts in {now - started:.1f} s: "
+                    "another writer committed a new version before each attempt",
+                    attempts=attempts,
+                )
+            if not store.serializes_writers:
+                # Optimistic store: back off with full jitter so that the
+                # racing writers spread out, never past the deadline.
+                time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        self._await_ready(update.version, wait_deadline, timeout)
+        activation = self.catalog(update.version).activation_time
+        visible = self.sync.visible_everywhere_at(activation)
+        if not self._clock.wait_until(visible, _left(wait_deadline)):
+            raise WaitTimeoutError(
+                f"Catalog version {update.version} was committed, but this node's clock did not "
+                f"pass its activation plus the maximum clock skew (schema sync) within "
+                f"{timeout} s",
+                awaited="schema sync",
+                timeout=timeout,
+                version=update.version,
+                committed=True,
             )
-            compares: Sequence[Compare] = ()
-            ops: Sequence[Op] = ()
-            if attach is not None:
-                compares, ops = _attachment(attach(base, apply_update(base, update)))
-            token = self._log.append(update, extra_compares=compares, extra_ops=ops)
-            if token is None:
-                if attach is not None and self._log.latest_version() < update.version:
-                    raise ConflictError(
-                        "The commit was refused: a condition attached to it no longer holds",
-                        attempts=1,
-                    )
-                self._await_applied(update.version)
-                continue
-            self.on_update(update, token)
-            self.catalog_ready(update.version, timeout=None)
-            activation = self.catalog(update.version).activation_time
-            self._clock.wait_until(self.sync.visible_everywhere_at(activation))
-            self._after_commit()
-            return ExecuteResult(update.version, planned.applied, created=True)
-        raise ConflictError(
-            f"Gave up committing after {self.max_attempts} attempts: another writer committed "
-            "a new version before each attempt",
-            attempts=self.max_attempts,
-        )
+        self._after_commit()
+        return ExecuteResult(update.version, planned.applied, created=True)
 
-    def execute_async(self, commands: Iterable[Command]) -> Future[ExecuteResult]:
-        """``execute`` on a worker thread, so that many DDL overlap their waits."""
+    def execute_async(
+        self, commands: Iterable[Command], *, timeout: float | None = None
+    ) -> Future[ExecuteResult]:
+        """``execute`` on a worker thread, so that many DDL overlap their waits.
+
+        The future's ``result(timeout)`` and ``exception(timeout)`` raise
+        ``WaitTimeoutError`` (a ``TimeoutError``) when the result is not there
+        in time; ``timeout`` here bounds the ``execute`` itself."""
         batch = _command_batch(commands, "Catalog.execute_async")
+        timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute_async")
         self._check_open()
         with self._cond:
             if self._executor is None:
@@ -352,7 +439,18 @@ class Catalog:
                     thread_name_prefix="almanac-execute",
                 )
             executor = self._executor
-        return executor.submit(self.execute, batch)
+        future: _ExecuteFuture = _ExecuteFuture()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self.execute(batch, timeout=timeout))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        executor.submit(run)
+        return future
 
     def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
         """Run a DDL script atomically as one version; returns the resulting version."""
@@ -362,27 +460,73 @@ class Catalog:
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
         return self.execute(parse_script(text, default_schema=default_schema)).version
 
-    def _commit_initial(self) -> None:
-        update = VersionedUpdate(
-            version=1,
-            commit_time=self._clock.now(),
-            delay_ms=0,
-            entries=(ObjectIdsReserved(1), SchemaCreated(Schema(id=0, name=DEFAULT_SCHEMA))),
+    def _explain_race(
+        self, exc: CatalogError, batch: Sequence[Command], seen: int, base: CatalogVersion
+    ) -> CatalogError:
+        """When the batch was valid at the version this node had when
+        ``execute`` was called and only the versions committed since make it
+        fail, say so in the error: what the other writer changed."""
+        if base.version <= seen:
+            return exc
+        try:
+            preview(self.catalog(seen), batch)
+        except CatalogError:
+            return exc  # it fails on its own, race or not
+        changes = "; ".join(self._describe(v) for v in range(seen + 1, base.version + 1))
+        exc.message = (
+            f"{exc.message} (another writer committed first: {changes})" if changes else exc.message
         )
-        token = self._log.append(update)
-        if token is not None:
-            self.on_update(update, token)
-        self._await_applied(1)
+        exc.args = (exc.message,)
+        exc.context["concurrent_versions"] = tuple(range(seen + 1, base.version + 1))
+        return exc
 
-    def _await_applied(self, version: int) -> None:
-        deadline_s = 60.0
-        if not self.catalog_ready(version, timeout=deadline_s, applied_only=True):
-            failure = self._log.failure
-            raise CatalogError(
-                f"Version {version} was committed by another node but did not reach this "
-                f"node within {deadline_s:.0f} s" + (f": {failure}" if failure else ""),
-                version=version,
+    def _describe(self, version: int) -> str:
+        """What one version changed, naming the objects, for error messages."""
+        state = self._state
+        offset = version - state.earliest
+        update = state.updates[offset] if 0 <= offset < len(state.updates) else None
+        if update is None:
+            return f"version {version}"
+        after = self.catalog(version)
+        before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after
+        parts = []
+        for entry in update.entries:
+            if isinstance(entry, ObjectIdsReserved):
+                continue
+            name = _object_name(after, entry.object_id()) or _object_name(before, entry.object_id())
+            parts.append(f"{type(entry).__name__} {name}" if name else type(entry).__name__)
+        return f"version {version}: " + ", ".join(parts)
+
+    def _commit_initial(self) -> None:
+        with self._log.store.exclusive(self.commit_timeout_s):
+            self._log.catch_up(self)
+            if self.latest_version > 0:
+                return
+            update = VersionedUpdate(
+                version=1,
+                commit_time=self._clock.now(),
+                delay_ms=0,
+                entries=(ObjectIdsReserved(1), SchemaCreated(Schema(id=0, name=DEFAULT_SCHEMA))),
             )
+            token = self._log.append(update)
+            if token is not None:
+                self.on_update(update, token)
+                return
+        self._log.catch_up(self)  # an optimistic store: another node won the race
+
+    def _await_ready(self, version: int, deadline: float | None, timeout: float | None) -> None:
+        """Wait for the readiness of a version this node just committed."""
+        try:
+            self.catalog_ready(version, _left(deadline))
+        except WaitTimeoutError:
+            raise WaitTimeoutError(
+                f"Catalog version {version} was committed, but its listeners (or those of an "
+                f"earlier version) were not done within {timeout} s",
+                awaited="catalog version ready",
+                timeout=timeout,
+                version=version,
+                committed=True,
+            ) from None
 
     # -- applying (called by the update log, in version order) ---------------
 
@@ -400,21 +544,49 @@ class Catalog:
                 )
             snapshot = apply_update(state.catalogs[-1], update)
             self._clock.update(update.commit_time)
-            with self._cond:
-                state.catalogs.append(snapshot)
-                state.activations.append(snapshot.activation_time)
-                state.updates.append(update)
-                state.tokens.append(token)
-                self._cond.notify_all()
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
                 for entry in update.entries
                 if entry.event_type is not None
             ]
+            with self._cond:
+                state.catalogs.append(snapshot)
+                state.activations.append(snapshot.activation_time)
+                state.updates.append(update)
+                state.tokens.append(token)
+                self._deliver_locked(update.version, events)
+                self._cond.notify_all()
+
+    def _deliver_locked(self, version: int, events: list[Event]) -> None:
+        """Hand a version's events to the dispatcher thread (caller holds
+        ``_cond``), or mark it ready at once when nobody listens and nothing
+        is queued before it."""
+        if not self._pending and not self._listeners.wants(events):
+            self._ready = max(self._ready, version)
+            return
+        self._pending.append((version, events))
+        if self._dispatcher is None and not self._closed:
+            self._dispatcher = threading.Thread(
+                target=self._dispatch, name="almanac-listeners", daemon=True
+            )
+            self._dispatcher.start()
+
+    def _dispatch(self) -> None:
+        """The dispatcher thread: fire each queued version's events in order,
+        then mark it ready."""
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                version, events = self._pending[0]
+                self._dispatching = version
             self._listeners.fire(events)
             with self._cond:
-                # A listener may itself have executed (and readied) a later version.
-                self._ready = max(self._ready, update.version)
+                self._pending.popleft()
+                self._dispatching = None
+                self._ready = max(self._ready, version)
                 self._cond.notify_all()
 
     def on_checkpoint(self, snapshot: CatalogVersion, token: int) -> None:
@@ -425,7 +597,7 @@ class Catalog:
                 return
             with self._cond:
                 self._state = _Versions(snapshot, token)
-                self._ready = snapshot.version
+                self._deliver_locked(snapshot.version, [])
                 self._cond.notify_all()
 
     def on_truncate(self, earliest: int) -> None:
@@ -438,34 +610,72 @@ class Catalog:
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
     ) -> bool:
-        """Wait until ``version`` is applied here and its listeners are done
-        (only applied, with ``applied_only``). False on timeout."""
+        """Wait until ``version`` is applied here and its listeners (and those
+        of every earlier version) are done; only applied, with
+        ``applied_only``. Returns True; raises ``WaitTimeoutError`` when that
+        takes longer than ``timeout`` seconds, ``CatalogError`` when the node
+        closes or stops following its log first.
+
+        Inside a listener, the version being delivered and later ones cannot
+        finish their listeners before the running one returns: there this
+        waits until they are applied, so that a listener may wait for a
+        version (its own DDL's, say) without waiting for itself.
+        """
         check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
+        inside_listener = threading.current_thread() is self._dispatcher
+        applied = applied_only or inside_listener
+
+        def reached() -> bool:
+            return (self.latest_version if applied else self._ready) >= version
+
         with self._cond:
-            return (
-                self._cond.wait_for(
-                    lambda: (
-                        (self.latest_version if applied_only else self._ready) >= version
-                        or self._closed
-                        or self._log.failure is not None
-                    ),
-                    timeout,
-                )
-                and (self.latest_version if applied_only else self._ready) >= version
+            done = self._cond.wait_for(
+                lambda: reached() or self._closed or self._log.failure is not None, timeout
             )
+            if done and reached():
+                return True
+            latest, ready = self.latest_version, self._ready
+        self._check_open()
+        what = "applied" if applied else "ready (applied, its listeners done)"
+        raise WaitTimeoutError(
+            f"Catalog version {version} was not {what} on this node within {timeout} s "
+            f"(applied: {latest}, ready: {ready})",
+            awaited="catalog version " + ("applied" if applied else "ready"),
+            timeout=timeout,
+            version=version,
+        )
 
     def wait_for_metadata_completeness(
         self, timestamp: int | dt.datetime, timeout: float | None = 30.0
     ) -> bool:
         """Wait until this node has applied every version that could be active
-        at ``timestamp``; afterwards ``catalog_at(timestamp)`` is final."""
+        at ``timestamp``; afterwards ``catalog_at(timestamp)`` is final.
+
+        Returns True; ``WaitTimeoutError`` when that is not so within
+        ``timeout`` seconds, at once when the clock alone needs longer (a
+        timestamp far ahead)."""
         what = "Catalog.wait_for_metadata_completeness"
         ts = check.timestamp(timestamp, f"Parameter 'timestamp' of {what}")
         timeout = check.timeout(timeout, f"Parameter 'timeout' of {what}")
-        self._clock.wait_until(self.sync.complete_after(ts))
-        return self.catalog_ready(self._log.latest_version(), timeout, applied_only=True)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        after = self.sync.complete_after(ts)
+        gap_s = (physical_ms(after) - physical_ms(self._clock.now())) / 1000
+        if (timeout is not None and gap_s > timeout) or not self._clock.wait_until(
+            after, _left(deadline)
+        ):
+            raise WaitTimeoutError(
+                f"Metadata completeness at timestamp {ts} needs this node's clock to pass "
+                f"{after} (the timestamp plus clock skew minus activation delay), "
+                f"{max(gap_s, 0):.3f} s ahead; it was not within {timeout} s",
+                awaited="metadata completeness",
+                timeout=timeout,
+                timestamp=ts,
+            )
+        self._check_open()
+        self._log.catch_up(self)
+        return True
 
     # -- log checkpoints--------------------------------------------------------
 
@@ -512,6 +722,12 @@ class Catalog:
     # -- events --------------------------------------------------------------
 
     def listen(self, event_type: EventType, listener: Listener) -> None:
+        """Call ``listener`` for every event of ``event_type`` from now on.
+
+        Listeners run on this node's dispatcher thread, one version after
+        another in entry order, never on the thread that follows the log nor
+        inside a commit; a listener may call any public method, DDL included.
+        """
         check.enum_member(event_type, EventType, "Parameter 'event_type' of Catalog.listen")
         check.callable_(listener, "Parameter 'listener' of Catalog.listen")
         self._listeners.add(event_type, listener)
@@ -564,6 +780,9 @@ class Catalog:
         self._stop.set()
         if self._janitor is not None and self._janitor is not threading.current_thread():
             self._janitor.join(timeout=60)
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher is not threading.current_thread():
+            dispatcher.join(timeout=5)  # a listener still running finishes on its own
         if executor is not None:
             executor.shutdown(wait=True)
         self._log.close()
@@ -578,6 +797,54 @@ class Catalog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (never negative), None for no deadline."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def _object_name(cat: CatalogVersion, object_id: int) -> str | None:
+    table = cat.tables_by_id.get(object_id)
+    if table is not None:
+        schema = cat.schemas_by_id.get(table.schema_id)
+        return f"{schema.name}.{table.name}" if schema is not None else table.name
+    for by_id in (cat.schemas_by_id, cat.zones_by_id, cat.indexes_by_id):
+        found = by_id.get(object_id)
+        if found is not None:
+            return str(found.name)
+    return None
+
+
+class _ExecuteFuture(Future[ExecuteResult]):
+    """A future whose waits raise ``WaitTimeoutError`` (still a TimeoutError)."""
+
+    def result(self, timeout: float | None = None) -> ExecuteResult:
+        try:
+            return super().result(timeout)
+        except TimeoutError as exc:
+            if isinstance(exc, CatalogError) or not self._waited_out():
+                raise
+            raise _future_timeout(timeout) from None
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        try:
+            return super().exception(timeout)
+        except TimeoutError as exc:
+            if isinstance(exc, CatalogError) or not self._waited_out():
+                raise
+            raise _future_timeout(timeout) from None
+
+    def _waited_out(self) -> bool:
+        return not self.done()
+
+
+def _future_timeout(timeout: float | None) -> WaitTimeoutError:
+    return WaitTimeoutError(
+        f"The asynchronous execute did not finish within {timeout} s; it goes on running",
+        awaited="execute_async result",
+        timeout=timeout,
+    )
 
 
 def _command_batch(commands: object, where: str) -> list[Command]:

@@ -59,10 +59,18 @@ class HybridClock:
             self._last = max(wall, seen + 1, self._last + 1)
             return self._last
 
-    def wait_until(self, ts: int) -> None:
-        """Return once this clock has passed ``ts``, sleeping out the wall-clock part."""
+    def wait_until(self, ts: int, timeout: float | None = None) -> bool:
+        """Return True once this clock has passed ``ts``, sleeping out the
+        wall-clock part; False if ``timeout`` seconds ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             current = self.now()
             if current > ts:
-                return
-            time.sleep((physical_ms(ts) - physical_ms(current) + 1) / 1000)
+                return True
+            pause = (physical_ms(ts) - physical_ms(current) + 1) / 1000
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                pause = min(pause, left)
+            time.sleep(pause)

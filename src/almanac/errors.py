@@ -14,6 +14,7 @@ Grouped by what the caller can do about it::
     ├── RetryableError                the state moved under the request: try again
     │   ├── ConflictError             a commit lost every race it was allowed
     │   ├── TableBeingCreatedError    another CREATE ... AS SELECT holds the name
+    │   ├── WaitTimeoutError          a wait ran out of time (also a TimeoutError)
     │   └── WriteStateError           a staged write can no longer commit: redo it
     └── StorageError                  stored state is damaged or unreachable: call an operator
         ├── CorruptLogError           the update log holds an entry that cannot apply
@@ -54,6 +55,7 @@ __all__ = [
     "TableBeingCreatedError",
     "ValidationError",
     "VersionNotFoundError",
+    "WaitTimeoutError",
     "WriteStateError",
 ]
 
@@ -129,6 +131,20 @@ class ConflictError(RetryableError):
     def __init__(self, message: str, *, attempts: int) -> None:
         super().__init__(message, attempts=attempts)
         self.attempts = attempts
+
+
+class WaitTimeoutError(RetryableError, TimeoutError):
+    """A wait did not end within its timeout: the message names what was
+    awaited and the timeout (``awaited`` and ``timeout`` in ``context``).
+    Nothing was undone by giving up; waiting again may succeed. It is also a
+    builtin ``TimeoutError``, so ``except TimeoutError`` catches it."""
+
+    def __init__(
+        self, message: str, *, awaited: str, timeout: float | None, **context: Any
+    ) -> None:
+        super().__init__(message, awaited=awaited, timeout=timeout, **context)
+        self.awaited = awaited
+        self.timeout = timeout
 
 
 class SerializationError(StorageError):

@@ -4,6 +4,14 @@ Events fire in entry order once the new snapshot is readable, so a listener
 may call ``catalog(event.version)``. A version is *ready* only after all of
 its listeners returned; a failing listener is logged and recorded, never
 allowed to block the version or the listeners after it.
+
+Listeners run on one dispatcher thread per catalog node, version after
+version in order, never on the thread that follows the log nor inside a
+commit: a listener may call any public method, DDL included, without
+holding up the versions it waits for. A version committed from inside a
+listener is delivered to its own listeners after the running listener
+returns, so within a listener "ready" can only mean "applied" for the
+version being delivered and later ones (see ``Catalog.catalog_ready``).
 """
 
 from __future__ import annotations
@@ -79,6 +87,11 @@ class Listeners:
         with self._lock:
             current = self._by_type.get(event_type, ())
             self._by_type[event_type] = tuple(x for x in current if x != listener)
+
+    def wants(self, events: list[Event]) -> bool:
+        """Whether any current listener subscribes to one of ``events``."""
+        by_type = self._by_type
+        return any(by_type.get(event.type) for event in events)
 
     def fire(self, events: list[Event]) -> None:
         for event in events:

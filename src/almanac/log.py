@@ -41,6 +41,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -54,6 +55,7 @@ from almanac.errors import (
     CorruptLogError,
     MetastoreError,
     VersionNotFoundError,
+    WaitTimeoutError,
 )
 from almanac.identity import IdentityRecord, identity_path_for, new_catalog_id, parse_catalog_id
 from almanac.log_format import frame_checkpoint, frame_update, parse_number, read_entry
@@ -81,6 +83,8 @@ KEY_ID = "catalog.id"
 _PREFIX = "catalog."
 
 PIN_LEASE_TTL_S = 10.0
+_CATCH_UP_BY_KEY = 32
+"""A node at most this many versions behind catches up key by key."""
 
 _log = logging.getLogger("almanac.log")
 
@@ -179,6 +183,38 @@ class UpdateLog:
             target=self._follow, args=(follower,), name="almanac-log-follower", daemon=True
         )
         self._thread.start()
+
+    def catch_up(self, follower: LogFollower) -> int:
+        """Deliver, on the calling thread, every stored version the follower
+        has not applied yet; returns the latest stored version.
+
+        The follower thread delivers the same versions sooner or later; the
+        follower ignores the ones it already has. A writer calls this so that
+        it never waits for that thread (which may be busy, or be itself).
+        """
+        latest = self.latest_version()
+        applied = follower.latest_version
+        if latest <= applied:
+            return latest
+        if latest - applied > _CATCH_UP_BY_KEY:
+            self._catch_up(follower, applied)  # far behind: one range read
+            return latest
+        for version in range(applied + 1, latest + 1):
+            key = update_key(version)
+            kv = self.store.get(key)
+            if kv is None:
+                break  # truncated meanwhile: read the checkpoint and what follows
+            try:
+                update = _read_update({key: kv}, version, self.earliest_version())
+            except CorruptLogError:
+                if version != self.earliest_version():
+                    raise
+                break  # a checkpoint replaced this entry meanwhile
+            follower.on_update(update, kv.mod_revision)
+        else:
+            return latest
+        self._catch_up(follower, follower.latest_version)
+        return latest
 
     def _catch_up(self, follower: LogFollower, applied: int) -> int:
         """Deliver every stored version after ``applied``; returns the revision read."""
@@ -371,8 +407,11 @@ class UpdateLog:
                     _log.error("Lost the lease that holds this node's version pins: %s", exc)
                 return
 
-    def pin(self, version: int) -> VersionPin:
-        """Hold ``version`` against truncation, in every process sharing the store."""
+    def pin(self, version: int, timeout: float | None = None) -> VersionPin:
+        """Hold ``version`` against truncation, in every process sharing the
+        store; ``WaitTimeoutError`` if checkpoints kept racing it for
+        ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         lease = self._pin_lease()
         key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
         while True:
@@ -396,6 +435,14 @@ class UpdateLog:
             ]
             if self.store.txn([guard], ops).succeeded:
                 return VersionPin(version, key)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeoutError(
+                    f"Pinning catalog version {version} did not succeed within {timeout} s: "
+                    "checkpoints kept moving the earliest version",
+                    awaited="version pin",
+                    timeout=timeout,
+                    version=version,
+                )
 
     def unpin(self, pin: VersionPin) -> None:
         if not self._closed.is_set():

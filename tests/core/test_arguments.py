@@ -17,6 +17,7 @@ import almanac
 from almanac import (
     AlterZone,
     Catalog,
+    CatalogError,
     ColumnDef,
     ColumnType,
     ConstantDefault,
@@ -208,7 +209,8 @@ def test_a_timeout_longer_than_the_platform_waits_means_no_limit(cat: Catalog) -
     closer.start()
     try:
         # Waits (no limit) until the catalog closes; was OverflowError from threading.
-        assert not cat.catalog_ready(99, timeout=1e308)
+        with pytest.raises(CatalogError, match="closed"):
+            cat.catalog_ready(99, timeout=1e308)
     finally:
         closer.join()
 

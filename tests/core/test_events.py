@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -30,6 +31,7 @@ from almanac import (
     SetDefaultZone,
     SetTableProperties,
     StartBuildingIndex,
+    WaitTimeoutError,
 )
 
 from .support import apply, col, rejected, table
@@ -233,18 +235,43 @@ def test_causality_tokens_grow_with_versions(cat: Catalog) -> None:
     assert tokens == sorted(tokens) and len(set(tokens)) == 3
 
 
+def _ready_elsewhere(cat: Catalog, version: int) -> bool:
+    """Whether another thread finds ``version`` ready right now."""
+    outcome: list[bool] = []
+
+    def probe() -> None:
+        try:
+            outcome.append(cat.catalog_ready(version, timeout=0))
+        except WaitTimeoutError:
+            outcome.append(False)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
 def test_listener_reads_the_events_version(cat: Catalog) -> None:
-    seen: list[tuple[int, bool, bool]] = []
+    seen: list[tuple[int, bool, bool, bool]] = []
 
     def listener(event: Event) -> None:
         snap = cat.catalog(event.version)
-        ready = cat.catalog_ready(event.version, timeout=0)
-        seen.append((snap.version, snap.table("T") is not None, ready))
+        applied_here = cat.catalog_ready(event.version, timeout=0)
+        ready_elsewhere = _ready_elsewhere(cat, event.version)
+        seen.append((snap.version, snap.table("T") is not None, applied_here, ready_elsewhere))
 
     cat.listen(EventType.TABLE_CREATE, listener)
     result = apply(cat, table("T"))
-    assert seen == [(result.version, True, False)], "not ready while its listeners run"
+    assert seen == [(result.version, True, True, False)], "not ready while its listeners run"
     assert cat.catalog_ready(result.version, timeout=0)
+
+
+def test_listeners_run_on_one_thread_that_is_not_the_callers(cat: Catalog) -> None:
+    threads: set[int] = set()
+    cat.listen(EventType.ZONE_CREATE, lambda e: threads.add(threading.get_ident()))
+    apply(cat, CreateZone(name="Z"))
+    apply(cat, CreateZone(name="Y"))
+    assert len(threads) == 1 and threading.get_ident() not in threads
 
 
 def test_no_events_for_a_failed_batch(cat: Catalog) -> None:
@@ -314,13 +341,55 @@ def test_listeners_get_only_their_type(cat: Catalog) -> None:
 
 
 def test_a_listener_may_execute_and_readiness_never_goes_back(cat: Catalog) -> None:
-    def listener(event: Event) -> None:
-        cat.execute([CreateZone(name="FROM_LISTENER")])
+    order: list[tuple[str, int]] = []
 
-    cat.listen(EventType.TABLE_CREATE, listener)
+    def on_table(event: Event) -> None:
+        order.append(("table", event.version))
+        result = cat.execute([CreateZone(name="FROM_LISTENER")])
+        # Its own version is applied and visible, its listeners come later.
+        assert cat.catalog(result.version).zone("FROM_LISTENER") is not None
+        assert cat.catalog_ready(result.version, timeout=0)
+        order.append(("listener returns", event.version))
+
+    cat.listen(EventType.TABLE_CREATE, on_table)
+    cat.listen(
+        EventType.ZONE_CREATE,
+        lambda e: order.append(("zone", e.version)) if e.version == 3 else None,
+    )
     result = cat.execute([table("T")])
     assert result.version == 2
     assert cat.latest_version == 3
     assert cat.catalog().zone("FROM_LISTENER") is not None
     assert cat.catalog_ready(2, timeout=0)
-    assert cat.catalog_ready(3, timeout=0), "version 3 was readied by the nested execute"
+    assert cat.catalog_ready(3, timeout=10)
+    assert order == [("table", 2), ("listener returns", 2), ("zone", 3)], "entry order kept"
+
+
+def test_catalog_ready_times_out_with_a_typed_error(cat: Catalog) -> None:
+    with pytest.raises(
+        WaitTimeoutError, match=r"version 7 was not ready .* within 0\.05 s"
+    ) as info:
+        cat.catalog_ready(7, timeout=0.05)
+    assert isinstance(info.value, TimeoutError)
+    assert info.value.context["version"] == 7 and info.value.timeout == 0.05
+    with pytest.raises(WaitTimeoutError, match="version 7 was not applied"):
+        cat.catalog_ready(7, timeout=0, applied_only=True)
+
+
+def test_a_slow_listener_makes_execute_time_out_after_its_commit(cat: Catalog) -> None:
+    release = threading.Event()
+
+    def slow(event: Event) -> None:
+        release.wait(60)
+
+    cat.listen(EventType.ZONE_CREATE, slow)
+    try:
+        with pytest.raises(
+            WaitTimeoutError, match=r"version 2 was committed, but its listeners .* within 0\.05 s"
+        ) as info:
+            cat.execute([CreateZone(name="Z")], timeout=0.05)
+        assert info.value.context["committed"] is True
+        assert cat.catalog().zone("Z") is not None
+    finally:
+        release.set()
+    assert cat.catalog_ready(cat.latest_version, timeout=10)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import shutil
+import tempfile
 from collections.abc import Sequence
 
 import pytest
@@ -267,7 +269,7 @@ def check_snapshot(snap: CatalogVersion) -> None:
 class CatalogMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.cat = almanac.connect("memory://")
+        self.cat = self.connect()
         self.replayed = CatalogVersion.empty()
         self.kind_of_id: dict[int, str] = {}
         self.gone_ids: set[int] = set()
@@ -277,6 +279,9 @@ class CatalogMachine(RuleBasedStateMachine):
         for event_type in EventType:
             self.cat.listen(event_type, self.events.append)
         self.outcomes = {"created": 0, "noop": 0, "error": 0}
+
+    def connect(self) -> almanac.Catalog:
+        return almanac.connect("memory://")
 
     def _execute(self, batch: Sequence[Command]) -> None:
         before = self.cat.catalog()
@@ -530,12 +535,38 @@ class RecordingMachine(CatalogMachine):
         super().teardown()
 
 
-def test_random_command_sequences_keep_the_invariants() -> None:
+class SqliteRecordingMachine(RecordingMachine):
+    """The same machine on a SQLite catalog in a fresh directory; at the end
+    a second node reopens the directory and must hold the same catalog."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="almanac-machine-")
+        super().__init__()
+
+    def connect(self) -> almanac.Catalog:
+        return almanac.connect(self.directory, delay_ms=0)
+
+    def teardown(self) -> None:
+        try:
+            latest = self.cat.catalog()
+            with almanac.connect(self.directory, delay_ms=0) as reopened:
+                assert reopened.catalog() == latest
+            super().teardown()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("machine", "examples"), [(RecordingMachine, 50), (SqliteRecordingMachine, 30)]
+)
+def test_random_command_sequences_keep_the_invariants(
+    machine: type[RecordingMachine], examples: int
+) -> None:
     STATEFUL_RUNS.clear()
     run_state_machine_as_test(
-        RecordingMachine,
+        machine,
         settings=settings(
-            max_examples=50,
+            max_examples=examples,
             stateful_step_count=40,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,7 @@ from almanac import (
 from almanac.entries import UpdateEntry
 from almanac.log import UpdateLog
 
+from .conftest import open_catalog
 from .support import apply, col, noop, rejected, table
 
 
@@ -240,8 +242,8 @@ def test_no_version_is_made_by_a_validation_error_after_an_id_was_taken(cat: Cat
     assert y is not None and y.id == 1
 
 
-def test_closed_catalog_refuses_to_execute() -> None:
-    cat = almanac.connect("memory://")
+def test_closed_catalog_refuses_to_execute(backend: str, tmp_path: Path) -> None:
+    cat = open_catalog(backend, tmp_path)
     cat.close()
     with pytest.raises(CatalogError):
         cat.execute([CreateSchema("S")])
@@ -349,15 +351,20 @@ class _Racing(Command):
         return CreateSchema(self.name).validate(cat)
 
 
-def _two_nodes(max_attempts: int) -> tuple[Catalog, Catalog]:
-    first = almanac.connect("memory://")
+def _two_nodes(backend: str, directory: Path, max_attempts: int) -> tuple[Catalog, Catalog]:
+    """Two nodes on one store: two connects to one SQLite directory, or a
+    second node on the first one's in-memory store."""
+    first = open_catalog(backend, directory)
     first.max_attempts = max_attempts
-    second = Catalog(UpdateLog(first.log.store))
+    if backend == "memory":
+        second = Catalog(UpdateLog(first.log.store))
+    else:
+        second = open_catalog(backend, directory)
     return first, second
 
 
-def test_a_commit_that_loses_a_race_is_validated_again() -> None:
-    first, second = _two_nodes(max_attempts=3)
+def test_a_commit_that_loses_a_race_is_validated_again(backend: str, tmp_path: Path) -> None:
+    first, second = _two_nodes(backend, tmp_path, max_attempts=3)
     with first, second:
         racing = _Racing(second, races=2, name="MINE")
         result = first.execute([racing])
@@ -373,8 +380,10 @@ def test_a_commit_that_loses_a_race_is_validated_again() -> None:
         ]
 
 
-def test_a_commit_that_keeps_losing_gives_up_with_a_conflict_error() -> None:
-    first, second = _two_nodes(max_attempts=3)
+def test_a_commit_that_keeps_losing_gives_up_with_a_conflict_error(
+    backend: str, tmp_path: Path
+) -> None:
+    first, second = _two_nodes(backend, tmp_path, max_attempts=3)
     with first, second:
         racing = _Racing(second, races=5, name="MINE")
         with pytest.raises(ConflictError) as info:

@@ -138,17 +138,21 @@ def test_pins_of_a_killed_process_expire(tmp_path: Path) -> None:
         for i in range(5):
             cat.execute([table(f"T{i}")])
     script = (
-        "import sys, time\n"
+        "import sys\n"
         "from almanac.catalog import Catalog\n"
         "from almanac.log import UpdateLog\n"
         "from almanac.metastore import SqliteMetastore\n"
         f"c = Catalog(UpdateLog(SqliteMetastore({str(tmp_path / 'data' / 'catalog.db')!r}),"
         " pin_ttl_s=1.0))\n"
-        "cm = c.pin(3); cm.__enter__(); print('pinned', flush=True); time.sleep(600)\n"
+        "cm = c.pin(3); cm.__enter__(); print('pinned', flush=True); sys.stdin.readline()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "pinned"
@@ -156,7 +160,7 @@ def test_pins_of_a_killed_process_expire(tmp_path: Path) -> None:
             assert cat.checkpoint_log() == 3
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60  # a failure guard: the lease ttl is 1 s
             while cat.checkpoint_log() != 6 and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert cat.earliest_version == 6

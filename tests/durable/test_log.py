@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,15 +203,57 @@ def test_attached_writes_ride_in_the_version_transaction(store: Metastore) -> No
 
 
 def test_retention_by_age_keeps_recent_versions(store: Metastore) -> None:
-    import time
-
+    wall = [time.time_ns() // 1_000_000]  # milliseconds, moved by hand
+    clock = almanac.HybridClock(wall_ms=lambda: wall[0])
     policy = almanac.RetentionPolicy(keep_seconds=0.3, check_every=1)
-    with node(store, retention=policy) as cat:
+    with node(store, retention=policy, clock=clock) as cat:
         for i in range(5):
             cat.execute([table(f"OLD{i}")])
         assert cat.earliest_version == 0
-        time.sleep(0.6)
+        wall[0] += 600
         first_recent = cat.execute([table("NEW0")]).version
         cat.execute([table("NEW1")])
         assert 1 < cat.earliest_version <= first_recent
         assert cat.catalog(first_recent).table("NEW0") is not None
+
+
+class _Follower:
+    """A LogFollower that records what the log delivers."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.latest_version = start
+        self.delivered: list[tuple[str, int]] = []
+
+    def on_update(self, update: VersionedUpdate, token: int) -> None:
+        if update.version <= self.latest_version:
+            return
+        assert update.version == self.latest_version + 1
+        self.latest_version = update.version
+        self.delivered.append(("update", update.version))
+
+    def on_checkpoint(self, snapshot: almanac.CatalogVersion, token: int) -> None:
+        self.latest_version = snapshot.version
+        self.delivered.append(("checkpoint", snapshot.version))
+
+    def on_truncate(self, earliest: int) -> None:
+        pass
+
+
+def test_catch_up_delivers_what_a_follower_lacks_on_the_calling_thread(store: Metastore) -> None:
+    with node(store) as cat:
+        for i in range(40):
+            cat.execute([table(f"T{i}")])
+        log = UpdateLog(store, owns_store=False)
+        far_behind = _Follower()
+        assert log.catch_up(far_behind) == 41
+        assert far_behind.delivered == [("update", v) for v in range(1, 42)]
+        for i in range(3):
+            cat.execute([table(f"U{i}")])
+        assert log.catch_up(far_behind) == 44
+        assert far_behind.delivered[-3:] == [("update", 42), ("update", 43), ("update", 44)]
+        assert cat.checkpoint_log(44) == 44
+        cat.execute([table("V0")])
+        cat.execute([table("V1")])
+        lagging = _Follower(start=41)
+        assert log.catch_up(lagging) == 46
+        assert lagging.delivered == [("checkpoint", 44), ("update", 45), ("update", 46)]

@@ -21,15 +21,31 @@ BACKENDS = ("memory", "sqlite")
 PATIENCE = 30.0
 
 
-def make_store(backend: str, directory: Path) -> Metastore:
+class ManualClock:
+    """A clock in seconds that moves only when a test moves it."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_store(
+    backend: str, directory: Path, *, clock: Callable[[], float] | None = None
+) -> Metastore:
     if backend == "memory":
-        return MemoryMetastore()
+        return MemoryMetastore() if clock is None else MemoryMetastore(clock=clock)
     if backend == "sqlite":
-        return SqliteMetastore(directory / "metastore.db")
+        path = directory / "metastore.db"
+        return SqliteMetastore(path) if clock is None else SqliteMetastore(path, clock=clock)
     raise ValueError(f"unknown backend {backend!r}")
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
+def wait_until(predicate: Callable[[], bool], timeout: float = PATIENCE) -> bool:
     """Poll ``predicate`` until it holds or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     while True:

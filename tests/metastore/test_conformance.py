@@ -49,6 +49,7 @@ from almanac.metastore import (
 
 from .helpers import (
     PATIENCE,
+    ManualClock,
     cas_increment,
     cas_worker,
     make_store,
@@ -398,14 +399,17 @@ def test_watch_replays_history_then_follows_new_changes(store: Metastore) -> Non
         assert [(e.kv.key, e.revision) for e in replayed] == [("w/a", 1), ("w/b", 3)]
         assert watch.next(timeout=0.05) is None
 
+        waiting = threading.Event()
+
         def write_later() -> None:
-            time.sleep(0.1)
+            waiting.wait(PATIENCE)  # the reader is (about to be) blocked on the watch
             store.put("w/c", b"3")
             store.put("other", b"y")
             store.delete("w/a")
 
         writer = threading.Thread(target=write_later)
         writer.start()
+        waiting.set()
         followed = [next_event(watch) for _ in range(2)]
         writer.join()
     assert [(e.type, e.kv.key, e.revision) for e in followed] == [
@@ -526,7 +530,7 @@ def test_keys_vanish_when_their_lease_expires(store: Metastore) -> None:
     # Nobody touches the store while the watch waits: only the background
     # sweeper can expire the lease and wake it.
     with store.watch("l/", 4) as watch:
-        expired = [watch.next(timeout=3.0) for _ in range(2)]
+        expired = [watch.next(timeout=PATIENCE) for _ in range(2)]
     assert all(e is not None and e.type is WatchEventKind.DELETE for e in expired)
     assert {e.revision for e in expired if e} == {4}
     assert [e.prev_kv for e in expired if e] == [
@@ -542,21 +546,25 @@ def test_keys_vanish_when_their_lease_expires(store: Metastore) -> None:
         store.keep_alive(lease)
 
 
-def test_keep_alive_extends_a_lease(store: Metastore) -> None:
-    lease = store.grant_lease(1.0)
-    store.put("k", b"v", lease)
-    time.sleep(0.2)
-    before = store.lease_ttl(lease)
-    assert store.keep_alive(lease) == 1.0
-    after = store.lease_ttl(lease)
-    assert before is not None and after is not None and after > before
-    outlive_ttl = time.monotonic() + 1.5
-    while time.monotonic() < outlive_ttl:
-        store.keep_alive(lease)
+def test_keep_alive_extends_a_lease(backend: str, tmp_path: Path) -> None:
+    clock = ManualClock(time.time())
+    with make_store(backend, tmp_path, clock=clock) as store:
+        lease = store.grant_lease(1.0)
+        store.put("k", b"v", lease)
+        clock.advance(0.2)
+        before = store.lease_ttl(lease)
+        assert before == pytest.approx(0.8)
+        assert store.keep_alive(lease) == 1.0
+        assert store.lease_ttl(lease) == pytest.approx(1.0)
+        for _ in range(15):  # 1.5 times the ttl, kept alive every 0.1 s
+            clock.advance(0.1)
+            store.keep_alive(lease)
+            assert store.get("k") is not None
+        clock.advance(0.99)
         assert store.get("k") is not None
-        time.sleep(0.1)
-    assert wait_until(lambda: store.get("k") is None)
-    assert store.lease_ttl(lease) is None
+        clock.advance(0.02)
+        assert store.get("k") is None
+        assert store.lease_ttl(lease) is None
 
 
 def test_revoke_deletes_the_leases_keys_in_one_revision(store: Metastore) -> None:
@@ -803,7 +811,7 @@ def test_sqlite_lease_of_a_closed_handle_expires_with_no_traffic(tmp_path: Path)
             lease = owner.grant_lease(0.5)
             owner.put("ephemeral", b"1", lease)
         assert next_event(watch).type is WatchEventKind.PUT
-        expired = watch.next(timeout=3.0)
+        expired = watch.next(timeout=PATIENCE)
         assert expired is not None
         assert (expired.type, expired.kv.key) == (WatchEventKind.DELETE, "ephemeral")
         assert expired.revision == 2

@@ -1,13 +1,13 @@
 """A driver that runs a CREATE TABLE AS SELECT with short leases, to be killed
 with SIGKILL by ``test_ctas``: ``python ctas_child.py TARGET MARKER``. One
-task at a time; the first writes its files at once, the next ones crawl and
-note each row in MARKER."""
+task at a time; the first writes its files at once, the next one notes its
+first row in MARKER and then blocks until it is killed."""
 
 from __future__ import annotations
 
 import os
 import sys
-import time
+import threading
 
 
 def main(target: str, marker: str) -> None:
@@ -30,7 +30,7 @@ def main(target: str, marker: str) -> None:
         if x >= 100:  # the first task (rows 0-99) finishes and writes its files
             with open(marker, "a") as out:
                 out.write(f"{x}\n")
-            time.sleep(0.5)
+            threading.Event().wait(600)  # until the test kills this driver
         return x
 
     df = spark.range(0, 400, 1, 4).select(udf(slow, LongType())("id").alias("id"))

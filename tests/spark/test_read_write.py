@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from almanac.catalog import Catalog
+from almanac.clock import from_datetime
 from almanac.data import TableData
 from almanac.spark.writer import AlmanacCommitMessage, AlmanacWriter
 from tests.spark.helpers import load, rows, save
@@ -118,10 +118,10 @@ def test_reads_at_older_versions_follow_schema_changes(
 def test_read_at_timestamp(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
     save(orders(spark, 0, 3).coalesce(1), target, "sales.orders")
-    time.sleep(0.05)
     moment = dt.datetime.now(dt.UTC)
     hlc = cat.clock.now()
-    time.sleep(0.05)
+    # The second write must commit after both reading points: wait on the clock.
+    cat.clock.wait_until(max(from_datetime(moment), hlc))
     save(orders(spark, 3, 3).coalesce(1), target, "sales.orders")
     at_iso = load(spark, target, "sales.orders", timestamp=moment.isoformat())
     at_hlc = load(spark, target, "sales.orders", timestamp=hlc)

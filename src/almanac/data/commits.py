@@ -53,6 +53,8 @@ from almanac.metastore import Compare, Delete, Metastore, Op, Put
 __all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "TableData", "select_record"]
 
 DEFAULT_MAX_ATTEMPTS = 20
+COMMIT_SECTION_TIMEOUT_S = 60.0
+"""How long a data commit waits for the store's writer section."""
 ABORTED = b"aborted"
 ABORTED_TTL_S = 7 * 24 * 3600.0
 """How long an aborted write's marker outlives it, refusing late commits."""
@@ -216,26 +218,31 @@ class TableData:
         _check_operation(operation)
         files = tuple(files)
         for attempt in range(max_attempts):
-            done = self.committed_snapshot(table_id, write_id)
-            if done is not None:
-                return done
-            parent = self.current(table_id)
-            compares, ops, snapshot = self.commit_ops(
-                table_id,
-                write_id,
-                files,
-                operation=operation,
-                catalog_version=catalog_version,
-                parent=parent,
-            )
-            try:
-                succeeded = self.store.txn(compares, ops).succeeded
-            except BaseException:
+            # The store's writer section (see Metastore.exclusive) makes the
+            # cooperating writers take turns, so a commit reads its parent
+            # and swaps it without racing them; the retries remain for
+            # stores that cannot serialise and for writers that do not take it.
+            with self.store.exclusive(COMMIT_SECTION_TIMEOUT_S):
+                done = self.committed_snapshot(table_id, write_id)
+                if done is not None:
+                    return done
+                parent = self.current(table_id)
+                compares, ops, snapshot = self.commit_ops(
+                    table_id,
+                    write_id,
+                    files,
+                    operation=operation,
+                    catalog_version=catalog_version,
+                    parent=parent,
+                )
+                try:
+                    succeeded = self.store.txn(compares, ops).succeeded
+                except BaseException:
+                    self.warehouse.remove_file(snapshot.manifest)
+                    raise
+                if succeeded:
+                    return snapshot
                 self.warehouse.remove_file(snapshot.manifest)
-                raise
-            if succeeded:
-                return snapshot
-            self.warehouse.remove_file(snapshot.manifest)
             time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
         raise ConflictError(
             f"Gave up committing write {write_id} to table {table_id} after {max_attempts} "

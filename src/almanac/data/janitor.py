@@ -86,7 +86,7 @@ def _read_state(data: TableData) -> _State:
 
 def _dropped(cat: Catalog, table_ids: Iterable[int]) -> list[int]:
     """Tables that no available catalog version contains."""
-    cat.catalog_ready(cat.log.latest_version(), timeout=60, applied_only=True)
+    cat.log.catch_up(cat)  # every stored version, applied on this thread
     candidates = {t for t in table_ids if cat.catalog().table_by_id(t) is None}
     for version in range(cat.latest_version, cat.earliest_version - 1, -1):
         if not candidates:

@@ -24,6 +24,7 @@ them so that a backend imports one place.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -164,6 +165,23 @@ class Metastore(ABC):
     def close(self) -> None:
         """Release the store; later calls raise :class:`MetastoreError` and
         open watches end. Closing twice is harmless."""
+
+    serializes_writers: bool = False
+    """True when :meth:`exclusive` excludes every other writer that also
+    takes it (in this process and, for a shared file, in the others)."""
+
+    def exclusive(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """A section in which the calling thread is the only writer among
+        those that take it; re-entrant per thread. Raises
+        :class:`~almanac.errors.WaitTimeoutError` when it is not free within
+        ``timeout`` seconds.
+
+        Operations inside it are ordinary operations (a writer that does not
+        take the section is not held back): it is a way for cooperating
+        writers to stop racing, not a transaction. This default excludes
+        nothing (``serializes_writers`` is False): its callers keep
+        compare-and-swap loops that tolerate losing races."""
+        return contextlib.nullcontext()
 
     # -- public API
 

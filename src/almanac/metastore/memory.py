@@ -8,9 +8,10 @@ use the monotonic clock: nothing outside this process can see them.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.section import WriterSection
 from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["MemoryMetastore"]
@@ -105,7 +107,15 @@ class MemoryMetastore(ConditionWakeups, Metastore):
     past reads undo the events after the wanted revision.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, serialize_writers: bool = True, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """``serialize_writers=False`` makes :meth:`exclusive` exclude nothing,
+        like a backend that cannot serialise its writers. ``clock`` (seconds)
+        decides when leases expire; tests pass one they move by hand."""
+        self.serializes_writers = serialize_writers
+        self._clock = clock
+        self._section = WriterSection("the in-memory metastore")
         self._cond = threading.Condition()
         self._kvs: dict[str, KeyValue] = {}
         self._keys: list[str] = []
@@ -125,7 +135,7 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         with self._cond:
             if self._closed:
                 raise MetastoreError("the metastore is closed")
-            view = _MemoryView(self, time.monotonic())
+            view = _MemoryView(self, self._clock())
             try:
                 self._revision = expire_leases(view, self._revision)
                 yield view
@@ -133,6 +143,11 @@ class MemoryMetastore(ConditionWakeups, Metastore):
                 if view.changed:
                     self._token += 1
                     self._cond.notify_all()
+
+    def exclusive(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        if not self.serializes_writers:
+            return contextlib.nullcontext()
+        return self._section.hold(timeout)
 
     def _current_revision(self) -> int:
         with self._view():
@@ -224,13 +239,13 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         """Expire leases on time even when nobody calls the store."""
         with self._cond:
             while not self._closed:
-                view = _MemoryView(self, time.monotonic())
+                view = _MemoryView(self, self._clock())
                 self._revision = expire_leases(view, self._revision)
                 if view.changed:
                     self._token += 1
                     self._cond.notify_all()
                 deadline = min((lease.expires_at for lease in self._leases.values()), default=None)
-                timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+                timeout = None if deadline is None else max(deadline - self._clock(), 0.001)
                 self._cond.wait(timeout)
 
     def _compact(self, revision: int) -> None:

@@ -33,6 +33,7 @@ one from a small pool and give it back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -68,6 +69,7 @@ from almanac.metastore.base import (
     revoke_lease_keys,
     state_at,
 )
+from almanac.metastore.section import WriterSection, shared_file_section
 from almanac.metastore.watch import ConditionWakeups
 
 __all__ = ["DURABILITY_LEVELS", "SqliteMetastore"]
@@ -280,7 +282,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
     ``poll_interval`` is how often other processes' changes are looked for
     while watches are open; ``idle_interval`` bounds the lease sweep delay
-    when none are.
+    when none are. ``clock`` (wall-clock seconds) decides when leases
+    expire; tests pass one they move by hand.
     """
 
     def __init__(
@@ -291,6 +294,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         poll_interval: float = 0.01,
         idle_interval: float = 0.1,
         durability: str = "full",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
             raise InvalidArgumentError(
@@ -301,6 +305,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         self._synchronous = DURABILITY_LEVELS[durability]
         self.durability = durability
         self._path = os.fspath(path)
+        self._clock = clock
         self._busy_timeout = busy_timeout
         self._poll_interval = poll_interval
         self._idle_interval = idle_interval
@@ -320,6 +325,22 @@ class SqliteMetastore(ConditionWakeups, Metastore):
     @property
     def path(self) -> str:
         return self._path
+
+    # -- writer section
+
+    serializes_writers = True
+
+    def exclusive(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Cooperating writers of this file, in every process, one at a time:
+        a thread lock shared by the store objects of this process on the
+        file, and an exclusive ``flock`` on the sidecar ``<file>-writer``.
+        SQLite's own write lock stays free, so reads, leases and the other
+        writes inside the section go on as usual."""
+        section: WriterSection | None = getattr(self, "_writer_section", None)
+        if section is None:
+            section = shared_file_section(f"sqlite metastore {self._path}", self._path + "-writer")
+            self._writer_section = section
+        return section.hold(timeout)
 
     # -- connections and transactions
 
@@ -390,7 +411,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             conn.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA:
                 conn.execute(statement)
-            view = _SqliteView(conn, time.time())
+            view = _SqliteView(conn, self._clock())
             schema = view.meta("schema")
             if schema != _SCHEMA_VERSION:
                 raise MetastoreError(
@@ -412,7 +433,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
         def attempt(conn: sqlite3.Connection) -> tuple[_T, bool]:
             conn.execute("BEGIN IMMEDIATE")
-            view = _SqliteView(conn, time.time())
+            view = _SqliteView(conn, self._clock())
             start = view.meta("revision")
             revision = expire_leases(view, start)
             expired = view.changed
@@ -445,7 +466,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         def attempt(conn: sqlite3.Connection) -> tuple[_T] | None:
             conn.execute("BEGIN")
             try:
-                view = _SqliteView(conn, time.time())
+                view = _SqliteView(conn, self._clock())
                 if view.has_expired_leases():
                     return None
                 return (read(view),)
@@ -617,7 +638,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                         last_version = version
                         self._notify()
                         next_expiry = _next_expiry(conn)
-                    if next_expiry is not None and time.time() >= next_expiry:
+                    if next_expiry is not None and self._clock() >= next_expiry:
                         self._write(lambda view, revision: (None, revision))
                         next_expiry = _next_expiry(conn)
                 except (sqlite3.Error, MetastoreError):
@@ -627,7 +648,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                     failed = True
                 interval = self._poll_interval if self._watches.active() else self._idle_interval
                 if next_expiry is not None and not failed:
-                    interval = min(interval, max(next_expiry - time.time(), 0.001))
+                    interval = min(interval, max(next_expiry - self._clock(), 0.001))
                 self._wakeup.wait(interval)
                 self._wakeup.clear()
         finally:

@@ -149,8 +149,10 @@ class PollingWatch(Watch):
                 if behind:
                     continue
             remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if (remaining is not None and remaining <= 0) or self._closed:
                 return None
+            # A close after the check above bumped the token read before it,
+            # so this does not wait.
             self._source._watch_wait(token, remaining)
 
     def close(self) -> None:
@@ -198,5 +200,8 @@ class ConditionWakeups:
                 self._cond.wait(timeout)
 
     def _watch_wake(self) -> None:
+        # Bumping the token also stops a watch that read it but is not
+        # waiting yet (a close racing its poll) from waiting at all.
         with self._cond:
+            self._token += 1
             self._cond.notify_all()
