@@ -54,6 +54,7 @@ from almanac.sql.dialect import (
     column_type,
     default_value,
     integer_literal,
+    number_text,
 )
 
 __all__ = ["translate"]
@@ -395,16 +396,16 @@ def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool
 
 
 def _property_number(node: exp.Expr, key: str) -> float | int:
-    negative = isinstance(node, exp.Neg)
-    literal = node.this if negative else node
-    if not isinstance(literal, exp.Literal) or literal.is_string:
+    text = number_text(node)
+    if text is None:
         raise Untranslatable(f"{key} takes a number", node)
-    text = str(literal.this)
+    integer = integer_literal(node)
+    if integer is not None:
+        return integer
     try:
-        value: float | int = int(text) if text.isdigit() else float(text)
+        return float(text)
     except ValueError as exc:
         raise Untranslatable(f"{key} takes a number, got {text}", node) from exc
-    return -value if negative else value
 
 
 def _alter_index(tree: exp.Expr, default_schema: str) -> list[Command]:
