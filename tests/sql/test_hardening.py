@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from sqlglot.errors import TokenError
 
 import almanac
 from almanac import Catalog
@@ -23,6 +24,8 @@ from almanac.commands import (
 from almanac.datatypes import ColumnType
 from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, SqlParseError, ValidationError
+from almanac.sql import parse_script
+from almanac.sql.dialect import AlmanacParser
 
 BEYOND_64_BITS = 2**63
 """One more than the largest signed 64-bit integer."""
@@ -247,3 +250,45 @@ def test_odd_but_printable_quoted_names_stay_legal(cat: Catalog, name: str) -> N
     )
     table = cat.catalog().table(name, name)
     assert table is not None and table.columns[0].name == name
+
+
+# -- found by the fuzzer (tests/sql/sqlfuzz.py) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        'CREATE TABLE u (id INT PRIMARY KEY, w CHAR(""))',
+        'CREATE TABLE u (id INT PRIMARY KEY, w CHAR(""-129))',
+        'CREATE TABLE u (id INT PRIMARY KEY, w DECIMAL(1, ""))',
+        'ALTER TABLE t ALTER COLUMN v SET DATA TYPE VARBINARY("")',
+    ],
+)
+def test_an_empty_quoted_type_parameter_is_a_parse_error(cat: Catalog, sql: str) -> None:
+    error = refused(cat, sql, SqlParseError, "Expecting a type parameter")
+    assert isinstance(error, SqlParseError) and error.text == '""'
+
+
+@pytest.mark.parametrize("digits", [400, 1000, 1001, 5000])
+def test_a_huge_integer_stale_rows_fraction_is_out_of_range(cat: Catalog, digits: int) -> None:
+    refused(
+        cat,
+        f"ALTER TABLE t SET (STALE_ROWS_FRACTION={'9' * digits})",
+        ValidationError,
+        "Stale rows fraction of table 'PUBLIC.T' must be in [0, 1]",
+    )
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [TokenError("Error tokenizing 'x'"), ValueError("Cannot convert empty name into var.")],
+)
+def test_other_sqlglot_failures_are_parse_errors(
+    monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    def fail(self: AlmanacParser) -> None:
+        raise failure
+
+    monkeypatch.setattr(AlmanacParser, "_parse_create_statement", fail)
+    with pytest.raises(SqlParseError, match=r"Invalid statement .* at line 2, column 2"):
+        parse_script("DROP TABLE t;\n CREATE TABLE u (id INT PRIMARY KEY)")

@@ -52,7 +52,8 @@ def parse_script(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Com
         except SqlglotError as exc:
             # Our parser reports its own errors as ParseErrors with offsets
             # (handled in _parse); anything else sqlglot raises has no usable
-            # position in this text, so it points at the statement.
+            # position in this text, so it points at the statement. The
+            # fuzzer (tests/sql/sqlfuzz.py) reports every input that gets here.
             reason = str(exc).split("\n", 1)[0][:_MAX_SHOWN]
             raise _error(f"Invalid statement ({reason})", text, first.start, first.end) from None
     return commands
@@ -116,6 +117,10 @@ def _parse(text: str, statement: list[Token]) -> exp.Expr:
         if info.get("at_end") and "end of statement" not in message:
             message += " (at the end of the statement)"
         raise _error(message, text, start, end) from None
+    except ValueError as exc:
+        # sqlglot's node builders refuse malformed parts with ValueError
+        # (``exp.var("")``); the parser lets those through.
+        raise SqlglotError(str(exc)) from exc
     tree = trees[0] if trees else None
     if tree is None:
         raise _error("Expecting a statement", text, statement[0].start, statement[0].end)

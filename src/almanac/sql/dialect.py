@@ -425,6 +425,13 @@ class AlmanacParser(parser.Parser):
             dtype.update_positions(start)
         return dtype
 
+    def _parse_type_size(self) -> exp.DataTypeParam | None:
+        """sqlglot turns a name parameter into a ``Var``, which an empty quoted
+        name (``VARCHAR("")``) cannot be."""
+        if self._curr and self._curr.token_type == TokenType.IDENTIFIER and not self._curr.text:
+            self.raise_error("Expecting a type parameter")
+        return super()._parse_type_size()
+
     def _parse_user_defined_type(self, identifier: exp.Identifier) -> exp.Expr | None:
         """``name[.name…]`` as an unknown type, built from the parts' text rather
         than by parsing their concatenation again."""

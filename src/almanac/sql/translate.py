@@ -379,7 +379,7 @@ def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool
             )
         if key in values:
             raise Untranslatable(f"Table property {key} is given twice", item)
-        values[key] = _property_number(item.expression, key)
+        values[key] = _property_number(item.expression, key, integer=key == "MIN_STALE_ROWS")
     if not values:
         raise Untranslatable("ALTER TABLE SET needs at least one property", action)
     fraction = values.get("STALE_ROWS_FRACTION")
@@ -395,13 +395,15 @@ def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool
     )
 
 
-def _property_number(node: exp.Expr, key: str) -> float | int:
+def _property_number(node: exp.Expr, key: str, *, integer: bool) -> float | int:
+    """An integer literal as ``int`` where the property takes integers, any
+    other number as ``float`` (beyond its range: infinite)."""
     text = number_text(node)
     if text is None:
         raise Untranslatable(f"{key} takes a number", node)
-    integer = integer_literal(node)
-    if integer is not None:
-        return integer
+    value = integer_literal(node) if integer else None
+    if value is not None:
+        return value
     try:
         return float(text)
     except ValueError as exc:
