@@ -292,3 +292,52 @@ def test_other_sqlglot_failures_are_parse_errors(
     monkeypatch.setattr(AlmanacParser, "_parse_create_statement", fail)
     with pytest.raises(SqlParseError, match=r"Invalid statement .* at line 2, column 2"):
         parse_script("DROP TABLE t;\n CREATE TABLE u (id INT PRIMARY KEY)")
+
+
+# -- floating-point defaults -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "ALTER TABLE t ADD COLUMN f REAL DEFAULT 1e300",
+        "ALTER TABLE t ADD COLUMN f FLOAT DEFAULT -1e39",
+        "ALTER TABLE t ADD COLUMN f REAL DEFAULT 340282366920938463463374607431768211456",
+        "ALTER TABLE t ADD COLUMN f REAL; ALTER TABLE t ALTER COLUMN f SET DEFAULT 1e39",
+        "ALTER TABLE t ADD COLUMN f DOUBLE; ALTER TABLE t ALTER COLUMN f SET DEFAULT 1"
+        + "0" * 400
+        + ".5",
+        "ALTER TABLE t ADD COLUMN f DOUBLE; ALTER TABLE t ALTER COLUMN f SET DEFAULT " + "9" * 400,
+    ],
+)
+def test_a_default_that_overflows_its_float_type_is_refused(cat: Catalog, sql: str) -> None:
+    refused(cat, sql, ValidationError, "is not a valid", "column 'F' of table 'PUBLIC.T'")
+
+
+def test_the_largest_float_defaults_are_kept(cat: Catalog) -> None:
+    cat.sql(
+        "ALTER TABLE t ADD COLUMN "
+        "(f REAL DEFAULT -3.4028235e38, d DOUBLE DEFAULT 1.7976931348623157e308)"
+    )
+    table = cat.catalog().table("T")
+    assert table is not None
+    assert [c.default for c in table.columns[-2:]] == [
+        ConstantDefault(-3.4028235e38),
+        ConstantDefault(1.7976931348623157e308),
+    ]
+
+
+def test_commands_refuse_an_integer_default_beyond_double(cat: Catalog) -> None:
+    column = ColumnDef(name="F", type=ColumnType.DOUBLE, default=ConstantDefault(10**400))
+    with pytest.raises(ValidationError, match="is not a valid DOUBLE value"):
+        cat.execute([AddColumns(table="T", columns=(column,))])
+
+
+@pytest.mark.parametrize("keyword", sorted(AlmanacParser.PROPERTY_PARSERS))
+def test_default_before_any_property_is_a_parse_error(keyword: str) -> None:
+    for sql in (
+        f"CREATE DEFAULT {keyword}",
+        f"CREATE TABLE u (id INT PRIMARY KEY) DEFAULT {keyword}",
+    ):
+        with pytest.raises(SqlParseError, match=f"Unexpected DEFAULT before {keyword}"):
+            parse_script(sql)

@@ -120,20 +120,6 @@ class DropZoneStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
 
 
-def _table_property(
-    parse: Callable[[AlmanacParser], exp.Expr],
-) -> Callable[..., exp.Expr]:
-    """Wraps a property parser; sqlglot calls property parsers with
-    ``default=True`` after a ``DEFAULT`` keyword, which our clauses do not take."""
-
-    def parse_property(self: AlmanacParser, default: bool = False) -> exp.Expr:
-        if default:
-            self.raise_error(f"Unexpected DEFAULT before {self._prev.text.upper()}", self._prev)
-        return parse(self)
-
-    return parse_property
-
-
 _FOREIGN_TYPE_NAMES = frozenset(
     {"BOOL", "BYTE", "SHORT", "LONG", "INT1", "INT2", "INT4", "FLOAT4", "FLOAT8", "NUMBER"}
     | {"FIXED", "STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
@@ -175,9 +161,9 @@ class AlmanacParser(parser.Parser):
 
     PROPERTY_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
         **parser.Parser.PROPERTY_PARSERS,
-        "COLOCATE": _table_property(lambda self: self._parse_colocate()),
-        "ZONE": _table_property(lambda self: self._parse_zone_property()),
-        "STORAGE": _table_property(lambda self: self._parse_storage_profile()),
+        "COLOCATE": lambda self: self._parse_colocate(),
+        "ZONE": lambda self: self._parse_zone_property(),
+        "STORAGE": lambda self: self._parse_storage_profile(),
     }
 
     # -- errors ---------------------------------------------------------------
@@ -288,7 +274,17 @@ class AlmanacParser(parser.Parser):
         return self._located(self._curr, super()._parse_column_constraint())
 
     def _parse_property(self) -> exp.Expr | list[exp.Expr] | None:
+        """sqlglot parses ``DEFAULT <property>`` by passing ``default=True`` to
+        the property's parser, which most of them (ours too) do not take; no
+        property here has a DEFAULT form."""
         start = self._curr
+        if (
+            start
+            and start.token_type == TokenType.DEFAULT
+            and self._next
+            and self._next.text.upper() in self.PROPERTY_PARSERS
+        ):
+            self.raise_error(f"Unexpected DEFAULT before {self._next.text.upper()}", self._next)
         prop = super()._parse_property()
         return self._located(start, prop) if isinstance(prop, exp.Expr) else prop
 
