@@ -26,7 +26,8 @@ from typing import ClassVar
 import almanac
 from almanac import Catalog
 from almanac.errors import CatalogError, InputError, SqlParseError
-from almanac.serialization import decode_update, encode_update
+from almanac.serialization import decode_catalog, decode_update, encode_catalog, encode_update
+from almanac.sql.dialect import AlmanacParser, AlmanacTokenizer
 
 SETUP = """
 CREATE SCHEMA s;
@@ -482,6 +483,18 @@ ODD_WORDS: list[str] = [
     *["DEFAULT", "NULL", "NOT NULL", "IF EXISTS", "CASCADE", "TYPE", "WITH", "SET"],
 ]
 
+SQLGLOT_WORDS: list[str] = sorted(
+    {str(k) for k in AlmanacTokenizer.KEYWORDS}
+    | {str(k) for k in AlmanacParser.PROPERTY_PARSERS}
+    | {str(k) for k in AlmanacParser.CONSTRAINT_PARSERS}
+    | {str(k) for k in AlmanacParser.ALTER_PARSERS}
+    | {str(k) for k in AlmanacParser.ALTER_ALTER_PARSERS}
+    | {f"{k}(" for k in AlmanacParser.FUNCTION_PARSERS}
+    | {f"{k}(1)" for k in list(AlmanacParser.FUNCTIONS)[::10]}
+)
+"""Words sqlglot's grammar reacts to: its keywords, the clauses and
+constraints it parses for other dialects, and function calls."""
+
 
 class Mutator:
     """Random edits of a valid script: byte flips, token deletions and
@@ -518,7 +531,8 @@ class Mutator:
 
     def insert_word(self, text: str, donors: list[str]) -> str:
         at = self._at(text)
-        return f"{text[:at]} {self.rng.choice(ODD_WORDS)} {text[at:]}"
+        words = ODD_WORDS if self.rng.random() < 0.5 else SQLGLOT_WORDS
+        return f"{text[:at]} {self.rng.choice(words)} {text[at:]}"
 
     def tokens(self, text: str) -> list[str]:
         return _TOKEN.findall(text)
@@ -677,6 +691,9 @@ class Fuzzer:
         try:
             for _ in range(inputs):
                 if cat.latest_version - base >= self.epoch:
+                    problem = self.check_catalog(cat)
+                    if problem is not None and len(report.findings) < self.max_findings:
+                        report.findings.append(Finding("(the catalog after an epoch)", problem))
                     cat.close()
                     cat = fresh_catalog()
                     base = cat.latest_version
@@ -689,6 +706,17 @@ class Fuzzer:
             cat.close()
         report.seconds += time.perf_counter() - started
         return report
+
+    @staticmethod
+    def check_catalog(cat: Catalog) -> str | None:
+        """The whole catalog survives a serialization round trip."""
+        snapshot = cat.catalog()
+        try:
+            if decode_catalog(encode_catalog(snapshot)) != snapshot:
+                return f"catalog version {snapshot.version} changes in a serialization round trip"
+        except CatalogError as exc:
+            return f"catalog version {snapshot.version} does not round-trip: {exc}"
+        return None
 
     def check(self, cat: Catalog, text: str, report: Report) -> str | None:
         """The problem with what ``cat.sql(text)`` did, or ``None``."""

@@ -15,6 +15,7 @@ from almanac.commands import (
     AddColumns,
     AlterZone,
     ColumnDef,
+    Command,
     CreateSchema,
     CreateTable,
     CreateZone,
@@ -118,10 +119,10 @@ def test_integers_beyond_64_bits_are_validation_errors(
         SetTableProperties(name="T", min_stale_rows=BEYOND_64_BITS),
     ],
 )
-def test_commands_refuse_what_cannot_be_stored(cat: Catalog, command: object) -> None:
+def test_commands_refuse_what_cannot_be_stored(cat: Catalog, command: Command) -> None:
     before = cat.latest_version
     with pytest.raises(ValidationError, match=r"must be .*\[\d+, \d+\]"):
-        cat.execute([command])  # type: ignore[list-item]
+        cat.execute([command])
     assert cat.latest_version == before
 
 
@@ -217,10 +218,10 @@ def test_control_characters_in_quoted_names_are_refused(
         CreateZone(name="Y", storage_profiles=("a\nb",)),
     ],
 )
-def test_control_characters_in_command_names_are_refused(cat: Catalog, command: object) -> None:
+def test_control_characters_in_command_names_are_refused(cat: Catalog, command: Command) -> None:
     before = cat.latest_version
     with pytest.raises(ValidationError, match="must not contain control characters"):
-        cat.execute([command])  # type: ignore[list-item]
+        cat.execute([command])
     assert cat.latest_version == before
 
 
