@@ -767,7 +767,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.summary())
     seen: set[str] = set()
     for finding in report.findings:
-        key = finding.problem.split("\n")[0][:80]
+        # One finding per problem and place (the last lines of its traceback).
+        key = "\n".join(finding.problem.strip().split("\n")[-3:])
         if key in seen:
             continue
         seen.add(key)

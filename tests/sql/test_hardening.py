@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from sqlglot import parser as sqlglot_parser
 from sqlglot.errors import TokenError
 
 import almanac
@@ -342,3 +343,15 @@ def test_default_before_any_property_is_a_parse_error(keyword: str) -> None:
     ):
         with pytest.raises(SqlParseError, match=f"Unexpected DEFAULT before {keyword}"):
             parse_script(sql)
+
+
+OTHER_DIALECTS_FUNCTIONS = sorted(set(sqlglot_parser.Parser.FUNCTIONS) | {"VAR_MAP", "MAP"})
+
+
+def test_function_calls_of_any_name_and_arity_are_parse_errors() -> None:
+    """sqlglot builds other dialects' functions from their arguments, and some
+    builders fail on a wrong count (``VAR_MAP(1)``: IndexError)."""
+    for name in OTHER_DIALECTS_FUNCTIONS:
+        for call in (f"{name}()", f"{name}(1)", f"{name}(1, 2, 3)"):
+            with pytest.raises(SqlParseError):
+                parse_script(f"CREATE TABLE t (id INT PRIMARY KEY DEFAULT {call})")

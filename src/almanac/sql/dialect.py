@@ -159,6 +159,11 @@ class AlmanacParser(parser.Parser):
         TokenType.DROP: lambda self: self._parse_drop_statement(),
     }
 
+    FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {}
+    """No function has a meaning in DDL beyond its name (``DEFAULT RAND_UUID()``):
+    every call stays an ``Anonymous`` node. sqlglot's builders for other
+    dialects' functions fail on wrong arguments with IndexError and the like."""
+
     PROPERTY_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
         **parser.Parser.PROPERTY_PARSERS,
         "COLOCATE": lambda self: self._parse_colocate(),
