@@ -91,6 +91,62 @@ CORPUS = [
 ]
 """Valid statements (against ``SETUP``) to mutate."""
 
+FOREIGN = [
+    "CREATE TABLE t2 AS SELECT * FROM t",
+    "CREATE TABLE t2 LIKE t",
+    "CREATE OR REPLACE TABLE t2 (id INT PRIMARY KEY)",
+    "CREATE TEMPORARY TABLE t2 (id INT PRIMARY KEY)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY) ENGINE=InnoDB DEFAULT CHARSET=utf8",
+    "CREATE TABLE t2 (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 4",
+    "CREATE TABLE t2 (id INT PRIMARY KEY) WITH (fillfactor=70) TABLESPACE ts",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, v INT CHECK (v > 0) REFERENCES t (id))",
+    "CREATE TABLE t2 (id INT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v INT AS (id + 1))",
+    "CREATE TABLE t2 (id INT AUTO_INCREMENT PRIMARY KEY COMMENT 'c', v TEXT COLLATE utf8)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, CONSTRAINT c UNIQUE (id), FOREIGN KEY (id) REFERENCES t)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, v INT ON UPDATE CURRENT_TIMESTAMP)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, v ARRAY<INT>, m MAP<INT, INT>, s STRUCT<a INT>)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY) CLUSTER BY (id) COMMENT='x'",
+    "CREATE VIEW v AS SELECT 1",
+    "CREATE FUNCTION f() RETURNS INT AS 'select 1'",
+    "CREATE SEQUENCE q START WITH 1 INCREMENT BY 1",
+    "CREATE DATABASE d",
+    "ALTER TABLE t ADD CONSTRAINT c PRIMARY KEY (id)",
+    "ALTER TABLE t RENAME COLUMN a TO z",
+    "ALTER TABLE t ALTER COLUMN a SET DATA TYPE INT USING a::INT",
+    "ALTER TABLE t ALTER COLUMN a COMMENT 'x'",
+    "ALTER TABLE t SWAP WITH w",
+    "ALTER TABLE t CLUSTER BY (a)",
+    "ALTER TABLE t DROP PRIMARY KEY",
+    "ALTER TABLE t DROP PARTITION (a = 1)",
+    "ALTER TABLE t SET TBLPROPERTIES ('a'='b')",
+    "ALTER TABLE t SET LOCATION 's3://x'",
+    "ALTER VIEW v AS SELECT 2",
+    "DROP VIEW IF EXISTS v",
+    "DROP FUNCTION f",
+    "TRUNCATE TABLE t",
+    "COMMENT ON TABLE t IS 'x'",
+    "SELECT 1 FROM t WHERE a = 1",
+    "INSERT INTO t VALUES (1, 2, 'x', 1.5)",
+    "UPDATE t SET a = 1",
+    "DELETE FROM t",
+    "MERGE INTO t USING w ON t.id = w.id WHEN MATCHED THEN DELETE",
+    "USE s",
+    "SET x = 1",
+    "SHOW TABLES",
+    "GRANT SELECT ON t TO u",
+    "WITH q AS (SELECT 1) SELECT * FROM q",
+    "VALUES (1), (2)",
+    "DESCRIBE t",
+    "EXPLAIN SELECT 1",
+    "PRAGMA x",
+    "CACHE TABLE t",
+    "ANALYZE t",
+    "COPY INTO t FROM 's3://x'",
+    "BEGIN; COMMIT; ROLLBACK",
+]
+"""Statements of other dialects sqlglot knows, to mutate: they lead the parser
+into its other grammars."""
+
 # -- the grammar -----------------------------------------------------------------
 
 WEIRD_NAMES = [
@@ -677,6 +733,8 @@ class Fuzzer:
 
     def next_input(self) -> str:
         r = self.rng.random()
+        if r < 0.05:
+            return self.mutator.mutate(self.rng.choice(FOREIGN), self.good)
         if r < 0.45:
             return self.mutator.mutate(self.rng.choice(self.good), self.good)
         if r < 0.85:
