@@ -820,8 +820,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-findings", type=int, default=200)
+    parser.add_argument("--epoch", type=int, default=25, help="versions before a fresh catalog")
     args = parser.parse_args(argv)
-    report = Fuzzer(args.seed, max_findings=args.max_findings).run(args.inputs)
+    fuzzer = Fuzzer(args.seed, epoch=args.epoch, max_findings=args.max_findings)
+    report = fuzzer.run(args.inputs)
     print(report.summary())
     seen: set[str] = set()
     for finding in report.findings:
