@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import enum
+import math
+import sys
 import uuid
 
 __all__ = [
@@ -80,6 +82,9 @@ _PRECISION_TYPES = frozenset(
     }
 )
 _TEMPORAL = frozenset(_PRECISION_TYPES - {ColumnType.DECIMAL})
+
+_FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
+"""The smallest magnitude that rounds to an infinite 32-bit float."""
 
 _INT_RANGES = {
     ColumnType.INT8: (-(2**7), 2**7 - 1),
@@ -164,7 +169,14 @@ def python_value_fits(
         lo, hi = _INT_RANGES[ctype]
         return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
     if ctype in (ColumnType.FLOAT, ColumnType.DOUBLE):
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        # A finite value must stay finite in the type: 1e300 is no FLOAT.
+        if isinstance(value, float) and not math.isfinite(value):
+            return True
+        if ctype is ColumnType.FLOAT:
+            return abs(value) < _FLOAT32_OVERFLOW
+        return abs(value) <= sys.float_info.max
     if ctype is ColumnType.DECIMAL:
         if isinstance(value, bool) or not isinstance(value, int | decimal.Decimal):
             return False
@@ -210,7 +222,8 @@ def coerce_constant(ctype: ColumnType, value: object) -> object:
         if ctype in (ColumnType.FLOAT, ColumnType.DOUBLE) and isinstance(
             value, int | decimal.Decimal
         ):
-            return float(value)
+            number = float(value)
+            return number if math.isfinite(number) else NO_COERCION
         if ctype is ColumnType.DECIMAL and isinstance(value, int):
             return decimal.Decimal(value)
         if ctype is ColumnType.DECIMAL and isinstance(value, float):

@@ -232,7 +232,9 @@ def test_function_default(literal: str) -> None:
         ("INT", '"RAND_UUID"', "DEFAULT of column 'C' must be a literal"),
         ("TIMESTAMP", "CURRENT_TIMESTAMP", "DEFAULT of column 'C' must be a literal"),
         ("INT", "1 + 2", "DEFAULT of column 'C' must be a literal"),
-        ("INT", "-(1)", "DEFAULT of column 'C' must be a literal"),
+        ("INT", "(1 + 2)", "DEFAULT of column 'C' must be a literal"),
+        ("INT", "-'1'", "Only a number can be negated in the DEFAULT of column 'C'"),
+        ("INT", "-(TRUE)", "Only a number can be negated in the DEFAULT of column 'C'"),
     ],
 )
 def test_bad_defaults(sql_type: str, literal: str, message: str) -> None:

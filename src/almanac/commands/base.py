@@ -3,6 +3,7 @@ allocation, name rules and column definitions."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -85,10 +86,39 @@ def qualified(schema: str, name: str) -> str:
     return f"{schema}.{name}"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_name(kind: str, name: object) -> str:
+    """Names are non-blank Unicode text without control characters (C0, DEL,
+    C1); any other text, such as ``..`` or ``_manifests``, is a legal quoted name."""
     if not isinstance(name, str) or not name.strip():
         raise ValidationError(f"{kind} name must not be blank", kind=kind, name=name)
+    bad = _CONTROL.search(name)
+    if bad is not None:
+        raise ValidationError(
+            f"{kind} name {name!r} must not contain control characters "
+            f"(U+{ord(bad.group()):04X} at position {bad.start() + 1})",
+            kind=kind,
+            name=name,
+            rule="name-characters",
+        )
+    check_text(f"{kind} name {name!r}", name, kind=kind, name=name)
     return name
+
+
+def check_text(what: str, value: str, **context: object) -> None:
+    """Stored text is UTF-8: a lone surrogate (which Python strings may hold)
+    is not Unicode text and could not be stored."""
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        raise ValidationError(
+            f"{what} is not valid Unicode text: it contains the lone surrogate "
+            f"U+{ord(bad.group()):04X} at position {bad.start() + 1}",
+            rule="unicode-text",
+            **context,
+        )
 
 
 def require_schema(cat: CatalogVersion, name: str) -> Schema:
@@ -249,6 +279,12 @@ def check_default(
         return
     if not isinstance(default, ConstantDefault):
         raise ValidationError(f"Invalid default for column '{column.name}'", column=column.name)
+    if isinstance(default.value, str):
+        check_text(
+            f"Default of column '{column.name}' of table '{table}'",
+            default.value,
+            column=column.name,
+        )
     if default.value is None and not column.nullable:
         raise ValidationError(
             f"Column '{column.name}' of table '{table}' is NOT NULL and cannot default to NULL",

@@ -39,6 +39,9 @@ from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
 __all__ = ["CreateTable", "DropTable", "RenameTable", "SetTableProperties"]
 
+MAX_STALE_ROWS = 2**63 - 1
+"""Stored as a signed 64-bit integer."""
+
 
 def _check_properties(table: str, props: TableProperties) -> None:
     fraction = props.stale_rows_fraction
@@ -53,10 +56,12 @@ def _check_properties(table: str, props: TableProperties) -> None:
             table=table,
         )
     rows = props.min_stale_rows
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 0 <= rows <= MAX_STALE_ROWS:
         raise ValidationError(
-            f"Minimum stale rows of table '{table}' must be a non-negative integer, got {rows!r}",
+            f"Minimum stale rows of table '{table}' must be a non-negative integer "
+            f"(in [0, {MAX_STALE_ROWS}]), got {rows!r}",
             table=table,
+            rule="min-stale-rows",
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from almanac.catalog_version import CatalogVersion
-from almanac.commands.base import Command, IdAllocator, check_name, find_zone
+from almanac.commands.base import Command, IdAllocator, check_name, check_text, find_zone
 from almanac.descriptors import ConsistencyMode, Zone
 from almanac.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
 from almanac.errors import AlreadyExistsError, ValidationError
@@ -28,6 +28,7 @@ DEFAULT_REPLICAS = 1
 DEFAULT_STORAGE_PROFILE = "default"
 DEFAULT_NODE_FILTER = "$..*"
 INFINITE_SECONDS = 2**31 - 1
+MAX_REPLICAS = 2**31 - 1
 
 
 def quorum_range(replicas: int) -> tuple[int, int]:
@@ -42,9 +43,13 @@ def _default_quorum(replicas: int) -> int:
 
 
 def _check_replicas(zone: str, replicas: int) -> None:
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+    if (
+        isinstance(replicas, bool)
+        or not isinstance(replicas, int)
+        or not 1 <= replicas <= MAX_REPLICAS
+    ):
         raise ValidationError(
-            f"Replicas of zone '{zone}' must be at least 1, got {replicas!r}",
+            f"Replicas of zone '{zone}' must be in [1, {MAX_REPLICAS}], got {replicas!r}",
             zone=zone,
             rule="replicas",
         )
@@ -62,11 +67,23 @@ def _check_quorum(zone: str, replicas: int, quorum: int) -> None:
 
 
 def _check_seconds(zone: str, what: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INFINITE_SECONDS:
         raise ValidationError(
-            f"{what} of zone '{zone}' must be a non-negative number of seconds, got {value!r}",
+            f"{what} of zone '{zone}' must be in [0, {INFINITE_SECONDS}] seconds "
+            f"({INFINITE_SECONDS}: never), got {value!r}",
             zone=zone,
+            rule="seconds",
         )
+
+
+def _check_node_filter(zone: str, node_filter: object) -> None:
+    if not isinstance(node_filter, str):
+        raise ValidationError(
+            f"Data nodes filter of zone '{zone}' must be a string, got {node_filter!r}",
+            zone=zone,
+            rule="node-filter",
+        )
+    check_text(f"Data nodes filter of zone '{zone}'", node_filter, zone=zone)
 
 
 def _check_profiles(zone: str, profiles: object) -> tuple[str, ...]:
@@ -129,6 +146,8 @@ def new_zone(
         raise ValidationError(
             f"Consistency mode of zone '{name}' must be STRONG or HA, got {mode!r}", zone=name
         )
+    if node_filter is not None:
+        _check_node_filter(name, node_filter)
     return Zone(
         id=zone_id,
         name=name,
@@ -229,6 +248,7 @@ class AlterZone(Command):
             _check_seconds(zone.name, "Scale-down delay", self.scale_down_seconds)
             updated = replace(updated, scale_down_seconds=self.scale_down_seconds)
         if self.node_filter is not None:
+            _check_node_filter(zone.name, self.node_filter)
             updated = replace(updated, node_filter=self.node_filter)
         if self.storage_profiles is not None:
             profiles = _check_profiles(zone.name, self.storage_profiles)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from almanac.catalog_version import DEFAULT_SCHEMA
@@ -40,12 +40,22 @@ def parse_script(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Com
         )
     commands: list[Command] = []
     for statement in _statements(_tokenize(text)):
-        tree = _parse(text, statement)
+        first = statement[0]
         try:
+            tree = _parse(text, statement)
             commands.extend(translate(tree, default_schema=default_schema))
         except Untranslatable as exc:
-            start, end = _node_span(exc.node) or (statement[0].start, statement[0].end)
+            start, end = _node_span(exc.node) or (first.start, first.end)
             raise _error(exc.message, text, start, end) from None
+        except RecursionError:
+            raise _error("Statement is nested too deeply", text, first.start, first.end) from None
+        except SqlglotError as exc:
+            # Our parser reports its own errors as ParseErrors with offsets
+            # (handled in _parse); anything else sqlglot raises has no usable
+            # position in this text, so it points at the statement. The
+            # fuzzer (tests/sql/sqlfuzz.py) reports every input that gets here.
+            reason = str(exc).split("\n", 1)[0][:_MAX_SHOWN]
+            raise _error(f"Invalid statement ({reason})", text, first.start, first.end) from None
     return commands
 
 
@@ -94,19 +104,23 @@ def _parse(text: str, statement: list[Token]) -> exp.Expr:
         trees = _DIALECT.parser().parse(statement, text)
     except ParseError as exc:
         info: dict[str, Any] = exc.errors[0] if exc.errors else {}
-        start = info.get("start")
-        if not isinstance(start, int):
+        start, end = info.get("start"), info.get("end", info.get("start"))
+        if not (
+            isinstance(start, int)
+            and isinstance(end, int)
+            and statement[0].start <= start <= end <= statement[-1].end
+        ):
+            # Not one of our parser's errors (or one from parsing other text):
+            # no position in this statement.
             start, end = statement[0].start, statement[0].end
-        else:
-            end = info.get("end", start)
         message = str(info.get("description") or exc)
         if info.get("at_end") and "end of statement" not in message:
             message += " (at the end of the statement)"
         raise _error(message, text, start, end) from None
-    except RecursionError:
-        raise _error(
-            "Statement is nested too deeply", text, statement[0].start, statement[0].end
-        ) from None
+    except ValueError as exc:
+        # sqlglot's node builders refuse malformed parts with ValueError
+        # (``exp.var("")``); the parser lets those through.
+        raise SqlglotError(str(exc)) from exc
     tree = trees[0] if trees else None
     if tree is None:
         raise _error("Expecting a statement", text, statement[0].start, statement[0].end)

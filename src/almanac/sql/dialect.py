@@ -49,6 +49,8 @@ __all__ = [
     "column_type",
     "default_value",
     "integer_literal",
+    "number_text",
+    "unwrapped",
 ]
 
 INDEX_KINDS = ("HASH", "SORTED")
@@ -118,20 +120,6 @@ class DropZoneStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
 
 
-def _table_property(
-    parse: Callable[[AlmanacParser], exp.Expr],
-) -> Callable[..., exp.Expr]:
-    """Wraps a property parser; sqlglot calls property parsers with
-    ``default=True`` after a ``DEFAULT`` keyword, which our clauses do not take."""
-
-    def parse_property(self: AlmanacParser, default: bool = False) -> exp.Expr:
-        if default:
-            self.raise_error(f"Unexpected DEFAULT before {self._prev.text.upper()}", self._prev)
-        return parse(self)
-
-    return parse_property
-
-
 _FOREIGN_TYPE_NAMES = frozenset(
     {"BOOL", "BYTE", "SHORT", "LONG", "INT1", "INT2", "INT4", "FLOAT4", "FLOAT8", "NUMBER"}
     | {"FIXED", "STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
@@ -171,11 +159,16 @@ class AlmanacParser(parser.Parser):
         TokenType.DROP: lambda self: self._parse_drop_statement(),
     }
 
+    FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {}
+    """No function has a meaning in DDL beyond its name (``DEFAULT RAND_UUID()``):
+    every call stays an ``Anonymous`` node. sqlglot's builders for other
+    dialects' functions fail on wrong arguments with IndexError and the like."""
+
     PROPERTY_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
         **parser.Parser.PROPERTY_PARSERS,
-        "COLOCATE": _table_property(lambda self: self._parse_colocate()),
-        "ZONE": _table_property(lambda self: self._parse_zone_property()),
-        "STORAGE": _table_property(lambda self: self._parse_storage_profile()),
+        "COLOCATE": lambda self: self._parse_colocate(),
+        "ZONE": lambda self: self._parse_zone_property(),
+        "STORAGE": lambda self: self._parse_storage_profile(),
     }
 
     # -- errors ---------------------------------------------------------------
@@ -286,7 +279,17 @@ class AlmanacParser(parser.Parser):
         return self._located(self._curr, super()._parse_column_constraint())
 
     def _parse_property(self) -> exp.Expr | list[exp.Expr] | None:
+        """sqlglot parses ``DEFAULT <property>`` by passing ``default=True`` to
+        the property's parser, which most of them (ours too) do not take; no
+        property here has a DEFAULT form."""
         start = self._curr
+        if (
+            start
+            and start.token_type == TokenType.DEFAULT
+            and self._next
+            and self._next.text.upper() in self.PROPERTY_PARSERS
+        ):
+            self.raise_error(f"Unexpected DEFAULT before {self._next.text.upper()}", self._next)
         prop = super()._parse_property()
         return self._located(start, prop) if isinstance(prop, exp.Expr) else prop
 
@@ -399,8 +402,16 @@ class AlmanacParser(parser.Parser):
         with_collation: bool = False,
     ) -> exp.Expr | None:
         """Records where a type starts (for error messages) and accepts
-        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name."""
+        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name.
+
+        A quoted name is a user-defined type, never a built-in one: sqlglot
+        would tokenize its text again, which need not be valid SQL on its own
+        (``"a""b"``, ``"a'b"``) and whose errors point into that text."""
         start = self._curr
+        if allow_identifiers and start and start.token_type == TokenType.IDENTIFIER:
+            self._advance()
+            udt = self._parse_user_defined_type(exp.to_identifier(start.text, quoted=True))
+            return udt.update_positions(start) if udt is not None else None
         dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
         if not isinstance(dtype, exp.DataType):
             return dtype
@@ -414,6 +425,24 @@ class AlmanacParser(parser.Parser):
         if start:
             dtype.update_positions(start)
         return dtype
+
+    def _parse_type_size(self) -> exp.DataTypeParam | None:
+        """sqlglot turns a name parameter into a ``Var``, which an empty quoted
+        name (``VARCHAR("")``) cannot be."""
+        if self._curr and self._curr.token_type == TokenType.IDENTIFIER and not self._curr.text:
+            self.raise_error("Expecting a type parameter")
+        return super()._parse_type_size()
+
+    def _parse_user_defined_type(self, identifier: exp.Identifier) -> exp.Expr | None:
+        """``name[.name…]`` as an unknown type, built from the parts' text rather
+        than by parsing their concatenation again."""
+        parts = [identifier.name]
+        while self._match(TokenType.DOT):
+            if not self._curr:
+                self.raise_error("Expecting a type name")
+            self._advance()
+            parts.append(self._prev.text)
+        return exp.DataType(this=exp.DType.USERDEFINED, kind=".".join(parts))
 
 
 class AlmanacDialect(Dialect):
@@ -508,23 +537,43 @@ def _type_param(node: exp.Expr, column: str) -> int:
 _MAX_DIGITS = 1000
 
 
-def integer_literal(node: object) -> int | None:
-    """The value of an integer literal (``-`` allowed), else ``None``; digit
-    strings too long for ``int`` are not integers here."""
-    negative = isinstance(node, exp.Neg)
-    value = node.this if isinstance(node, exp.Neg) else node
+def unwrapped(node: object) -> tuple[object, bool]:
+    """``node`` without its parentheses and minus signs, and whether an odd
+    number of minus signs was removed: ``-(1)``, ``((2))``, ``- -3``."""
+    negative = False
+    while isinstance(node, exp.Paren | exp.Neg):
+        negative ^= isinstance(node, exp.Neg)
+        node = node.this
+    return node, negative
+
+
+def number_text(node: object) -> str | None:
+    """The text of a (possibly parenthesised, signed) number literal, with a
+    leading ``-`` when negative; ``None`` for anything else."""
+    value, negative = unwrapped(node)
     if not isinstance(value, exp.Literal) or value.is_string:
         return None
     text = str(value.this)
-    if not text.isdecimal() or len(text) > _MAX_DIGITS:
+    return f"-{text}" if negative else text
+
+
+def integer_literal(node: object) -> int | None:
+    """The value of an integer literal (``-`` and parentheses allowed), else
+    ``None``; digit strings too long for ``int`` are not integers here."""
+    text = number_text(node)
+    digits = "" if text is None else text.removeprefix("-")
+    if text is None or not digits.isdecimal() or len(digits) > _MAX_DIGITS:
         return None
-    return -int(text) if negative else int(text)
+    return int(text)
 
 
 def default_value(node: object, ctype: ColumnType | None, column: str) -> DefaultValue:
     """``DEFAULT`` → a function default or a constant of the column's type
     (``ctype`` is ``None`` when the type is not known here: the literal's own
     syntax decides)."""
+    node, negative = unwrapped(node)
+    if negative:
+        return ConstantDefault(_negated(node, ctype, column))
     name: str | None = None
     if isinstance(node, exp.Column) and len(node.parts) == 1 and not node.this.quoted:
         name = str(node.name).upper()
@@ -537,14 +586,22 @@ def default_value(node: object, ctype: ColumnType | None, column: str) -> Defaul
     return ConstantDefault(_literal(node, ctype, column))
 
 
+def _negated(node: object, ctype: ColumnType | None, column: str) -> Any:
+    """``-x`` as a default: only numbers have a sign."""
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return _number(f"-{node.this}", ctype, column, node)
+    raise Untranslatable(f"Only a number can be negated in the DEFAULT of column '{column}'", node)
+
+
 def _literal(node: object, ctype: ColumnType | None, column: str) -> Any:
-    """A literal as a Python value of ``ctype``."""
+    """A literal (in parentheses or not) as a Python value of ``ctype``."""
+    node, negative = unwrapped(node)
+    if negative:
+        return _negated(node, ctype, column)
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Boolean) and ctype in (None, ColumnType.BOOLEAN):
         return bool(node.this)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        return _number(f"-{node.this.this}", ctype, column, node)
     if isinstance(node, exp.Literal):
         if node.is_string:
             return _from_string(str(node.this), ctype, column, node)
@@ -554,7 +611,7 @@ def _literal(node: object, ctype: ColumnType | None, column: str) -> Any:
         if len(text) % 2:
             raise Untranslatable(f"Odd number of hex digits in DEFAULT of '{column}'", node)
         return bytes.fromhex(text)
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal):
+    if isinstance(node, exp.Cast) and isinstance(unwrapped(node.this)[0], exp.Literal):
         cast_type = column_type(node.to, column)[0]
         if ctype is not None and cast_type is not ctype and {cast_type, ctype} - _TIMESTAMPS:
             raise Untranslatable(

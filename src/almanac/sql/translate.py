@@ -54,6 +54,7 @@ from almanac.sql.dialect import (
     column_type,
     default_value,
     integer_literal,
+    number_text,
 )
 
 __all__ = ["translate"]
@@ -378,7 +379,7 @@ def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool
             )
         if key in values:
             raise Untranslatable(f"Table property {key} is given twice", item)
-        values[key] = _property_number(item.expression, key)
+        values[key] = _property_number(item.expression, key, integer=key == "MIN_STALE_ROWS")
     if not values:
         raise Untranslatable("ALTER TABLE SET needs at least one property", action)
     fraction = values.get("STALE_ROWS_FRACTION")
@@ -394,17 +395,19 @@ def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool
     )
 
 
-def _property_number(node: exp.Expr, key: str) -> float | int:
-    negative = isinstance(node, exp.Neg)
-    literal = node.this if negative else node
-    if not isinstance(literal, exp.Literal) or literal.is_string:
+def _property_number(node: exp.Expr, key: str, *, integer: bool) -> float | int:
+    """An integer literal as ``int`` where the property takes integers, any
+    other number as ``float`` (beyond its range: infinite)."""
+    text = number_text(node)
+    if text is None:
         raise Untranslatable(f"{key} takes a number", node)
-    text = str(literal.this)
+    value = integer_literal(node) if integer else None
+    if value is not None:
+        return value
     try:
-        value: float | int = int(text) if text.isdigit() else float(text)
+        return float(text)
     except ValueError as exc:
         raise Untranslatable(f"{key} takes a number, got {text}", node) from exc
-    return -value if negative else value
 
 
 def _alter_index(tree: exp.Expr, default_schema: str) -> list[Command]:
