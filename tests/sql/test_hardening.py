@@ -4,7 +4,7 @@ no sqlglot exception, no ``SerializationError`` at commit time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from sqlglot import parser as sqlglot_parser
@@ -106,24 +106,32 @@ def test_a_quoted_type_name_is_an_unknown_type(cat: Catalog, template: str, quot
 def test_integers_beyond_64_bits_are_validation_errors(
     cat: Catalog, sql: str, needles: list[str]
 ) -> None:
-    refused(cat, sql.format(n=BEYOND_64_BITS), ValidationError, str(BEYOND_64_BITS)[:5], *needles)
+    error = refused(cat, sql.format(n=BEYOND_64_BITS), ValidationError, str(BEYOND_64_BITS)[:5])
+    # The option's own rule, or (caught as the command is built) the 64-bit
+    # range of the parameter behind it.
+    assert all(n in error.message for n in needles) or (
+        "must be an int in the signed 64-bit range" in error.message
+        and error.message.startswith("Parameter '")
+    ), error.message
 
 
 @pytest.mark.parametrize(
-    "command",
+    "make",
     [
-        CreateZone(name="Y", replicas=BEYOND_64_BITS),
-        CreateZone(name="Y", scale_up_seconds=BEYOND_64_BITS),
-        CreateZone(name="Y", scale_down_seconds=2**31),
-        AlterZone(name="Z", replicas=2**31),
-        AlterZone(name="Z", scale_down_seconds=BEYOND_64_BITS),
-        SetTableProperties(name="T", min_stale_rows=BEYOND_64_BITS),
+        lambda: CreateZone(name="Y", replicas=BEYOND_64_BITS),
+        lambda: CreateZone(name="Y", scale_up_seconds=BEYOND_64_BITS),
+        lambda: CreateZone(name="Y", scale_down_seconds=2**31),
+        lambda: AlterZone(name="Z", replicas=2**31),
+        lambda: AlterZone(name="Z", scale_down_seconds=BEYOND_64_BITS),
+        lambda: SetTableProperties(name="T", min_stale_rows=BEYOND_64_BITS),
     ],
 )
-def test_commands_refuse_what_cannot_be_stored(cat: Catalog, command: Command) -> None:
+def test_commands_refuse_what_cannot_be_stored(cat: Catalog, make: Callable[[], Command]) -> None:
+    # Refused when the command is built (beyond 64 bits) or validated (beyond
+    # the option's own range); either way nothing is committed.
     before = cat.latest_version
-    with pytest.raises(ValidationError, match=r"must be .*\[\d+, \d+\]"):
-        cat.execute([command])
+    with pytest.raises(ValidationError, match=r"must be .*(\[\d+, \d+\]|64-bit range)"):
+        cat.execute([make()])
     assert cat.latest_version == before
 
 
@@ -200,29 +208,36 @@ CONTROL = ["\x00", "\x01", "\t", "\n", "\x1f", "\x7f", "\x80", "\x9f"]
 def test_control_characters_in_quoted_names_are_refused(
     cat: Catalog, template: str, char: str
 ) -> None:
+    if char == "\x00":  # refused as the command is built, like any str with NUL
+        refused(cat, template.format(char), ValidationError, "without NUL characters")
+        return
     error = refused(cat, template.format(char), ValidationError, "must not contain control")
     assert f"U+{ord(char):04X}" in error.message
     assert error.context["rule"] == "name-characters"
 
 
 @pytest.mark.parametrize(
-    "command",
+    "make",
     [
-        CreateSchema("S\x00"),
-        CreateTable(
+        lambda: CreateSchema("S\x00"),
+        lambda: CreateTable(
             name="U\x85",
             columns=(ColumnDef(name="ID", type=ColumnType.INT32),),
             primary_key=("ID",),
         ),
-        AddColumns(table="T", columns=(ColumnDef(name="W\x1b", type=ColumnType.INT32),)),
-        RenameTable("T", "U\x7f"),
-        CreateZone(name="Y", storage_profiles=("a\nb",)),
+        lambda: AddColumns(table="T", columns=(ColumnDef(name="W\x1b", type=ColumnType.INT32),)),
+        lambda: RenameTable("T", "U\x7f"),
+        lambda: CreateZone(name="Y", storage_profiles=("a\nb",)),
     ],
 )
-def test_control_characters_in_command_names_are_refused(cat: Catalog, command: Command) -> None:
+def test_control_characters_in_command_names_are_refused(
+    cat: Catalog, make: Callable[[], Command]
+) -> None:
+    # NUL is refused when the command is built; other control characters
+    # when it is validated. Either way nothing is committed.
     before = cat.latest_version
-    with pytest.raises(ValidationError, match="must not contain control characters"):
-        cat.execute([command])
+    with pytest.raises(ValidationError, match=r"must not contain control characters|without NUL"):
+        cat.execute([make()])
     assert cat.latest_version == before
 
 
@@ -238,8 +253,8 @@ def test_control_characters_in_command_names_are_refused(cat: Catalog, command: 
     ],
 )
 def test_lone_surrogates_are_refused(cat: Catalog, sql: str) -> None:
-    error = refused(cat, sql, ValidationError, "not valid Unicode text", "lone surrogate")
-    assert error.context["rule"] == "unicode-text"
+    # The statement text itself is not valid Unicode: refused before parsing.
+    refused(cat, sql, ValidationError, "Parameter 'text' of Catalog.sql must be valid Unicode")
 
 
 @pytest.mark.parametrize(
@@ -277,7 +292,8 @@ def test_a_huge_integer_stale_rows_fraction_is_out_of_range(cat: Catalog, digits
         cat,
         f"ALTER TABLE t SET (STALE_ROWS_FRACTION={'9' * digits})",
         ValidationError,
-        "Stale rows fraction of table 'PUBLIC.T' must be in [0, 1]",
+        "stale_rows_fraction",
+        "must be a finite number",
     )
 
 
