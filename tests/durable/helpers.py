@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import almanac
 from almanac import ColumnDef, ColumnType
@@ -49,3 +54,49 @@ def replay_store(store: Metastore) -> CatalogVersion:
         assert isinstance(update, VersionedUpdate)
         base = apply_update(base, update)
     return base
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def child(module: str, *args: str) -> subprocess.Popen[str]:
+    """A Python process running ``module`` from this checkout, talking on pipes."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def race_ddl_workers(
+    target: str, prefixes: list[str], count: int, *extra: str, timeout: float
+) -> list[dict[str, object]]:
+    """Start one ``worker_ddl`` per prefix, let them all go at once, and
+    return their reports; each commits ``count`` tables."""
+    total = 1 + len(prefixes) * count
+    procs = [
+        child("tests.durable.worker_ddl", target, p, str(count), str(total), *extra)
+        for p in prefixes
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        reports = []
+        for p in procs:
+            out, _ = p.communicate(timeout=timeout)
+            assert p.returncode == 0, "a worker failed (see its stderr above)"
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+        return reports
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()

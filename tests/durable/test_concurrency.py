@@ -3,8 +3,6 @@ optimistic with backoff elsewhere, and listeners that run DDL of their own."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import threading
@@ -19,23 +17,10 @@ from almanac.entries import VersionedUpdate
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
 from almanac.schema_sync import SchemaSync
-from tests.durable.helpers import digest, table
+from tests.durable.helpers import digest, race_ddl_workers, table
 
-ROOT = Path(__file__).resolve().parents[2]
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
 PATIENCE = 60.0  # a failure guard for waits on other threads, never a duration
-
-
-def child(module: str, *args: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture(params=["sqlite", "memory-optimistic"])
@@ -236,29 +221,13 @@ def test_four_processes_commit_beside_a_cpu_hog_without_a_single_lost_race(
     count, workers = 100, 4
     total = 1 + workers * count
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    procs = [
-        child("tests.durable.worker_ddl", target, f"W{w}_", str(count), str(total), "1")
-        for w in range(workers)
-    ]
     try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        reports = []
-        for p in procs:
-            out, _ = p.communicate(timeout=300)
-            assert p.returncode == 0, "a worker failed (see its stderr above)"
-            reports.append(json.loads(out.strip().splitlines()[-1]))
+        reports = race_ddl_workers(
+            target, [f"W{w}_" for w in range(workers)], count, "1", timeout=300
+        )
     finally:
         hog.kill()
         hog.wait()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     for report in reports:
         assert report["applied"] == list(range(2, total + 1))
     assert len({report["digest"] for report in reports}) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -19,21 +18,7 @@ from almanac.log import UpdateLog, update_key
 from almanac.metastore import SqliteMetastore
 from almanac.schema_sync import SQLITE_DEFAULTS, SchemaSync
 from almanac.serialization import encode_catalog
-from tests.durable.helpers import digest, replay_store, table
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def child(module: str, *args: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+from tests.durable.helpers import ROOT, child, digest, race_ddl_workers, replay_store, table
 
 
 def test_directory_target_creates_store_and_reopens_identically(tmp_path: Path) -> None:
@@ -176,25 +161,7 @@ def test_two_processes_commit_concurrently_and_agree(tmp_path: Path) -> None:
         pass
     count = 40
     total = 1 + 2 * count
-    procs = [
-        child("tests.durable.worker_ddl", target, p, str(count), str(total)) for p in ("A", "B")
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        reports = []
-        for p in procs:
-            out, _ = p.communicate(timeout=120)
-            assert p.returncode == 0
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    reports = race_ddl_workers(target, ["A", "B"], count, timeout=120)
     for report in reports:
         assert report["applied"] == list(range(2, total + 1))
     assert reports[0]["digest"] == reports[1]["digest"]

@@ -34,8 +34,7 @@ from almanac.log_format import (
 )
 from almanac.metastore import SqliteMetastore
 from almanac.serialization import encode_update
-from tests.durable.helpers import digest, table
-from tests.durable.test_durability import child
+from tests.durable.helpers import child, digest, table
 
 # -- helpers -----------------------------------------------------------------
 
