@@ -22,6 +22,7 @@ __all__ = [
     "can_widen",
     "default_params",
     "python_value_fits",
+    "shown",
     "validate_params",
 ]
 
@@ -118,6 +119,15 @@ def default_params(ctype: ColumnType) -> TypeParams:
     return None, None, None
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` for error messages; an integer too long to print (Python
+    refuses to print more than 4300 digits) or to read is shown by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        sign = "-" if value < 0 else ""
+        return f"{sign}an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
 def validate_params(
     column: str,
     ctype: ColumnType,
@@ -135,16 +145,19 @@ def validate_params(
         return f"Type {ctype.sql_name} of column '{column}' does not take a length"
     for what, value in (("Precision", precision), ("Scale", scale), ("Length", length)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            return f"{what} of {where} must be an integer, got {value!r}"
+            return f"{what} of {where} must be an integer, got {shown(value)}"
     if length is not None and not 1 <= length <= MAX_LENGTH:
-        return f"Length of {where} must be in [1, {MAX_LENGTH}], got {length}"
+        return f"Length of {where} must be in [1, {MAX_LENGTH}], got {shown(length)}"
     if ctype is ColumnType.DECIMAL:
         if precision is not None and not 1 <= precision <= MAX_DECIMAL_PRECISION:
-            return f"Precision of {where} must be in [1, {MAX_DECIMAL_PRECISION}], got {precision}"
+            return (
+                f"Precision of {where} must be in [1, {MAX_DECIMAL_PRECISION}], "
+                f"got {shown(precision)}"
+            )
         if scale is not None and not 0 <= scale <= MAX_DECIMAL_SCALE:
-            return f"Scale of {where} must be in [0, {MAX_DECIMAL_SCALE}], got {scale}"
+            return f"Scale of {where} must be in [0, {MAX_DECIMAL_SCALE}], got {shown(scale)}"
     elif ctype in _TEMPORAL and precision is not None and not 0 <= precision <= MAX_TIME_PRECISION:
-        return f"Precision of {where} must be in [0, {MAX_TIME_PRECISION}], got {precision}"
+        return f"Precision of {where} must be in [0, {MAX_TIME_PRECISION}], got {shown(precision)}"
     return None
 
 

@@ -804,7 +804,7 @@ class Fuzzer:
         report.committed += 1
         if version != before.version + 1 or cat.latest_version != version:
             return f"one script made versions {before.version} → {version}"
-        if len(self.good) < 2000:
+        if len(self.good) < 2000 and len(text) <= 2000:
             self.good.append(text)
         (info,) = cat.history(since=version)
         try:

@@ -371,3 +371,41 @@ def test_function_calls_of_any_name_and_arity_are_parse_errors() -> None:
         for call in (f"{name}()", f"{name}(1)", f"{name}(1, 2, 3)"):
             with pytest.raises(SqlParseError):
                 parse_script(f"CREATE TABLE t (id INT PRIMARY KEY DEFAULT {call})")
+
+
+HUGE = 10**5000
+"""More digits than Python prints (4300)."""
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        (CreateZone(name="Y", replicas=HUGE), "Replicas of zone 'Y' must be in [1, 2147483647]"),
+        (CreateZone(name="Y", partitions=-HUGE), "Partitions of zone 'Y' must be in [1, 65000]"),
+        (CreateZone(name="Y", quorum_size=HUGE), "Quorum size of zone 'Y'"),
+        (AlterZone(name="Z", scale_up_seconds=HUGE), "Scale-up delay of zone 'Z'"),
+        (SetTableProperties(name="T", min_stale_rows=HUGE), "Minimum stale rows of table"),
+        (
+            AddColumns(
+                table="T", columns=(ColumnDef(name="W", type=ColumnType.STRING, length=HUGE),)
+            ),
+            "Length of column 'W'",
+        ),
+        (
+            AddColumns(
+                table="T",
+                columns=(
+                    ColumnDef(name="W", type=ColumnType.INT64, default=ConstantDefault(HUGE)),
+                ),
+            ),
+            "is not a valid INT64 value for column 'W'",
+        ),
+    ],
+)
+def test_integers_too_long_to_print_are_validation_errors(
+    cat: Catalog, command: Command, needle: str
+) -> None:
+    with pytest.raises(ValidationError) as info:
+        cat.execute([command])
+    assert needle in info.value.message
+    assert "an integer of 16610 bits" in info.value.message

@@ -9,7 +9,13 @@ from enum import Enum
 
 from almanac._check import check_fields
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.datatypes import ColumnType, default_params, python_value_fits, validate_params
+from almanac.datatypes import (
+    ColumnType,
+    default_params,
+    python_value_fits,
+    shown,
+    validate_params,
+)
 from almanac.descriptors import (
     FUNCTION_DEFAULTS,
     Column,
@@ -294,7 +300,7 @@ def check_default(
         column.type, default.value, column.precision, column.scale, column.length
     ):
         raise ValidationError(
-            f"Default {default.value!r} is not a valid {column.type.sql_name} value "
+            f"Default {shown(default.value)} is not a valid {column.type.sql_name} value "
             f"for column '{column.name}' of table '{table}'",
             column=column.name,
         )

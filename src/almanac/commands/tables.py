@@ -24,6 +24,7 @@ from almanac.commands.base import (
 )
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
+from almanac.datatypes import shown
 from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table, TableProperties
 from almanac.entries import (
     DefaultZoneSet,
@@ -59,7 +60,7 @@ def _check_properties(table: str, props: TableProperties) -> None:
     if isinstance(rows, bool) or not isinstance(rows, int) or not 0 <= rows <= MAX_STALE_ROWS:
         raise ValidationError(
             f"Minimum stale rows of table '{table}' must be a non-negative integer "
-            f"(in [0, {MAX_STALE_ROWS}]), got {rows!r}",
+            f"(in [0, {MAX_STALE_ROWS}]), got {shown(rows)}",
             table=table,
             rule="min-stale-rows",
         )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import Command, IdAllocator, check_name, check_text, find_zone
+from almanac.datatypes import shown
 from almanac.descriptors import ConsistencyMode, Zone
 from almanac.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
 from almanac.errors import AlreadyExistsError, ValidationError
@@ -49,7 +50,7 @@ def _check_replicas(zone: str, replicas: int) -> None:
         or not 1 <= replicas <= MAX_REPLICAS
     ):
         raise ValidationError(
-            f"Replicas of zone '{zone}' must be in [1, {MAX_REPLICAS}], got {replicas!r}",
+            f"Replicas of zone '{zone}' must be in [1, {MAX_REPLICAS}], got {shown(replicas)}",
             zone=zone,
             rule="replicas",
         )
@@ -60,7 +61,7 @@ def _check_quorum(zone: str, replicas: int, quorum: int) -> None:
     if isinstance(quorum, bool) or not isinstance(quorum, int) or not low <= quorum <= high:
         raise ValidationError(
             f"Quorum size of zone '{zone}' must be in [{low}, {high}] for {replicas} "
-            f"replica(s), got {quorum!r}",
+            f"replica(s), got {shown(quorum)}",
             zone=zone,
             rule="quorum",
         )
@@ -70,7 +71,7 @@ def _check_seconds(zone: str, what: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INFINITE_SECONDS:
         raise ValidationError(
             f"{what} of zone '{zone}' must be in [0, {INFINITE_SECONDS}] seconds "
-            f"({INFINITE_SECONDS}: never), got {value!r}",
+            f"({INFINITE_SECONDS}: never), got {shown(value)}",
             zone=zone,
             rule="seconds",
         )
@@ -124,7 +125,7 @@ def new_zone(
     parts = DEFAULT_PARTITIONS if partitions is None else partitions
     if isinstance(parts, bool) or not isinstance(parts, int) or not 1 <= parts <= MAX_PARTITIONS:
         raise ValidationError(
-            f"Partitions of zone '{name}' must be in [1, {MAX_PARTITIONS}], got {parts!r}",
+            f"Partitions of zone '{name}' must be in [1, {MAX_PARTITIONS}], got {shown(parts)}",
             zone=name,
             rule="partitions",
         )
