@@ -73,6 +73,10 @@ Check = Callable[[object, str], object]
 
 def describe(value: object) -> str:
     """``type repr``, the repr cut to a readable length."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        # repr of an int beyond sys.get_int_max_str_digits() raises
+        sign = "-" if value < 0 else ""
+        return f"{type(value).__name__} {sign}<an integer of {value.bit_length()} bits>"
     try:
         text = repr(value)
     except Exception:  # a hostile __repr__ must not hide the real problem

@@ -378,21 +378,27 @@ HUGE = 10**5000
 
 
 @pytest.mark.parametrize(
-    ("command", "needle"),
+    ("make", "needle"),
     [
-        (CreateZone(name="Y", replicas=HUGE), "Replicas of zone 'Y' must be in [1, 2147483647]"),
-        (CreateZone(name="Y", partitions=-HUGE), "Partitions of zone 'Y' must be in [1, 65000]"),
-        (CreateZone(name="Y", quorum_size=HUGE), "Quorum size of zone 'Y'"),
-        (AlterZone(name="Z", scale_up_seconds=HUGE), "Scale-up delay of zone 'Z'"),
-        (SetTableProperties(name="T", min_stale_rows=HUGE), "Minimum stale rows of table"),
         (
-            AddColumns(
+            lambda: CreateZone(name="Y", replicas=HUGE),
+            "Replicas of zone 'Y' must be in [1, 2147483647]",
+        ),
+        (
+            lambda: CreateZone(name="Y", partitions=-HUGE),
+            "Partitions of zone 'Y' must be in [1, 65000]",
+        ),
+        (lambda: CreateZone(name="Y", quorum_size=HUGE), "Quorum size of zone 'Y'"),
+        (lambda: AlterZone(name="Z", scale_up_seconds=HUGE), "Scale-up delay of zone 'Z'"),
+        (lambda: SetTableProperties(name="T", min_stale_rows=HUGE), "Minimum stale rows of table"),
+        (
+            lambda: AddColumns(
                 table="T", columns=(ColumnDef(name="W", type=ColumnType.STRING, length=HUGE),)
             ),
             "Length of column 'W'",
         ),
         (
-            AddColumns(
+            lambda: AddColumns(
                 table="T",
                 columns=(
                     ColumnDef(name="W", type=ColumnType.INT64, default=ConstantDefault(HUGE)),
@@ -403,9 +409,14 @@ HUGE = 10**5000
     ],
 )
 def test_integers_too_long_to_print_are_validation_errors(
-    cat: Catalog, command: Command, needle: str
+    cat: Catalog, make: Callable[[], Command], needle: str
 ) -> None:
+    # Refused by the option's own rule, or as the command is built (beyond
+    # 64 bits), with the size of the integer rather than its digits.
     with pytest.raises(ValidationError) as info:
-        cat.execute([command])
+        cat.execute([make()])
+    if "64-bit range" in info.value.message:
+        assert "<an integer of" in info.value.message
+        return
     assert needle in info.value.message
     assert "an integer of 16610 bits" in info.value.message
