@@ -2,7 +2,7 @@
 
 An entry that only names an object (``DropTable``, ``StopIndex``, …) is one
 svarint; entries that carry a descriptor nest it with its own type id and
-version, so a new ``Table`` format never needs a new ``NewTable`` format.
+version, so a new ``Table`` format never needs a new ``TableCreated`` format.
 """
 
 from __future__ import annotations
