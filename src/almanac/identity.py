@@ -95,15 +95,18 @@ class IdentityRecord:
     def read(self) -> tuple[str, int] | None:
         """(catalog id, last seen version), or None when there is no record."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise CatalogIdentityError(
                 f"Cannot read the catalog identity record '{self.path}': {exc}", path=str(self.path)
             ) from exc
+        text = raw.decode("utf-8", errors="replace")
         try:
-            data: Any = json.loads(text)
+            # Bytes, so a record that is not UTF-8 is damage, not a crash;
+            # nesting too deep for the decoder is damage too.
+            data: Any = json.loads(raw)
             catalog_id = data["catalog_id"]
             last_seen = data["last_seen_version"]
             ok = (
@@ -112,7 +115,7 @@ class IdentityRecord:
                 and last_seen >= 0
                 and data.get("checksum") == _checksum(catalog_id, last_seen)
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             ok = False
         if not ok:
             raise CatalogIdentityError(

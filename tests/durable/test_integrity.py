@@ -422,6 +422,18 @@ def test_a_damaged_identity_record_is_refused(tmp_path: Path) -> None:
         almanac.connect(str(tmp_path / "d"))
 
 
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\xff\xfe\x00not utf-8", b"[" * 100_000, b"", b"null", b'{"catalog_id": 1}'],
+    ids=["not-utf8", "deep-nesting", "empty", "null", "wrong-type"],
+)
+def test_a_garbage_identity_record_is_a_catalog_error(tmp_path: Path, garbage: bytes) -> None:
+    build(tmp_path / "d", 3)
+    (tmp_path / "d" / "catalog.id").write_bytes(garbage)
+    with pytest.raises(CatalogIdentityError, match="is damaged"):
+        almanac.connect(str(tmp_path / "d"))
+
+
 def test_the_record_follows_versions_committed_elsewhere(tmp_path: Path) -> None:
     target = tmp_path / "d"
     build(target, 2)
