@@ -232,6 +232,53 @@ def test_legacy_unframed_entries_are_still_read_and_new_ones_are_framed(tmp_path
 # -- other corrupt states fail fast ---------------------------------------------
 
 
+def raw_sql(db: Path, statement: str, *params: object) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.execute(statement, params)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        ("UPDATE kv SET value = ? WHERE key = ?", (7, update_key(3).encode())),
+        ("UPDATE kv SET value = ? WHERE key = ?", (2.5, update_key(3).encode())),
+        ("UPDATE kv SET value = ? WHERE key = ?", ("text", update_key(3).encode())),
+        ("UPDATE kv SET value = ? WHERE key = ?", (4, KEY_VERSION.encode())),
+        ("UPDATE kv SET value = ? WHERE key = ?", (0, KEY_CHECKPOINT_VERSION.encode())),
+        ("UPDATE kv SET value = ? WHERE key = ?", (5, KEY_ID.encode())),
+        ("UPDATE kv SET key = ? WHERE key = ?", (update_key(3), update_key(3).encode())),
+        ("UPDATE kv SET key = ? WHERE key = ?", (b"catalog.\xff", update_key(3).encode())),
+        ("UPDATE kv SET mod_rev = 'x' WHERE key = ?", (update_key(3).encode(),)),
+        ("UPDATE meta SET value = 'many' WHERE name = ?", ("revision",)),
+    ],
+    ids=[
+        "int-value",
+        "real-value",
+        "text-value",
+        "int-latest",
+        "int-checkpoint",
+        "int-id",
+        "text-key",
+        "non-utf8-key",
+        "text-revision",
+        "text-meta",
+    ],
+)
+def test_a_cell_of_the_wrong_sqlite_type_is_a_storage_error(
+    tmp_path: Path, statement: str, params: tuple[object, ...]
+) -> None:
+    """SQLite keeps any type in any column: a hand-edited or damaged row must
+    not surface as a TypeError from deep inside the log."""
+    build(tmp_path / "d", 4)
+    raw_sql(tmp_path / "d" / "catalog.db", statement, *params)
+    with pytest.raises(StorageError):
+        open_fingerprint(tmp_path / "d")
+
+
 @pytest.mark.parametrize("value", [b"-3", b"abc", b" 12", b"012", b"", b"12\n", b"1e1"])
 def test_a_bad_latest_version_fails_fast_naming_the_key(
     pristine: tuple[Path, dict[int, tuple[int, str]]], tmp_path: Path, value: bytes

@@ -130,14 +130,55 @@ def _prefix_clause(prefix: str) -> tuple[str, tuple[bytes, ...]]:
     return " AND key >= ? AND key < ?", (low, high)
 
 
+def _damaged(what: str, value: object) -> MetastoreError:
+    return MetastoreError(
+        f"sqlite metastore row is damaged: {what} holds {type(value).__name__} {value!r:.80}",
+        column=what,
+    )
+
+
+def _key(value: object) -> str:
+    """A stored key: UTF-8 bytes. SQLite keeps whatever a damaged or
+    hand-edited row holds in any column, so every cell is checked."""
+    if type(value) is not bytes:
+        raise _damaged("key", value)
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        raise _damaged("key", value) from None
+
+
+def _blob(value: object, what: str = "value") -> bytes:
+    if type(value) is not bytes:
+        raise _damaged(what, value)
+    return value
+
+
+def _whole(value: object, what: str) -> int:
+    if type(value) is not int:
+        raise _damaged(what, value)
+    return value
+
+
+def _kv_at(row: Any, key: str, i: int) -> KeyValue:
+    return KeyValue(
+        key,
+        _blob(row[i]),
+        _whole(row[i + 1], "create_rev"),
+        _whole(row[i + 2], "mod_rev"),
+        _whole(row[i + 3], "version"),
+        _whole(row[i + 4], "lease"),
+    )
+
+
 def _kv(row: Any) -> KeyValue:
-    return KeyValue(row[0].decode(), row[1], row[2], row[3], row[4], row[5])
+    return _kv_at(row, _key(row[0]), 1)
 
 
 def _event(row: Any) -> WatchEvent:
-    key = row[2].decode()
-    kv = KeyValue(key, row[4], row[5], row[6], row[7], row[8])
-    prev = None if row[9] is None else KeyValue(key, row[9], row[10], row[11], row[12], row[13])
+    key = _key(row[2])
+    kv = _kv_at(row, key, 4)
+    prev = None if row[9] is None else _kv_at(row, key, 9)
     return WatchEvent(WatchEventKind.PUT if row[3] == _PUT else WatchEventKind.DELETE, kv, prev)
 
 
@@ -172,7 +213,7 @@ class _SqliteView:
         row = self.conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise MetastoreError(f"metastore file lacks meta entry {name!r}", name=name)
-        return int(row[0])
+        return _whole(row[0], f"meta {name!r}")
 
     def set_meta(self, name: str, value: int) -> None:
         self.conn.execute("UPDATE meta SET value = ? WHERE name = ?", (value, name))
@@ -264,7 +305,7 @@ class _SqliteView:
             f" FROM changelog WHERE rev > ?{clause} ORDER BY rev, seq",
             (revision, *params),
         ).fetchall()
-        return [(row[0].decode(), None if row[1] is None else _kv(row)) for row in rows]
+        return [(_key(row[0]), None if row[1] is None else _kv(row)) for row in rows]
 
     def events(self, prefix: str, start: int, end: int) -> list[WatchEvent]:
         clause, params = _prefix_clause(prefix)
