@@ -236,7 +236,13 @@ def sequence_of(value: object, what: str, item: Callable[[object, str], T]) -> t
 def timestamp(value: object, what: str) -> int:
     """A hybrid timestamp from an ``int`` or an aware ``datetime``."""
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
+        try:
+            offset = None if value.tzinfo is None else value.utcoffset()
+        except Exception as exc:  # a tzinfo is user code: any failure is a bad argument
+            raise fail(
+                what, f"a datetime whose tzinfo gives its offset (it raised {exc!r:.80})", value
+            ) from exc
+        if offset is None:
             raise fail(
                 what,
                 "a hybrid timestamp (int) or an aware datetime (naive datetimes are refused: "

@@ -163,6 +163,23 @@ def test_datetimes_outside_the_clock_are_refused(cat: Catalog, moment: dt.dateti
     refused(lambda: cat.catalog_at(moment), "the hybrid clock's range")
 
 
+class _RaisingZone(dt.tzinfo):
+    def utcoffset(self, moment: dt.datetime | None) -> dt.timedelta:
+        raise RuntimeError("no offset here")
+
+
+class _DayLongZone(dt.tzinfo):
+    def utcoffset(self, moment: dt.datetime | None) -> dt.timedelta:
+        return dt.timedelta(hours=30)  # beyond what datetime accepts
+
+
+@pytest.mark.parametrize("zone", [_RaisingZone(), _DayLongZone()], ids=["raises", "too-long"])
+def test_a_tzinfo_that_cannot_give_its_offset_is_refused(cat: Catalog, zone: dt.tzinfo) -> None:
+    moment = dt.datetime(2020, 1, 1, tzinfo=zone)
+    refused(lambda: cat.catalog_at(moment), "tzinfo gives its offset")
+    refused(lambda: cat.wait_for_metadata_completeness(moment, timeout=0), "tzinfo")
+
+
 def test_aware_datetimes_in_any_offset_are_instants(cat: Catalog) -> None:
     cat.execute([CreateSchema("A")])
     later = dt.datetime.now(dt.timezone(dt.timedelta(hours=-7))) + dt.timedelta(seconds=1)
