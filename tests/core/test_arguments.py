@@ -164,11 +164,23 @@ def test_datetimes_outside_the_clock_are_refused(cat: Catalog, moment: dt.dateti
 
 
 class _RaisingZone(dt.tzinfo):
+    def dst(self, moment: dt.datetime | None) -> None:
+        return None
+
+    def tzname(self, moment: dt.datetime | None) -> None:
+        return None
+
     def utcoffset(self, moment: dt.datetime | None) -> dt.timedelta:
         raise RuntimeError("no offset here")
 
 
 class _DayLongZone(dt.tzinfo):
+    def dst(self, moment: dt.datetime | None) -> None:
+        return None
+
+    def tzname(self, moment: dt.datetime | None) -> None:
+        return None
+
     def utcoffset(self, moment: dt.datetime | None) -> dt.timedelta:
         return dt.timedelta(hours=30)  # beyond what datetime accepts
 
