@@ -7,10 +7,24 @@ import datetime as dt
 import decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from almanac import Catalog, ValidationError
-from almanac.data import Predicate, expire_data, read_table
+from almanac.data import (
+    Predicate,
+    arrow_schema,
+    arrow_type,
+    conform,
+    create_table_as,
+    expire_data,
+    output_schema,
+    read_table,
+    run_janitor,
+    table_partitions,
+    tablets_of,
+    write_table,
+)
 from tests.data.support import append, create
 
 
@@ -58,3 +72,36 @@ def test_reads_and_expiry_refuse_naive_datetimes(cat: Catalog) -> None:
     with pytest.raises(ValidationError, match="'version' of plan_scan"):
         read_table(cat, "T", version=bad(1.0))
     assert read_table(cat, "T", timestamp=dt.datetime.now(dt.UTC)).num_rows == 1
+
+
+def test_entry_points_check_their_arguments_when_called(cat: Catalog) -> None:
+    """A wrong type at a data entry point names the parameter instead of
+    surfacing as an AttributeError from deep inside pyarrow or the catalog."""
+    create(cat)
+    table = cat.catalog().table("T")
+    assert table is not None
+    rows = pa.table({"ID": pa.array([1], pa.int64())})
+    cases: list[tuple[Any, str]] = [
+        (lambda: write_table(bad("memory://"), "T", rows), "'cat' of write_table"),
+        (lambda: write_table(cat, bad(5), rows), "'name' of write_table"),
+        (lambda: write_table(cat, "T", bad([1, 2])), "'data' of write_table"),
+        (lambda: write_table(cat, "T", rows, bad(None)), "'schema' of write_table"),
+        (lambda: create_table_as(cat, bad("CREATE TABLE X"), rows), "'create' of create_table_as"),
+        (lambda: read_table(bad(None), "T"), "'cat' of read_table"),
+        (lambda: read_table(cat, bad(b"T")), "'name' of plan_scan"),
+        (lambda: expire_data(cat, bad(1), older_than=0), "'name' of expire_data"),
+        (lambda: run_janitor(cat, grace_s=bad("1")), "'grace_s' of run_janitor"),
+        (lambda: run_janitor(bad(cat.catalog())), "'cat' of run_janitor"),
+        (lambda: conform(bad({"ID": [1]}), table), "'data' of conform"),
+        (lambda: conform(rows, bad("T")), "'table' of conform"),
+        (lambda: arrow_schema(bad("T")), "'table' of arrow_schema"),
+        (lambda: arrow_type(bad(table)), "'column' of arrow_type"),
+        (lambda: output_schema(bad(None)), "'table' of output_schema"),
+        (lambda: tablets_of(bad(rows.to_batches()[0]), ["ID"], 4), "'data' of tablets_of"),
+        (lambda: tablets_of(rows, bad("ID"), 4), "'colocation' of tablets_of"),
+        (lambda: table_partitions(bad(None), table), "'snapshot' of table_partitions"),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))

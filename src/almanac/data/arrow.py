@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from almanac import _check as check
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import DataError, NotFoundError
@@ -59,8 +60,16 @@ _FIXED: dict[ColumnType, pa.DataType] = {
 }
 
 
+def check_rows(value: object, what: str) -> pa.Table | pa.RecordBatch:
+    """Rows for a write: a ``pyarrow.Table`` or ``pyarrow.RecordBatch``."""
+    if not isinstance(value, pa.Table | pa.RecordBatch):
+        raise check.fail(what, "a pyarrow.Table or pyarrow.RecordBatch", value)
+    return value
+
+
 def arrow_type(column: Column) -> pa.DataType:
     """The Arrow type that stores ``column``."""
+    check.instance(column, Column, "Parameter 'column' of arrow_type")
     if column.type is ColumnType.DECIMAL:
         precision = column.precision or MAX_DECIMAL256
         scale = column.scale or 0
@@ -75,6 +84,7 @@ def arrow_type(column: Column) -> pa.DataType:
 def arrow_schema(table: Table) -> pa.Schema:
     """The table's columns in catalog order with catalog names, nullability
     and their column ids as Parquet field ids."""
+    check.instance(table, Table, "Parameter 'table' of arrow_schema")
     return pa.schema(
         [
             pa.field(c.name, arrow_type(c), c.nullable, metadata={FIELD_ID: str(c.id).encode()})
@@ -103,6 +113,7 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
 def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Schema:
     """The schema of batches a read yields: ``arrow_schema`` types, every field
     nullable and without metadata (Spark matches fields on nullability)."""
+    check.instance(table, Table, "Parameter 'table' of output_schema")
     return pa.schema([pa.field(c.name, arrow_type(c), True) for c in project(table, columns)])
 
 
@@ -261,6 +272,8 @@ def conform(data: pa.Table | pa.RecordBatch, table: Table) -> pa.Table:
     naming the column and table for an unknown or duplicate column, a missing
     NOT NULL column without default, a lossy or impossible cast, a value longer
     than the column's length, a malformed UUID, or a NULL in a NOT NULL column."""
+    check_rows(data, "Parameter 'data' of conform")
+    check.instance(table, Table, "Parameter 'table' of conform")
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):

@@ -146,6 +146,8 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     aborted, or never registered and older than ``grace_s``), files and
     manifests no kept snapshot references, and all data and keys of tables
     that no available catalog version contains."""
+    check.instance(cat, Catalog, "Parameter 'cat' of run_janitor")
+    grace_s = check.number(grace_s, "Parameter 'grace_s' of run_janitor", lo=0)
     data = TableData.for_catalog(cat)
     warehouse = data.warehouse
     report = JanitorReport()
@@ -212,6 +214,9 @@ def expire_data(
     ``older_than`` (so a read at any later time still works), except those a
     pinned catalog version reads, and the files only they referenced.
     Returns the removed snapshots. Expiry removes a prefix of the chain."""
+    check.instance(cat, Catalog, "Parameter 'cat' of expire_data")
+    check.string(name, "Parameter 'name' of expire_data", nonblank=True)
+    check.string(schema, "Parameter 'schema' of expire_data", nonblank=True)
     table = cat.catalog().table(name, schema)
     if table is None:
         raise NotFoundError(

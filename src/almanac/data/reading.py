@@ -214,6 +214,10 @@ def plan_scan(
     """Resolve the table at ``version`` or ``timestamp`` (latest by default;
     ``NotFoundError`` if it did not exist then), pick its data snapshot and
     keep the files whose statistics allow a match for every predicate."""
+    check.instance(cat, Catalog, "Parameter 'cat' of plan_scan")
+    check.instance(data, TableData, "Parameter 'data' of plan_scan")
+    check.string(name, "Parameter 'name' of plan_scan", nonblank=True)
+    check.string(schema, "Parameter 'schema' of plan_scan", nonblank=True)
     if version is not None and timestamp is not None:
         raise ValidationError("Read a table at a version or at a timestamp, not both")
     check.optional_int(version, "Parameter 'version' of plan_scan")
@@ -338,6 +342,7 @@ def read_table(
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Plan, read every kept file and keep the rows matching every predicate."""
+    check.instance(cat, Catalog, "Parameter 'cat' of read_table")
     data = TableData.for_catalog(cat)
     plan = plan_scan(cat, data, name, schema, version=version, timestamp=timestamp, filters=filters)
     wanted = [c.name for c in project(plan.table, columns)]

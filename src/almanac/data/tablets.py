@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError, ValidationError
@@ -144,6 +145,8 @@ def hash_columns(data: pa.Table, columns: Sequence[str]) -> U64Array:
 
 def tablets_of(data: pa.Table, colocation: Sequence[str], partitions: int) -> I32Array:
     """The tablet (0 <= t < partitions) of every row, from the colocation columns."""
+    check.instance(data, pa.Table, "Parameter 'data' of tablets_of", "a pyarrow.Table")
+    check.sequence_of(colocation, "Parameter 'colocation' of tablets_of", check.string)
     if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
         raise ValidationError(
             f"Partitions must be a positive integer, got {partitions!r}", partitions=partitions
@@ -156,6 +159,8 @@ def tablets_of(data: pa.Table, colocation: Sequence[str], partitions: int) -> I3
 
 def table_partitions(snapshot: CatalogVersion, table: Table) -> int:
     """The partition count of the table's zone in that catalog version."""
+    check.instance(snapshot, CatalogVersion, "Parameter 'snapshot' of table_partitions")
+    check.instance(table, Table, "Parameter 'table' of table_partitions")
     zone = snapshot.zone_by_id(table.zone_id)
     if zone is None:
         raise CatalogError(

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from almanac import _check as check
 from almanac.catalog import Catalog, ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import CreateTable
 from almanac.commands.preview import preview
-from almanac.data.arrow import conform
+from almanac.data.arrow import check_rows, conform
 from almanac.data.commits import TableData
 from almanac.data.files import write_files
 from almanac.data.snapshots import DataSnapshot
@@ -43,6 +44,11 @@ def write_table(
 ) -> DataSnapshot:
     """Append (or overwrite with) ``data`` as one data commit against the
     latest catalog version; any failure before the commit aborts the write."""
+    check.instance(cat, Catalog, "Parameter 'cat' of write_table")
+    check.string(name, "Parameter 'name' of write_table", nonblank=True)
+    check_rows(data, "Parameter 'data' of write_table")
+    check.string(schema, "Parameter 'schema' of write_table", nonblank=True)
+    check.string(operation, "Parameter 'operation' of write_table")
     store = TableData.for_catalog(cat)
     snapshot = cat.catalog()
     table = _table(snapshot, name, schema)
@@ -71,6 +77,9 @@ def create_table_as(
     """CREATE TABLE AS SELECT: the table and its first data snapshot appear in
     one metastore transaction, or neither does. With ``if_not_exists`` on an
     existing table nothing is written and the snapshot is None."""
+    check.instance(cat, Catalog, "Parameter 'cat' of create_table_as")
+    check.instance(create, CreateTable, "Parameter 'create' of create_table_as")
+    check_rows(data, "Parameter 'data' of create_table_as")
     store = TableData.for_catalog(cat)
     base = cat.catalog()
     planned = preview(base, [create])
