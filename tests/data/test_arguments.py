@@ -92,7 +92,7 @@ def test_entry_points_check_their_arguments_when_called(cat: Catalog) -> None:
         (lambda: expire_data(cat, bad(1), older_than=0), "'name' of expire_data"),
         (lambda: run_janitor(cat, grace_s=bad("1")), "'grace_s' of run_janitor"),
         (lambda: run_janitor(bad(cat.catalog())), "'cat' of run_janitor"),
-        (lambda: conform(bad({"ID": [1]}), table), "'data' of conform"),
+        (lambda: conform(bad({"ID": [1]}), table), "must be a pyarrow Table"),
         (lambda: conform(rows, bad("T")), "'table' of conform"),
         (lambda: arrow_schema(bad("T")), "'table' of arrow_schema"),
         (lambda: arrow_type(bad(table)), "'column' of arrow_type"),

@@ -272,7 +272,6 @@ def conform(data: pa.Table | pa.RecordBatch, table: Table) -> pa.Table:
     naming the column and table for an unknown or duplicate column, a missing
     NOT NULL column without default, a lossy or impossible cast, a value longer
     than the column's length, a malformed UUID, or a NULL in a NOT NULL column."""
-    check_rows(data, "Parameter 'data' of conform")
     check.instance(table, Table, "Parameter 'table' of conform")
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
