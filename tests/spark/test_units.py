@@ -4,11 +4,13 @@ file packing. No Spark session needed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from pyspark.sql import types as st
 
 import almanac
+import almanac.spark
 from almanac.commands import ColumnDef, CreateTable
 from almanac.data import DataFile
 from almanac.datatypes import ColumnType
@@ -192,3 +194,23 @@ def test_pack_files_keeps_tablet_order_and_packs_small_files() -> None:
     assert len(pack_files(big, 128 * 2**20, 1)) == 3
     assert len(pack_files([_file(0, OPEN_COST, "x")], 128 * 2**20, 8)) == 1
     assert pack_files([], 128 * 2**20, 2) == []
+
+
+def test_entry_points_refuse_what_is_not_a_session_before_using_it(tmp_path: object) -> None:
+    """No Spark needed: a wrong argument is a ValidationError naming it, not
+    an AttributeError from inside Spark."""
+    target = f"{tmp_path}/d"
+    cases: list[tuple[Any, str]] = [
+        (lambda: almanac.spark.register("spark"), "'spark' of register"),
+        (lambda: almanac.spark.attach(None, target), "'spark' of attach"),
+        (lambda: almanac.spark.sql({}, target, "SELECT 1"), "'spark' of sql"),
+        (lambda: almanac.spark.spark_schema(bad("T"), "S.T"), "'table' of spark_schema"),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError, match=r"SparkSession|a Table") as info:
+            call()
+        assert fragment in str(info.value)
+
+
+def bad(value: object) -> Any:
+    return value

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Table
 from almanac.errors import CatalogError
@@ -40,9 +41,18 @@ def register(spark: Any) -> None:
     the calling thread. Spark also finds the ``almanac`` format without this
     call through the ``pyspark_almanac`` module, but then the pushdown
     setting must be in the session's configuration."""
+    check_session(spark, "Parameter 'spark' of register")
     activate(spark)
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(AlmanacDataSource)
+
+
+def check_session(spark: Any, what: str) -> None:
+    """A SparkSession, classic or Connect: checked by what the calls here
+    use, so a wrong argument is a ValidationError rather than an
+    AttributeError from inside Spark."""
+    if not (callable(getattr(spark, "sql", None)) and hasattr(spark, "conf")):
+        raise check.fail(what, "a SparkSession", spark)
 
 
 def activate(spark: Any) -> None:
@@ -90,6 +100,9 @@ def attach(
     INTO / INSERT OVERWRITE; with it they read that catalog version and are
     read-only. A table Spark cannot hold (a TIME column, names equal but for
     case) is skipped and reported, not fatal."""
+    check_session(spark, "Parameter 'spark' of attach")
+    check.optional_int(version, "Parameter 'version' of attach")
+    check.optional_str(warehouse, "Parameter 'warehouse' of attach")
     register(spark)
     with catalog_session(target, warehouse) as cat:
         snap = cat.catalog(version) if version is not None else cat.catalog()

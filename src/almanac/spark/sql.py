@@ -21,6 +21,7 @@ from typing import Any
 import sqlglot
 from sqlglot.tokenizer_core import Token, TokenType
 
+from almanac import _check as check
 from almanac.errors import SqlParseError
 from almanac.spark.ctas import (
     CtasResult,
@@ -29,7 +30,7 @@ from almanac.spark.ctas import (
     replace_table_as_select,
 )
 from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
-from almanac.spark.session import activate, attach_tables
+from almanac.spark.session import activate, attach_tables, check_session
 
 __all__ = ["CtasStatement", "parse_ctas", "sql"]
 
@@ -161,6 +162,9 @@ def sql(spark: Any, target: str, text: str, *, warehouse: str | None = None) -> 
     """Run ``text``: a CREATE/REPLACE ... AS SELECT atomically against the
     catalog (returns a ``CtasResult``), anything else with ``spark.sql``
     (returns its DataFrame)."""
+    check_session(spark, "Parameter 'spark' of sql")
+    check.string(text, "Parameter 'text' of sql", nul_ok=True)
+    check.optional_str(warehouse, "Parameter 'warehouse' of sql")
     activate(spark)
     statement = parse_ctas(text)
     if statement is None:

@@ -23,6 +23,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from almanac import _check as check
 from almanac.commands import ColumnDef
 from almanac.data import DataError
 from almanac.datatypes import ColumnType
@@ -96,6 +97,8 @@ def spark_type(column: Column, table: str) -> Any:
 def spark_schema(table: Table, full_name: str) -> Any:
     """The table as a Spark ``StructType``: catalog names, every field nullable
     (NOT NULL is enforced by the writer, which names the column)."""
+    check.instance(table, Table, "Parameter 'table' of spark_schema")
+    check.string(full_name, "Parameter 'full_name' of spark_schema")
     seen: dict[str, str] = {}
     fields = []
     for column in table.columns:
