@@ -146,7 +146,12 @@ def parse_target(target: object) -> Target:
 
 
 def _sqlite_path(text: str) -> Path:
-    raw = unquote(text[len(_SQLITE) :])
+    try:
+        # strict: an escape of bytes that are not UTF-8 (%ff) would otherwise
+        # become U+FFFD and name a different file than the one meant
+        raw = unquote(text[len(_SQLITE) :], errors="strict")
+    except UnicodeDecodeError:
+        raise _refuse(text, "percent-encodes bytes that are not UTF-8", "target-unicode") from None
     if "\x00" in raw:
         raise _refuse(text, "contains a NUL character", "target-nul")
     if not raw.startswith("/"):

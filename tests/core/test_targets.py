@@ -77,6 +77,8 @@ def test_canonical_text_parses_to_the_same_target(text: str) -> None:
         ("sqlite:///", "database file"),
         ("sqlite:///dir/", "database file"),
         ("sqlite:///a%00b.db", "NUL"),
+        ("sqlite:///a%ffb.db", "not UTF-8"),
+        ("sqlite:///a%C3.db", "not UTF-8"),
         ("foo://x", "unsupported scheme 'foo:'"),
         ("etcd://localhost:2379", "unsupported scheme"),
         ("file:///tmp/x", "unsupported scheme"),
