@@ -34,6 +34,7 @@ from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
     VersionedUpdate,
+    activation_time,
     apply_update,
 )
 from almanac.errors import (
@@ -406,7 +407,10 @@ class Catalog:
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
         self._await_ready(update.version, wait_deadline, timeout)
-        activation = self.catalog(update.version).activation_time
+        # From the base it was committed on, not by looking the version up: a
+        # checkpoint on another thread (a listener's, say) may already have
+        # trimmed it away, and the commit still succeeded.
+        activation = activation_time(base, update)
         visible = self.sync.visible_everywhere_at(activation)
         if not self._clock.wait_until(visible, _left(wait_deadline)):
             raise WaitTimeoutError(

@@ -365,6 +365,29 @@ def test_a_listener_may_execute_and_readiness_never_goes_back(cat: Catalog) -> N
     assert order == [("table", 2), ("listener returns", 2), ("zone", 3)], "entry order kept"
 
 
+def test_a_listener_that_checkpoints_past_the_callers_version_does_not_fail_its_commit(
+    cat: Catalog,
+) -> None:
+    """The caller's execute waits for the listeners of its version; one of
+    them commits a later version and checkpoints the log there, so the
+    caller's version is trimmed away before execute returns. The commit
+    succeeded and must be reported so."""
+    trimmed: list[int] = []
+
+    def on_table(event: Event) -> None:
+        if event.version == 2:
+            cat.execute([CreateZone(name="LATER")])
+            trimmed.append(cat.checkpoint_log())
+
+    cat.listen(EventType.TABLE_CREATE, on_table)
+    result = cat.execute([table("T")])
+    assert result.version == 2
+    assert trimmed == [3]
+    assert cat.earliest_version == 3
+    assert cat.listener_failures == []
+    assert cat.catalog().table("T") is not None
+
+
 def test_catalog_ready_times_out_with_a_typed_error(cat: Catalog) -> None:
     with pytest.raises(
         WaitTimeoutError, match=r"version 7 was not ready .* within 0\.05 s"
