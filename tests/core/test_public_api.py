@@ -74,6 +74,7 @@ NOT_EXPORTED = {
     "almanac.clock.physical_ms": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.clock.to_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.datatypes.MAX_DECIMAL_PRECISION": "a type rule the commands apply",
+    "almanac.datatypes.shown": "how the type rules describe a value in their messages",
     "almanac.datatypes.MAX_LENGTH": "a type rule the commands apply",
     "almanac.datatypes.MAX_TIME_PRECISION": "a type rule the commands apply",
     "almanac.datatypes.TypeParams": "a helper type of the type rules",
