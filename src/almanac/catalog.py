@@ -190,6 +190,8 @@ class Catalog:
         self._dispatching: int | None = None
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
+        # Set on a worker thread running an execute_async a listener submitted.
+        self._for_listener = threading.local()
         self._commits = 0
         try:
             log.start(self)
@@ -444,14 +446,22 @@ class Catalog:
                 )
             executor = self._executor
         future: _ExecuteFuture = _ExecuteFuture()
+        # Submitted by a listener, it waits as the listener's own execute
+        # would: until its version is applied, not for the listeners of it
+        # (they run after the submitting one returns, which may be waiting
+        # for this future).
+        for_listener = self._inside_listener()
 
         def run() -> None:
             if not future.set_running_or_notify_cancel():
                 return
+            self._for_listener.active = for_listener
             try:
                 future.set_result(self.execute(batch, timeout=timeout))
             except BaseException as exc:
                 future.set_exception(exc)
+            finally:
+                self._for_listener.active = False
 
         executor.submit(run)
         return future
@@ -611,6 +621,12 @@ class Catalog:
             if earliest > state.earliest and earliest <= self.latest_version:
                 self._state = state.trimmed(earliest)
 
+    def _inside_listener(self) -> bool:
+        """On the dispatcher thread, or running an execute_async it submitted."""
+        return threading.current_thread() is self._dispatcher or bool(
+            getattr(self._for_listener, "active", False)
+        )
+
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
     ) -> bool:
@@ -628,8 +644,7 @@ class Catalog:
         check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
-        inside_listener = threading.current_thread() is self._dispatcher
-        applied = applied_only or inside_listener
+        applied = applied_only or self._inside_listener()
 
         def reached() -> bool:
             return (self.latest_version if applied else self._ready) >= version

@@ -388,6 +388,25 @@ def test_a_listener_that_checkpoints_past_the_callers_version_does_not_fail_its_
     assert cat.catalog().table("T") is not None
 
 
+def test_a_listener_may_wait_for_its_own_execute_async(cat: Catalog) -> None:
+    """The async execute's version has listeners that run only after this
+    one returns: the future completes once the version is applied, as a
+    listener's own execute does, instead of timing out."""
+    results: list[int] = []
+
+    def on_table(event: Event) -> None:
+        if event.version == 2:
+            future = cat.execute_async([CreateZone(name="ASYNC")], timeout=30)
+            results.append(future.result(timeout=30).version)
+            assert cat.catalog(3).zone("ASYNC") is not None
+
+    cat.listen(EventType.TABLE_CREATE, on_table)
+    assert cat.execute([table("T")], timeout=60).version == 2
+    assert results == [3]
+    assert cat.listener_failures == []
+    assert cat.catalog_ready(3, timeout=10)
+
+
 def test_catalog_ready_times_out_with_a_typed_error(cat: Catalog) -> None:
     with pytest.raises(
         WaitTimeoutError, match=r"version 7 was not ready .* within 0\.05 s"
