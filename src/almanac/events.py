@@ -98,7 +98,10 @@ class Listeners:
             for listener in self._by_type.get(event.type, ()):
                 try:
                     listener(event)
-                except Exception as exc:
+                except BaseException as exc:
+                    # BaseException too: a listener's SystemExit or
+                    # KeyboardInterrupt must not end the dispatcher thread,
+                    # or no later version of this node would become ready.
                     _log.exception(
                         "Listener %r failed on %s of version %d",
                         listener,

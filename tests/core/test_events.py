@@ -310,6 +310,26 @@ def test_failing_listener_is_reported_and_does_not_block(cat: Catalog) -> None:
     assert len(cat.listener_failures) == 2
 
 
+@pytest.mark.parametrize("error", [SystemExit("bye"), KeyboardInterrupt()], ids=repr)
+def test_a_listener_raising_a_base_exception_does_not_stop_the_dispatcher(
+    cat: Catalog, error: BaseException
+) -> None:
+    calls: list[int] = []
+
+    def quits(event: Event) -> None:
+        calls.append(event.version)
+        if len(calls) == 1:
+            raise error
+
+    cat.listen(EventType.ZONE_CREATE, quits)
+    first = cat.execute([CreateZone(name="Z")], timeout=30).version
+    second = cat.execute([CreateZone(name="Y")], timeout=30).version  # not stuck
+    assert cat.catalog_ready(second, timeout=30)
+    assert calls == [first, second]
+    (failure,) = cat.listener_failures
+    assert failure.error is error
+
+
 def test_unlisten(cat: Catalog) -> None:
     events: list[Event] = []
 
