@@ -142,6 +142,31 @@ def test_a_real_conflict_says_what_the_other_writer_changed(
     assert a.latest_version == 2
 
 
+def test_a_conflict_whose_earlier_versions_were_checkpointed_away_keeps_its_own_error(
+    two_nodes: tuple[Catalog, Catalog],
+) -> None:
+    """The other writer commits and checkpoints past the version this node
+    started from: the race cannot be described, but the error stays the
+    batch's own, never a VersionNotFoundError about the trimmed version."""
+    a, b = two_nodes
+    original = a.log.append
+
+    def racing_append(update: VersionedUpdate, **kw: object) -> int | None:
+        if b.catalog().table("T") is None:
+            b.execute([table("T")])
+            b.execute([CreateSchema("LATER")])
+            b.checkpoint_log()
+            a.log.catch_up(a)
+            a.on_truncate(b.earliest_version)  # as a's follower does, soon or now
+            assert a.earliest_version == 3, "version 1, where a started, is gone"
+        return original(update, **kw)  # type: ignore[arg-type]
+
+    a.log.append = racing_append  # type: ignore[method-assign]
+    with pytest.raises(almanac.AlreadyExistsError) as info:
+        a.execute([table("T")])
+    assert "'PUBLIC.T' already exists" in str(info.value)
+
+
 def test_an_error_of_the_batch_itself_mentions_no_race(
     two_nodes: tuple[Catalog, Catalog],
 ) -> None:
