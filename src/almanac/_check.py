@@ -230,7 +230,7 @@ def sequence_of(value: object, what: str, item: Callable[[object, str], T]) -> t
     """A list, tuple or other sequence (never a str or bytes), each item checked."""
     if isinstance(value, str | bytes | bytearray | memoryview) or not isinstance(value, Sequence):
         raise fail(what, "a list or tuple", value)
-    return tuple(item(v, f"Item {i} of {_lower(what)}") for i, v in enumerate(value))
+    return tuple(item(v, f"Item {i} of {lower_first(what)}") for i, v in enumerate(value))
 
 
 def timestamp(value: object, what: str) -> int:
@@ -264,7 +264,8 @@ def timestamp(value: object, what: str) -> int:
     return integer(value, what)
 
 
-def _lower(what: str) -> str:
+def lower_first(what: str) -> str:
+    """``what`` with its first letter lowered, to stand inside a sentence."""
     return what[:1].lower() + what[1:]
 
 

@@ -17,8 +17,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from almanac import _check as check
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.commands.base import Command
-from almanac.commands.preview import preview
+from almanac.commands.preview import command_batch, preview
 from almanac.descriptors import Schema
 from almanac.entries import (
     ObjectIdsReserved,
@@ -341,7 +340,7 @@ class Catalog:
         one of its compares fails, nothing is written and ``ConflictError``
         is raised.
         """
-        batch = _command_batch(commands, "Catalog.execute")
+        batch = command_batch(commands, "Catalog.execute")
         if attach is not None:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
@@ -435,7 +434,7 @@ class Catalog:
         The future's ``result(timeout)`` and ``exception(timeout)`` raise
         ``WaitTimeoutError`` (a ``TimeoutError``) when the result is not there
         in time; ``timeout`` here bounds the ``execute`` itself."""
-        batch = _command_batch(commands, "Catalog.execute_async")
+        batch = command_batch(commands, "Catalog.execute_async")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute_async")
         self._check_open()
         with self._cond:
@@ -866,30 +865,17 @@ def _future_timeout(timeout: float | None) -> WaitTimeoutError:
     )
 
 
-def _command_batch(commands: object, where: str) -> list[Command]:
-    """The commands of one ``execute`` call, each checked to be a command."""
-    what = f"Parameter 'commands' of {where}"
-    if isinstance(commands, Command):
-        raise check.fail(what, "a list of commands (wrap a single command in a list)", commands)
-    if isinstance(commands, AbstractSet | Mapping):
-        raise check.fail(what, "a list of commands (they apply in order; a set has none)", commands)
-    if isinstance(commands, str | bytes | bytearray) or not isinstance(commands, Iterable):
-        raise check.fail(what, "a list of commands", commands)
-    batch = list(commands)
-    for i, cmd in enumerate(batch):
-        check.instance(cmd, Command, f"Item {i} of parameter 'commands' of {where}", "a Command")
-    return batch
-
-
 def _attachment(result: object) -> tuple[tuple[Compare, ...], tuple[Op, ...]]:
     """What an ``attach`` callback returned, checked: ``(compares, ops)``."""
     what = "The result of the 'attach' callback of Catalog.execute"
     if not isinstance(result, tuple | list) or len(result) != 2:
         raise check.fail(what, "a pair (compares, ops)", result)
     compares = check.sequence_of(
-        result[0], f"The compares of {_lower(what)}", lambda v, w: check.instance(v, Compare, w)
+        result[0],
+        f"The compares of {check.lower_first(what)}",
+        lambda v, w: check.instance(v, Compare, w),
     )
-    ops = check.sequence_of(result[1], f"The ops of {_lower(what)}", _op)
+    ops = check.sequence_of(result[1], f"The ops of {check.lower_first(what)}", _op)
     return compares, ops
 
 
@@ -897,10 +883,6 @@ def _op(value: object, what: str) -> Op:
     if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
         raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
     return value
-
-
-def _lower(text: str) -> str:
-    return text[:1].lower() + text[1:]
 
 
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:

@@ -8,7 +8,8 @@ thing everywhere: later commands see the changes of earlier ones.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from almanac import _check as check
@@ -16,7 +17,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import Command
 from almanac.entries import UpdateEntry, apply_entries
 
-__all__ = ["Preview", "preview"]
+__all__ = ["Preview", "command_batch", "preview"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +31,25 @@ class Preview:
     catalog: CatalogVersion
 
 
-def preview(base: CatalogVersion, commands: Sequence[Command]) -> Preview:
+def command_batch(commands: object, where: str) -> list[Command]:
+    """The commands of one batch, in order, each checked to be a command."""
+    what = f"Parameter 'commands' of {where}"
+    if isinstance(commands, Command):
+        raise check.fail(what, "a list of commands (wrap a single command in a list)", commands)
+    if isinstance(commands, AbstractSet | Mapping):
+        raise check.fail(what, "a list of commands (they apply in order; a set has none)", commands)
+    if isinstance(commands, str | bytes | bytearray) or not isinstance(commands, Iterable):
+        raise check.fail(what, "a list of commands", commands)
+    batch = list(commands)
+    for i, cmd in enumerate(batch):
+        check.instance(cmd, Command, f"Item {i} of parameter 'commands' of {where}", "a Command")
+    return batch
+
+
+def preview(base: CatalogVersion, commands: Iterable[Command]) -> Preview:
     """Validate each command against the working version, then apply its entries."""
     check.instance(base, CatalogVersion, "Parameter 'base' of preview")
-    commands = check.sequence_of(
-        commands,
-        "Parameter 'commands' of preview",
-        lambda value, what: check.instance(value, Command, what, "a catalog command"),
-    )
+    commands = command_batch(commands, "preview")
     working = base.evolve(version=base.version + 1)
     entries: list[UpdateEntry] = []
     applied: list[bool] = []
