@@ -71,6 +71,7 @@ from almanac.errors import (
     ValidationError,
     VersionNotFoundError,
     WaitTimeoutError,
+    WarehouseFormatError,
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
@@ -139,6 +140,7 @@ __all__ = [
     "SqlParseError",
     "StartBuildingIndex",
     "StorageError",
+    "WarehouseFormatError",
     "Table",
     "TableBeingCreatedError",
     "TableProperties",

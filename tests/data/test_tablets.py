@@ -96,7 +96,7 @@ def test_colocated_tables_share_tablets(cat: Catalog) -> None:
         (customers, pa.table({"CID": keys, "NAME": [str(k) for k in keys]})),
         (orders, pa.table({"OID": [k + 1000 for k in keys], "CID": keys})),
     ):
-        write_dir = data.warehouse.write_dir("PUBLIC", table.name, new_write_id())
+        write_dir = data.warehouse.write_dir(table.id, new_write_id())
         files = write_files(data.warehouse, table, 8, conform(frame, table), write_dir)
         where: dict[int, int] = {}
         for f in files:

@@ -20,10 +20,11 @@ import pyarrow.compute as pc
 
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Table
+from almanac.datatypes import ColumnType
+from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, DataError, ValidationError
 
-__all__ = ["hash_columns", "table_partitions", "tablets_of"]
+__all__ = ["hash_columns", "partition_column", "table_partitions", "tablets_of"]
 
 _U64 = np.dtype(np.uint64)
 U64Array = np.ndarray[Any, np.dtype[np.uint64]]
@@ -169,3 +170,16 @@ def table_partitions(snapshot: CatalogVersion, table: Table) -> int:
             table=table.name,
         )
     return zone.partitions
+
+
+_UNBUCKETABLE = frozenset({ColumnType.BOOLEAN, ColumnType.FLOAT, ColumnType.DOUBLE})
+
+
+def partition_column(table: Table) -> Column | None:
+    """The column whose Iceberg bucket is a row's tablet: the first
+    colocation column of a type Iceberg can bucket, None if there is none."""
+    for name in table.colocation:
+        column = table.column(name)
+        if column is not None and column.type not in _UNBUCKETABLE:
+            return column
+    return None
