@@ -329,9 +329,11 @@ def test_iceberg_bounds_round_trip_exactly() -> None:
         [
             CreateTable(
                 name="T",
-                columns=[ColumnDef(name="ID", type=ColumnType.INT64, nullable=False)]
-                + [c for c, _ in cases],
-                primary_key=["ID"],
+                columns=(
+                    ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+                    *(c for c, _ in cases),
+                ),
+                primary_key=("ID",),
             )
         ]
     )
@@ -361,11 +363,11 @@ def test_nan_is_never_an_iceberg_bound() -> None:
         [
             CreateTable(
                 name="T",
-                columns=[
+                columns=(
                     ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
                     ColumnDef(name="F", type=ColumnType.DOUBLE),
-                ],
-                primary_key=["ID"],
+                ),
+                primary_key=("ID",),
             )
         ]
     )

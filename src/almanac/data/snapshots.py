@@ -128,7 +128,7 @@ def decode_record(key: str, raw: bytes) -> Record:
             raise WarehouseFormatError(
                 f"Data snapshot record '{key}' describes its files with a JSON manifest, the "
                 "format before table data moved onto Apache Iceberg; convert the warehouse with "
-                "`almanac upgrade-warehouse --store <catalog>` before reading or writing it",
+                "`almanac upgrade-warehouse <catalog>` before reading or writing it",
                 key=key,
                 rule="old-warehouse-format",
             )
