@@ -27,10 +27,13 @@ A write: ``new_write_id`` → ``TableData.stage`` → ``conform`` + ``write_file
 (anywhere, any number of tasks) → ``TableData.commit`` with the
 ``CommitShape`` it was written against (or ``abort``).
 A read: ``plan_scan`` → ``read_file`` per kept file.
+Compaction (``compact``) is a staged write whose commit is an Iceberg
+``replace`` of exactly the small files it read.
 """
 
 from almanac.data.arrow import arrow_schema, arrow_type, conform, output_schema
 from almanac.data.commits import CommitShape, TableData
+from almanac.data.compaction import compact
 from almanac.data.files import ColumnStats, DataFile, write_files
 from almanac.data.janitor import JanitorReport, expire_data, run_janitor
 from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table
@@ -55,6 +58,7 @@ __all__ = [
     "WriteStateError",
     "arrow_schema",
     "arrow_type",
+    "compact",
     "conform",
     "create_table_as",
     "expire_data",

@@ -187,10 +187,13 @@ class TableData:
         files: Sequence[DataFile],
         *,
         operation: str,
+        replaces: Sequence[DataFile] = (),
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> DataSnapshot:
         """Publish ``files`` as the table's next snapshot: ``append`` keeps the
-        parent's files, ``overwrite`` replaces them. One CAS transaction on
+        parent's files, ``overwrite`` replaces them, ``replace`` swaps exactly
+        the files in ``replaces`` for ``files`` (same rows; see ``commit_ops``)
+        and keeps every other file, so appends racing it both land. One CAS transaction on
         ``data.table.<id>``; a lost race re-reads the new parent and retries, so
         no concurrent commit loses a file. Idempotent by ``write_id``: a second
         commit returns the first one's snapshot and changes nothing.
@@ -200,6 +203,7 @@ class TableData:
         check_shape(shape)
         table_id = shape.table.id
         files = tuple(files)
+        replaces = tuple(replaces)
         for attempt in range(max_attempts):
             # The store's writer section (see Metastore.exclusive) makes the
             # cooperating writers take turns, so a commit reads its parent
@@ -211,7 +215,7 @@ class TableData:
                     return done
                 parent = self.current_record(table_id)
                 compares, ops, snapshot = self.commit_ops(
-                    shape, write_id, files, operation=operation, parent=parent
+                    shape, write_id, files, operation=operation, parent=parent, replaces=replaces
                 )
                 try:
                     succeeded = self.store.txn(compares, ops).succeeded
@@ -260,18 +264,42 @@ class TableData:
         *,
         operation: str,
         parent: Record | None,
+        replaces: Sequence[DataFile] = (),
     ) -> tuple[list[Compare], list[Op], DataSnapshot]:
         """The same commit as compares and writes to ride in another transaction
         (``Catalog.execute(attach=...)``). Writes the Iceberg metadata first
         (immutable, uniquely named); the caller's transaction makes it visible
-        or not, and the caller calls ``published`` or ``discard`` after."""
+        or not, and the caller calls ``published`` or ``discard`` after.
+
+        A ``replace`` is planned against an older snapshot than ``parent``
+        when appends landed meanwhile; it goes ahead as long as every file in
+        ``replaces`` is still live in ``parent``, and otherwise (another
+        compaction or an overwrite removed one) raises ``ConflictError``,
+        which no retry can cure, before writing anything."""
         _check_operation(operation)
         check_shape(shape)
         table_id = shape.table.id
         new = tuple(files)
-        for f in new:
+        old = _unique(tuple(replaces))
+        for f in (*new, *old):
             if not isinstance(f, DataFile):
                 raise ValidationError(f"Not a DataFile: {f!r}")
+        if (operation == "replace") != bool(old):
+            raise ValidationError(
+                f"A data commit to table {table_id} names the files it replaces exactly when "
+                f"its operation is 'replace' (operation {operation!r}, {len(old)} replaced)",
+                operation=operation,
+                rule="replace-names-files",
+            )
+        if old and sum(f.rows for f in new) != sum(f.rows for f in old):
+            raise ValidationError(
+                f"A replace commit to table {table_id} must keep the rows it rewrites: its "
+                f"{len(new)} new files hold {sum(f.rows for f in new)} rows, the {len(old)} files "
+                f"it replaces {sum(f.rows for f in old)}",
+                rule="replace-keeps-rows",
+            )
+        if old:
+            self._check_still_live(table_id, write_id, parent, old)
         staging = self.store.get(staging_key(write_id))
         if staging is None:
             raise WriteStateError(
@@ -298,6 +326,7 @@ class TableData:
             replace_all=operation == "overwrite",
             write_id=write_id,
             snapshot_version=version,
+            replaces=old,
         )
         with self._lock:
             self._written[metadata] = written
@@ -339,6 +368,19 @@ class TableData:
         with self._lock:
             written = self._written.pop(snapshot.metadata, [])
         self.iceberg.remove(written)
+
+    def _check_still_live(
+        self, table_id: int, write_id: str, parent: Record | None, old: tuple[DataFile, ...]
+    ) -> None:
+        live = set() if parent is None else {f.path for f in self.files_of(parent)}
+        gone = [f.path for f in old if f.path not in live]
+        if gone:
+            raise ConflictError(
+                f"Write {write_id} replaces {len(old)} files of table {table_id}, but "
+                f"{len(gone)} of them (first '{gone[0]}') are no longer in its current data "
+                "snapshot: another commit removed them, so nothing was published; plan again",
+                attempts=1,
+            )
 
     def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
         """A write whose files are gone (collected, deleted by hand) must not

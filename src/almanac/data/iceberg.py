@@ -40,6 +40,7 @@ from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.metadata import TableMetadata, TableMetadataV2
+from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
@@ -50,6 +51,7 @@ from pyiceberg.table.update import (
     TableRequirement,
     TableUpdate,
 )
+from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.typedef import Record as PartitionRecord
 from pyiceberg.types import (
@@ -348,6 +350,18 @@ class _StagingWriter(MetastoreCatalog):
     list_views = drop_view = view_exists = load_view = register_view = _refuse
 
 
+class _ReplaceFiles(_OverwriteFiles):
+    """An Iceberg ``replace`` snapshot: files rewritten, rows unchanged
+    (compaction). pyiceberg writes the manifests as for an overwrite but its
+    summary code only knows append, overwrite and delete, so the totals are
+    computed as an overwrite's and the operation is then named ``replace``."""
+
+    def _summary(self, snapshot_properties: dict[str, str] = {}) -> Summary:  # noqa: B006
+        totals = super()._summary(snapshot_properties).model_dump()
+        totals.pop("operation", None)
+        return Summary(Operation.REPLACE, **totals)
+
+
 @dataclass(frozen=True, slots=True)
 class CommitShape:
     """What a data commit writes against: the catalog table (schema and
@@ -516,10 +530,14 @@ class IcebergFiles:
         replace_all: bool,
         write_id: str,
         snapshot_version: int,
+        replaces: Sequence[DataFile] = (),
     ) -> tuple[str, list[str]]:
         """Write the ``metadata.json`` of the next snapshot: ``files`` appended
         to (or, with ``replace_all``, replacing) the current snapshot of
         ``parent``, under the newer of the parent's schema and the shape's.
+        With ``replaces`` it is an Iceberg ``replace`` snapshot: exactly those
+        files (all live in ``parent``, else ``CatalogError``) give way to
+        ``files`` and every other file stays.
         Returns its location and every file written (to delete them should
         the publish fail). Nothing is visible until the caller publishes."""
         writer = _StagingWriter(self.io, fresh=parent is None)
@@ -550,7 +568,27 @@ class IcebergFiles:
             }
             new = [to_iceberg_file(f, shape.table, spec) for f in files]
             producer = tx.update_snapshot(snapshot_properties=properties)
-            if replace_all and parent is not None:
+            if replaces:
+                live = {} if parent is None else {f.path: e for f, e in self.entries(parent)}
+                gone = sorted(f.path for f in replaces if f.path not in live)
+                if gone:
+                    raise CatalogError(
+                        f"Table {table_id}: the files to replace are not all in the current "
+                        f"snapshot ({', '.join(gone[:3])}{', ...' if len(gone) > 3 else ''})",
+                        table_id=table_id,
+                        rule="replace-live-files",
+                    )
+                with _ReplaceFiles(
+                    operation=Operation.OVERWRITE,
+                    transaction=tx,
+                    io=self.io,
+                    snapshot_properties=properties,
+                ) as replace:
+                    for gone_file in replaces:
+                        replace.delete_data_file(live[gone_file.path])
+                    for added in new:
+                        replace.append_data_file(added)
+            elif replace_all and parent is not None:
                 with producer.overwrite() as overwrite:
                     for _, old in self.entries(parent):
                         overwrite.delete_data_file(old)

@@ -28,7 +28,8 @@ __all__ = [
     "write_key",
 ]
 
-OPERATIONS = ("append", "overwrite")
+OPERATIONS = ("append", "overwrite", "replace")
+"""``replace`` rewrites files without changing rows (compaction)."""
 
 TABLE_PREFIX = "data.table."
 SNAPSHOT_PREFIX = "data.snapshot."
