@@ -350,6 +350,32 @@ class _StagingWriter(MetastoreCatalog):
     list_views = drop_view = view_exists = load_view = register_view = _refuse
 
 
+def _current_only(metadata: TableMetadata) -> TableMetadata:
+    """The metadata with its current snapshot as its only snapshot and no
+    metadata log, so that the next ``metadata.json`` holds that snapshot and
+    its own (its parent stays readable by any Iceberg reader) and names only
+    its parent's file. Time travel goes through the
+    metastore's records, each naming its own ``metadata.json``; a history
+    copied into every one would make each commit cost, and the kept
+    metadata grow with, the number of commits before it (and pyiceberg
+    deep-copies the whole metadata many times per commit)."""
+    current = metadata.current_snapshot()
+    if current is None or (len(metadata.snapshots) <= 1 and not metadata.metadata_log):
+        return metadata
+    return metadata.model_copy(
+        update={
+            "metadata_log": [],
+            "snapshots": [current],
+            "snapshot_log": [
+                e for e in metadata.snapshot_log if e.snapshot_id == current.snapshot_id
+            ][-1:],
+            "refs": {
+                k: r for k, r in metadata.refs.items() if r.snapshot_id == current.snapshot_id
+            },
+        }
+    )
+
+
 class _ReplaceFiles(_OverwriteFiles):
     """An Iceberg ``replace`` snapshot: files rewritten, rows unchanged
     (compaction). pyiceberg writes the manifests as for an overwrite but its
@@ -548,7 +574,7 @@ class IcebergFiles:
             base = self._initial(shape, location, table_id)
             base_location = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         else:
-            base, base_location = self.metadata(parent), parent
+            base, base_location = _current_only(self.metadata(parent)), parent
         table = IcebergTable(
             identifier=("almanac", str(table_id)),
             metadata=base,
