@@ -115,15 +115,11 @@ class TableData:
 
     @staticmethod
     def for_catalog(cat: Catalog) -> TableData:
-        """The protocol on the catalog's metastore, warehouse and clock;
-        ``CatalogError`` when the catalog has no warehouse."""
-        if cat.warehouse is None:
-            raise CatalogError(
-                f"Catalog '{cat.target}' has no warehouse for table data; pass "
-                "connect(..., warehouse=...)",
-                target=cat.target,
-            )
-        return TableData(cat.log.store, Warehouse.open(cat.warehouse), cat.clock)
+        """The protocol of the catalog's data plane (one per catalog node, so
+        its caches are shared); ``CatalogError`` when it has no warehouse."""
+        from almanac.data.plane import plane_of
+
+        return plane_of(cat).data
 
     # -- reading ---------------------------------------------------------------
 

@@ -579,6 +579,34 @@ class IcebergFiles:
             )
         return new_location, written
 
+    def write_schema(
+        self, table_id: int, parent: str, shape: CommitShape
+    ) -> tuple[str, list[str]] | None:
+        """Write a ``metadata.json`` that is ``parent`` under the shape's
+        schema and spec, same snapshots; None when nothing would change."""
+        base = self.metadata(parent)
+        updates = self._evolve(base, shape)
+        if not any(not isinstance(u, SetPropertiesUpdate) for u in updates):
+            return None
+        writer = _StagingWriter(self.io, fresh=False)
+        table = IcebergTable(
+            identifier=("almanac", str(table_id)),
+            metadata=base,
+            metadata_location=parent,
+            io=self.io,
+            catalog=writer,
+        )
+        tx = table.transaction()
+        tx._apply(tuple(updates), ())
+        try:
+            tx.commit_transaction()
+        except BaseException:
+            self.remove(path for path, _ in writer.written)
+            raise
+        location, metadata = writer.written[-1]
+        self._remember(self._metadata, location, metadata)
+        return location, [location]
+
     def _evolve(self, base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
         """Schema and spec changes that bring ``base`` to ``shape`` when the
         shape is newer than the schema ``base`` has: a commit written against
