@@ -22,10 +22,11 @@ rows by the first colocation column with the same murmur3 over a long: a
 boolean as 0 or 1, a float as the IEEE bits of its float64 value (with -0.0
 as 0.0 and every NaN as the canonical NaN).
 
-Everything is vectorized with numpy: murmur3 runs block by block across all
-values at once; values longer than ``_LONG_VALUE`` bytes are hashed one by one
-with ``mmh3`` so that a single huge value does not cost one numpy pass per
-4 bytes.
+Everything is vectorized with numpy over windows of ``_WINDOW_ROWS`` values
+(so that temporaries stay small and in cache): murmur3 runs block by block
+across all values of a window at once; values longer than ``_LONG_VALUE``
+bytes are hashed one by one with ``mmh3`` so that a single huge value does not
+cost one numpy pass per 4 bytes.
 """
 
 from __future__ import annotations
@@ -102,27 +103,20 @@ def _finish(h: U32Array, length: U32Array | np.uint32) -> U32Array:
 def _murmur_longs(values: I64Array) -> U32Array:
     """murmur3_x86_32 (seed 0) of each value's 8 little-endian bytes."""
     words = np.ascontiguousarray(values, dtype="<i8").view("<u4").reshape(-1, 2)
-    out = np.empty(len(words), dtype=np.uint32)
-    for lo in range(0, len(words), _WINDOW_ROWS):
-        part = words[lo : lo + _WINDOW_ROWS]
-        h = _mix_h(np.zeros(len(part), dtype=np.uint32), part[:, 0])
-        out[lo : lo + _WINDOW_ROWS] = _finish(_mix_h(h, part[:, 1]), np.uint32(8))
-    return out
+    h = _mix_h(np.zeros(len(words), dtype=np.uint32), words[:, 0])
+    return _finish(_mix_h(h, words[:, 1]), np.uint32(8))
 
 
 def _murmur_bytes(data: U8Array, starts: I64Array, lengths: I64Array) -> U32Array:
     """murmur3_x86_32 (seed 0) of ``data[starts[i] : starts[i] + lengths[i]]``
-    for every i, over windows of ``_WINDOW_ROWS`` values so that temporaries
-    stay in cache."""
-    out = np.empty(len(starts), dtype=np.uint32)
-    for lo in range(0, len(starts), _WINDOW_ROWS):
-        part_starts, part_lengths = starts[lo : lo + _WINDOW_ROWS], lengths[lo : lo + _WINDOW_ROWS]
-        first = int(part_starts.min())
-        last = int((part_starts + part_lengths).max())
-        padded = np.zeros(last - first + 4, dtype=np.uint8)
-        padded[: last - first] = data[first:last]
-        out[lo : lo + _WINDOW_ROWS] = _murmur_window(padded, part_starts - first, part_lengths)
-    return out
+    for every i."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.uint32)
+    first = int(starts.min())
+    last = int((starts + lengths).max())
+    padded = np.zeros(last - first + 4, dtype=np.uint8)
+    padded[: last - first] = data[first:last]
+    return _murmur_window(padded, starts - first, lengths)
 
 
 def _murmur_window(padded: U8Array, starts: I64Array, lengths: I64Array) -> U32Array:
@@ -171,12 +165,24 @@ def _binary_hash(arr: pa.Array) -> U32Array:
 
 
 def _fixed_hash(matrix: U8Array, starts: I64Array | None = None) -> U32Array:
-    """Hash of each row of a (rows, width) byte matrix, from ``starts`` on."""
+    """Hash of each row of a (rows, width) byte matrix, from ``starts`` on
+    (all of each row when None: then block j of every row at once)."""
     rows, width = matrix.shape
-    begin = np.zeros(rows, dtype=np.int64) if starts is None else starts
-    offsets = np.arange(rows, dtype=np.int64) * width + begin
-    data = np.ascontiguousarray(matrix).reshape(-1)
-    return _murmur_bytes(data, offsets, width - begin)
+    if starts is not None:
+        offsets = np.arange(rows, dtype=np.int64) * width + starts
+        data = np.ascontiguousarray(matrix).reshape(-1)
+        return _murmur_bytes(data, offsets, width - starts)
+    blocks, rest = divmod(width, 4)
+    h = np.zeros(rows, dtype=np.uint32)
+    words = np.ascontiguousarray(matrix[:, : 4 * blocks]).view("<u4")
+    for j in range(blocks):
+        h = _mix_h(h, words[:, j])
+    if rest:
+        k = np.zeros(rows, dtype=np.uint32)
+        for i in range(rest):
+            k |= matrix[:, 4 * blocks + i].astype(np.uint32) << np.uint32(8 * i)
+        h ^= _mix_k(k)
+    return _finish(h, np.uint32(width))
 
 
 def _fixed_matrix(arr: pa.Array, width: int) -> U8Array:
@@ -208,7 +214,11 @@ def _uuid_hash(arr: pa.Array) -> U32Array:
     starts = offsets[rows]
     ok = offsets[rows + 1] - starts == 36
     if ok.all() and len(rows):
-        chars = np.frombuffer(flat.buffers()[2], dtype=np.uint8)[starts[:, None] + np.arange(36)]
+        data = np.frombuffer(flat.buffers()[2], dtype=np.uint8)
+        if len(rows) == len(flat):  # back to back: a zero-copy view
+            chars = data[starts[0] : starts[0] + 36 * len(rows)].reshape(-1, 36)
+        else:
+            chars = data[starts[:, None] + np.arange(36)]
         nibbles = _NIBBLE[chars[:, _UUID_HEX]]
         ok = (nibbles != 255).all(axis=1) & (chars[:, _UUID_DASH] == ord("-")).all(axis=1)
     if not ok.all():
@@ -317,7 +327,11 @@ def _hash(
 ) -> U32Array:
     """The hash of every value, or a ``DataError`` that starts with ``what``."""
     try:
-        return _fallback_hash(arr) if fallback else _raw_hash(arr, uuid=uuid)
+        parts = [
+            _fallback_hash(part) if fallback else _raw_hash(part, uuid=uuid)
+            for part in (arr.slice(lo, _WINDOW_ROWS) for lo in range(0, len(arr), _WINDOW_ROWS))
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
     except (TypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise DataError(
             f"{what} of type {arr.type} cannot be bucketed: {exc}", type=str(arr.type), **details
