@@ -183,6 +183,28 @@ def test_every_length_around_the_blocks_and_the_long_path() -> None:
     assert iceberg_hash_values(mixed).tolist() == [want[i] for i in shuffled]
 
 
+def test_arrays_longer_than_a_window_agree_with_pyiceberg() -> None:
+    """Hashing runs over windows of rows; values across several windows, with
+    NULLs and an odd slice offset, still match value by value."""
+    rng = np.random.default_rng(11)
+    count = 140_001
+    ids = [uuid.UUID(bytes=rng.bytes(16)) for _ in range(count)]
+    texts: list[str | None] = [f"k{i}" * int(i % 9) for i in range(count)]
+    for i in range(0, count, 997):
+        texts[i] = None
+    longs = rng.integers(-(2**63), 2**63 - 1, count, dtype=np.int64).tolist()
+    cases: list[tuple[pa.Array, IcebergType, list[Any], bool]] = [
+        (pa.array(texts), StringType(), texts, False),
+        (pa.array(longs, pa.int64()), LongType(), longs, False),
+        (pa.array([str(u) for u in ids]), UUIDType(), ids, True),
+        (pa.array([None, *map(str, ids[1:])]), UUIDType(), [None, *ids[1:]], True),
+    ]
+    for arr, kind, values, as_uuid in cases:
+        want = expected(values, kind, 1000)
+        assert iceberg_bucket_values(arr, 1000, uuid=as_uuid).tolist() == want
+        assert iceberg_bucket_values(arr.slice(3), 1000, uuid=as_uuid).tolist() == want[3:]
+
+
 @given(st.lists(st.none() | st.dates(), max_size=40), BUCKETS)
 def test_dates_agree_with_pyiceberg(values: list[dt.date | None], n: int) -> None:
     agrees(pa.array(values, pa.date32()), DateType(), n, values)
