@@ -810,6 +810,11 @@ class Catalog:
         with self._cond:
             self._closers.append(callback)
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` ran or the node stopped following its log."""
+        return self._closed or self._log.failure is not None
+
     def catch_up(self) -> None:
         """Apply every version stored so far, on this thread, before returning."""
         self._check_open()
