@@ -209,7 +209,9 @@ def _numeric_rule(source: pa.DataType, target: pa.DataType, rounding: bool) -> C
         magnitude = int(target.bit_width) - 1
         if pa.types.is_integer(source):
             return _exact_if(_int_magnitude_bits(source) <= magnitude)
-        return CastRule.CHECKED if pa.types.is_decimal(source) else rounded
+        if pa.types.is_decimal(source):
+            return _exact_if(source.scale == 0 and 10**source.precision <= 2**magnitude)
+        return rounded
     if pa.types.is_floating(target):
         mantissa = _MANTISSA_BITS[target.bit_width]
         if pa.types.is_floating(source):
@@ -266,7 +268,7 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
             return _exact_if(column.length is None or source.byte_width <= column.length)
         return _exact_if(column.length is None) if _is_bytes(source) else CastRule.REFUSED
     if kind is ColumnType.UUID:
-        if isinstance(source, pa.ExtensionType):
+        if isinstance(source, pa.BaseExtensionType):
             source = source.storage_type
         if pa.types.is_fixed_size_binary(source) and source.byte_width == 16:
             return CastRule.EXACT
@@ -370,7 +372,7 @@ def _convert(arr: pa.ChunkedArray, target: pa.DataType, rounding: bool) -> pa.Ch
 
 def _uuid_text_of(arr: pa.ChunkedArray) -> pa.ChunkedArray:
     src = arr.type
-    if isinstance(src, pa.ExtensionType):
+    if isinstance(src, pa.BaseExtensionType):
         arr = pa.chunked_array([c.storage for c in arr.chunks], src.storage_type)
         src = src.storage_type
     if pa.types.is_fixed_size_binary(src):
@@ -383,7 +385,7 @@ def _uuid_text_of(arr: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _first_lossy(
     arr: pa.ChunkedArray, convert: Callable[[pa.ChunkedArray], pa.ChunkedArray]
-) -> object:
+) -> str:
     """A value that ``convert`` refuses, found by halving: casts are per
     value, so some single value of a refused array is refused alone."""
     while len(arr) > 1:
@@ -394,7 +396,16 @@ def _first_lossy(
             arr = half
         else:
             arr = arr.slice(len(arr) // 2)
-    return arr[0].as_py() if len(arr) else None
+    return _shown_scalar(arr[0]) if len(arr) else "?"
+
+
+def _shown_scalar(value: pa.Scalar) -> str:
+    """A value for a message; a timestamp beyond Python's years 1-9999 as its
+    count since the epoch."""
+    try:
+        return shown(value.as_py())
+    except (OverflowError, ValueError):
+        return f"{pc.cast(value, pa.int64(), safe=False).as_py()} (since the epoch)"
 
 
 def _cast(arr: pa.ChunkedArray, column: Column, table: Table, rounding: bool) -> pa.ChunkedArray:
@@ -429,7 +440,7 @@ def _cast(arr: pa.ChunkedArray, column: Column, table: Table, rounding: bool) ->
     raise _fail(
         table,
         column,
-        f"has type {column.type.sql_name} ({target}); the {arr.type} value {shown(value)} "
+        f"has type {column.type.sql_name} ({target}); the {arr.type} value {value} "
         "cannot be stored in it without loss",
     )
 
