@@ -399,13 +399,23 @@ def _first_lossy(
     return _shown_scalar(arr[0]) if len(arr) else "?"
 
 
-def _shown_scalar(value: pa.Scalar) -> str:
-    """A value for a message; a timestamp beyond Python's years 1-9999 as its
-    count since the epoch."""
+def _plain(value: pa.Scalar) -> object:
+    """A scalar as a Python value; a date or timestamp beyond Python's years
+    1-9999 as its count since the epoch."""
     try:
-        return shown(value.as_py())
+        return value.as_py()
     except (OverflowError, ValueError):
-        return f"{pc.cast(value, pa.int64(), safe=False).as_py()} (since the epoch)"
+        count = pa.int32() if pa.types.is_date32(value.type) else pa.int64()
+        return pc.cast(value, count, safe=False).as_py()
+
+
+def _shown_scalar(value: pa.Scalar) -> str:
+    plain = _plain(value)
+    if isinstance(plain, int) and pa.types.is_date32(value.type):
+        return f"{plain} days since the epoch"
+    if isinstance(plain, int) and pa.types.is_timestamp(value.type):
+        return f"{plain} {value.type.unit} since the epoch"
+    return shown(plain)
 
 
 def _cast(arr: pa.ChunkedArray, column: Column, table: Table, rounding: bool) -> pa.ChunkedArray:
@@ -466,29 +476,68 @@ def _check_values(arr: pa.ChunkedArray, column: Column, table: Table) -> None:
         raise _fail(table, column, f"is NOT NULL; the data has {arr.null_count} NULL value(s)")
 
 
+_INT64 = 2**63
+
+
+def _codes(arr: pa.ChunkedArray) -> tuple[np.ndarray[Any, np.dtype[np.int64]], int]:
+    """Each value as a non-negative int64 code, equal codes for equal values,
+    and the number of codes: integer-like values offset by their minimum,
+    the rest by dictionary index."""
+    t = arr.type
+    if pa.types.is_boolean(t):
+        arr = arr.cast(pa.int8())
+    elif pa.types.is_temporal(t):
+        arr = arr.cast(pa.int64())
+    if pa.types.is_integer(arr.type) and not pa.types.is_uint64(arr.type):
+        values = arr.to_numpy().astype(np.int64, copy=False)
+        low, high = int(values.min()), int(values.max())
+        if high - low < _INT64:
+            return values - np.int64(low), high - low + 1
+    encoded = pc.dictionary_encode(arr).combine_chunks()
+    return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+
+
+def _groups(keys: pa.Table) -> int:
+    return int(keys.group_by(keys.column_names, use_threads=False).aggregate([]).num_rows)
+
+
+def _repeats(keys: pa.Table) -> bool:
+    """Whether some key repeats: one int64 code per row, sorted, compared
+    with its neighbour (a tenth of a hash aggregation's cost)."""
+    rows = int(keys.num_rows)
+    if any(column.null_count for column in keys.columns):
+        return _groups(keys) < rows
+    combined = np.zeros(rows, dtype=np.int64)
+    span = 1
+    for column in keys.columns:
+        codes, count = _codes(column)
+        if span * count >= _INT64:
+            return _groups(keys) < rows
+        combined += codes * np.int64(span)
+        span *= count
+    ordered = np.sort(combined)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
 def check_unique_keys(rows: pa.Table, table: Table) -> None:
     """Refuse rows that repeat a primary key. Iceberg keeps no key index, so
-    one write's own rows are what can be checked cheaply (one hash
-    aggregation); keys already stored are not looked at."""
+    one write's own rows are what can be checked cheaply; keys already
+    stored are not looked at."""
     check.instance(rows, pa.Table, "Parameter 'rows' of check_unique_keys")
     check.instance(table, Table, "Parameter 'table' of check_unique_keys")
     key = list(table.primary_key)
-    if rows.num_rows < 2 or not key:
+    if rows.num_rows < 2 or not key or not _repeats(rows.select(key)):
         return
-    keys = rows.select(key)
-    if len(key) == 1 and pc.count_distinct(keys.column(0), mode="all").as_py() == rows.num_rows:
-        return
-    counts = keys.group_by(key, use_threads=False).aggregate([([], "count_all")])
-    if counts.num_rows == rows.num_rows:
-        return
-    repeated = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1).to_pylist()[0]
-    shown_key = ", ".join(f"{name}={shown(repeated[name])}" for name in key)
+    counts = rows.select(key).group_by(key, use_threads=False).aggregate([([], "count_all")])
+    first = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1)
+    values = [first.column(name)[0] for name in key]
+    shown_key = ", ".join(f"{n}={_shown_scalar(v)}" for n, v in zip(key, values, strict=True))
     raise DataError(
         f"Primary key ({', '.join(key)}) of table '{table.name}' must be unique within a "
-        f"write; the data repeats ({shown_key}) {repeated['count_all']} times",
+        f"write; the data repeats ({shown_key}) {first.column('count_all')[0].as_py()} times",
         table=table.name,
         columns=tuple(key),
-        key=tuple(repeated[name] for name in key),
+        key=tuple(_plain(v) for v in values),
     )
 
 
