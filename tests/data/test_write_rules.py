@@ -353,6 +353,43 @@ def test_rounding_rounds_half_to_even(
     assert out == want
 
 
+@PROPERTY
+@given(
+    values=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-9e7, max_value=9e7)
+        | st.integers(-(9 * 10**10), 9 * 10**10).map(lambda n: n / 1000),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_rounding_a_float_is_rounding_its_exact_value(wide: Table, values: list[float]) -> None:
+    """Rounded into DECIMAL(10, 2), a float is its exact binary value rounded
+    half to even, as Python's ``decimal`` rounds it."""
+    data = pa.table({"ID": pa.array(range(len(values)), pa.int64()), "DEC10_2": values})
+    out = conform(data, wide, rounding=True).column("DEC10_2").to_pylist()
+    cents = decimal.Decimal("0.01")
+    assert out == [decimal.Decimal(v).quantize(cents, decimal.ROUND_HALF_EVEN) for v in values]
+
+
+def test_rounded_rows_are_written_as_they_are(tmp_path: Path) -> None:
+    """The opt-in for a write: conform with ``rounding=True`` first; the
+    rows then have the table's types and the write casts nothing."""
+    with connect(str(tmp_path / "data")) as cat:
+        table = create(
+            cat,
+            columns=[
+                ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+                ColumnDef(name="PRICE", type=ColumnType.DECIMAL, precision=8, scale=2),
+            ],
+        )
+        data = pa.table({"ID": [1, 2], "PRICE": [0.1, 2.675]})
+        with pytest.raises(DataError, match=r"'PRICE'.*rounding=True"):
+            write_table(cat, "T", data)
+        write_table(cat, "T", conform(data, table, rounding=True))
+        stored = read_table(cat, "T").sort_by("ID").column("PRICE").to_pylist()
+        assert stored == [decimal.Decimal("0.10"), decimal.Decimal("2.67")]
+
+
 @pytest.mark.parametrize(
     ("name", "values"),
     [
