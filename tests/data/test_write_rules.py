@@ -111,6 +111,8 @@ def sources(draw: st.DrawFn) -> tuple[pa.DataType, list[object]]:
 
 
 def _array(t: pa.DataType, values: list[object]) -> pa.Array:
+    if t == pa.float16():
+        return pa.array(np.array(values, np.float16))
     if pa.types.is_timestamp(t):
         return pa.array(values, pa.int64()).cast(t)
     return pa.array(values, t)
@@ -219,16 +221,32 @@ def _extremes(t: pa.DataType) -> list[object]:
     if pa.types.is_integer(t):
         return list(_int_range(t))
     if pa.types.is_floating(t):
-        finfo = np.finfo(np.float32 if t == pa.float32() else np.float64)
-        tiny = float(finfo.smallest_subnormal)
-        return [float(finfo.max), -float(finfo.max), tiny, -0.0, math.nan, math.inf]
+        if t.bit_width == 16:
+            top, tiny = (
+                float(np.finfo(np.float16).max),
+                float(np.finfo(np.float16).smallest_subnormal),
+            )
+        elif t.bit_width == 32:
+            top, tiny = (
+                float(np.finfo(np.float32).max),
+                float(np.finfo(np.float32).smallest_subnormal),
+            )
+        else:
+            top, tiny = (
+                float(np.finfo(np.float64).max),
+                float(np.finfo(np.float64).smallest_subnormal),
+            )
+        return [top, -top, tiny, -0.0, math.nan, math.inf]
     if pa.types.is_decimal(t):
         bound = EXACT.subtract(10 ** (t.precision - t.scale), decimal.Decimal(1).scaleb(-t.scale))
         return [bound, EXACT.minus(bound), decimal.Decimal(1).scaleb(-t.scale)]
     return [INT64[0], INT64[1], 1]
 
 
-@pytest.mark.parametrize("t", [*INT_TYPES, pa.float32(), pa.float64(), *DECIMAL_TYPES, *TIME_TYPES])
+@pytest.mark.parametrize(
+    "t",
+    [*INT_TYPES, pa.float16(), pa.float32(), pa.float64(), *DECIMAL_TYPES, *TIME_TYPES],
+)
 def test_an_exact_cast_takes_every_value(wide: Table, t: pa.DataType) -> None:
     """``cast_is_safe`` holds for the extremes of the type, on every column:
     a writer that skips the value checks on its word loses nothing."""

@@ -330,6 +330,8 @@ def _same(back: pa.ChunkedArray | pa.Array, arr: pa.ChunkedArray | pa.Array) -> 
 def _to_float(arr: pa.ChunkedArray, target: pa.DataType, rounding: bool) -> pa.ChunkedArray:
     """Into FLOAT or DOUBLE: Arrow refuses exactly representable integers
     above 2**53, so cast unchecked and compare on the way back."""
+    if pa.types.is_floating(arr.type) and arr.type.bit_width <= target.bit_width:
+        return pc.cast(arr, target)
     out = pc.cast(arr, target, safe=False)
     overflow = pc.is_inf(out)
     if pa.types.is_floating(arr.type):
