@@ -4,6 +4,7 @@ an oracle in exact rational arithmetic."""
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import math
 import re
@@ -536,6 +537,13 @@ KEY_COLUMNS = {
         pa.decimal128(6, 2),
     ),
     "I": (ColumnDef(name="I", type=ColumnType.INT64, nullable=False), pa.int64()),
+    "DA": (ColumnDef(name="DA", type=ColumnType.DATE, nullable=False), pa.date32()),
+    "TI": (
+        ColumnDef(name="TI", type=ColumnType.TIME, precision=9, nullable=False),
+        pa.time64("ns"),
+    ),
+    "S": (ColumnDef(name="S", type=ColumnType.STRING, nullable=False), pa.string()),
+    "I8": (ColumnDef(name="I8", type=ColumnType.INT8, nullable=False), pa.int8()),
 }
 KEY_VALUES: dict[str, st.SearchStrategy[object]] = {
     "F": st.sampled_from([0.0, -0.0, 1.5, math.nan, math.inf]),
@@ -543,6 +551,10 @@ KEY_VALUES: dict[str, st.SearchStrategy[object]] = {
     "TS": st.sampled_from([INT64[0], -1, 0, INT64[1]]),
     "M": st.sampled_from([decimal.Decimal(v) for v in ("0.00", "-0.01", "9999.99", "1.50")]),
     "I": st.sampled_from([INT64[0], INT64[1], 0, -1]),
+    "DA": st.sampled_from([dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1)]),
+    "TI": st.sampled_from([dt.time(0), dt.time(23, 59, 59, 999999), dt.time(12)]),
+    "S": st.sampled_from(["", "a", "é", "A"]),
+    "I8": st.sampled_from([-128, 127, 0]),
 }
 
 

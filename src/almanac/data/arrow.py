@@ -489,7 +489,7 @@ def _codes(arr: pa.ChunkedArray) -> tuple[np.ndarray[Any, np.dtype[np.int64]], i
     if pa.types.is_boolean(t):
         arr = arr.cast(pa.int8())
     elif pa.types.is_temporal(t):
-        arr = arr.cast(pa.int64())
+        arr = arr.cast(pa.int32() if t.bit_width == 32 else pa.int64())
     if pa.types.is_integer(arr.type) and not pa.types.is_uint64(arr.type):
         values = arr.to_numpy().astype(np.int64, copy=False)
         low, high = int(values.min()), int(values.max())
