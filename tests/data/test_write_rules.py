@@ -166,6 +166,12 @@ def _expected(source: pa.DataType, column: ColumnDef, value: object) -> object:
 
 _LOSSY = object()
 _REFUSED = object()
+_FLOATS_AND_TIMES = (
+    ColumnType.FLOAT,
+    ColumnType.DOUBLE,
+    ColumnType.TIMESTAMP,
+    ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
+)
 
 
 def _same_value(stored: object, expected: object) -> bool:
@@ -357,6 +363,7 @@ def test_a_refused_float_names_the_way_out(wide: Table) -> None:
         ("I32", [0.5, 1.5, -2.5, 3.0], [0, 2, -2, 3]),
         ("I8", [decimal.Decimal("126.5"), decimal.Decimal("-0.5")], [126, 0]),
         ("DEC5_0", [decimal.Decimal("2.5"), decimal.Decimal("3.5")], ["2", "4"]),
+        ("DEC10_2", [decimal.Decimal("999.995"), decimal.Decimal("0.005")], ["1000.00", "0.00"]),
         ("F", [0.1], [float(np.float32(0.1))]),
         ("D", [decimal.Decimal("0.1")], [0.1]),
     ],
@@ -388,6 +395,45 @@ def test_rounding_a_float_is_rounding_its_exact_value(wide: Table, values: list[
     out = conform(data, wide, rounding=True).column("DEC10_2").to_pylist()
     cents = decimal.Decimal("0.01")
     assert out == [decimal.Decimal(v).quantize(cents, decimal.ROUND_HALF_EVEN) for v in values]
+
+
+def _rounded(column: ColumnDef, value: object) -> object:
+    """What ``rounding=True`` stores for a number: the exact value rounded
+    half to even (Python's ``round`` of a ``Fraction``), or ``_LOSSY`` when
+    that overflows."""
+    exact = _exact(value)
+    if exact is None:
+        return _LOSSY
+    if column.type is ColumnType.DECIMAL:
+        assert column.precision is not None and column.scale is not None
+        units = round(exact * 10**column.scale)
+        return Fraction(units, 10**column.scale) if abs(units) < 10**column.precision else _LOSSY
+    bits = {ColumnType.INT8: 8, ColumnType.INT16: 16, ColumnType.INT32: 32}.get(column.type, 64)
+    whole = round(exact)
+    return whole if -(2 ** (bits - 1)) <= whole < 2 ** (bits - 1) else _LOSSY
+
+
+@PROPERTY
+@given(
+    source=sources().filter(lambda s: not pa.types.is_timestamp(s[0])),
+    name=st.sampled_from([n for n, c in TARGETS.items() if c.type not in _FLOATS_AND_TIMES]),
+)
+def test_rounding_stores_the_rounded_exact_value(
+    wide: Table, source: tuple[pa.DataType, list[object]], name: str
+) -> None:
+    """With ``rounding=True`` a number goes into an integer or DECIMAL column
+    as its exact value rounded half to even, or is refused for overflow."""
+    t, values = source
+    expected = [None if v is None else _rounded(TARGETS[name], v) for v in values]
+    data = pa.table({"ID": pa.array(range(len(values)), pa.int64()), name: _array(t, values)})
+    if any(e is _LOSSY for e in expected):
+        with pytest.raises(DataError, match=f"Column '{name}' of table 'WIDE'"):
+            conform(data, wide, rounding=True)
+        return
+    out = conform(data, wide, rounding=True).column(name).to_pylist()
+    for stored, want in zip(out, expected, strict=True):
+        assert (stored is None) == (want is None)
+        assert want is None or _same_value(stored, want), (stored, want)
 
 
 def test_rounded_rows_are_written_as_they_are(tmp_path: Path) -> None:

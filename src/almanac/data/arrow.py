@@ -358,11 +358,12 @@ def _convert(arr: pa.ChunkedArray, target: pa.DataType, rounding: bool) -> pa.Ch
             return _to_float(arr, target, rounding)
         if rounding and pa.types.is_floating(src) and pa.types.is_integer(target):
             arr = pc.round(arr, 0, round_mode="half_to_even")
-        elif rounding and pa.types.is_decimal(src) and pa.types.is_decimal(target):
-            if src.scale > target.scale:
-                arr = pc.round(arr, target.scale, round_mode="half_to_even")
-        elif rounding and pa.types.is_decimal(src) and pa.types.is_integer(target):
-            arr = pc.round(arr, 0, round_mode="half_to_even")
+        elif rounding and pa.types.is_decimal(src):
+            digits = target.scale if pa.types.is_decimal(target) else 0
+            if src.scale > digits:
+                # Widen first: 999.995 rounds to 1000.00, a digit more than it had.
+                wide = pc.cast(arr, pa.decimal256(MAX_DECIMAL256, src.scale))
+                arr = pc.round(wide, digits, round_mode="half_to_even")
         if pa.types.is_integer(src) and pa.types.is_decimal(target):
             # int64 -> decimal(10, 2) is refused statically; go through a wide decimal.
             wide = pc.cast(arr, pa.decimal256(MAX_DECIMAL256, target.scale), safe=True)
