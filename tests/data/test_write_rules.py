@@ -55,6 +55,8 @@ TIME_TYPES += [pa.timestamp("ns", "UTC"), pa.timestamp("s", "+02:00")]
 PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 INT64 = (-(2**63), 2**63 - 1)
 EXACT = decimal.Context(prec=100)
+TIES = [decimal.Decimal(d) for d in ("2.5", "-3.5", "0.125", "0.005", "-0.015", "126.5")]
+"""Halfway values, where rounding half to even and half up differ."""
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,10 @@ def sources(draw: st.DrawFn) -> tuple[pa.DataType, list[object]]:
             places=t.scale,
             allow_nan=False,
             allow_infinity=False,
-        ) | st.sampled_from([bound, EXACT.minus(bound), decimal.Decimal(0).scaleb(-t.scale)])
+        ) | st.sampled_from(
+            [bound, EXACT.minus(bound), decimal.Decimal(0).scaleb(-t.scale)]
+            + [d for d in TIES if -d.as_tuple().exponent <= t.scale]  # type: ignore[operator]
+        )
     else:
         t = draw(st.sampled_from(TIME_TYPES))
         value = st.one_of(
