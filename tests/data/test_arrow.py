@@ -174,7 +174,7 @@ def test_missing_columns_get_defaults(cat: Catalog) -> None:
         (
             pa.table({"ID": [1], "TS": pa.array([1001], pa.timestamp("ns"))}),
             "TS",
-            "00:00:00.000001001",
+            "value 1001 ns since the epoch",
         ),
     ],
 )

@@ -6,6 +6,11 @@ reads strings natively. DECIMAL(p, s) is ``decimal128`` up to p = 38 and
 ``decimal256`` above, capped at Arrow's p = 76. TIMESTAMP types are
 microseconds (Spark's unit; TIMESTAMP WITH LOCAL TIME ZONE is UTC); TIME is
 microseconds, nanoseconds above precision 6.
+
+Incoming rows are cast by ``cast_rule``, one rule per (Arrow type, column)
+decided by the types alone, so Spark's writer can apply the same one: a
+value is stored unchanged or the write is refused, unless the caller asks
+for rounding.
 """
 
 from __future__ import annotations
@@ -413,6 +418,8 @@ def _plain(value: pa.Scalar) -> object:
 
 
 def _shown_scalar(value: pa.Scalar) -> str:
+    if pa.types.is_timestamp(value.type) and value.type.unit == "ns":
+        return f"{pc.cast(value, pa.int64()).as_py()} ns since the epoch"  # finer than Python's
     plain = _plain(value)
     if isinstance(plain, int) and pa.types.is_date32(value.type):
         return f"{plain} days since the epoch"
