@@ -8,9 +8,10 @@ import datetime as dt
 import decimal
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -640,3 +641,22 @@ def keyed_table() -> Iterator[Table]:
     """A table with a column of every key kind; each draw keys it on its own columns."""
     with almanac.connect("memory://") as cat:
         yield create(cat, "K", [c for c, _ in KEY_COLUMNS.values()], primary_key=("I",))
+
+
+def test_wrong_arguments_are_validation_errors(wide: Table) -> None:
+    column = wide.column("I8")
+    assert column is not None
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: cast_rule(bad("int64"), column), "Parameter 'source' of cast_rule"),
+        (lambda: cast_rule(pa.int64(), bad(wide)), "Parameter 'column' of cast_rule"),
+        (lambda: check_unique_keys(bad({"ID": [1]}), wide), "Parameter 'rows'"),
+        (lambda: check_unique_keys(pa.table({"ID": [1]}), bad(column)), "Parameter 'table'"),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(almanac.ValidationError, match=fragment):
+            call()
+
+
+def bad(value: object) -> Any:
+    """A wrongly typed argument, past the type checker."""
+    return value
