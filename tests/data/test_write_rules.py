@@ -660,3 +660,34 @@ def test_wrong_arguments_are_validation_errors(wide: Table) -> None:
 def bad(value: object) -> Any:
     """A wrongly typed argument, past the type checker."""
     return value
+
+
+def test_every_text_bytes_date_time_and_uuid_layout_is_stored(cat: Catalog) -> None:
+    table = create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="S", type=ColumnType.STRING, length=3),
+            ColumnDef(name="B", type=ColumnType.BYTES),
+            ColumnDef(name="DA", type=ColumnType.DATE),
+            ColumnDef(name="TI", type=ColumnType.TIME, precision=6),
+            ColumnDef(name="U", type=ColumnType.UUID),
+        ],
+    )
+    text = "12345678-9abc-def0-1234-56789abcdef0"
+    cases: list[tuple[str, pa.Array, object]] = [
+        ("S", pa.array(["ab"], pa.string_view()), "ab"),
+        ("S", pa.array(["ab"], pa.large_string()), "ab"),
+        ("B", pa.array([b"x"], pa.binary_view()), b"x"),
+        ("B", pa.array([b"x"], pa.large_binary()), b"x"),
+        ("B", pa.array([b"xy"], pa.binary(2)), b"xy"),
+        ("DA", pa.array([86_400_000], pa.date64()), dt.date(1970, 1, 2)),
+        ("TI", pa.array([5], pa.time32("s")), dt.time(0, 0, 5)),
+        ("U", pa.array([text.upper()]).dictionary_encode(), text),
+        ("U", pa.array([bytes(16)], pa.uuid()), "00000000-0000-0000-0000-000000000000"),
+    ]
+    for name, values, stored in cases:
+        column = table.column(name)
+        assert column is not None and cast_rule(values.type, column) is not CastRule.REFUSED
+        out = conform(pa.table({"ID": [1], name: values}), table)
+        assert out.column(name).to_pylist() == [stored], (name, values.type)
