@@ -404,7 +404,7 @@ def test_written_stats_survive_the_manifest(cat: Catalog) -> None:
                 "ID": [1],
                 "D": [decimal.Decimal("1.500")],
                 "F": pa.array([float("nan")], pa.float32()),
-                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us")),
+                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us", "UTC")),
                 "B": [b"\x01"],
             }
         ),
