@@ -29,6 +29,7 @@ __all__ = [
     "FIELD_ID",
     "arrow_schema",
     "arrow_type",
+    "column_defaults",
     "column_fill",
     "conform",
     "output_schema",
@@ -117,11 +118,25 @@ def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Sche
     return pa.schema([pa.field(c.name, arrow_type(c), True) for c in project(table, columns)])
 
 
-def column_fill(column: Column, rows: int, *, generate: bool) -> pa.Array:
-    """``rows`` values of a column absent from the input: its constant default,
-    fresh UUIDs for ``RAND_UUID`` when ``generate`` (a write), else NULL."""
-    target = arrow_type(column)
+def column_defaults(column: Column) -> tuple[object, object]:
+    """``(initial, write)``: the Python values of the column's Iceberg
+    ``initial-default`` (what rows written before the column existed read as)
+    and ``write-default`` (what a write without the column stores); ``None``
+    for none. A function default has no constant, so its write value is None."""
+    check.instance(column, Column, "Parameter 'column' of column_defaults")
+    initial = None if column.initial_default is None else column.initial_default.value
     default = column.default
+    write = default.value if isinstance(default, ConstantDefault) else None
+    return initial, write
+
+
+def column_fill(column: Column, rows: int, *, generate: bool) -> pa.Array:
+    """``rows`` values of a column absent from the input. A write
+    (``generate``) stores the current default: its constant, or fresh UUIDs
+    for ``RAND_UUID``. A read of a file that predates the column gets its
+    initial default, which a later SET/DROP DEFAULT never changes, else NULL."""
+    target = arrow_type(column)
+    default = column.default if generate else column.initial_default
     if isinstance(default, ConstantDefault) and default.value is not None:
         value = str(default.value) if isinstance(default.value, uuid.UUID) else default.value
         return pa.repeat(pa.scalar(value, target), rows)
