@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,12 @@ def _column(cat: Catalog, name: str) -> Column:
     c = t.column(name)
     assert c is not None
     return c
+
+
+def _column_names(cat: Catalog) -> list[str]:
+    t = cat.catalog().table("T")
+    assert t is not None
+    return [c.name for c in t.columns]
 
 
 def test_add_column_fixes_the_initial_default(cat: Catalog) -> None:
@@ -103,6 +110,13 @@ def test_an_added_column_cannot_take_a_function_as_its_initial_default(cat: Cata
             "constant initial default",
         )
         assert error.context["rule"] == "initial-default"
+    for sql in (
+        "ALTER TABLE T ADD COLUMN U UUID NOT NULL DEFAULT RAND_UUID()",
+        "ALTER TABLE T ADD COLUMN U UUID DEFAULT RAND_UUID()",
+    ):
+        with pytest.raises(ValidationError, match=r"'U' added to table 'PUBLIC\.T' cannot default"):
+            cat.sql(sql)
+    assert _column_names(cat) == ["ID"]
 
 
 def test_an_alter_entry_never_replaces_the_initial_default(cat: Catalog) -> None:
