@@ -4,13 +4,34 @@ SET/DROP DEFAULT change only what later writes store (Iceberg's
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
 
 import almanac
 from almanac import Catalog, ColumnType, ConstantDefault, DataError, FunctionDefault
@@ -167,3 +188,64 @@ def test_every_row_keeps_the_value_it_was_written_with(
                 _write(cat, [row])
                 expected[row] = current
             assert _values(cat) == expected
+
+
+_ICEBERG_TYPES: dict[ColumnType, IcebergType] = {
+    ColumnType.BOOLEAN: BooleanType(),
+    ColumnType.INT16: IntegerType(),
+    ColumnType.INT64: LongType(),
+    ColumnType.DOUBLE: DoubleType(),
+    ColumnType.DECIMAL: DecimalType(12, 2),
+    ColumnType.STRING: StringType(),
+    ColumnType.BYTES: BinaryType(),
+    ColumnType.DATE: DateType(),
+    ColumnType.TIME: TimeType(),
+    ColumnType.TIMESTAMP: TimestampType(),
+    ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
+    ColumnType.UUID: UUIDType(),
+}
+_VALUES: dict[ColumnType, tuple[object, object]] = {
+    ColumnType.BOOLEAN: (True, False),
+    ColumnType.INT16: (-7, 300),
+    ColumnType.INT64: (2**40, -1),
+    ColumnType.DOUBLE: (1.5, -0.25),
+    ColumnType.DECIMAL: (decimal.Decimal("-12.50"), decimal.Decimal("0.01")),
+    ColumnType.STRING: ("déjà", ""),
+    ColumnType.BYTES: (b"\x00\xff", b"x"),
+    ColumnType.DATE: (dt.date(2024, 2, 29), dt.date(1970, 1, 1)),
+    ColumnType.TIME: (dt.time(23, 59, 58, 123_456), dt.time(0, 0)),
+    ColumnType.TIMESTAMP: (dt.datetime(2024, 2, 29, 13, 14, 15), dt.datetime(2000, 1, 1)),
+    ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: (
+        dt.datetime(2024, 2, 29, 13, 14, 15, tzinfo=dt.UTC),
+        dt.datetime(2000, 1, 1, tzinfo=dt.UTC),
+    ),
+    ColumnType.UUID: (uuid.UUID(int=5), uuid.UUID(int=2**127)),
+}
+
+
+@pytest.mark.parametrize("ctype", list(_VALUES))
+def test_column_defaults_are_values_pyiceberg_stores(ctype: ColumnType) -> None:
+    initial, write = _VALUES[ctype]
+    column = Column(
+        id=3,
+        name="C",
+        type=ctype,
+        precision=12 if ctype is ColumnType.DECIMAL else None,
+        scale=2 if ctype is ColumnType.DECIMAL else None,
+        default=ConstantDefault(write),
+        initial_default=ConstantDefault(initial),
+    )
+    pair = column_defaults(column)
+    assert pair == (initial, write)
+    # pyiceberg types defaults by a constrained TypeVar; any one of its types fits.
+    initial_value, write_value = cast(Any, pair[0]), cast(Any, pair[1])
+    field = NestedField(
+        3,
+        "C",
+        _ICEBERG_TYPES[ctype],
+        required=False,
+        initial_default=initial_value,
+        write_default=write_value,
+    )
+    back = IcebergSchema.model_validate_json(IcebergSchema(field).model_dump_json()).find_field(3)
+    assert (back.initial_default, back.write_default) == pair
