@@ -29,7 +29,7 @@ def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, s
     table = cat.catalog().table("T")
     assert table is not None
     write_id = new_write_id()
-    write_dir = data.warehouse.write_dir("PUBLIC", "T", write_id)
+    write_dir = data.warehouse.write_dir(table.id, write_id)
     if ttl_s is not None:
         data.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
@@ -67,14 +67,14 @@ def test_janitor_collects_only_dead_uncommitted_writes(cat: Catalog) -> None:
 
 
 def test_janitor_removes_files_no_snapshot_references(cat: Catalog) -> None:
-    create(cat)
+    table = create(cat)
     first = append(cat, [1])
     data = TableData.for_catalog(cat)
     write_dir = own_files(first)[0].split("/tablet=")[0]
     stray = Path(write_dir) / "tablet=0" / "part-retried-task.parquet"
     stray.parent.mkdir(exist_ok=True)
     stray.write_bytes(b"left by a failed task attempt")
-    orphan = Path(data.warehouse.root) / "PUBLIC" / "T" / "_manifests" / "9-9-orphan.json"
+    orphan = Path(data.warehouse.metadata_dir(table.id)) / "orphan-m0.avro"
     orphan.write_text("{}")
 
     report = run_janitor(cat)
@@ -107,7 +107,7 @@ def test_dropped_table_data_outlives_every_version_that_has_it(cat: Catalog) -> 
     report = run_janitor(cat, grace_s=0)
     assert report.tables_purged == [table.id]
     assert not any(f.exists() for f in files)
-    assert not Path(snapshot.manifest).exists()
+    assert not Path(snapshot.metadata).exists()
     assert not any(Path(f.path).parent.parent.exists() for f in snapshot.files)
     keys = data_keys(cat)
     assert not any(
@@ -145,7 +145,7 @@ def test_expire_data_keeps_what_pinned_versions_read(cat: Catalog) -> None:
     assert [s.snapshot_id for s in data.history(table.id)] == [4]
     for snapshot in snapshots:
         assert not any(Path(p).exists() for p in own_files(snapshot))
-        assert not Path(snapshot.manifest).exists()
+        assert not Path(snapshot.metadata).exists()
         assert f"data.write.{snapshot.write_id}" not in data_keys(cat)
     assert ids_of(read_table(cat, "T")) == [9]
     assert all(Path(f.path).exists() for f in last.files)

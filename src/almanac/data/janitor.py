@@ -1,9 +1,14 @@
 """Collecting what writes, drops and retention leave behind in the warehouse.
 
 The janitor lists the warehouse *before* it reads the metastore, so that
-every directory it sees either was registered by then (a live staging lease
-protects it) or had already stopped being written; and it never deletes a
-file that a kept snapshot references, whatever the directory's state.
+every file it sees either was registered by then (a live staging lease
+protects it) or had already stopped being written. It never deletes a file
+that a kept snapshot references (data files, ``metadata.json``, manifest
+lists, manifests), and it deletes no metadata of a table while any write to
+that table holds a staging lease: every commit is staged, so the metadata a
+commit in flight is about to publish is never collected, whatever the
+grace. A table whose metadata cannot be read is reported and left alone;
+the others are still cleaned.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
-from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
 from almanac.log import KEY_PINS
 from almanac.metastore import Compare, Delete, DeleteRange, Op
@@ -56,6 +61,8 @@ class JanitorReport:
     staging_removed: list[str] = field(default_factory=list)
     files_removed: list[str] = field(default_factory=list)
     tables_purged: list[int] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+    """Tables left alone because their stored state cannot be read, with why."""
 
 
 @dataclass
@@ -65,7 +72,7 @@ class _State:
     pointers: dict[int, bytes] = field(default_factory=dict)
     records: dict[int, list[Record]] = field(default_factory=lambda: defaultdict(list))
     writes: dict[str, bytes] = field(default_factory=dict)
-    staging: set[str] = field(default_factory=set)
+    staging: dict[str, str] = field(default_factory=dict)
 
 
 def _read_state(data: TableData) -> _State:
@@ -80,7 +87,7 @@ def _read_state(data: TableData) -> _State:
         elif key.startswith(WRITE_PREFIX):
             state.writes[key[len(WRITE_PREFIX) :]] = kv.value
         elif key.startswith(STAGING_PREFIX):
-            state.staging.add(key[len(STAGING_PREFIX) :])
+            state.staging[key[len(STAGING_PREFIX) :]] = kv.value.decode("utf-8", "replace")
     return state
 
 
@@ -102,10 +109,12 @@ def _write_dir(path: str) -> str:
 
 
 def _files(data: TableData, record: Record) -> set[str]:
-    """The record's file paths; empty if the record vanished meanwhile (an
-    expiry or purge running at the same time already decided about them)."""
+    """Every warehouse file the record's snapshot needs: its data files and
+    its Iceberg metadata; empty if the record vanished meanwhile (an expiry
+    or purge running at the same time already decided about them)."""
     try:
-        return {f.path for f in data.files_of(record)}
+        paths = {f.path for f in data.files_of(record)}
+        return paths | data.iceberg.referenced(record.metadata).all()
     except CatalogError:
         if data.record(record.table_id, record.snapshot_id) is None:
             return set()
@@ -118,16 +127,17 @@ def _delete(warehouse: Warehouse, paths: Iterable[str], report: list[str]) -> No
         report.append(path)
 
 
-def _purge(data: TableData, state: _State, table_id: int, report: JanitorReport) -> None:
+def _purge(
+    data: TableData, state: _State, table_id: int, busy: set[int], report: JanitorReport
+) -> None:
+    """Delete a dropped table's keys, then its files: the whole table
+    directory, unless a write to it is still staged (then only what its
+    snapshots referenced)."""
     records = state.records.get(table_id, [])
     paths: set[str] = set()
     for record in records:
         with contextlib.suppress(CatalogError):
             paths |= _files(data, record)
-    _delete(data.warehouse, paths, report.files_removed)
-    for directory in sorted({_write_dir(p) for p in paths}):
-        data.warehouse.remove_dir(directory)
-    _delete(data.warehouse, {r.manifest for r in records}, report.files_removed)
     pointer = state.pointers.get(table_id)
     compares = [
         Compare.absent(table_key(table_id))
@@ -137,8 +147,14 @@ def _purge(data: TableData, state: _State, table_id: int, report: JanitorReport)
     ops: list[Op] = [Delete(table_key(table_id)), DeleteRange(snapshot_prefix(table_id))]
     owned = f"{table_id}.".encode()
     ops.extend(Delete(write_key(w)) for w, v in state.writes.items() if v.startswith(owned))
-    if data.store.txn(compares, ops).succeeded:
-        report.tables_purged.append(table_id)
+    if not data.store.txn(compares, ops).succeeded:
+        return
+    report.tables_purged.append(table_id)
+    if table_id in busy:
+        _delete(data.warehouse, paths, report.files_removed)
+        return
+    report.files_removed.extend(sorted(paths))
+    data.warehouse.remove_dir(data.warehouse.table_dir(table_id))
 
 
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
@@ -154,15 +170,19 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     selector = pafs.FileSelector(warehouse.root, recursive=True, allow_not_found=True)
     listing = [i for i in warehouse.fs.get_file_info(selector) if i.type == pafs.FileType.File]
     state = _read_state(data)
+    busy = {t for t in map(warehouse.table_of, state.staging.values()) if t is not None}
     for table_id in _dropped(cat, {*state.pointers, *state.records}):
-        _purge(data, state, table_id, report)
+        _purge(data, state, table_id, busy, report)
         state.records.pop(table_id, None)
     referenced: set[str] = set()
-    manifests: set[str] = set()
-    for records in state.records.values():
-        for record in records:
-            manifests.add(record.manifest)
-            referenced |= _files(data, record)
+    for table_id, records in state.records.items():
+        try:
+            table_files: set[str] = set()
+            for record in records:
+                table_files |= _files(data, record)
+            referenced |= table_files
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
     now = time.time()
 
     def old(infos: Iterable[pafs.FileInfo]) -> bool:
@@ -171,16 +191,23 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
             return False
         return all(now - t.timestamp() > grace_s for t in times)
 
-    purged = set(report.files_removed)
+    purged = {warehouse.table_dir(t) + "/" for t in report.tables_purged if t not in busy}
     by_dir: dict[str, list[pafs.FileInfo]] = defaultdict(list)
+    depth = warehouse.root.rstrip("/").count("/")
     for info in listing:
-        if info.path in purged:
+        owner = warehouse.table_of(info.path)
+        if owner is None or owner in report.errors:
             continue
-        if "/_manifests/" in info.path:
-            if info.path not in manifests and old([info]):
+        if any(info.path.startswith(p) for p in purged):
+            continue
+        parts = info.path.split("/")
+        if len(parts) < depth + 4:
+            continue
+        if parts[depth + 2] == METADATA_DIR:
+            if owner not in busy and info.path not in referenced and old([info]):
                 _delete(warehouse, [info.path], report.files_removed)
-        elif info.path.count("/", len(warehouse.root)) >= 4:
-            by_dir["/".join(info.path.split("/")[: warehouse.root.count("/") + 4])].append(info)
+            continue
+        by_dir["/".join(parts[: depth + 3])].append(info)
     for directory, infos in sorted(by_dir.items()):
         write_id = directory.rsplit("/", 1)[1]
         if write_id in state.staging:
@@ -248,9 +275,13 @@ def expire_data(
         for record in kept:
             live |= _files(data, record)
         doomed = {f.path for s in snapshots for f in s.files} - live
+        removed_metadata: set[str] = set()
+        for record in removed:
+            with contextlib.suppress(CatalogError):
+                removed_metadata |= data.iceberg.referenced(record.metadata).all()
         sink: list[str] = []
         _delete(data.warehouse, doomed, sink)
-        _delete(data.warehouse, {r.manifest for r in removed}, sink)
+        _delete(data.warehouse, removed_metadata - live, sink)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
             data.warehouse.remove_dir(directory)
