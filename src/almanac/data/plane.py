@@ -15,15 +15,13 @@ from almanac.catalog import Catalog, HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg import CommitShape
-from almanac.data.snapshots import encode_record, snapshot_key, staging_key, table_key
-from almanac.data.warehouse import Warehouse, new_write_id
+from almanac.data.snapshots import encode_record, snapshot_key, table_key
+from almanac.data.warehouse import Warehouse
 from almanac.errors import CatalogError, MetastoreError
-from almanac.metastore import Compare, Delete, Op, Put
+from almanac.metastore import Compare, Op, Put
 
 __all__ = ["DataPlane", "attach_data_plane", "plane_of", "warehouse_of"]
 
-HOLD_TTL_S = 60.0
-"""Lease of the hold an ALTER takes on a table's metadata while it commits."""
 _log = logging.getLogger("almanac.data")
 _planes: weakref.WeakKeyDictionary[Catalog, DataPlane] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -86,40 +84,40 @@ class DataPlane:
                 stored = data.store.get(key)
                 if stored is None:
                     continue
+                record = data.record(table_id, int(pointer.value))
+                if record is None:
+                    continue
+                # The hold comes first: from the moment a metadata file
+                # exists until the version publishes it, the janitor must
+                # leave the table alone.
+                hold = data.hold(table_id)
+                leases.append(hold.lease)
                 try:
-                    record = data.record(table_id, int(pointer.value))
-                    assert record is not None
                     shape = CommitShape.of(new, table)
                     result = data.iceberg.write_schema(table_id, record.metadata, shape)
                 except CatalogError as exc:
                     _log.warning(
-                        "Table %s keeps its Iceberg schema until its next commit: %s", table_id, exc
+                        "Table %s keeps its Iceberg schema until its next commit: %s",
+                        table_id,
+                        exc,
                     )
-                    continue
+                    result = None
                 if result is None:
                     continue
                 location, files = result
                 written += files
-                write_id = new_write_id()
-                lease = data.store.grant_lease(HOLD_TTL_S)
-                leases.append(lease)
-                hold = staging_key(write_id)
-                data.store.put(
-                    hold, data.warehouse.write_dir(table_id, write_id).encode(), lease=lease
-                )
-                held = data.store.get(hold)
-                assert held is not None
                 compares += [
                     Compare.value(pointer.key, "==", pointer.value),
                     Compare.mod_revision(key, "==", stored.mod_revision),
-                    Compare.mod_revision(hold, "==", held.mod_revision),
+                    hold.compare(),
                 ]
                 moved = dataclasses.replace(record, metadata=location)
-                ops += [Put(key, encode_record(moved)), Delete(hold)]
+                ops += [Put(key, encode_record(moved)), hold.delete()]
         except BaseException:
             self._finish(written, leases, False)
             raise
         if not ops:
+            self._finish(written, leases, False)
             return None
         return HookWork(compares, ops, lambda ok: self._finish(written, leases, ok))
 
