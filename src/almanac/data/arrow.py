@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from almanac import _check as check
 from almanac.datatypes import ColumnType, shown
-from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
+from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Table
 from almanac.errors import DataError, NotFoundError
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "cast_is_safe",
     "cast_rule",
     "check_unique_keys",
+    "column_defaults",
     "column_fill",
     "conform",
     "output_schema",
@@ -127,20 +128,44 @@ def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Sche
     return pa.schema([pa.field(c.name, arrow_type(c), True) for c in project(table, columns)])
 
 
+def column_defaults(column: Column) -> tuple[object, object]:
+    """``(initial, write)``: the column's Iceberg ``initial-default`` (what
+    rows written before the column existed read as) and ``write-default``
+    (what a write without the column stores), as the Python values the
+    column stores (a UUID as its text, like the data); ``None`` for none. A
+    function default such as ``RAND_UUID`` has no constant: its write value
+    is None."""
+    check.instance(column, Column, "Parameter 'column' of column_defaults")
+    initial = _constant(column, column.initial_default)
+    write = _constant(column, column.default)
+    return (
+        None if initial is None else initial.as_py(),
+        None if write is None else write.as_py(),
+    )
+
+
+def _constant(column: Column, default: DefaultValue | None) -> pa.Scalar | None:
+    if not isinstance(default, ConstantDefault) or default.value is None:
+        return None
+    value = str(default.value) if isinstance(default.value, uuid.UUID) else default.value
+    return pa.scalar(value, arrow_type(column))
+
+
 def column_fill(column: Column, rows: int, *, generate: bool) -> pa.Array:
-    """``rows`` values of a column absent from the input: its constant default,
-    fresh UUIDs for ``RAND_UUID`` when ``generate`` (a write), else NULL."""
-    target = arrow_type(column)
-    default = column.default
-    if isinstance(default, ConstantDefault) and default.value is not None:
-        value = str(default.value) if isinstance(default.value, uuid.UUID) else default.value
-        return pa.repeat(pa.scalar(value, target), rows)
+    """``rows`` values of a column absent from the input. A write
+    (``generate``) stores the current default: its constant, or fresh UUIDs
+    for ``RAND_UUID``. A read of a file that predates the column gets its
+    initial default, which a later SET/DROP DEFAULT never changes, else NULL."""
+    default = column.default if generate else column.initial_default
+    constant = _constant(column, default)
+    if constant is not None:
+        return pa.repeat(constant, rows)
     if isinstance(default, FunctionDefault) and generate and default.name == "RAND_UUID":
         raw = np.frombuffer(os.urandom(16 * rows), dtype=np.uint8).reshape(rows, 16).copy()
         raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
         raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
         return _uuid_text(raw, None)
-    return pa.nulls(rows, target)
+    return pa.nulls(rows, arrow_type(column))
 
 
 def _uuid_text(raw: np.ndarray[Any, np.dtype[np.uint8]], valid: pa.Array | None) -> pa.Array:

@@ -133,8 +133,9 @@ def _lt(a: object, b: object) -> bool:
 
 
 def _absent_stats(column: Column, rows: int) -> ColumnStats:
-    """What a column added after the file was written reads as in that file."""
-    default = column.default
+    """What a column added after the file was written reads as in that file:
+    its initial default, not the current one (see ``column_fill``)."""
+    default = column.initial_default
     if isinstance(default, ConstantDefault) and default.value is not None:
         value = default.value
         value = str(value) if isinstance(value, uuid.UUID) else value
