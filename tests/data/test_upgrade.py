@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyiceberg.expressions import EqualTo, Reference
+from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
 from pyiceberg.table import StaticTable
 
 from almanac import (
@@ -195,6 +195,10 @@ def test_files_stay_where_they_were_and_survive_the_janitor(cat: Catalog) -> Non
     _check_every_read(cat, u)
 
 
+def _id_is(value: int) -> BooleanExpression:
+    return EqualTo(Reference("ID"), value)  # type: ignore[call-arg,arg-type]
+
+
 def test_pyiceberg_reads_the_converted_tables(cat: Catalog) -> None:
     t, u = _build(cat)
     upgrade_warehouse(cat)
@@ -208,8 +212,8 @@ def test_pyiceberg_reads_the_converted_tables(cat: Catalog) -> None:
     # The old release placed rows by its own hash; a key filter must still
     # find every row (a file labelled with a wrong bucket would be pruned).
     table = StaticTable.from_metadata(data.metadata_location(t.table_id) or "")
-    for key in [*range(100, 131), 131]:
-        found = table.scan(row_filter=EqualTo(Reference("ID"), key)).to_arrow()  # type: ignore[call-arg,arg-type]
+    for key in range(100, 132):
+        found = table.scan(row_filter=_id_is(key)).to_arrow()
         assert found.column("ID").to_pylist() == [key]
 
 
