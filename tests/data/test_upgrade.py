@@ -4,6 +4,7 @@ timestamp, for Almanac and for pyiceberg alone."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -29,12 +30,14 @@ from almanac import (
     DropColumns,
     DropTable,
     NotFoundError,
+    SnapshotExpiredError,
     WarehouseFormatError,
 )
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
-from almanac.data.snapshots import decode_record, snapshot_prefix
+from almanac.data.snapshots import decode_record, snapshot_prefix, write_key
 from almanac.data.upgrade import UpgradeReport, convert_table, publish, upgrade_warehouse
 from almanac.descriptors import Table
+from almanac.metastore import Delete
 from tests.data.legacy import OldWriter, Written, convert_then_die
 from tests.data.legacy import decode_record as decode_old
 from tests.data.support import create
@@ -150,6 +153,13 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
     with pytest.raises(WarehouseFormatError, match="upgrade-warehouse"):
         read_table(cat, "U", version=cat.latest_version)
     old = {**_raw_records(cat, t.table_id), **_raw_records(cat, u.table_id)}
+    everything = {
+        p for chain in (t, u) for w in chain.written for p in (*w.files, w.record.manifest)
+    }
+    # Before the upgrade the janitor may refuse or run; it deletes nothing old.
+    with contextlib.suppress(WarehouseFormatError):
+        run_janitor(cat, grace_s=0)
+    assert all(os.path.exists(p) for p in everything)
     report = upgrade_warehouse(cat)
     assert report.converted == {t.table_id: 5, u.table_id: 1}
     assert report.purged == [] and report.relocated == {}
@@ -177,6 +187,7 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
             )
             assert record.metadata.startswith(f"{cat.warehouse}/{chain.table_id}/metadata/")
             assert not os.path.exists(before.manifest), "old manifests go once records switched"
+            assert not os.path.exists(os.path.dirname(before.manifest))
             assert set(written.files) == {
                 f.path for f in TableData.for_catalog(cat).files_of(record)
             }
@@ -389,3 +400,39 @@ def test_truncated_log_and_dropped_tables(cat: Catalog) -> None:
     assert not any(os.path.exists(p) for p in u_files)
     assert _read(cat, t) == _expected(cat, t, version=cat.latest_version)
     assert run_janitor(cat, grace_s=0).errors == {}
+
+
+def test_an_expired_prefix_and_empty_commits_convert(cat: Catalog) -> None:
+    create(cat)
+    old = OldWriter(cat)
+    chain = Chain("T", "PUBLIC", cat.catalog().table("T").id, old)  # type: ignore[union-attr]
+    empty = pa.table({"ID": pa.array([], pa.int64()), "V": pa.array([], pa.string())})
+    chain.written.append(old.write("T", pa.table({"ID": [1, 2], "V": ["a", "b"]})))
+    chain.written.append(old.write("T", empty))
+    chain.written.append(old.write("T", pa.table({"ID": [3], "V": ["c"]}), operation="overwrite"))
+    chain.written.append(old.write("T", empty))
+    chain.written.append(old.write("T", empty, operation="overwrite"))
+    chain.written.append(old.write("T", pa.table({"ID": [4], "V": ["d"]})))
+    first = chain.written[0].record
+    # What the old release's expiry did: drop the oldest records, then files.
+    cat.log.store.txn(
+        [],
+        [
+            Delete(chain.written[0].key),
+            Delete(write_key(first.write_id)),
+            Delete(chain.written[1].key),
+            Delete(write_key(chain.written[1].record.write_id)),
+        ],
+    )
+    del chain.written[:2]
+    assert upgrade_warehouse(cat).converted == {chain.table_id: 4}
+    with pytest.raises(SnapshotExpiredError):
+        read_table(cat, "T", timestamp=first.commit_time)
+    for written in chain.written:
+        at = written.record.commit_time
+        assert _read(cat, chain, timestamp=at) == _expected(cat, chain, timestamp=at)
+    assert _read(cat, chain) == [{"ID": 4, "V": "d"}]
+    location = TableData.for_catalog(cat).metadata_location(chain.table_id)
+    assert StaticTable.from_metadata(location or "").scan().to_arrow().to_pylist() == [
+        {"ID": 4, "V": "d"}
+    ]

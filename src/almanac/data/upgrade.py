@@ -32,6 +32,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.data.commits import TableData
@@ -389,6 +391,8 @@ def publish(data: TableData, conversion: Conversion, report: UpgradeReport) -> b
         return False
     for path in conversion.manifests:
         data.warehouse.remove_file(path)
+    for directory in {path.rsplit("/", 1)[0] for path in conversion.manifests}:
+        _remove_if_empty(data, directory)
     for path in conversion.relocated:
         data.warehouse.remove_file(path)
     if conversion.write_dir:
@@ -402,6 +406,15 @@ def publish(data: TableData, conversion: Conversion, report: UpgradeReport) -> b
     else:
         report.purged.append(conversion.table_id)
     return True
+
+
+def _remove_if_empty(data: TableData, directory: str) -> None:
+    """An old ``_manifests`` directory once its manifests are gone."""
+    fs = data.warehouse.fs
+    with contextlib.suppress(OSError):
+        selector = pafs.FileSelector(directory, allow_not_found=True)
+        if not fs.get_file_info(selector):
+            fs.delete_dir(directory)
 
 
 def abandon(data: TableData, conversion: Conversion) -> None:
