@@ -44,6 +44,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
+    RemoveSnapshotsUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSpecUpdate,
     SetPropertiesUpdate,
@@ -578,6 +579,55 @@ class IcebergFiles:
                 if m.added_snapshot_id == snapshot.snapshot_id
             )
         return new_location, written
+
+    def write_schema(
+        self, table_id: int, parent: str, shape: CommitShape
+    ) -> tuple[str, list[str]] | None:
+        """Write a ``metadata.json`` that is ``parent`` under the shape's
+        schema and spec, same snapshots; None when nothing would change."""
+        updates = self._evolve(self.metadata(parent), shape)
+        if not any(not isinstance(u, SetPropertiesUpdate) for u in updates):
+            return None
+        return self._rewrite(table_id, parent, updates)
+
+    def write_without(
+        self, table_id: int, parent: str, snapshot_ids: Iterable[int]
+    ) -> tuple[str, list[str]] | None:
+        """Write a ``metadata.json`` that is ``parent`` without the given
+        (expired) snapshots, so that no Iceberg reader is offered a snapshot
+        whose files are gone; None when it has none of them."""
+        known = {s.snapshot_id for s in self.metadata(parent).snapshots}
+        doomed = sorted(known & set(snapshot_ids))
+        if not doomed:
+            return None
+        update = RemoveSnapshotsUpdate.model_validate({"snapshot-ids": doomed})
+        return self._rewrite(table_id, parent, [update])
+
+    def _rewrite(
+        self, table_id: int, parent: str, updates: Sequence[TableUpdate]
+    ) -> tuple[str, list[str]]:
+        writer = _StagingWriter(self.io, fresh=False)
+        table = IcebergTable(
+            identifier=("almanac", str(table_id)),
+            metadata=self.metadata(parent),
+            metadata_location=parent,
+            io=self.io,
+            catalog=writer,
+        )
+        tx = table.transaction()
+        tx._apply(tuple(updates), ())
+        try:
+            tx.commit_transaction()
+        except BaseException:
+            self.remove(path for path, _ in writer.written)
+            raise
+        location, metadata = writer.written[-1]
+        self._remember(self._metadata, location, metadata)
+        return location, [location]
+
+    def snapshot_id(self, location: str) -> int | None:
+        """The Iceberg id of the current snapshot of ``location``."""
+        return self.metadata(location).current_snapshot_id
 
     def _evolve(self, base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
         """Schema and spec changes that bring ``base`` to ``shape`` when the

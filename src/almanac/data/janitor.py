@@ -14,6 +14,7 @@ the others are still cleaned.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import time
 from collections import defaultdict
@@ -34,6 +35,7 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
+    encode_record,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -42,7 +44,7 @@ from almanac.data.snapshots import (
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
 from almanac.log import KEY_PINS
-from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -269,8 +271,40 @@ def expire_data(
         compares = [Compare.mod_revision(KEY_PINS, "==", pins_revision)]
         ops: list[Op] = [Delete(snapshot_key(r.table_id, r.snapshot_id)) for r in removed]
         ops.extend(Delete(write_key(r.write_id)) for r in removed)
-        if not data.store.txn(compares, ops).succeeded:
+        # The current metadata.json drops the expired snapshots too, so an
+        # Iceberg reader is never offered one whose files are gone.
+        current = kept[-1]
+        current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
+        if current_kv is None:
             continue
+        expired: set[int] = set()
+        for record in removed:
+            with contextlib.suppress(CatalogError):
+                iceberg_id = data.iceberg.snapshot_id(record.metadata)
+                if iceberg_id is not None:
+                    expired.add(iceberg_id)
+        hold = data.hold(table.id)
+        rewritten: tuple[str, list[str]] | None = None
+        ok = False
+        try:
+            rewritten = data.iceberg.write_without(table.id, current.metadata, expired)
+            if rewritten is not None:
+                moved = dataclasses.replace(current, metadata=rewritten[0])
+                compares += [
+                    Compare.value(table_key(table.id), "==", str(current.snapshot_id).encode()),
+                    Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
+                    hold.compare(),
+                ]
+                ops += [Put(current_kv.key, encode_record(moved)), hold.delete()]
+            ok = data.store.txn(compares, ops).succeeded
+        finally:
+            data.release(hold.lease)
+            if not ok and rewritten is not None:
+                data.iceberg.remove(rewritten[1])
+        if not ok:
+            continue
+        if rewritten is not None:
+            kept[-1] = dataclasses.replace(current, metadata=rewritten[0])
         live: set[str] = set()
         for record in kept:
             live |= _files(data, record)
