@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from almanac import Catalog
+from almanac.catalog import open_catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
+from almanac.commands import Command
 from almanac.data import TableData, Warehouse, conform, new_write_id, table_partitions
 from almanac.data.arrow import FIELD_ID
 from almanac.data.files import DataFile, column_stats
@@ -159,17 +161,26 @@ class Written:
 
 
 class OldWriter:
-    """Commits like the release before Iceberg: stage marker, files per
-    tablet, manifest of the whole file set, one transaction for pointer,
-    record and write key."""
+    """A process of the release before Iceberg, beside ``cat``: its own
+    catalog node with no data plane (that release moved no Iceberg schema on
+    ALTER), and commits as it made them: stage marker, files per tablet, a
+    manifest of the whole file set, one transaction for pointer, record and
+    write key."""
 
     def __init__(self, cat: Catalog) -> None:
         self.cat = cat
+        self.node = open_catalog(cat.target, delay_ms=0)
+        cat.on_close(self.node.close)
         self.data = TableData.for_catalog(cat)
         self.states: dict[
             int, tuple[OldRecord, tuple[dict[int, object], ...], tuple[DataFile, ...]]
         ]
         self.states = {}
+
+    def execute(self, commands: list[Command]) -> None:
+        """DDL by the old release; ``cat`` has applied it on return."""
+        self.node.execute(commands)
+        self.cat.log.catch_up(self.cat)
 
     def write(
         self,
@@ -179,7 +190,8 @@ class OldWriter:
         *,
         operation: str = "append",
     ) -> Written:
-        snapshot = self.cat.catalog()
+        self.node.log.catch_up(self.node)
+        snapshot = self.node.catalog()
         table = snapshot.table(name, schema)
         assert table is not None
         rows = conform(data, table)
@@ -212,7 +224,7 @@ class OldWriter:
         ids = [int(f.metadata[FIELD_ID]) for f in rows.schema]
         logical = tuple(dict(zip(ids, row.values(), strict=True)) for row in rows.to_pylist())
         parent = self.states.get(table.id)
-        clock = self.cat.clock
+        clock = self.node.clock
         if parent is None:
             sid, commit_time, version, origin = 1, clock.now(), snapshot.version, None
             merged, state = tuple(new), logical

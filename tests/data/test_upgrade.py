@@ -34,6 +34,7 @@ from almanac import (
     WarehouseFormatError,
 )
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
+from almanac.data.plane import warehouse_of
 from almanac.data.snapshots import decode_record, snapshot_prefix, write_key
 from almanac.data.upgrade import UpgradeReport, convert_table, publish, upgrade_warehouse
 from almanac.descriptors import Table
@@ -84,10 +85,10 @@ def _build(cat: Catalog) -> tuple[Chain, Chain]:
     t.written.append(old.write("T", batch(range(40))))
     u.written.append(old.write("U", pa.table({"ID": [1, 2, 3], "V": ["a", "b", "c"]})))
     t.written.append(old.write("T", batch(range(40, 60))))
-    cat.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.DOUBLE),))])
-    cat.execute([AlterColumn(table="T", column="N", type=ColumnType.INT64)])
+    old.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.DOUBLE),))])
+    old.execute([AlterColumn(table="T", column="N", type=ColumnType.INT64)])
     t.written.append(old.write("T", batch(range(60, 70), X=[i / 4 for i in range(60, 70)])))
-    cat.execute([DropColumns(table="T", columns=("V",))])
+    old.execute([DropColumns(table="T", columns=("V",))])
     overwrite = pa.table({"ID": list(range(100, 130)), "N": [2**40 + i for i in range(30)]})
     t.written.append(old.write("T", overwrite, operation="overwrite"))
     t.written.append(old.write("T", pa.table({"ID": [130, 131], "N": [1, 2], "X": [0.5, 1.5]})))
@@ -185,7 +186,7 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
                 before.write_id,
                 before.origin,
             )
-            assert record.metadata.startswith(f"{cat.warehouse}/{chain.table_id}/metadata/")
+            assert record.metadata.startswith(f"{warehouse_of(cat)}/{chain.table_id}/metadata/")
             assert not os.path.exists(before.manifest), "old manifests go once records switched"
             assert not os.path.exists(os.path.dirname(before.manifest))
             assert set(written.files) == {
