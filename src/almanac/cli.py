@@ -80,7 +80,9 @@ def _upgrade(args: argparse.Namespace) -> int:
     for old, new in sorted(report.relocated.items()):
         print(f"  {old} -> {new}")
     print(f"old manifests removed: {len(report.manifests_removed)}")
-    return 0
+    for table_id, why in sorted(report.errors.items()):
+        print(f"table {table_id} was not converted: {why}", file=sys.stderr)
+    return 1 if report.errors else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

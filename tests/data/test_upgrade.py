@@ -193,6 +193,15 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
                 f.path for f in TableData.for_catalog(cat).files_of(record)
             }
     assert sorted(report.manifests_removed) == sorted(decode_old(v).manifest for v in old.values())
+    assert _leftovers(cat, t.table_id) == _leftovers(cat, u.table_id) == []
+
+
+def _leftovers(cat: Catalog, table_id: int) -> list[str]:
+    """Staging keys, and directories of the table other than its metadata."""
+    keys = [kv.key for kv in cat.log.store.range("data.staging.").kvs]
+    root = Path(TableData.for_catalog(cat).warehouse.table_dir(table_id))
+    dirs = [str(p) for p in root.iterdir() if p.name != "metadata"] if root.exists() else []
+    return keys + dirs
 
 
 def test_files_stay_where_they_were_and_survive_the_janitor(cat: Catalog) -> None:
@@ -437,3 +446,30 @@ def test_an_expired_prefix_and_empty_commits_convert(cat: Catalog) -> None:
     assert StaticTable.from_metadata(location or "").scan().to_arrow().to_pylist() == [
         {"ID": 4, "V": "d"}
     ]
+
+
+def test_a_broken_table_is_reported_and_the_others_converted(cat: Catalog, tmp_path: Path) -> None:
+    t, u = _build(cat)
+    records = _raw_records(cat, t.table_id)
+    missing = t.written[2].record.manifest
+    os.remove(missing)
+    report = upgrade_warehouse(cat)
+    assert report.converted == {u.table_id: 1}
+    assert set(report.errors) == {t.table_id}
+    assert missing in report.errors[t.table_id] and "missing" in report.errors[t.table_id]
+    assert _raw_records(cat, t.table_id) == records
+    assert _metadata_files(cat, t.table_id) == set(), "its first snapshots' metadata was deleted"
+    assert _leftovers(cat, t.table_id) == []
+    with pytest.raises(WarehouseFormatError):
+        read_table(cat, "T")
+    _check_every_read(cat, u)
+    run = subprocess.run(
+        [sys.executable, "-m", "almanac.cli", "upgrade-warehouse", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    assert run.returncode == 1
+    assert f"table {t.table_id} was not converted" in run.stderr
+    assert "tables converted: 0" in run.stdout

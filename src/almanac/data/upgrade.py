@@ -73,6 +73,8 @@ class UpgradeReport:
     purged: list[int] = field(default_factory=list)
     relocated: dict[str, str] = field(default_factory=dict)
     manifests_removed: list[str] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+    """Tables left in the old format, with why; the others were converted."""
 
 
 # --------------------------------------------------------------------------- the old format
@@ -428,21 +430,29 @@ def abandon(data: TableData, conversion: Conversion) -> None:
 def upgrade_warehouse(cat: Catalog) -> UpgradeReport:
     """Convert every table whose data snapshot records are in the old
     JSON-manifest format; a second run finds nothing to do. A table changed
-    while it was converted is converted again; ``ConflictError`` after
-    ``MAX_ATTEMPTS`` such races."""
+    while it was converted is converted again, up to ``MAX_ATTEMPTS`` times.
+    A table that cannot be converted (a manifest missing, a type Iceberg
+    cannot hold, races lost) stays as it was and is reported in ``errors``;
+    one broken table never stops the others."""
     check.instance(cat, Catalog, "Parameter 'cat' of upgrade_warehouse")
     data = TableData.for_catalog(cat)
     cat.log.catch_up(cat)
     report = UpgradeReport()
     for table_id in legacy_tables(data):
-        for _ in range(MAX_ATTEMPTS):
-            conversion = convert_table(cat, data, table_id)
-            if conversion is None or publish(data, conversion, report):
-                break
-        else:
-            raise ConflictError(
-                f"Gave up upgrading the data of table {table_id} after {MAX_ATTEMPTS} "
-                "attempts: its snapshot records kept changing",
-                attempts=MAX_ATTEMPTS,
-            )
+        try:
+            _upgrade_table(cat, data, table_id, report)
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
     return report
+
+
+def _upgrade_table(cat: Catalog, data: TableData, table_id: int, report: UpgradeReport) -> None:
+    for _ in range(MAX_ATTEMPTS):
+        conversion = convert_table(cat, data, table_id)
+        if conversion is None or publish(data, conversion, report):
+            return
+    raise ConflictError(
+        f"Gave up upgrading the data of table {table_id} after {MAX_ATTEMPTS} attempts: "
+        "its snapshot records kept changing",
+        attempts=MAX_ATTEMPTS,
+    )
