@@ -548,3 +548,17 @@ def test_statistics_of_every_type_still_prune_correctly(cat: Catalog) -> None:
 
 def _equal(name: str, value: object) -> BooleanExpression:
     return EqualTo(Reference(name), value)  # type: ignore[call-arg,arg-type]
+
+
+def test_two_upgrades_at_once_convert_each_table_once(cat: Catalog) -> None:
+    t, _ = _build(cat)
+    data = TableData.for_catalog(cat)
+    first = convert_table(cat, data, t.table_id)
+    second = convert_table(cat, data, t.table_id)
+    assert first is not None and second is not None
+    assert publish(data, first, UpgradeReport())
+    assert not publish(data, second, UpgradeReport())
+    assert all(os.path.exists(p) for p in first.written)
+    assert not any(os.path.exists(p) for p in second.written)
+    assert convert_table(cat, data, t.table_id) is None
+    _check_every_read(cat, t)
