@@ -51,7 +51,7 @@ from almanac.descriptors import Table
 from almanac.metastore import Delete
 from tests.data.legacy import OldWriter, Written, convert_then_die
 from tests.data.legacy import decode_record as decode_old
-from tests.data.support import create
+from tests.data.support import create, own_files
 
 
 @dataclass
@@ -264,12 +264,19 @@ def test_a_second_upgrade_changes_nothing_and_writes_go_on(cat: Catalog) -> None
     after = _read(cat, t)
     assert after == [*before, {"ID": 200, "N": 7, "X": 2.5}]
     cat.execute([AddColumns(table="T", columns=(ColumnDef(name="W", type=ColumnType.STRING),))])
-    write_table(cat, "T", pa.table({"ID": [201], "N": [8], "W": ["w"]}))
+    bucketed = own_files(write_table(cat, "T", pa.table({"ID": [201], "N": [8], "W": ["w"]})))
     location = TableData.for_catalog(cat).metadata_location(t.table_id)
-    theirs = StaticTable.from_metadata(location or "").scan().to_arrow().to_pylist()
+    iceberg = StaticTable.from_metadata(location or "")
+    theirs = iceberg.scan().to_arrow().to_pylist()
     ours = read_table(cat, "T").to_pylist()
     assert sorted(theirs, key=lambda r: r["ID"]) == sorted(ours, key=lambda r: r["ID"])
     assert len(ours) == len(before) + 2
+    # Converted files are unpartitioned; a write after the ALTER is bucketed.
+    assert [f.name for f in iceberg.spec().fields] == ["tablet"]
+    planned = {task.file.file_path: task.file for task in iceberg.scan().plan_files()}
+    assert bucketed and all(len(planned[p].partition) == 1 for p in bucketed)
+    converted = [task.file for task in iceberg.scan(row_filter=_id_is(100)).plan_files()]
+    assert converted and all(len(f.partition) == 0 for f in converted)
     write_table(cat, "T", pa.table({"ID": [300]}), operation="overwrite")
     assert read_table(cat, "T").column("ID").to_pylist() == [300]
     for version in range(1, upgraded_at):  # later writes left the history as it was
