@@ -17,9 +17,13 @@ so a concurrent change makes it fail cleanly (its metadata is deleted and
 the table is converted again). A run killed before the switch leaves the old
 records intact; the metadata it wrote is garbage the janitor collects once
 the conversion's staging lease is gone. After the switch the old manifests
-are deleted. Converted files are registered unpartitioned: the old format
-placed rows in tablets by its own hash, not by Iceberg's bucket, so a
-``bucket`` partition value would make Iceberg readers prune wrongly.
+are deleted. A table that cannot be converted is reported and left as it
+was. A table no available catalog version holds (dropped) is purged, as the
+janitor would: its keys, then its old manifests and files.
+
+Converted files are registered unpartitioned: the old format placed rows in
+tablets by its own hash, not by Iceberg's bucket, so a ``bucket`` partition
+value would make Iceberg readers prune wrongly.
 """
 
 from __future__ import annotations
@@ -251,7 +255,7 @@ def convert_table(cat: Catalog, data: TableData, table_id: int) -> Conversion | 
     mixed = [kv.key for kv in kvs if not _is_legacy(kv.value)]
     if mixed:
         raise CorruptLogError(
-            f"Table {table_id} holds both old-format and Iceberg data snapshot records "
+            f"Table {table_id} holds old-format data snapshot records beside others "
             f"(for example '{mixed[0]}'); it cannot be upgraded",
             table_id=table_id,
         )
