@@ -45,7 +45,7 @@ from almanac.errors import (
     WaitTimeoutError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
-from almanac.log import UpdateLog
+from almanac.log import KEY_PINS, UpdateLog
 from almanac.metastore import (
     Compare,
     Delete,
@@ -809,6 +809,23 @@ class Catalog:
         check.callable_(callback, "Parameter 'callback' of Catalog.on_close")
         with self._cond:
             self._closers.append(callback)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` ran or the node stopped following its log."""
+        return self._closed or self._log.failure is not None
+
+    def catch_up(self) -> None:
+        """Apply every version stored so far, on this thread, before returning."""
+        self._check_open()
+        self._log.catch_up(self)
+
+    def oldest_pinned(self) -> tuple[int | None, Compare]:
+        """The oldest pinned version (None if none) and a compare that holds
+        while no pin was taken or released since: a transaction that deletes
+        what pinned versions read rides it, so a new pin is never raced."""
+        oldest, revision = self._log.oldest_pinned()
+        return oldest, Compare.mod_revision(KEY_PINS, "==", revision)
 
     @property
     def metastore(self) -> Metastore:

@@ -43,7 +43,6 @@ from almanac.data.snapshots import (
 )
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
-from almanac.log import KEY_PINS
 from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
@@ -95,7 +94,7 @@ def _read_state(data: TableData) -> _State:
 
 def _dropped(cat: Catalog, table_ids: Iterable[int]) -> list[int]:
     """Tables that no available catalog version contains."""
-    cat.log.catch_up(cat)  # every stored version, applied on this thread
+    cat.catch_up()  # every stored version, applied on this thread
     candidates = {t for t in table_ids if cat.catalog().table_by_id(t) is None}
     for version in range(cat.latest_version, cat.earliest_version - 1, -1):
         if not candidates:
@@ -254,7 +253,7 @@ def expire_data(
     data = TableData.for_catalog(cat)
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
     for _ in range(_MAX_ATTEMPTS):
-        oldest_pin, pins_revision = cat.log.oldest_pinned()
+        oldest_pin, pins_unchanged = cat.oldest_pinned()
         records = data.records(table.id)
         keep = 0
         while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
@@ -268,7 +267,7 @@ def expire_data(
         if not removed:
             return []
         snapshots = [data.load(r) for r in removed]
-        compares = [Compare.mod_revision(KEY_PINS, "==", pins_revision)]
+        compares = [pins_unchanged]
         ops: list[Op] = [Delete(snapshot_key(r.table_id, r.snapshot_id)) for r in removed]
         ops.extend(Delete(write_key(r.write_id)) for r in removed)
         # The current metadata.json drops the expired snapshots too, so an
