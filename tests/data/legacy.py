@@ -180,7 +180,7 @@ class OldWriter:
     def execute(self, commands: list[Command]) -> None:
         """DDL by the old release; ``cat`` has applied it on return."""
         self.node.execute(commands)
-        self.cat.log.catch_up(self.cat)
+        self.cat.catch_up()
 
     def write(
         self,
@@ -190,7 +190,7 @@ class OldWriter:
         *,
         operation: str = "append",
     ) -> Written:
-        self.node.log.catch_up(self.node)
+        self.node.catch_up()
         snapshot = self.node.catalog()
         table = snapshot.table(name, schema)
         assert table is not None

@@ -149,7 +149,7 @@ def _check_every_read(cat: Catalog, chain: Chain) -> None:
 
 
 def _raw_records(cat: Catalog, table_id: int) -> dict[str, bytes]:
-    return {kv.key: kv.value for kv in cat.log.store.range(snapshot_prefix(table_id)).kvs}
+    return {kv.key: kv.value for kv in cat.metastore.range(snapshot_prefix(table_id)).kvs}
 
 
 def _metadata_files(cat: Catalog, table_id: int) -> set[str]:
@@ -177,7 +177,7 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
     for chain in (t, u):
         _check_every_read(cat, chain)
         for written in chain.written:
-            record = decode_record(written.key, cat.log.store.get(written.key).value)  # type: ignore[union-attr]
+            record = decode_record(written.key, cat.metastore.get(written.key).value)  # type: ignore[union-attr]
             before = decode_old(old[written.key])
             assert (
                 record.snapshot_id,
@@ -208,7 +208,7 @@ def test_reads_refuse_before_and_match_after(cat: Catalog) -> None:
 
 def _leftovers(cat: Catalog, table_id: int) -> list[str]:
     """Staging keys, and directories of the table other than its metadata."""
-    keys = [kv.key for kv in cat.log.store.range("data.staging.").kvs]
+    keys = [kv.key for kv in cat.metastore.range("data.staging.").kvs]
     root = Path(TableData.for_catalog(cat).warehouse.table_dir(table_id))
     dirs = [str(p) for p in root.iterdir() if p.name != "metadata"] if root.exists() else []
     return keys + dirs
@@ -251,11 +251,11 @@ def test_pyiceberg_reads_the_converted_tables(cat: Catalog) -> None:
 def test_a_second_upgrade_changes_nothing_and_writes_go_on(cat: Catalog) -> None:
     t, _ = _build(cat)
     upgrade_warehouse(cat)
-    revision = cat.log.store.revision
+    revision = cat.metastore.revision
     files = _metadata_files(cat, t.table_id)
     again = upgrade_warehouse(cat)
     assert (again.converted, again.purged, again.manifests_removed) == ({}, [], [])
-    assert cat.log.store.revision == revision
+    assert cat.metastore.revision == revision
     assert _metadata_files(cat, t.table_id) == files
     before = _read(cat, t)
     assert before is not None
@@ -309,7 +309,7 @@ def test_cli_upgrades_in_another_process(cat: Catalog, tmp_path: Path) -> None:
     assert f"table {t.table_id}: 5 snapshots" in run.stdout
     assert f"table {u.table_id}: 1 snapshots" in run.stdout
     assert "old manifests removed: 6" in run.stdout
-    cat.log.catch_up(cat)
+    cat.catch_up()
     _check_every_read(cat, t)
     _check_every_read(cat, u)
     again = subprocess.run(
@@ -359,7 +359,7 @@ def test_a_run_killed_before_the_switch_leaves_the_old_records(
     upgrade_warehouse(cat)
     _check_every_read(cat, t)
     # Once the dead run's staging lease is gone, the janitor collects its files.
-    store = cat.log.store
+    store = cat.metastore
     for kv in store.range("data.staging.").kvs:
         store.revoke_lease(kv.lease)
     report = run_janitor(cat, grace_s=0)
@@ -442,7 +442,7 @@ def test_an_expired_prefix_and_empty_commits_convert(cat: Catalog) -> None:
     chain.written.append(old.write("T", pa.table({"ID": [4], "V": ["d"]})))
     first = chain.written[0].record
     # What the old release's expiry did: drop the oldest records, then files.
-    cat.log.store.txn(
+    cat.metastore.txn(
         [],
         [
             Delete(chain.written[0].key),

@@ -440,7 +440,7 @@ def upgrade_warehouse(cat: Catalog) -> UpgradeReport:
     one broken table never stops the others."""
     check.instance(cat, Catalog, "Parameter 'cat' of upgrade_warehouse")
     data = TableData.for_catalog(cat)
-    cat.log.catch_up(cat)
+    cat.catch_up()
     report = UpgradeReport()
     for table_id in legacy_tables(data):
         try:
