@@ -72,6 +72,7 @@ from pyiceberg.types import (
 )
 
 from almanac.catalog_version import CatalogVersion
+from almanac.data.arrow import column_defaults
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.tablets import partition_column, table_partitions
 from almanac.datatypes import ColumnType
@@ -142,16 +143,21 @@ def iceberg_type(column: Column) -> PrimitiveType:
 
 def iceberg_schema(table: Table, schema_id: int = 0) -> Schema:
     """The table's columns as an Iceberg schema whose field ids are column ids."""
-    fields = [
-        NestedField(
-            field_id=c.id,
-            name=c.name,
-            field_type=iceberg_type(c),
-            required=not c.nullable,
-        )
-        for c in table.columns
-    ]
-    return Schema(*fields, schema_id=schema_id)
+    return Schema(*(_field(c) for c in table.columns), schema_id=schema_id)
+
+
+def _field(column: Column) -> NestedField:
+    """A column as an Iceberg field, with its ``initial-default`` (what rows
+    written before it existed read) and ``write-default``."""
+    initial, write = column_defaults(column)
+    defaults: dict[str, Any] = {"initial_default": initial, "write_default": write}
+    return NestedField(
+        field_id=column.id,
+        name=column.name,
+        field_type=iceberg_type(column),
+        required=not column.nullable,
+        **defaults,
+    )
 
 
 def partition_spec(table: Table, partitions: int, spec_id: int = 0) -> PartitionSpec:

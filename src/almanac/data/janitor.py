@@ -154,7 +154,10 @@ def _purge(
     if table_id in busy:
         _delete(data.warehouse, paths, report.files_removed)
         return
-    report.files_removed.extend(sorted(paths))
+    # Files of a converted (upgraded) table may live outside its directory.
+    inside = data.warehouse.table_dir(table_id) + "/"
+    _delete(data.warehouse, {p for p in paths if not p.startswith(inside)}, report.files_removed)
+    report.files_removed.extend(sorted(p for p in paths if p.startswith(inside)))
     data.warehouse.remove_dir(data.warehouse.table_dir(table_id))
 
 

@@ -84,7 +84,11 @@ class DataPlane:
                 stored = data.store.get(key)
                 if stored is None:
                     continue
-                record = data.record(table_id, int(pointer.value))
+                try:
+                    record = data.record(table_id, int(pointer.value))
+                except CatalogError as exc:
+                    _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
+                    continue
                 if record is None:
                     continue
                 # The hold comes first: from the moment a metadata file
