@@ -12,13 +12,22 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from almanac import AddColumns, Catalog, ColumnDef, ColumnType, WriteStateError
+from almanac import (
+    AddColumns,
+    AlterColumn,
+    Catalog,
+    ColumnDef,
+    ColumnType,
+    DataError,
+    WriteStateError,
+)
 from almanac.data import (
     CommitShape,
     DataFile,
     TableData,
     conform,
     new_write_id,
+    read_file,
     read_table,
     run_janitor,
     write_files,
@@ -141,3 +150,44 @@ def test_alter_moves_the_iceberg_schema_in_its_own_version(cat: Catalog, tmp_pat
     assert not [k for k in data_keys(cat) if k.startswith("data.staging.")], "holds released"
     write_table(cat, "T", pa.table({"ID": [2], "V": ["b"], "X": [7]}))
     assert read_table(cat, "T").sort_by("ID").column("X").to_pylist() == [None, 7]
+
+
+def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) -> None:
+    """Written against a version that activates later (another node's DDL,
+    applied here before its activation), the commit's time follows it, so a
+    read by timestamp never pairs these rows with the older schema."""
+    table = create(cat)
+    data = TableData.for_catalog(cat)
+    version = cat.catalog()
+    later = cat.clock.now() + (10_000 << 16)  # ten seconds ahead, in hybrid units
+    shape = CommitShape(table, 4, version.version, activated_at=later)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    data.stage(write_id, write_dir, ttl_s=60)
+    files = write_files(data.warehouse, table, 4, conform(rows([1]), table), write_dir)
+    snapshot = data.commit(shape, write_id, files, operation="append")
+    assert snapshot.commit_time > later
+    assert read_table(cat, "T", timestamp=later).num_rows == 0
+    assert ids_of(read_table(cat, "T", timestamp=snapshot.commit_time)) == [1]
+
+
+def test_a_file_that_does_not_fit_an_older_schema_is_a_data_error(cat: Catalog) -> None:
+    create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="N", type=ColumnType.INT32),
+        ],
+    )
+    before = cat.latest_version
+    cat.execute([AlterColumn(table="T", column="N", type=ColumnType.INT64)])
+    write_table(cat, "T", pa.table({"ID": [1], "N": [2**40]}))
+    data = TableData.for_catalog(cat)
+    table = cat.catalog().table("T")
+    assert table is not None
+    old_table = cat.catalog(before).table("T")
+    assert old_table is not None
+    current = data.current(table.id)
+    assert current is not None
+    with pytest.raises(DataError, match="does not fit its type int32"):
+        list(read_file(old_table, current.files[0], data.warehouse))
