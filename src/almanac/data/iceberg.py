@@ -104,7 +104,9 @@ TABLE_ID_PROPERTY = "almanac.table-id"
 _MAX_ICEBERG_DECIMAL = 38
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_CACHE_SIZE = 4096
+_METADATA_CACHE = 64
+"""Parsed metadata.json files kept (each lists every snapshot of its table)."""
+_MANIFEST_CACHE = 4096
 
 _SIMPLE: dict[ColumnType, PrimitiveType] = {
     ColumnType.BOOLEAN: BooleanType(),
@@ -405,9 +407,10 @@ class IcebergFiles:
             return value
 
     def _remember(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+        limit = _METADATA_CACHE if cache is self._metadata else _MANIFEST_CACHE
         with self._lock:
             cache[key] = value
-            while len(cache) > _CACHE_SIZE:
+            while len(cache) > limit:
                 cache.popitem(last=False)
 
     def metadata(self, location: str) -> TableMetadata:
