@@ -10,8 +10,8 @@ from __future__ import annotations
 from pyiceberg.table import StaticTable
 
 from almanac import _check as check
-from almanac.catalog import connect
 from almanac.catalog_version import DEFAULT_SCHEMA
+from almanac.connection import connect
 from almanac.data.commits import TableData
 from almanac.errors import CatalogError, NotFoundError
 

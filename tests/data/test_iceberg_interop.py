@@ -17,6 +17,7 @@ from almanac import (
     CatalogError,
     ColumnDef,
     ColumnType,
+    ConstantDefault,
     DropColumns,
     NotFoundError,
     RenameTable,
@@ -107,3 +108,18 @@ def test_records_of_the_old_json_format_are_refused(cat: Catalog) -> None:
     store.put(key, old)
     with pytest.raises(WarehouseFormatError, match="upgrade-warehouse"):
         read_table(cat, "T")
+
+
+def test_pyiceberg_reads_an_added_column_as_its_initial_default(cat: Catalog) -> None:
+    table = create(cat)
+    append(cat, [1])
+    added = ColumnDef(name="X", type=ColumnType.INT32, default=ConstantDefault(7))
+    cat.execute([AddColumns(table="T", columns=(added,))])
+    cat.execute([AlterColumn(table="T", column="X", default=ConstantDefault(8))])
+    write_table(cat, "T", pa.table({"ID": [2], "V": ["b"]}))
+    location = TableData.for_catalog(cat).metadata_location(table.id)
+    assert location is not None
+    field = StaticTable.from_metadata(location).schema().find_field("X")
+    assert (field.initial_default, field.write_default) == (7, 8)
+    assert _ours(cat).column("X").to_pylist() == [7, 8]
+    assert _pyiceberg_rows(location).column("X").to_pylist() == [7, 8]

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pyiceberg.table import StaticTable
 
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType, DropTable, NotFoundError
 from almanac.cli import main
@@ -150,7 +151,17 @@ def test_expire_data_keeps_what_pinned_versions_read(cat: Catalog) -> None:
     assert ids_of(read_table(cat, "T")) == [9]
     assert all(Path(f.path).exists() for f in last.files)
     assert expire_data(cat, "T", older_than=cat.clock.now()) == []
+    location = data.metadata_location(table.id)
+    assert location is not None
+    iceberg = StaticTable.from_metadata(location)
+    assert [s.snapshot_id for s in iceberg.metadata.snapshots] == [
+        iceberg.metadata.current_snapshot_id
+    ], "the current metadata offers no expired snapshot"
+    superseded = run_janitor(cat, grace_s=0).files_removed
+    assert all(p.endswith(".metadata.json") and p != location for p in superseded)
     assert run_janitor(cat, grace_s=0).files_removed == []
+    assert ids_of(read_table(cat, "T")) == [9]
+    assert sorted(iceberg.scan().to_arrow().column("ID").to_pylist()) == [9]
     with pytest.raises(NotFoundError):
         expire_data(cat, "NOPE", older_than=0)
 

@@ -125,8 +125,11 @@ def test_version_reads_pick_the_newest_snapshot_written_at_or_before(cat: Catalo
     second = append(cat, [2])
     data = TableData.for_catalog(cat)
     assert (first.catalog_version, second.catalog_version) == (v0, v1)
-    assert data.snapshot_at(table.id, version=v0) == first
-    assert data.snapshot_at(table.id, version=v1) == second
+    at_v0 = data.snapshot_at(table.id, version=v0)
+    at_v1 = data.snapshot_at(table.id, version=v1)
+    assert at_v0 is not None and at_v1 is not None
+    assert (at_v0.snapshot_id, at_v0.files) == (first.snapshot_id, first.files)
+    assert (at_v1.snapshot_id, at_v1.files) == (second.snapshot_id, second.files)
     assert data.snapshot_at(table.id, version=v0 - 1) is None
     write_id = "0" * 32
     data.stage(write_id, data.warehouse.write_dir(table.id, write_id), ttl_s=60)
@@ -401,7 +404,7 @@ def test_written_stats_survive_the_manifest(cat: Catalog) -> None:
                 "ID": [1],
                 "D": [decimal.Decimal("1.500")],
                 "F": pa.array([float("nan")], pa.float32()),
-                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us")),
+                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us", "UTC")),
                 "B": [b"\x01"],
             }
         ),

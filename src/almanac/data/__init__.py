@@ -38,7 +38,12 @@ from almanac.data.files import ColumnStats, DataFile, write_files
 from almanac.data.janitor import JanitorReport, expire_data, run_janitor
 from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table
 from almanac.data.snapshots import DataSnapshot
-from almanac.data.tablets import table_partitions, tablets_of
+from almanac.data.tablets import (
+    iceberg_bucket_values,
+    partition_column,
+    table_partitions,
+    tablets_of,
+)
 from almanac.data.warehouse import Warehouse, new_write_id
 from almanac.data.writing import create_table_as, write_table
 from almanac.errors import DataError, SnapshotExpiredError, WriteStateError
@@ -62,8 +67,10 @@ __all__ = [
     "conform",
     "create_table_as",
     "expire_data",
+    "iceberg_bucket_values",
     "new_write_id",
     "output_schema",
+    "partition_column",
     "plan_scan",
     "read_file",
     "read_table",

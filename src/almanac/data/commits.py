@@ -19,6 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
@@ -38,7 +39,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
-from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -50,14 +51,34 @@ from almanac.errors import (
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "CommitShape", "TableData", "select_record"]
+__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "CommitShape", "Hold", "TableData", "select_record"]
 
 DEFAULT_MAX_ATTEMPTS = 20
 COMMIT_SECTION_TIMEOUT_S = 60.0
 """How long a data commit waits for the store's writer section."""
+HOLD_TTL_S = 60.0
+"""Lease of a hold: how long a metadata-only change (an ALTER's schema, an
+expiry) may take between writing its metadata.json and publishing it."""
 ABORTED = b"aborted"
 ABORTED_TTL_S = 7 * 24 * 3600.0
 """How long an aborted write's marker outlives it, refusing late commits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A staging key under a lease for a change that writes Iceberg metadata
+    but no data: while it lives the janitor collects nothing of the table,
+    and the change's transaction requires it (and deletes it)."""
+
+    key: str
+    lease: int
+    revision: int
+
+    def compare(self) -> Compare:
+        return Compare.mod_revision(self.key, "==", self.revision)
+
+    def delete(self) -> Delete:
+        return Delete(self.key)
 
 
 def select_record(
@@ -115,15 +136,11 @@ class TableData:
 
     @staticmethod
     def for_catalog(cat: Catalog) -> TableData:
-        """The protocol on the catalog's metastore, warehouse and clock;
-        ``CatalogError`` when the catalog has no warehouse."""
-        if cat.warehouse is None:
-            raise CatalogError(
-                f"Catalog '{cat.target}' has no warehouse for table data; pass "
-                "connect(..., warehouse=...)",
-                target=cat.target,
-            )
-        return TableData(cat.log.store, Warehouse.open(cat.warehouse), cat.clock)
+        """The protocol of the catalog's data plane (one per catalog node, so
+        its caches are shared); ``CatalogError`` when it has no warehouse."""
+        from almanac.data.plane import plane_of
+
+        return plane_of(cat).data
 
     # -- reading ---------------------------------------------------------------
 
@@ -398,6 +415,22 @@ class TableData:
                 )
 
     # -- staging ---------------------------------------------------------------
+
+    def hold(self, table_id: int, *, ttl_s: float = HOLD_TTL_S) -> Hold:
+        """Take a hold on the table's metadata (see ``Hold``); ``release`` its
+        lease once its transaction ran, whatever the outcome."""
+        write_id = new_write_id()
+        key = staging_key(write_id)
+        lease = self.store.grant_lease(ttl_s)
+        try:
+            self.store.put(key, self.warehouse.write_dir(table_id, write_id).encode(), lease=lease)
+            stored = self.store.get(key)
+        except BaseException:
+            self._revoke(lease)
+            raise
+        if stored is None:
+            raise WriteStateError(f"The hold on table {table_id} expired as it was taken")
+        return Hold(key, lease, stored.mod_revision)
 
     def stage(self, write_id: str, write_dir: str, *, ttl_s: float) -> int:
         """Register a write before its files exist: ``data.staging.<write_id>``

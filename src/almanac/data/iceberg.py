@@ -45,6 +45,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
+    RemoveSnapshotsUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSpecUpdate,
     SetPropertiesUpdate,
@@ -73,6 +74,7 @@ from pyiceberg.types import (
 )
 
 from almanac.catalog_version import CatalogVersion
+from almanac.data.arrow import column_defaults
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.tablets import partition_column, table_partitions
 from almanac.datatypes import ColumnType
@@ -104,7 +106,9 @@ TABLE_ID_PROPERTY = "almanac.table-id"
 _MAX_ICEBERG_DECIMAL = 38
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_CACHE_SIZE = 4096
+_METADATA_CACHE = 64
+"""Parsed metadata.json files kept (each lists every snapshot of its table)."""
+_MANIFEST_CACHE = 4096
 
 _SIMPLE: dict[ColumnType, PrimitiveType] = {
     ColumnType.BOOLEAN: BooleanType(),
@@ -143,16 +147,21 @@ def iceberg_type(column: Column) -> PrimitiveType:
 
 def iceberg_schema(table: Table, schema_id: int = 0) -> Schema:
     """The table's columns as an Iceberg schema whose field ids are column ids."""
-    fields = [
-        NestedField(
-            field_id=c.id,
-            name=c.name,
-            field_type=iceberg_type(c),
-            required=not c.nullable,
-        )
-        for c in table.columns
-    ]
-    return Schema(*fields, schema_id=schema_id)
+    return Schema(*(_field(c) for c in table.columns), schema_id=schema_id)
+
+
+def _field(column: Column) -> NestedField:
+    """A column as an Iceberg field, with its ``initial-default`` (what rows
+    written before it existed read) and ``write-default``."""
+    initial, write = column_defaults(column)
+    defaults: dict[str, Any] = {"initial_default": initial, "write_default": write}
+    return NestedField(
+        field_id=column.id,
+        name=column.name,
+        field_type=iceberg_type(column),
+        required=not column.nullable,
+        **defaults,
+    )
 
 
 def partition_spec(table: Table, partitions: int, spec_id: int = 0) -> PartitionSpec:
@@ -438,9 +447,10 @@ class IcebergFiles:
             return value
 
     def _remember(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+        limit = _METADATA_CACHE if cache is self._metadata else _MANIFEST_CACHE
         with self._lock:
             cache[key] = value
-            while len(cache) > _CACHE_SIZE:
+            while len(cache) > limit:
                 cache.popitem(last=False)
 
     def metadata(self, location: str) -> TableMetadata:
@@ -642,6 +652,55 @@ class IcebergFiles:
                 if m.added_snapshot_id == snapshot.snapshot_id
             )
         return new_location, written
+
+    def write_schema(
+        self, table_id: int, parent: str, shape: CommitShape
+    ) -> tuple[str, list[str]] | None:
+        """Write a ``metadata.json`` that is ``parent`` under the shape's
+        schema and spec, same snapshots; None when nothing would change."""
+        updates = self._evolve(self.metadata(parent), shape)
+        if not any(not isinstance(u, SetPropertiesUpdate) for u in updates):
+            return None
+        return self._rewrite(table_id, parent, updates)
+
+    def write_without(
+        self, table_id: int, parent: str, snapshot_ids: Iterable[int]
+    ) -> tuple[str, list[str]] | None:
+        """Write a ``metadata.json`` that is ``parent`` without the given
+        (expired) snapshots, so that no Iceberg reader is offered a snapshot
+        whose files are gone; None when it has none of them."""
+        known = {s.snapshot_id for s in self.metadata(parent).snapshots}
+        doomed = sorted(known & set(snapshot_ids))
+        if not doomed:
+            return None
+        update = RemoveSnapshotsUpdate.model_validate({"snapshot-ids": doomed})
+        return self._rewrite(table_id, parent, [update])
+
+    def _rewrite(
+        self, table_id: int, parent: str, updates: Sequence[TableUpdate]
+    ) -> tuple[str, list[str]]:
+        writer = _StagingWriter(self.io, fresh=False)
+        table = IcebergTable(
+            identifier=("almanac", str(table_id)),
+            metadata=self.metadata(parent),
+            metadata_location=parent,
+            io=self.io,
+            catalog=writer,
+        )
+        tx = table.transaction()
+        tx._apply(tuple(updates), ())
+        try:
+            tx.commit_transaction()
+        except BaseException:
+            self.remove(path for path, _ in writer.written)
+            raise
+        location, metadata = writer.written[-1]
+        self._remember(self._metadata, location, metadata)
+        return location, [location]
+
+    def snapshot_id(self, location: str) -> int | None:
+        """The Iceberg id of the current snapshot of ``location``."""
+        return self.metadata(location).current_snapshot_id
 
     def _evolve(self, base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
         """Schema and spec changes that bring ``base`` to ``shape`` when the

@@ -14,6 +14,7 @@ the others are still cleaned.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import time
 from collections import defaultdict
@@ -34,6 +35,7 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
+    encode_record,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -41,8 +43,7 @@ from almanac.data.snapshots import (
 )
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
-from almanac.log import KEY_PINS
-from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -93,7 +94,7 @@ def _read_state(data: TableData) -> _State:
 
 def _dropped(cat: Catalog, table_ids: Iterable[int]) -> list[int]:
     """Tables that no available catalog version contains."""
-    cat.log.catch_up(cat)  # every stored version, applied on this thread
+    cat.catch_up()  # every stored version, applied on this thread
     candidates = {t for t in table_ids if cat.catalog().table_by_id(t) is None}
     for version in range(cat.latest_version, cat.earliest_version - 1, -1):
         if not candidates:
@@ -153,7 +154,10 @@ def _purge(
     if table_id in busy:
         _delete(data.warehouse, paths, report.files_removed)
         return
-    report.files_removed.extend(sorted(paths))
+    # Files of a converted (upgraded) table may live outside its directory.
+    inside = data.warehouse.table_dir(table_id) + "/"
+    _delete(data.warehouse, {p for p in paths if not p.startswith(inside)}, report.files_removed)
+    report.files_removed.extend(sorted(p for p in paths if p.startswith(inside)))
     data.warehouse.remove_dir(data.warehouse.table_dir(table_id))
 
 
@@ -252,7 +256,7 @@ def expire_data(
     data = TableData.for_catalog(cat)
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
     for _ in range(_MAX_ATTEMPTS):
-        oldest_pin, pins_revision = cat.log.oldest_pinned()
+        oldest_pin, pins_unchanged = cat.oldest_pinned()
         records = data.records(table.id)
         keep = 0
         while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
@@ -266,11 +270,43 @@ def expire_data(
         if not removed:
             return []
         snapshots = [data.load(r) for r in removed]
-        compares = [Compare.mod_revision(KEY_PINS, "==", pins_revision)]
+        compares = [pins_unchanged]
         ops: list[Op] = [Delete(snapshot_key(r.table_id, r.snapshot_id)) for r in removed]
         ops.extend(Delete(write_key(r.write_id)) for r in removed)
-        if not data.store.txn(compares, ops).succeeded:
+        # The current metadata.json drops the expired snapshots too, so an
+        # Iceberg reader is never offered one whose files are gone.
+        current = kept[-1]
+        current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
+        if current_kv is None:
             continue
+        expired: set[int] = set()
+        for record in removed:
+            with contextlib.suppress(CatalogError):
+                iceberg_id = data.iceberg.snapshot_id(record.metadata)
+                if iceberg_id is not None:
+                    expired.add(iceberg_id)
+        hold = data.hold(table.id)
+        rewritten: tuple[str, list[str]] | None = None
+        ok = False
+        try:
+            rewritten = data.iceberg.write_without(table.id, current.metadata, expired)
+            if rewritten is not None:
+                moved = dataclasses.replace(current, metadata=rewritten[0])
+                compares += [
+                    Compare.value(table_key(table.id), "==", str(current.snapshot_id).encode()),
+                    Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
+                    hold.compare(),
+                ]
+                ops += [Put(current_kv.key, encode_record(moved)), hold.delete()]
+            ok = data.store.txn(compares, ops).succeeded
+        finally:
+            data.release(hold.lease)
+            if not ok and rewritten is not None:
+                data.iceberg.remove(rewritten[1])
+        if not ok:
+            continue
+        if rewritten is not None:
+            kept[-1] = dataclasses.replace(current, metadata=rewritten[0])
         live: set[str] = set()
         for record in kept:
             live |= _files(data, record)
