@@ -134,7 +134,8 @@ def bench_planning(cat: almanac.Catalog, files: int, max_commits: int) -> None:
         location = table.location()
 
         def cold(table: Table = table) -> None:
-            plan = plan_scan(cat, TableData.for_catalog(cat), table.name)
+            fresh = TableData(table.data.store, table.data.warehouse, table.data.clock)
+            plan = plan_scan(cat, fresh, table.name)
             assert len(plan.files) == files
 
         def warm(table: Table = table) -> None:
