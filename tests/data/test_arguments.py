@@ -12,7 +12,9 @@ import pytest
 
 from almanac import Catalog, ValidationError
 from almanac.data import (
+    CommitShape,
     Predicate,
+    TableData,
     arrow_schema,
     arrow_type,
     conform,
@@ -24,8 +26,10 @@ from almanac.data import (
     run_janitor,
     table_partitions,
     tablets_of,
+    write_files,
     write_table,
 )
+from almanac.data.warehouse import new_write_id
 from tests.data.support import append, create
 
 
@@ -107,3 +111,43 @@ def test_entry_points_check_their_arguments_when_called(cat: Catalog) -> None:
         with pytest.raises(ValidationError) as info:
             call()
         assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
+    """A CommitShape with a wrong field is refused when built, before it can
+    write Iceberg metadata with a bucket count of "4" or 0, or stamp a
+    snapshot with a catalog version that is not a number; ``commit`` names its
+    wrong arguments instead of failing in ``tuple()`` or ``range()``."""
+    table = create(cat)
+    append(cat, [1])
+    version = cat.catalog().version
+    shapes: list[tuple[Any, str]] = [
+        (lambda: CommitShape(bad("T"), 4, version), "'table' of CommitShape"),
+        (lambda: CommitShape(table, bad("4"), version), "'partitions' of CommitShape"),
+        (lambda: CommitShape(table, 0, version), "'partitions' of CommitShape"),
+        (lambda: CommitShape(table, 4, bad("1")), "'catalog_version' of CommitShape"),
+        (lambda: CommitShape(table, 4, -5), "'catalog_version' of CommitShape"),
+        (lambda: CommitShape(table, 4, version, bad("x")), "'activated_at' of CommitShape"),
+    ]
+    data = TableData.for_catalog(cat)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    data.stage(write_id, write_dir, ttl_s=600)
+    files = write_files(data.warehouse, table, 4, conform(pa.table({"ID": [2]}), table), write_dir)
+    shape = CommitShape.of(cat.catalog(), table)
+    commits: list[tuple[Any, str]] = [
+        (lambda: data.commit(shape, write_id, bad(5), operation="append"), "'files' of"),
+        (lambda: data.commit(shape, write_id, bad("f"), operation="append"), "'files' of"),
+        (
+            lambda: data.commit(shape, write_id, files, operation="append", max_attempts=bad("x")),
+            "'max_attempts' of TableData.commit",
+        ),
+        (lambda: data.commit(shape, bad(7), files, operation="append"), "'write_id' of"),
+    ]
+    for call, fragment in shapes + commits:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert read_table(cat, "T").num_rows == 1
+    data.commit(shape, write_id, files, operation="append")
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2]

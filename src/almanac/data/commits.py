@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
+from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.clock import HybridClock
 from almanac.data.files import DataFile
@@ -215,8 +216,10 @@ class TableData:
         aborted write, one never staged, or one whose staging lease expired."""
         _check_operation(operation)
         check_shape(shape)
+        check.string(write_id, "Parameter 'write_id' of TableData.commit", nonblank=True)
+        check.integer(max_attempts, "Parameter 'max_attempts' of TableData.commit", lo=1)
+        files = _files(files, "TableData.commit")
         table_id = shape.table.id
-        files = tuple(files)
         for attempt in range(max_attempts):
             # The store's writer section (see Metastore.exclusive) makes the
             # cooperating writers take turns, so a commit reads its parent
@@ -284,11 +287,9 @@ class TableData:
         or not, and the caller calls ``published`` or ``discard`` after."""
         _check_operation(operation)
         check_shape(shape)
+        check.string(write_id, "Parameter 'write_id' of TableData.commit_ops", nonblank=True)
         table_id = shape.table.id
-        new = tuple(files)
-        for f in new:
-            if not isinstance(f, DataFile):
-                raise ValidationError(f"Not a DataFile: {f!r}")
+        new = _files(files, "TableData.commit_ops")
         staging = self.store.get(staging_key(write_id))
         if staging is None:
             raise WriteStateError(
@@ -468,6 +469,19 @@ def check_shape(shape: object) -> None:
         raise ValidationError(
             f"A data commit needs a CommitShape (CommitShape.of(version, table)), not {shape!r}"
         )
+
+
+def _files(files: object, where: str) -> tuple[DataFile, ...]:
+    """``files`` as a tuple of ``DataFile``, or a ``ValidationError``."""
+    if isinstance(files, str | bytes) or not isinstance(files, Sequence):
+        raise ValidationError(
+            f"Parameter 'files' of {where} must be a sequence of DataFile, got "
+            f"{type(files).__name__}"
+        )
+    for f in files:
+        if not isinstance(f, DataFile):
+            raise ValidationError(f"Not a DataFile: {f!r}")
+    return tuple(files)
 
 
 def _unique(files: tuple[DataFile, ...]) -> tuple[DataFile, ...]:

@@ -71,6 +71,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import column_defaults
 from almanac.data.files import ColumnStats, DataFile
@@ -368,6 +369,12 @@ class CommitShape:
     partitions: int
     catalog_version: int
     activated_at: int = 0
+
+    def __post_init__(self) -> None:
+        check.instance(self.table, Table, "Field 'table' of CommitShape")
+        check.integer(self.partitions, "Field 'partitions' of CommitShape", lo=1, hi=2**31 - 1)
+        check.integer(self.catalog_version, "Field 'catalog_version' of CommitShape", lo=0)
+        check.integer(self.activated_at, "Field 'activated_at' of CommitShape", lo=0)
 
     @staticmethod
     def of(version: CatalogVersion, table: Table) -> CommitShape:
