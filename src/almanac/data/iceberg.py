@@ -127,6 +127,12 @@ _SIMPLE: dict[ColumnType, PrimitiveType] = {
 }
 
 
+def _reason(exc: BaseException) -> str:
+    """The first line of an exception, with its type (for a file that does not parse)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
 def iceberg_type(column: Column) -> PrimitiveType:
     """The Iceberg type of a column; ``DataError`` for a DECIMAL wider than
     Iceberg's 38 digits, which no Iceberg reader could read."""
@@ -433,9 +439,12 @@ class IcebergFiles:
                 f"Iceberg metadata file '{location}' is missing from the warehouse",
                 path=location,
             ) from exc
-        except (ValueError, KeyError, TypeError, OSError) as exc:
+        except CatalogError:
+            raise
+        except Exception as exc:  # damaged storage: pydantic, JSON, UTF-8, I/O, ...
             raise CorruptLogError(
-                f"Iceberg metadata file '{location}' cannot be read: {exc}", path=location
+                f"Iceberg metadata file '{location}' cannot be read: {_reason(exc)}",
+                path=location,
             ) from exc
         self._remember(self._metadata, location, metadata)
         return metadata
@@ -454,7 +463,20 @@ class IcebergFiles:
 
     def manifests(self, metadata: TableMetadata) -> list[ManifestFile]:
         snapshot = metadata.current_snapshot()
-        return [] if snapshot is None else list(snapshot.manifests(self.io))
+        if snapshot is None:
+            return []
+        try:
+            return list(snapshot.manifests(self.io))
+        except FileNotFoundError as exc:
+            raise CatalogError(
+                f"Iceberg manifest list '{snapshot.manifest_list}' is missing from the warehouse",
+                path=snapshot.manifest_list,
+            ) from exc
+        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
+            raise CorruptLogError(
+                f"Iceberg manifest list '{snapshot.manifest_list}' cannot be read: {_reason(exc)}",
+                path=snapshot.manifest_list,
+            ) from exc
 
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
@@ -470,6 +492,13 @@ class IcebergFiles:
         except FileNotFoundError as exc:
             raise CatalogError(
                 f"Iceberg manifest '{manifest.manifest_path}' is missing from the warehouse",
+                path=manifest.manifest_path,
+            ) from exc
+        except CatalogError:
+            raise
+        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
+            raise CorruptLogError(
+                f"Iceberg manifest '{manifest.manifest_path}' cannot be read: {_reason(exc)}",
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
@@ -548,6 +577,7 @@ class IcebergFiles:
             base_location = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         else:
             base, base_location = self.metadata(parent), parent
+            self.manifests(base)  # a damaged manifest list is a CatalogError, here
         table = IcebergTable(
             identifier=("almanac", str(table_id)),
             metadata=base,
