@@ -18,6 +18,7 @@ from almanac import (
     ColumnDef,
     ColumnType,
     ConstantDefault,
+    DataError,
     DropColumns,
     NotFoundError,
     RenameTable,
@@ -123,3 +124,30 @@ def test_pyiceberg_reads_an_added_column_as_its_initial_default(cat: Catalog) ->
     assert (field.initial_default, field.write_default) == (7, 8)
     assert _ours(cat).column("X").to_pylist() == [7, 8]
     assert _pyiceberg_rows(location).column("X").to_pylist() == [7, 8]
+
+
+def test_pyiceberg_reads_and_prunes_a_nanosecond_time_key(cat: Catalog, tmp_path: Path) -> None:
+    """Iceberg's ``time`` is microseconds: a TIME(9) column is stored in
+    microseconds too (a file of nanoseconds is one no Iceberg reader opens),
+    and a value with a nanosecond remainder is refused, not truncated."""
+    create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.TIME, precision=9, nullable=False),
+            ColumnDef(name="V", type=ColumnType.INT32),
+        ],
+    )
+    micros = [0, 1, 43_200_000_001, 86_399_999_999]
+    write_table(cat, "T", pa.table({"ID": pa.array(micros, pa.time64("us")), "V": [1, 2, 3, 4]}))
+    nanos = pa.array([5_000, 7_000_000], pa.time64("ns"))
+    write_table(cat, "T", pa.table({"ID": nanos, "V": [5, 6]}))
+    with pytest.raises(DataError, match="'ID'"):
+        write_table(cat, "T", pa.table({"ID": pa.array([1], pa.time64("ns")), "V": [7]}))
+    location = metadata_location(str(tmp_path / "data"), "T")
+    theirs, ours = _pyiceberg_rows(location), _ours(cat)
+    assert theirs.to_pylist() == ours.to_pylist()
+    assert ours.num_rows == 6
+    table = StaticTable.from_metadata(location)
+    for value in theirs.column("ID").to_pylist():
+        found = table.scan(row_filter=_id_is(value)).to_arrow()
+        assert found.column("ID").to_pylist() == [value]

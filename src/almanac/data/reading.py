@@ -319,6 +319,10 @@ def _cast(
     read at a version before the widen) may not fit: say so, never a raw
     pyarrow error."""
     try:
+        if pa.types.is_time(arr.type) and pa.types.is_time(target):
+            # A TIME file written in nanoseconds before TIME became Iceberg's
+            # microseconds: floored, as Iceberg readers do.
+            return arr.cast(target, safe=False)
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise DataError(
