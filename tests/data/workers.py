@@ -57,3 +57,20 @@ def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> N
         Path(gate, "written.tmp").rename(Path(gate, "written"))
         while True:
             time.sleep(1)
+
+
+def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
+    """Run the janitor with no grace (and, with ``expire``, expire every old
+    data snapshot) in a loop until ``<gate>/stop`` exists; the runs made."""
+    from almanac.data import expire_data, run_janitor
+
+    runs = 0
+    with connect(target) as cat:
+        Path(gate, "ready-cleaner").touch()
+        while not Path(gate, "stop").exists():
+            report = run_janitor(cat, grace_s=0)
+            assert not report.errors, report.errors
+            if expire:
+                expire_data(cat, table_name, older_than=cat.clock.now())
+            runs += 1
+    return runs
