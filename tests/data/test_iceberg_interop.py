@@ -18,16 +18,21 @@ from almanac import (
     ColumnDef,
     ColumnType,
     ConstantDefault,
+    CreateSchema,
+    CreateTable,
     DataError,
     DropColumns,
     NotFoundError,
     RenameTable,
+    ValidationError,
     WarehouseFormatError,
 )
 from almanac.data import TableData, read_table, write_table
 from almanac.data.snapshots import snapshot_key
 from almanac.iceberg import load_table, metadata_location
 from tests.data.support import append, create
+
+_ID = (ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),)
 
 
 def _id_is(value: int) -> BooleanExpression:
@@ -151,3 +156,28 @@ def test_pyiceberg_reads_and_prunes_a_nanosecond_time_key(cat: Catalog, tmp_path
     for value in theirs.column("ID").to_pylist():
         found = table.scan(row_filter=_id_is(value)).to_arrow()
         assert found.column("ID").to_pylist() == [value]
+
+
+def test_load_table_finds_names_that_hold_dots(cat: Catalog, tmp_path: Path) -> None:
+    """A schema or table name may hold a dot; "S.T" resolves to the one
+    existing table it can name, an ambiguous name is a ValidationError, and
+    ``schema=`` says which is meant."""
+    target = str(tmp_path / "data")
+    cat.execute([CreateSchema(name="S.X")])
+    create(cat, "T")
+    cat.execute([CreateTable(name="T", schema="S.X", columns=_ID, primary_key=("ID",))])
+    create(cat, "a.b")
+    create(cat, "..")
+    write_table(cat, "T", pa.table({"ID": [1]}), "S.X")
+    for name in ("a.b", ".."):
+        write_table(cat, name, pa.table({"ID": [2]}))
+    assert load_table(target, "S.X.T").scan().to_arrow().column("ID").to_pylist() == [1]
+    assert load_table(target, "T", schema="S.X").scan().to_arrow().num_rows == 1
+    for name in ("a.b", "..", "PUBLIC.a.b", "PUBLIC..."):
+        assert load_table(target, name).scan().to_arrow().column("ID").to_pylist() == [2]
+    cat.execute([CreateSchema(name="S")])
+    cat.execute([CreateTable(name="X.T", schema="S", columns=_ID, primary_key=("ID",))])
+    with pytest.raises(ValidationError, match="ambiguous"):
+        metadata_location(target, "S.X.T")
+    with pytest.raises(NotFoundError, match=r"'NOPE' of schema 'S\.X'"):
+        metadata_location(target, "NOPE", schema="S.X")
