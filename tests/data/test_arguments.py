@@ -22,6 +22,7 @@ from almanac.data import (
     expire_data,
     output_schema,
     partition_column,
+    read_file,
     read_table,
     run_janitor,
     table_partitions,
@@ -151,3 +152,33 @@ def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
     assert read_table(cat, "T").num_rows == 1
     data.commit(shape, write_id, files, operation="append")
     assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2]
+
+
+def test_reads_check_their_columns_and_filters(cat: Catalog) -> None:
+    """``columns="ID"`` is not the columns I and D, a filter that is not a
+    sequence is named, ``read_file`` checks what it is given, and an empty IN
+    matches nothing instead of failing in pyarrow."""
+    table = create(cat)
+    snapshot = append(cat, [1, 2])
+    warehouse = TableData.for_catalog(cat).warehouse
+    cases: list[tuple[Any, str]] = [
+        (lambda: read_table(cat, "T", columns=bad("ID")), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", columns=bad(5)), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", columns=bad([5])), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", filters=bad(5)), "'filters' of plan_scan"),
+        (lambda: read_table(cat, "T", filters=bad("ID=1")), "'filters' of plan_scan"),
+        (lambda: list(read_file(bad(None), snapshot.files[0], warehouse)), "'plan_table'"),
+        (lambda: list(read_file(table, bad("f"), warehouse)), "'file' of read_file"),
+        (lambda: list(read_file(table, snapshot.files[0], bad("/"))), "'warehouse'"),
+        (
+            lambda: list(read_file(table, snapshot.files[0], warehouse, batch_rows=0)),
+            "'batch_rows' of read_file",
+        ),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert read_table(cat, "T", filters=[Predicate("V", "in", [])]).num_rows == 0
+    assert read_table(cat, "T", filters=[Predicate("V", "in", [None])]).num_rows == 0
+    assert read_table(cat, "T", filters=[Predicate("V", "in", ["v1"])]).num_rows == 1

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from almanac import _check as check
 from almanac.datatypes import ColumnType, shown
 from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Table
-from almanac.errors import DataError, NotFoundError
+from almanac.errors import DataError, NotFoundError, ValidationError
 
 __all__ = [
     "FIELD_ID",
@@ -109,6 +109,14 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
     ``NotFoundError`` for a name the table does not have."""
     if columns is None:
         return list(table.columns)
+    if isinstance(columns, str | bytes) or not isinstance(columns, Sequence):
+        raise ValidationError(
+            f"Parameter 'columns' of a read of table '{table.name}' must be a sequence of "
+            f"column names, got {type(columns).__name__} {columns!r:.80}",
+            table=table.name,
+        )
+    for name in columns:
+        check.string(name, f"Column name in parameter 'columns' of a read of table '{table.name}'")
     wanted = set(columns)
     for name in columns:
         if table.column(name) is None:
