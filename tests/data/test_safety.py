@@ -191,3 +191,37 @@ def test_a_file_that_does_not_fit_an_older_schema_is_a_data_error(cat: Catalog) 
     assert current is not None
     with pytest.raises(DataError, match="does not fit its type int32"):
         list(read_file(old_table, current.files[0], data.warehouse))
+
+
+def test_a_write_commits_only_the_files_in_its_own_directory(cat: Catalog, tmp_path: Path) -> None:
+    """Publishing another write's files (gone when that write aborts), another
+    table's (gone when it is purged) or a file outside the warehouse would
+    leave a table that no read can open: WriteStateError, nothing published."""
+    create(cat)
+    create(cat, "U")
+    append(cat, [1])
+    data, a_id, a_dir, a_files = _staged(cat, [2], ttl_s=600)
+    _, b_id, _, b_files = _staged(cat, [3], ttl_s=600)
+    version = cat.catalog()
+    t, u = version.table("T"), version.table("U")
+    assert t is not None and u is not None
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(Path(b_files[0].path).read_bytes())
+    moved = dataclasses.replace(b_files[0], path=str(outside))
+    escaped = dataclasses.replace(b_files[0], path=f"{a_dir}/../{b_id}/x.parquet")
+    before = data_keys(cat)
+    for shape, files, fragment in [
+        (CommitShape.of(version, t), a_files, "not in the directory of write"),
+        (CommitShape.of(version, t), [moved], "not in the directory of write"),
+        (CommitShape.of(version, t), [escaped], "not in the directory of write"),
+        (CommitShape.of(version, u), b_files, "not in the directory of table"),
+    ]:
+        with pytest.raises(WriteStateError, match=fragment):
+            data.commit(shape, b_id, files, operation="append")
+    assert data_keys(cat) == before
+    data.abort(a_id, a_dir)
+    assert ids_of(read_table(cat, "T")) == [1]
+    data.commit(CommitShape.of(version, t), b_id, b_files, operation="append")
+    assert ids_of(read_table(cat, "T")) == [1, 3]
+    run_janitor(cat, grace_s=0)
+    assert ids_of(read_table(cat, "T")) == [1, 3]

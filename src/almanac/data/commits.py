@@ -297,6 +297,7 @@ class TableData:
                 "expired and its files may already be collected), so it cannot commit",
                 write_id=write_id,
             )
+        self._check_files_belong(table_id, write_id, staging.value.decode(), new)
         self._check_files_exist(write_id, new)
         if parent is None:
             snapshot_id, origin = 1, None
@@ -357,6 +358,30 @@ class TableData:
         with self._lock:
             written = self._written.pop(snapshot.metadata, [])
         self.iceberg.remove(written)
+
+    def _check_files_belong(
+        self, table_id: int, write_id: str, write_dir: str, files: tuple[DataFile, ...]
+    ) -> None:
+        """A write publishes only files in its own directory of the table: a
+        file of another write would vanish when that write aborts, one of
+        another table when that table is purged."""
+        expected = self.warehouse.write_dir(table_id, write_id)
+        if write_dir != expected:
+            raise WriteStateError(
+                f"Write {write_id} was staged in '{write_dir}', not in the directory of "
+                f"table {table_id} ('{expected}'); it cannot commit to that table",
+                write_id=write_id,
+                table_id=table_id,
+            )
+        for f in files:
+            inside = f.path.startswith(f"{write_dir}/")
+            if not inside or "/../" in f.path or "/./" in f.path:
+                raise WriteStateError(
+                    f"Data file '{f.path}' is not in the directory of write {write_id} "
+                    f"('{write_dir}'); a write commits only the files it wrote",
+                    write_id=write_id,
+                    path=f.path,
+                )
 
     def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
         """A write whose files are gone (collected, deleted by hand) must not
