@@ -5,12 +5,15 @@ skips the table; the other tables keep working."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from almanac import AddColumns, Catalog, CatalogError, ColumnDef, ColumnType
+from almanac import AddColumns, Catalog, CatalogError, ColumnDef, ColumnType, CorruptLogError
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
 from tests.data.support import append, connect, create, ids_of, rows
 
@@ -72,3 +75,42 @@ def test_damaged_iceberg_metadata_is_a_catalog_error_naming_the_file(
         assert ids_of(read_table(cat, "OK")) == [5]
         append(cat, [6], name="OK")
         assert ids_of(read_table(cat, "OK")) == [5, 6]
+
+
+def _point_nowhere(metadata: dict[str, Any]) -> None:
+    metadata["current-snapshot-id"] = 12345
+
+
+def _point_to_the_parent(metadata: dict[str, Any]) -> None:
+    metadata["current-snapshot-id"] = metadata["snapshots"][0]["snapshot-id"]
+
+
+@pytest.mark.parametrize("edit", [_point_nowhere, _point_to_the_parent])
+def test_a_metadata_json_naming_another_current_snapshot_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    """A ``metadata.json`` that still parses but names another current
+    snapshot (or none) must not read as an empty or older table, take a
+    commit on top, or let the janitor take the files it no longer names."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        broken = create(cat)
+        append(cat, [1, 2])
+        append(cat, [3])
+        path = _current_files(cat, broken.id)["metadata"]
+        current = TableData.for_catalog(cat).current(broken.id)
+        assert current is not None
+        files = [Path(f.path) for f in current.files]
+    metadata = json.loads(path.read_text())
+    edit(metadata)
+    path.write_text(json.dumps(metadata))
+    with connect(target) as cat:
+        for call in (
+            lambda: read_table(cat, "T"),
+            lambda: write_table(cat, "T", rows([9])),
+        ):
+            with pytest.raises(CorruptLogError, match=re.escape(path.name)):
+                call()
+        report = run_janitor(cat, grace_s=0)
+        assert path.name in report.errors[broken.id]
+        assert all(f.exists() for f in files)

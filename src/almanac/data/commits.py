@@ -156,7 +156,9 @@ class TableData:
         return None if kv is None else decode_record(key, kv.value)
 
     def files_of(self, record: Record) -> tuple[DataFile, ...]:
-        """The snapshot's files, from the Iceberg manifests of its metadata."""
+        """The snapshot's files, from the Iceberg manifests of its metadata
+        (``CorruptLogError`` if its current snapshot is not the record's)."""
+        self.iceberg.check_current(record.metadata, record.write_id)
         return self.iceberg.files(record.metadata)
 
     def load(self, record: Record) -> DataSnapshot:
@@ -299,6 +301,8 @@ class TableData:
             )
         self._check_files_belong(table_id, write_id, staging.value.decode(), new)
         self._check_files_exist(write_id, new)
+        if parent is not None:
+            self.iceberg.check_current(parent.metadata, parent.write_id)
         if parent is None:
             snapshot_id, origin = 1, None
             commit_time = self.clock.update(shape.activated_at)

@@ -449,6 +449,24 @@ class IcebergFiles:
         self._remember(self._metadata, location, metadata)
         return metadata
 
+    def check_current(self, location: str, write_id: str) -> None:
+        """``CorruptLogError`` unless the current snapshot of ``location`` is the
+        one write ``write_id`` committed: a ``metadata.json`` edited or damaged
+        so that it names another snapshot (or none) must not read as another
+        set of files, nor leave the janitor thinking the table's files are
+        unreferenced."""
+        snapshot = self.metadata(location).current_snapshot()
+        found = None if snapshot is None else snapshot.summary
+        written = None if found is None else found.additional_properties.get(WRITE_ID_PROPERTY)
+        if written != write_id:
+            raise CorruptLogError(
+                f"Iceberg metadata file '{location}' does not name the snapshot of write "
+                f"{write_id} as current (it names "
+                f"{'no snapshot' if snapshot is None else f'snapshot {snapshot.snapshot_id}'}"
+                f" of write {written}); the file was changed or damaged",
+                path=location,
+            )
+
     def _types(self, metadata: TableMetadata) -> dict[int, PrimitiveType]:
         types: dict[int, PrimitiveType] = {}
         for schema in sorted(metadata.schemas, key=lambda s: s.schema_id):
