@@ -31,7 +31,7 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.warehouse import new_write_id
-from tests.data.support import append, create
+from tests.data.support import append, create, zone_tablets
 
 
 def bad(value: object) -> Any:
@@ -134,7 +134,13 @@ def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=600)
-    files = write_files(data.warehouse, table, 4, conform(pa.table({"ID": [2]}), table), write_dir)
+    files = write_files(
+        data.warehouse,
+        table,
+        zone_tablets(cat, table),
+        conform(pa.table({"ID": [2]}), table),
+        write_dir,
+    )
     shape = CommitShape.of(cat.catalog(), table)
     commits: list[tuple[Any, str]] = [
         (lambda: data.commit(shape, write_id, bad(5), operation="append"), "'files' of"),

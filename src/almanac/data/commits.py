@@ -18,14 +18,17 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from almanac import _check as check
 from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
+from almanac.data.arrow import arrow_type
 from almanac.data.files import DataFile
 from almanac.data.iceberg import CommitShape, IcebergFiles
 from almanac.data.snapshots import (
@@ -40,6 +43,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
+from almanac.data.tablets import partition_column, tablets_of
 from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
@@ -132,6 +136,9 @@ class TableData:
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
         self.iceberg = IcebergFiles()
+        self.versions: Callable[[int], CatalogVersion | None] | None = None
+        """The catalog version of a number, None if this node does not hold
+        it; set by the data plane so commits check their shape against it."""
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -299,7 +306,9 @@ class TableData:
                 "expired and its files may already be collected), so it cannot commit",
                 write_id=write_id,
             )
+        self._check_shape_fits(shape)
         self._check_files_belong(table_id, write_id, staging.value.decode(), new)
+        self._check_tablets(shape, new)
         self._check_files_exist(write_id, new)
         if parent is not None:
             self.iceberg.check_current(parent.metadata, parent.write_id)
@@ -362,6 +371,63 @@ class TableData:
         with self._lock:
             written = self._written.pop(snapshot.metadata, [])
         self.iceberg.remove(written)
+
+    def _check_shape_fits(self, shape: CommitShape) -> None:
+        """A shape built by hand must have the table and tablet count that
+        ``CommitShape.of`` gives for its version, when this node holds it: files bucketed for one
+        tablet count but declared under another would make Iceberg readers
+        prune away rows they hold."""
+        version = None if self.versions is None else self.versions(shape.catalog_version)
+        if version is None:
+            return
+        table = version.tables_by_id.get(shape.table.id)
+        expected = None if table is None else CommitShape.of(version, table)
+        # The activation time may be later (a version activating ahead).
+        if expected is None or (expected.table, expected.partitions) != (
+            shape.table,
+            shape.partitions,
+        ):
+            raise ValidationError(
+                f"The shape of a commit to table '{shape.table.name}' (id {shape.table.id}) "
+                f"does not match catalog version {shape.catalog_version}"
+                + (
+                    ", where that table does not exist"
+                    if expected is None
+                    else f" (partitions {expected.partitions}); build it with CommitShape.of"
+                ),
+                table=shape.table.name,
+                version=shape.catalog_version,
+            )
+
+    def _check_tablets(self, shape: CommitShape, files: tuple[DataFile, ...]) -> None:
+        """Each file's tablet is a bucket of the shape's ``bucket[N]``, and the
+        smallest and largest partition keys it holds (its statistics) fall in
+        that bucket: files bucketed for another tablet count would be skipped
+        by every Iceberg reader's key filter."""
+        column = partition_column(shape.table)
+        for f in files:
+            if not 0 <= f.tablet < shape.partitions:
+                raise WriteStateError(
+                    f"Data file '{f.path}' is in tablet {f.tablet}, but table "
+                    f"'{shape.table.name}' has {shape.partitions} tablets",
+                    path=f.path,
+                )
+            stats = None if column is None else f.stats.get(column.id)
+            if column is None or stats is None or stats.min is None or stats.max is None:
+                continue
+            try:
+                keys = pa.table({column.name: pa.array([stats.min, stats.max], arrow_type(column))})
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                continue  # statistics we cannot rebuild prove nothing
+            found = set(tablets_of(keys, shape.table, shape.partitions).tolist())
+            if found != {f.tablet}:
+                raise WriteStateError(
+                    f"Data file '{f.path}' holds keys of column '{column.name}' that belong "
+                    f"to tablets {sorted(found)} of the {shape.partitions} of table "
+                    f"'{shape.table.name}', not to its tablet {f.tablet}; it was written "
+                    "for another tablet count",
+                    path=f.path,
+                )
 
     def _check_files_belong(
         self, table_id: int, write_id: str, write_dir: str, files: tuple[DataFile, ...]
