@@ -3,9 +3,11 @@ its read path, reads what our writers produced, through schema changes."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
 from pyiceberg.table import StaticTable
@@ -181,3 +183,26 @@ def test_load_table_finds_names_that_hold_dots(cat: Catalog, tmp_path: Path) -> 
         metadata_location(target, "S.X.T")
     with pytest.raises(NotFoundError, match=r"'NOPE' of schema 'S\.X'"):
         metadata_location(target, "NOPE", schema="S.X")
+
+
+def test_a_nanosecond_time_file_of_an_older_release_reads_floored(cat: Catalog) -> None:
+    """Files written when TIME(9) was stored in nanoseconds read as the
+    microseconds Iceberg keeps, floored (as Iceberg floors), not as a
+    DataError."""
+    create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="T", type=ColumnType.TIME, precision=9),
+        ],
+    )
+    snapshot = write_table(
+        cat, "T", pa.table({"ID": [1], "T": pa.array([1_000_002], pa.time64("us"))})
+    )
+    (only,) = snapshot.files
+    old = pq.read_table(only.path)
+    index = old.schema.get_field_index("T")
+    field = old.schema.field(index).with_type(pa.time64("ns"))
+    nanos = pa.array([1_000_002_999], pa.time64("ns"))
+    pq.write_table(old.set_column(index, field, nanos), only.path)
+    assert read_table(cat, "T").column("T").to_pylist() == [dt.time(0, 0, 1, 2)]
