@@ -6,9 +6,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from almanac import Catalog
 from tests.data.support import connect
+
+# Hypothesis's default deadline (200 ms per example) is an assertion on a
+# duration, which fails on a loaded machine: the data tests never assert one.
+settings.register_profile("data", deadline=None)
+settings.load_profile("data")
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, CreateTable, Table
-from almanac.data import TableData, write_table
+from almanac.data import TableData, table_partitions, write_table
 from almanac.data.snapshots import DataSnapshot
 
 
@@ -82,3 +82,9 @@ def same(a: object, b: object) -> bool:
 
 def connect(target: str) -> Catalog:
     return almanac.connect(target, delay_ms=0)
+
+
+def zone_tablets(cat: Catalog, table: Table) -> int:
+    """The tablet count of the table's zone: files written for another one
+    would be declared under the wrong Iceberg ``bucket[N]``."""
+    return table_partitions(cat.catalog(), table)

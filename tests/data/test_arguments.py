@@ -12,7 +12,9 @@ import pytest
 
 from almanac import Catalog, ValidationError
 from almanac.data import (
+    CommitShape,
     Predicate,
+    TableData,
     arrow_schema,
     arrow_type,
     conform,
@@ -20,13 +22,16 @@ from almanac.data import (
     expire_data,
     output_schema,
     partition_column,
+    read_file,
     read_table,
     run_janitor,
     table_partitions,
     tablets_of,
+    write_files,
     write_table,
 )
-from tests.data.support import append, create
+from almanac.data.warehouse import new_write_id
+from tests.data.support import append, create, zone_tablets
 
 
 def bad(value: object) -> Any:
@@ -107,3 +112,79 @@ def test_entry_points_check_their_arguments_when_called(cat: Catalog) -> None:
         with pytest.raises(ValidationError) as info:
             call()
         assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
+    """A CommitShape with a wrong field is refused when built, before it can
+    write Iceberg metadata with a bucket count of "4" or 0, or stamp a
+    snapshot with a catalog version that is not a number; ``commit`` names its
+    wrong arguments instead of failing in ``tuple()`` or ``range()``."""
+    table = create(cat)
+    append(cat, [1])
+    version = cat.catalog().version
+    shapes: list[tuple[Any, str]] = [
+        (lambda: CommitShape(bad("T"), 4, version), "'table' of CommitShape"),
+        (lambda: CommitShape(table, bad("4"), version), "'partitions' of CommitShape"),
+        (lambda: CommitShape(table, 0, version), "'partitions' of CommitShape"),
+        (lambda: CommitShape(table, 4, bad("1")), "'catalog_version' of CommitShape"),
+        (lambda: CommitShape(table, 4, -5), "'catalog_version' of CommitShape"),
+        (lambda: CommitShape(table, 4, version, bad("x")), "'activated_at' of CommitShape"),
+    ]
+    data = TableData.for_catalog(cat)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    data.stage(write_id, write_dir, ttl_s=600)
+    files = write_files(
+        data.warehouse,
+        table,
+        zone_tablets(cat, table),
+        conform(pa.table({"ID": [2]}), table),
+        write_dir,
+    )
+    shape = CommitShape.of(cat.catalog(), table)
+    commits: list[tuple[Any, str]] = [
+        (lambda: data.commit(shape, write_id, bad(5), operation="append"), "'files' of"),
+        (lambda: data.commit(shape, write_id, bad("f"), operation="append"), "'files' of"),
+        (
+            lambda: data.commit(shape, write_id, files, operation="append", max_attempts=bad("x")),
+            "'max_attempts' of TableData.commit",
+        ),
+        (lambda: data.commit(shape, bad(7), files, operation="append"), "'write_id' of"),
+    ]
+    for call, fragment in shapes + commits:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert read_table(cat, "T").num_rows == 1
+    data.commit(shape, write_id, files, operation="append")
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2]
+
+
+def test_reads_check_their_columns_and_filters(cat: Catalog) -> None:
+    """``columns="ID"`` is not the columns I and D, a filter that is not a
+    sequence is named, ``read_file`` checks what it is given, and an empty IN
+    matches nothing instead of failing in pyarrow."""
+    table = create(cat)
+    snapshot = append(cat, [1, 2])
+    warehouse = TableData.for_catalog(cat).warehouse
+    cases: list[tuple[Any, str]] = [
+        (lambda: read_table(cat, "T", columns=bad("ID")), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", columns=bad(5)), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", columns=bad([5])), "'columns' of a read of table 'T'"),
+        (lambda: read_table(cat, "T", filters=bad(5)), "'filters' of plan_scan"),
+        (lambda: read_table(cat, "T", filters=bad("ID=1")), "'filters' of plan_scan"),
+        (lambda: list(read_file(bad(None), snapshot.files[0], warehouse)), "'plan_table'"),
+        (lambda: list(read_file(table, bad("f"), warehouse)), "'file' of read_file"),
+        (lambda: list(read_file(table, snapshot.files[0], bad("/"))), "'warehouse'"),
+        (
+            lambda: list(read_file(table, snapshot.files[0], warehouse, batch_rows=0)),
+            "'batch_rows' of read_file",
+        ),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert read_table(cat, "T", filters=[Predicate("V", "in", [])]).num_rows == 0
+    assert read_table(cat, "T", filters=[Predicate("V", "in", [None])]).num_rows == 0
+    assert read_table(cat, "T", filters=[Predicate("V", "in", ["v1"])]).num_rows == 1

@@ -64,7 +64,7 @@ def test_arrow_schema_maps_every_type_with_field_ids(cat: Catalog) -> None:
         pa.binary(),
         pa.date32(),
         pa.time64("us"),
-        pa.time64("ns"),
+        pa.time64("us"),
         pa.timestamp("us"),
         pa.timestamp("us", tz="UTC"),
         pa.string(),

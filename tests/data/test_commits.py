@@ -37,7 +37,7 @@ from almanac.data import (
     write_table,
 )
 from tests.data import workers
-from tests.data.support import append, create, data_keys, ids_of, own_files, rows
+from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 
 
 def _stage_and_write(
@@ -49,7 +49,9 @@ def _stage_and_write(
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=ttl_s)
-    files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
+    files = write_files(
+        data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
+    )
     return data, write_id, write_dir, list(files)
 
 

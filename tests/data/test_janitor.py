@@ -21,7 +21,7 @@ from almanac.data import (
     write_files,
     write_table,
 )
-from tests.data.support import append, create, data_keys, ids_of, own_files, rows
+from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 
 
 def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, str, list[str]]:
@@ -33,7 +33,9 @@ def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, s
     write_dir = data.warehouse.write_dir(table.id, write_id)
     if ttl_s is not None:
         data.stage(write_id, write_dir, ttl_s=ttl_s)
-    files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
+    files = write_files(
+        data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
+    )
     return write_id, write_dir, [f.path for f in files]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyiceberg.expressions import EqualTo, Reference
 
 from almanac import (
     AddColumns,
@@ -19,6 +20,7 @@ from almanac import (
     ColumnDef,
     ColumnType,
     DataError,
+    ValidationError,
     WriteStateError,
 )
 from almanac.data import (
@@ -35,7 +37,7 @@ from almanac.data import (
 )
 from almanac.data.snapshots import encode_record, snapshot_key
 from almanac.iceberg import load_table
-from tests.data.support import append, create, data_keys, ids_of, rows
+from tests.data.support import append, create, data_keys, ids_of, rows, zone_tablets
 
 
 def _staged(
@@ -47,7 +49,9 @@ def _staged(
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=ttl_s)
-    files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
+    files = write_files(
+        data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
+    )
     return data, write_id, write_dir, files
 
 
@@ -160,11 +164,13 @@ def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) ->
     data = TableData.for_catalog(cat)
     version = cat.catalog()
     later = cat.clock.now() + (10_000 << 16)  # ten seconds ahead, in hybrid units
-    shape = CommitShape(table, 4, version.version, activated_at=later)
+    shape = CommitShape(table, zone_tablets(cat, table), version.version, activated_at=later)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=60)
-    files = write_files(data.warehouse, table, 4, conform(rows([1]), table), write_dir)
+    files = write_files(
+        data.warehouse, table, zone_tablets(cat, table), conform(rows([1]), table), write_dir
+    )
     snapshot = data.commit(shape, write_id, files, operation="append")
     assert snapshot.commit_time > later
     assert read_table(cat, "T", timestamp=later).num_rows == 0
@@ -191,3 +197,69 @@ def test_a_file_that_does_not_fit_an_older_schema_is_a_data_error(cat: Catalog) 
     assert current is not None
     with pytest.raises(DataError, match="does not fit its type int32"):
         list(read_file(old_table, current.files[0], data.warehouse))
+
+
+def test_a_write_commits_only_the_files_in_its_own_directory(cat: Catalog, tmp_path: Path) -> None:
+    """Publishing another write's files (gone when that write aborts), another
+    table's (gone when it is purged) or a file outside the warehouse would
+    leave a table that no read can open: WriteStateError, nothing published."""
+    create(cat)
+    create(cat, "U")
+    append(cat, [1])
+    data, a_id, a_dir, a_files = _staged(cat, [2], ttl_s=600)
+    _, b_id, _, b_files = _staged(cat, [3], ttl_s=600)
+    version = cat.catalog()
+    t, u = version.table("T"), version.table("U")
+    assert t is not None and u is not None
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(Path(b_files[0].path).read_bytes())
+    moved = dataclasses.replace(b_files[0], path=str(outside))
+    escaped = dataclasses.replace(b_files[0], path=f"{a_dir}/../{b_id}/x.parquet")
+    before = data_keys(cat)
+    for shape, files, fragment in [
+        (CommitShape.of(version, t), a_files, "not in the directory of write"),
+        (CommitShape.of(version, t), [moved], "not in the directory of write"),
+        (CommitShape.of(version, t), [escaped], "not in the directory of write"),
+        (CommitShape.of(version, u), b_files, "not in the directory of table"),
+    ]:
+        with pytest.raises(WriteStateError, match=fragment):
+            data.commit(shape, b_id, files, operation="append")
+    assert data_keys(cat) == before
+    data.abort(a_id, a_dir)
+    assert ids_of(read_table(cat, "T")) == [1]
+    data.commit(CommitShape.of(version, t), b_id, b_files, operation="append")
+    assert ids_of(read_table(cat, "T")) == [1, 3]
+    run_janitor(cat, grace_s=0)
+    assert ids_of(read_table(cat, "T")) == [1, 3]
+
+
+def test_a_commit_shape_must_match_its_catalog_version(cat: Catalog, tmp_path: Path) -> None:
+    """Files bucketed for the zone's tablet count but declared under another
+    ``bucket[N]`` would make an Iceberg reader's key filter skip the rows: a
+    shape built by hand must be what ``CommitShape.of`` gives."""
+    table = create(cat)
+    append(cat, [1])
+    data, write_id, _, files = _staged(cat, [2], ttl_s=600)
+    version = cat.catalog()
+    right = CommitShape.of(version, table)
+    cat.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.INT32),))])
+    altered = cat.catalog().table("T")
+    assert altered is not None
+    for shape in [
+        dataclasses.replace(right, partitions=right.partitions + 3),
+        dataclasses.replace(right, table=altered),
+    ]:
+        with pytest.raises(ValidationError, match="does not match catalog version"):
+            data.commit(shape, write_id, files, operation="append")
+    wrong_id = new_write_id()
+    wrong_dir = data.warehouse.write_dir(table.id, wrong_id)
+    data.stage(wrong_id, wrong_dir, ttl_s=600)
+    keys = conform(rows(list(range(10, 30))), table)
+    wrong = write_files(data.warehouse, table, right.partitions + 3, keys, wrong_dir)
+    with pytest.raises(WriteStateError, match="written for another tablet count"):
+        data.commit(right, wrong_id, wrong, operation="append")
+    data.commit(right, write_id, files, operation="append")
+    theirs = load_table(str(tmp_path / "data"), "T")
+    for key in (1, 2):
+        found = theirs.scan(row_filter=EqualTo(Reference("ID"), key)).to_arrow()  # type: ignore[call-arg,arg-type]
+        assert found.column("ID").to_pylist() == [key]

@@ -592,7 +592,7 @@ KEY_COLUMNS = {
     "DA": (ColumnDef(name="DA", type=ColumnType.DATE, nullable=False), pa.date32()),
     "TI": (
         ColumnDef(name="TI", type=ColumnType.TIME, precision=9, nullable=False),
-        pa.time64("ns"),
+        pa.time64("us"),
     ),
     "S": (ColumnDef(name="S", type=ColumnType.STRING, nullable=False), pa.string()),
     "I8": (ColumnDef(name="I8", type=ColumnType.INT8, nullable=False), pa.int8()),

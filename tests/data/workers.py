@@ -29,3 +29,48 @@ def append_many(target: str, table: str, tag: int, count: int, gate: str) -> lis
 def tablets(table: Table, data: pa.Table, partitions: int) -> list[int]:
     """The tablets of ``data``'s rows in ``table``, computed in this process."""
     return [int(t) for t in tablets_of(data, table, partitions)]
+
+
+def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> None:
+    """Stage a write, write its files and its commit's Iceberg metadata, then
+    report the files on ``<gate>/written`` and wait to be killed before the
+    compare-and-swap that would publish them."""
+    from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
+
+    with connect(target) as cat:
+        data = TableData.for_catalog(cat)
+        version = cat.catalog()
+        table = version.table(table_name)
+        assert table is not None
+        write_id = new_write_id()
+        write_dir = data.warehouse.write_dir(table.id, write_id)
+        data.stage(write_id, write_dir, ttl_s=ttl_s)
+        shape = CommitShape.of(version, table)
+        files = write_files(
+            data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
+        )
+        _, _, snapshot = data.commit_ops(
+            shape, write_id, files, operation="append", parent=data.current_record(table.id)
+        )
+        written = [snapshot.metadata, *(f.path for f in files)]
+        Path(gate, "written.tmp").write_text("\n".join(written))
+        Path(gate, "written.tmp").rename(Path(gate, "written"))
+        while True:
+            time.sleep(1)
+
+
+def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
+    """Run the janitor with no grace (and, with ``expire``, expire every old
+    data snapshot) in a loop until ``<gate>/stop`` exists; the runs made."""
+    from almanac.data import expire_data, run_janitor
+
+    runs = 0
+    with connect(target) as cat:
+        Path(gate, "ready-cleaner").touch()
+        while not Path(gate, "stop").exists():
+            report = run_janitor(cat, grace_s=0)
+            assert not report.errors, report.errors
+            if expire:
+                expire_data(cat, table_name, older_than=cat.clock.now())
+            runs += 1
+    return runs

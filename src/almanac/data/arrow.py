@@ -5,7 +5,8 @@ UUID columns are Arrow ``string`` in canonical form (lower-case
 reads strings natively. DECIMAL(p, s) is ``decimal128`` up to p = 38 and
 ``decimal256`` above, capped at Arrow's p = 76. TIMESTAMP types are
 microseconds (Spark's unit; TIMESTAMP WITH LOCAL TIME ZONE is UTC); TIME is
-microseconds, nanoseconds above precision 6.
+microseconds whatever its precision, as Iceberg's ``time`` is (a file holding
+nanoseconds is unreadable to Iceberg readers).
 
 Incoming rows are cast by ``cast_rule``, one rule per (Arrow type, column)
 decided by the types alone, so Spark's writer can apply the same one: a
@@ -29,7 +30,7 @@ import pyarrow.compute as pc
 from almanac import _check as check
 from almanac.datatypes import ColumnType, shown
 from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Table
-from almanac.errors import DataError, NotFoundError
+from almanac.errors import DataError, NotFoundError, ValidationError
 
 __all__ = [
     "FIELD_ID",
@@ -65,6 +66,7 @@ _FIXED: dict[ColumnType, pa.DataType] = {
     ColumnType.STRING: pa.string(),
     ColumnType.BYTES: pa.binary(),
     ColumnType.DATE: pa.date32(),
+    ColumnType.TIME: pa.time64("us"),
     ColumnType.TIMESTAMP: pa.timestamp("us"),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: pa.timestamp("us", tz="UTC"),
     ColumnType.UUID: pa.string(),
@@ -87,8 +89,6 @@ def arrow_type(column: Column) -> pa.DataType:
         if precision <= MAX_DECIMAL128:
             return pa.decimal128(precision, scale)
         return pa.decimal256(min(precision, MAX_DECIMAL256), scale)
-    if column.type is ColumnType.TIME:
-        return pa.time64("ns" if (column.precision or 0) > 6 else "us")
     return _FIXED[column.type]
 
 
@@ -109,6 +109,14 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
     ``NotFoundError`` for a name the table does not have."""
     if columns is None:
         return list(table.columns)
+    if isinstance(columns, str | bytes) or not isinstance(columns, Sequence):
+        raise ValidationError(
+            f"Parameter 'columns' of a read of table '{table.name}' must be a sequence of "
+            f"column names, got {type(columns).__name__} {columns!r:.80}",
+            table=table.name,
+        )
+    for name in columns:
+        check.string(name, f"Column name in parameter 'columns' of a read of table '{table.name}'")
     wanted = set(columns)
     for name in columns:
         if table.column(name) is None:

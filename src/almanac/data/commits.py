@@ -18,13 +18,17 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
+from almanac import _check as check
 from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
+from almanac.data.arrow import arrow_type
 from almanac.data.files import DataFile
 from almanac.data.iceberg import CommitShape, IcebergFiles
 from almanac.data.snapshots import (
@@ -39,6 +43,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
+from almanac.data.tablets import partition_column, tablets_of
 from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
@@ -131,6 +136,9 @@ class TableData:
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
         self.iceberg = IcebergFiles()
+        self.versions: Callable[[int], CatalogVersion | None] | None = None
+        """The catalog version of a number, None if this node does not hold
+        it; set by the data plane so commits check their shape against it."""
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -155,7 +163,9 @@ class TableData:
         return None if kv is None else decode_record(key, kv.value)
 
     def files_of(self, record: Record) -> tuple[DataFile, ...]:
-        """The snapshot's files, from the Iceberg manifests of its metadata."""
+        """The snapshot's files, from the Iceberg manifests of its metadata
+        (``CorruptLogError`` if its current snapshot is not the record's)."""
+        self.iceberg.check_current(record.metadata, record.write_id)
         return self.iceberg.files(record.metadata)
 
     def load(self, record: Record) -> DataSnapshot:
@@ -218,9 +228,11 @@ class TableData:
         aborted write, one never staged, or one whose staging lease expired."""
         _check_operation(operation)
         check_shape(shape)
+        check.string(write_id, "Parameter 'write_id' of TableData.commit", nonblank=True)
+        check.integer(max_attempts, "Parameter 'max_attempts' of TableData.commit", lo=1)
+        files = _files(files, "TableData.commit")
         table_id = shape.table.id
-        files = tuple(files)
-        replaces = tuple(replaces)
+        replaces = _files(replaces, "TableData.commit", "replaces")
         for attempt in range(max_attempts):
             # The store's writer section (see Metastore.exclusive) makes the
             # cooperating writers take turns, so a commit reads its parent
@@ -295,12 +307,10 @@ class TableData:
         which no retry can cure, before writing anything."""
         _check_operation(operation)
         check_shape(shape)
+        check.string(write_id, "Parameter 'write_id' of TableData.commit_ops", nonblank=True)
         table_id = shape.table.id
-        new = tuple(files)
-        old = _unique(tuple(replaces))
-        for f in (*new, *old):
-            if not isinstance(f, DataFile):
-                raise ValidationError(f"Not a DataFile: {f!r}")
+        new = _files(files, "TableData.commit_ops")
+        old = _unique(_files(replaces, "TableData.commit_ops", "replaces"))
         if (operation == "replace") != bool(old):
             raise ValidationError(
                 f"A data commit to table {table_id} names the files it replaces exactly when "
@@ -324,7 +334,12 @@ class TableData:
                 "expired and its files may already be collected), so it cannot commit",
                 write_id=write_id,
             )
+        self._check_shape_fits(shape)
+        self._check_files_belong(table_id, write_id, staging.value.decode(), new)
+        self._check_tablets(shape, new)
         self._check_files_exist(write_id, new)
+        if parent is not None:
+            self.iceberg.check_current(parent.metadata, parent.write_id)
         if parent is None:
             snapshot_id, origin = 1, None
             commit_time = self.clock.update(shape.activated_at)
@@ -398,6 +413,87 @@ class TableData:
                 "snapshot: another commit removed them, so nothing was published; plan again",
                 attempts=1,
             )
+
+    def _check_shape_fits(self, shape: CommitShape) -> None:
+        """A shape built by hand must have the table and tablet count that
+        ``CommitShape.of`` gives for its version, when this node holds it: files bucketed for one
+        tablet count but declared under another would make Iceberg readers
+        prune away rows they hold."""
+        version = None if self.versions is None else self.versions(shape.catalog_version)
+        if version is None:
+            return
+        table = version.tables_by_id.get(shape.table.id)
+        expected = None if table is None else CommitShape.of(version, table)
+        # The activation time may be later (a version activating ahead).
+        if expected is None or (expected.table, expected.partitions) != (
+            shape.table,
+            shape.partitions,
+        ):
+            raise ValidationError(
+                f"The shape of a commit to table '{shape.table.name}' (id {shape.table.id}) "
+                f"does not match catalog version {shape.catalog_version}"
+                + (
+                    ", where that table does not exist"
+                    if expected is None
+                    else f" (partitions {expected.partitions}); build it with CommitShape.of"
+                ),
+                table=shape.table.name,
+                version=shape.catalog_version,
+            )
+
+    def _check_tablets(self, shape: CommitShape, files: tuple[DataFile, ...]) -> None:
+        """Each file's tablet is a bucket of the shape's ``bucket[N]``, and the
+        smallest and largest partition keys it holds (its statistics) fall in
+        that bucket: files bucketed for another tablet count would be skipped
+        by every Iceberg reader's key filter."""
+        column = partition_column(shape.table)
+        for f in files:
+            if not 0 <= f.tablet < shape.partitions:
+                raise WriteStateError(
+                    f"Data file '{f.path}' is in tablet {f.tablet}, but table "
+                    f"'{shape.table.name}' has {shape.partitions} tablets",
+                    path=f.path,
+                )
+            stats = None if column is None else f.stats.get(column.id)
+            if column is None or stats is None or stats.min is None or stats.max is None:
+                continue
+            try:
+                keys = pa.table({column.name: pa.array([stats.min, stats.max], arrow_type(column))})
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                continue  # statistics we cannot rebuild prove nothing
+            found = set(tablets_of(keys, shape.table, shape.partitions).tolist())
+            if found != {f.tablet}:
+                raise WriteStateError(
+                    f"Data file '{f.path}' holds keys of column '{column.name}' that belong "
+                    f"to tablets {sorted(found)} of the {shape.partitions} of table "
+                    f"'{shape.table.name}', not to its tablet {f.tablet}; it was written "
+                    "for another tablet count",
+                    path=f.path,
+                )
+
+    def _check_files_belong(
+        self, table_id: int, write_id: str, write_dir: str, files: tuple[DataFile, ...]
+    ) -> None:
+        """A write publishes only files in its own directory of the table: a
+        file of another write would vanish when that write aborts, one of
+        another table when that table is purged."""
+        expected = self.warehouse.write_dir(table_id, write_id)
+        if write_dir != expected:
+            raise WriteStateError(
+                f"Write {write_id} was staged in '{write_dir}', not in the directory of "
+                f"table {table_id} ('{expected}'); it cannot commit to that table",
+                write_id=write_id,
+                table_id=table_id,
+            )
+        for f in files:
+            inside = f.path.startswith(f"{write_dir}/")
+            if not inside or "/../" in f.path or "/./" in f.path:
+                raise WriteStateError(
+                    f"Data file '{f.path}' is not in the directory of write {write_id} "
+                    f"('{write_dir}'); a write commits only the files it wrote",
+                    write_id=write_id,
+                    path=f.path,
+                )
 
     def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
         """A write whose files are gone (collected, deleted by hand) must not
@@ -510,6 +606,19 @@ def check_shape(shape: object) -> None:
         raise ValidationError(
             f"A data commit needs a CommitShape (CommitShape.of(version, table)), not {shape!r}"
         )
+
+
+def _files(files: object, where: str, name: str = "files") -> tuple[DataFile, ...]:
+    """``files`` as a tuple of ``DataFile``, or a ``ValidationError``."""
+    if isinstance(files, str | bytes) or not isinstance(files, Sequence):
+        raise ValidationError(
+            f"Parameter '{name}' of {where} must be a sequence of DataFile, got "
+            f"{type(files).__name__}"
+        )
+    for f in files:
+        if not isinstance(f, DataFile):
+            raise ValidationError(f"Not a DataFile: {f!r}")
+    return tuple(files)
 
 
 def _unique(files: tuple[DataFile, ...]) -> tuple[DataFile, ...]:

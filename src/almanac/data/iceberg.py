@@ -73,6 +73,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import column_defaults
 from almanac.data.files import ColumnStats, DataFile
@@ -126,6 +127,12 @@ _SIMPLE: dict[ColumnType, PrimitiveType] = {
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
     ColumnType.UUID: StringType(),
 }
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of an exception, with its type (for a file that does not parse)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def iceberg_type(column: Column) -> PrimitiveType:
@@ -409,6 +416,12 @@ class CommitShape:
     catalog_version: int
     activated_at: int = 0
 
+    def __post_init__(self) -> None:
+        check.instance(self.table, Table, "Field 'table' of CommitShape")
+        check.integer(self.partitions, "Field 'partitions' of CommitShape", lo=1, hi=2**31 - 1)
+        check.integer(self.catalog_version, "Field 'catalog_version' of CommitShape", lo=0)
+        check.integer(self.activated_at, "Field 'activated_at' of CommitShape", lo=0)
+
     @staticmethod
     def of(version: CatalogVersion, table: Table) -> CommitShape:
         return CommitShape(
@@ -466,12 +479,33 @@ class IcebergFiles:
                 f"Iceberg metadata file '{location}' is missing from the warehouse",
                 path=location,
             ) from exc
-        except (ValueError, KeyError, TypeError, OSError) as exc:
+        except CatalogError:
+            raise
+        except Exception as exc:  # damaged storage: pydantic, JSON, UTF-8, I/O, ...
             raise CorruptLogError(
-                f"Iceberg metadata file '{location}' cannot be read: {exc}", path=location
+                f"Iceberg metadata file '{location}' cannot be read: {_reason(exc)}",
+                path=location,
             ) from exc
         self._remember(self._metadata, location, metadata)
         return metadata
+
+    def check_current(self, location: str, write_id: str) -> None:
+        """``CorruptLogError`` unless the current snapshot of ``location`` is the
+        one write ``write_id`` committed: a ``metadata.json`` edited or damaged
+        so that it names another snapshot (or none) must not read as another
+        set of files, nor leave the janitor thinking the table's files are
+        unreferenced."""
+        snapshot = self.metadata(location).current_snapshot()
+        found = None if snapshot is None else snapshot.summary
+        written = None if found is None else found.additional_properties.get(WRITE_ID_PROPERTY)
+        if written != write_id:
+            raise CorruptLogError(
+                f"Iceberg metadata file '{location}' does not name the snapshot of write "
+                f"{write_id} as current (it names "
+                f"{'no snapshot' if snapshot is None else f'snapshot {snapshot.snapshot_id}'}"
+                f" of write {written}); the file was changed or damaged",
+                path=location,
+            )
 
     def _types(self, metadata: TableMetadata) -> dict[int, PrimitiveType]:
         types: dict[int, PrimitiveType] = {}
@@ -487,7 +521,20 @@ class IcebergFiles:
 
     def manifests(self, metadata: TableMetadata) -> list[ManifestFile]:
         snapshot = metadata.current_snapshot()
-        return [] if snapshot is None else list(snapshot.manifests(self.io))
+        if snapshot is None:
+            return []
+        try:
+            return list(snapshot.manifests(self.io))
+        except FileNotFoundError as exc:
+            raise CatalogError(
+                f"Iceberg manifest list '{snapshot.manifest_list}' is missing from the warehouse",
+                path=snapshot.manifest_list,
+            ) from exc
+        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
+            raise CorruptLogError(
+                f"Iceberg manifest list '{snapshot.manifest_list}' cannot be read: {_reason(exc)}",
+                path=snapshot.manifest_list,
+            ) from exc
 
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
@@ -503,6 +550,13 @@ class IcebergFiles:
         except FileNotFoundError as exc:
             raise CatalogError(
                 f"Iceberg manifest '{manifest.manifest_path}' is missing from the warehouse",
+                path=manifest.manifest_path,
+            ) from exc
+        except CatalogError:
+            raise
+        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
+            raise CorruptLogError(
+                f"Iceberg manifest '{manifest.manifest_path}' cannot be read: {_reason(exc)}",
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
@@ -585,6 +639,7 @@ class IcebergFiles:
             base_location = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         else:
             base, base_location = _current_only(self.metadata(parent)), parent
+            self.manifests(base)  # a damaged manifest list is a CatalogError, here
         table = IcebergTable(
             identifier=("almanac", str(table_id)),
             metadata=base,

@@ -34,6 +34,7 @@ class DataPlane:
         self.catalog = cat
         self.warehouse = warehouse
         self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
+        self.data.versions = self._version
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
@@ -52,6 +53,12 @@ class DataPlane:
                 run_janitor(self.catalog)
             except Exception:
                 _log.exception("The periodic janitor failed; it runs again in %s s", interval_s)
+
+    def _version(self, number: int) -> CatalogVersion | None:
+        try:
+            return self.catalog.catalog(number)
+        except CatalogError:
+            return None
 
     def close(self) -> None:
         self._stop.set()

@@ -241,6 +241,11 @@ def plan_scan(
             name=f"{schema}.{name}",
             version=snap.version,
         )
+    if isinstance(filters, str | bytes) or not isinstance(filters, Sequence):
+        raise ValidationError(
+            "Parameter 'filters' of plan_scan must be a sequence of Predicate, got "
+            f"{type(filters).__name__} {filters!r:.80}"
+        )
     checked = [(p, _check_predicate(table, p)) for p in filters]
     if version is not None:
         current = data.snapshot_at(table.id, version=version)
@@ -268,6 +273,10 @@ def read_file(
     resolved by id (a column added later reads as its constant default or
     NULL, a dropped one is gone, a renamed one has its new name, a widened one
     is cast), in catalog order, every field nullable."""
+    check.instance(plan_table, Table, "Parameter 'plan_table' of read_file")
+    check.instance(file, DataFile, "Parameter 'file' of read_file")
+    check.instance(warehouse, Warehouse, "Parameter 'warehouse' of read_file")
+    check.integer(batch_rows, "Parameter 'batch_rows' of read_file", lo=1)
     wanted = project(plan_table, columns)
     schema = output_schema(plan_table, columns)
     try:
@@ -319,6 +328,10 @@ def _cast(
     read at a version before the widen) may not fit: say so, never a raw
     pyarrow error."""
     try:
+        if pa.types.is_time(arr.type) and pa.types.is_time(target):
+            # A TIME file written in nanoseconds before TIME became Iceberg's
+            # microseconds: floored, as Iceberg readers do.
+            return arr.cast(target, safe=False)
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise DataError(
@@ -339,7 +352,8 @@ def _expression(predicate: Predicate) -> pc.Expression:
         return ref.is_valid()
     if op == "in":
         members = value if isinstance(value, list | tuple | set | frozenset) else ()
-        return ref.isin([v for v in members if v is not None])
+        kept = [v for v in members if v is not None]
+        return ref.isin(kept) if kept else pc.scalar(False)
     if value is None:
         return pc.scalar(False)
     operators = {

@@ -1,0 +1,104 @@
+"""A writer killed (SIGKILL) after writing its commit's Iceberg metadata and
+before the compare-and-swap that publishes it leaves nothing visible: reads
+and later commits go on, and the janitor, once the dead writer's lease is
+gone, removes what it left even with no grace."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from pyiceberg.table import StaticTable
+
+from almanac.data import read_table, run_janitor
+from almanac.iceberg import metadata_location
+from tests.data import workers
+from tests.data.support import append, connect, create, data_keys, ids_of
+
+GUARD_S = 120  # a failure guard, not a duration
+
+
+def _local(path: str) -> Path:
+    return Path(path.removeprefix("file:"))
+
+
+def test_a_writer_killed_before_its_swap_leaves_nothing_visible(tmp_path: Path) -> None:
+    target = str(tmp_path / "data")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    with connect(target) as cat:
+        create(cat)
+        append(cat, [1, 2])
+    ctx = multiprocessing.get_context("spawn")
+    child = ctx.Process(
+        target=workers.commit_then_hang, args=(target, "T", str(gate), 3.0), daemon=True
+    )
+    child.start()
+    deadline = time.monotonic() + GUARD_S
+    while not (gate / "written").exists():
+        assert child.is_alive() and time.monotonic() < deadline
+        time.sleep(0.01)
+    left = [_local(p) for p in (gate / "written").read_text().splitlines()]
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(GUARD_S)
+    assert child.exitcode == -signal.SIGKILL
+    assert all(p.exists() for p in left)
+    with connect(target) as cat:
+        assert ids_of(read_table(cat, "T")) == [1, 2]
+        run_janitor(cat, grace_s=0)  # the dead writer's lease still holds its files
+        assert all(p.exists() for p in left)
+        append(cat, [3])
+        assert ids_of(read_table(cat, "T")) == [1, 2, 3]
+        while any(k.startswith("data.staging.") for k in data_keys(cat)):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        report = run_janitor(cat, grace_s=0)
+        assert not report.errors
+        assert not any(p.exists() for p in left), [str(p) for p in left if p.exists()]
+        assert ids_of(read_table(cat, "T")) == [1, 2, 3]
+        append(cat, [4])
+        location = metadata_location(target, "T")
+        theirs = StaticTable.from_metadata(location).scan().to_arrow()
+        assert sorted(theirs.column("ID").to_pylist()) == [1, 2, 3, 4]
+        assert ids_of(read_table(cat, "T")) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("expire", [False, True])
+def test_appends_racing_a_janitor_with_no_grace_lose_no_row(tmp_path: Path, expire: bool) -> None:
+    """Two processes append while a third runs the janitor with no grace
+    (and expires every old snapshot) in a loop: every committed row stays
+    readable, by us and by pyiceberg."""
+    target = str(tmp_path / "data")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    with connect(target) as cat:
+        create(cat)
+        append(cat, [0])
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        cleaner = pool.apply_async(workers.clean_until, (target, "T", str(gate), expire))
+        appenders = pool.starmap_async(
+            workers.append_many, [(target, "T", tag, 15, str(gate)) for tag in (1, 2)]
+        )
+        deadline = time.monotonic() + GUARD_S
+        while len(list(gate.glob("ready-*"))) < 3:
+            assert time.monotonic() < deadline, "the workers never started"
+            assert not cleaner.ready() and not appenders.ready()
+            time.sleep(0.01)
+        (gate / "go").touch()
+        appenders.get(timeout=GUARD_S)
+        (gate / "stop").touch()
+        assert cleaner.get(timeout=GUARD_S) >= 1
+    expected = [0, *(tag * 10_000 + i for tag in (1, 2) for i in range(15))]
+    with connect(target) as cat:
+        assert ids_of(read_table(cat, "T")) == sorted(expected)
+        report = run_janitor(cat, grace_s=0)
+        assert not report.errors
+        assert ids_of(read_table(cat, "T")) == sorted(expected)
+        theirs = StaticTable.from_metadata(metadata_location(target, "T")).scan().to_arrow()
+        assert sorted(theirs.column("ID").to_pylist()) == sorted(expected)
