@@ -1,0 +1,184 @@
+"""read_table: Spark's own Parquet scan over the files Almanac planned,
+checked against the data layer's reader (the Python path) on the same data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import almanac.spark
+from almanac.catalog import Catalog
+from almanac.data import Predicate, read_table, write_table
+from almanac.errors import CatalogError, ValidationError
+from almanac.spark.native_read import file_location, group_files, native_schema
+from tests.spark.helpers import rows
+
+
+def _write(cat: Catalog, name: str, **columns: list[Any]) -> None:
+    schema, table = name.split(".")
+    write_table(cat, table, pa.table(columns), schema)
+
+
+def _oracle(cat: Catalog, name: str, **kwargs: Any) -> list[tuple[Any, ...]]:
+    schema, table = name.split(".")
+    data = read_table(cat, table, schema, **kwargs)
+    return sorted(
+        (tuple(r.values()) for r in data.to_pylist()),
+        key=lambda row: tuple((v is not None, v) for v in row),
+    )
+
+
+def _files(df: Any) -> int:
+    return len(df.inputFiles())
+
+
+def test_time_travel_through_add_drop_widen_rename(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql(
+        "CREATE ZONE SMALL WITH (PARTITIONS=2); CREATE SCHEMA S; "
+        "CREATE TABLE S.T (ID INT64 PRIMARY KEY, A INT32, B VARCHAR(5)) ZONE SMALL"
+    )
+    _write(cat, "S.T", ID=[1, 2], A=[10, 20], B=["x", "y"])
+    v_base = cat.latest_version
+    v_add = cat.sql("ALTER TABLE S.T ADD COLUMN C INT32 DEFAULT 7")
+    _write(cat, "S.T", ID=[3], A=[30], B=["z"], C=[9])
+    v_drop = cat.sql("ALTER TABLE S.T DROP COLUMN A")
+    v_widen = cat.sql("ALTER TABLE S.T ALTER COLUMN C SET DATA TYPE INT64")
+    _write(cat, "S.T", ID=[4], B=["w"], C=[2**40])
+    v_late = cat.sql("ALTER TABLE S.T ADD COLUMN D VARCHAR(3)")
+    v_rename = cat.sql("ALTER TABLE S.T RENAME TO U")
+
+    four = [(1, "x", 7), (2, "y", 7), (3, "z", 9), (4, "w", 2**40)]
+    expected = {
+        v_base: ("S.T", ["ID", "A", "B"], [(1, 10, "x"), (2, 20, "y")]),
+        v_add: ("S.T", ["ID", "A", "B", "C"], [(1, 10, "x", 7), (2, 20, "y", 7), (3, 30, "z", 9)]),
+        v_drop: ("S.T", ["ID", "B", "C"], [(1, "x", 7), (2, "y", 7), (3, "z", 9)]),
+        v_widen: ("S.T", ["ID", "B", "C"], four),
+        v_late: ("S.T", ["ID", "B", "C", "D"], [(*r, None) for r in four]),
+        v_rename: ("S.U", ["ID", "B", "C", "D"], [(*r, None) for r in four]),
+    }
+    for version, (name, columns, content) in expected.items():
+        df = almanac.spark.read_table(spark, target, name, version=version)
+        assert df.columns == columns, version
+        assert rows(df) == content, version
+        assert rows(df) == _oracle(cat, name, version=version), version
+    assert dict(almanac.spark.read_table(spark, target, "s.u").dtypes)["C"] == "bigint"
+    assert dict(almanac.spark.read_table(spark, target, "S.T", version=v_add).dtypes)["C"] == "int"
+    with pytest.raises(CatalogError, match=r"Table 'S.T' does not exist"):
+        almanac.spark.read_table(spark, target, "S.T")
+    # The old rows' default is a constant over the old files' native scan.
+    plan = almanac.spark.read_table(spark, target, "S.U")._jdf.queryExecution().toString()
+    assert "FileScan parquet" in plan and "PythonDataSource" not in plan
+    assert "7 AS C" in plan or "7L AS C" in plan
+
+
+def test_timestamp_reads_the_data_of_that_moment(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY)")
+    _write(cat, "S.T", ID=[1])
+    moment = cat.clock.now()
+    cat.clock.wait_until(moment)
+    _write(cat, "S.T", ID=[2])
+    assert rows(almanac.spark.read_table(spark, target, "S.T", timestamp=moment)) == [(1,)]
+    assert rows(almanac.spark.read_table(spark, target, "S.T")) == [(1,), (2,)]
+
+
+def test_filters_prune_files_and_are_exact(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql(
+        "CREATE ZONE ONE WITH (PARTITIONS=1); CREATE SCHEMA S; "
+        "CREATE TABLE S.T (ID INT64 PRIMARY KEY, NAME VARCHAR(10), PRICE DECIMAL(8, 2), "
+        "DAY DATE, AT TIMESTAMP) ZONE ONE"
+    )
+    day = dt.date(2024, 1, 1)
+    for start in range(0, 50, 10):  # five files of disjoint key ranges
+        ids = list(range(start, start + 10))
+        _write(
+            cat,
+            "S.T",
+            ID=ids,
+            NAME=[None if i % 7 == 0 else f"n{i}" for i in ids],
+            PRICE=[decimal.Decimal(i) / 4 for i in ids],
+            DAY=[day + dt.timedelta(days=i) for i in ids],
+            AT=[dt.datetime(2024, 1, 1) + dt.timedelta(hours=i) for i in ids],
+        )
+    cases = [
+        ([Predicate("ID", "<=", 12)], 2),
+        ([Predicate("ID", ">", 12), Predicate("ID", "<", 25)], 2),
+        ([Predicate("ID", "in", [1, 41, None])], 2),
+        ([Predicate("ID", "=", 1000)], 0),
+        ([Predicate("NAME", "=", "n33")], 2),  # text order: "n1" <= "n33" <= "n9"
+        ([Predicate("NAME", "is_null")], 5),
+        ([Predicate("PRICE", ">=", decimal.Decimal("11.5"))], 1),
+        ([Predicate("DAY", "<", day + dt.timedelta(days=5))], 1),
+        ([Predicate("AT", ">=", dt.datetime(2024, 1, 2, 22))], 1),
+        ([Predicate("ID", "is_not_null"), Predicate("NAME", "=", None)], 0),
+    ]
+    for filters, files in cases:
+        df = almanac.spark.read_table(spark, target, "S.T", filters=filters)
+        assert _files(df) == files, filters
+        assert rows(df) == _oracle(cat, "S.T", filters=filters), filters
+    assert _files(almanac.spark.read_table(spark, target, "S.T")) == 5
+    assert len(rows(almanac.spark.read_table(spark, target, "S.T", filters=cases[0][0]))) == 13
+
+
+def test_empty_table_and_refusals(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql(
+        "CREATE SCHEMA S; CREATE TABLE S.E (ID INT64 PRIMARY KEY, P DECIMAL(5, 1)); "
+        "CREATE TABLE S.CLOCK (ID INT64 PRIMARY KEY, T TIME)"
+    )
+    empty = almanac.spark.read_table(spark, target, "S.E")
+    assert empty.dtypes == [("ID", "bigint"), ("P", "decimal(5,1)")]
+    assert empty.collect() == []
+    with pytest.raises(ValidationError, match=r"Column 'T' of table 'S.CLOCK' has type TIME"):
+        almanac.spark.read_table(spark, target, "S.CLOCK")
+    with pytest.raises(CatalogError, match=r"Table 'S.NOPE' does not exist"):
+        almanac.spark.read_table(spark, target, "S.NOPE")
+    with pytest.raises(ValidationError, match=r"not both"):
+        almanac.spark.read_table(spark, target, "S.E", version=1, timestamp=1)
+    with pytest.raises(ValidationError, match=r"Item 0 of parameter 'filters'"):
+        almanac.spark.read_table(spark, target, "S.E", filters=["ID = 1"])  # type: ignore[list-item]
+    with pytest.raises(CatalogError, match=r"Column 'X' of a filter does not exist"):
+        almanac.spark.read_table(spark, target, "S.E", filters=[Predicate("X", "=", 1)])
+
+
+def test_paths_with_glob_characters(spark: Any, tmp_path: Any) -> None:
+    """A warehouse under a directory whose name Hadoop would read as a glob."""
+    target = str(tmp_path / "we{i}rd,[dir]*?")
+    with almanac.connect(target) as cat:
+        cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY)")
+        _write(cat, "S.T", ID=[1, 2, 3])
+        _write(cat, "S.T", ID=[4])
+        df = almanac.spark.read_table(spark, target, "S.T")
+        assert rows(df) == [(1,), (2,), (3,), (4,)]
+
+
+def test_file_location_and_groups() -> None:
+    assert file_location(["/w/a/x.parquet", "/w/b/y.parquet"]) == "/w/{a/x.parquet,b/y.parquet}"
+    assert file_location(["/w/a/x.parquet"]) == "/w/a/x.parquet"
+    assert file_location(["/w/a/x.parquet"], "/s/g") == "/{w/a/x.parquet,s/g}"
+    with pytest.raises(CatalogError, match=r"share no directory"):
+        file_location(["/w/a/x.parquet"], "s3://b/g")
+    assert file_location(["/w,1/a.parquet", "/w,1/b.parquet"]) == ("/w\\,1/{a.parquet,b.parquet}")
+
+
+def test_groups_follow_missing_defaults(cat: Catalog) -> None:
+    cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY)")
+    _write(cat, "S.T", ID=[1])
+    cat.sql("ALTER TABLE S.T ADD COLUMN N VARCHAR(3)")  # NULL fill: no group of its own
+    _write(cat, "S.T", ID=[2])
+    cat.sql("ALTER TABLE S.T ADD COLUMN K INT32 DEFAULT 5")
+    _write(cat, "S.T", ID=[3])
+    snap = cat.catalog()
+    table = snap.table("T", "S")
+    assert table is not None
+    from almanac.data import TableData
+
+    current = TableData.for_catalog(cat).current(table.id)
+    assert current is not None
+    groups = group_files(table, current.files)
+    assert sorted(len(g.files) for g in groups) == [1, 2]
+    assert [[(c.name, v) for c, v in g.fills] for g in groups if g.fills] == [[("K", 5)]]
+    schema = native_schema(table, "S.T")
+    assert [f.metadata["parquet.field.id"] for f in schema.fields] == [c.id for c in table.columns]
