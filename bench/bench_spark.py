@@ -7,7 +7,12 @@
   of those files, both drained into Spark's ``noop`` sink (every column of
   every row crosses into the JVM);
 * pruning: files a selective ``l_orderkey`` filter keeps out of the total,
-  from ``plan_scan`` (the data was clustered by key, as a loader would).
+  from ``plan_scan`` (the data was clustered by key, as a loader would);
+* native scan: ``almanac.spark.read_table`` (planning included) against
+  ``spark.read.parquet`` of the same files, both into the ``noop`` sink;
+* TPC-H Q1, Q3, Q5, Q10, Q18, Q19 through ``attach`` + ``spark.sql`` against
+  the same query on temp views of ``spark.read.parquet`` over the same files
+  (the other tables loaded with ``create_table_as_select``).
 
 Run: ``.venv/bin/python bench/bench_spark.py [--sf 0.1] [--partitions N]``
 (``--partitions``: tablets of the table's zone; the catalog default is 25).
@@ -29,10 +34,12 @@ from typing import Any
 import almanac
 import almanac.spark
 from almanac.data import Predicate, TableData, plan_scan
-from almanac.spark.tpch import generate
+from almanac.spark.tpch import QUERIES, TABLES, generate
 
 RUNS = 3
+NATIVE_RUNS = 5
 WRITE_TASKS = 8
+BENCH_QUERIES = ("Q1", "Q3", "Q5", "Q10", "Q18", "Q19")
 
 
 def floor_source() -> Any:
@@ -118,7 +125,8 @@ def run(argv: list[str], root: Path) -> int:
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--partitions", type=int, default=25, help="tablets of the zone")
     args = parser.parse_args(argv)
-    source = generate(args.sf, root / "tpch", ["lineitem"]) / "lineitem.parquet"
+    tpch = generate(args.sf, root / "tpch")
+    source = tpch / "lineitem.parquet"
     spark = session()
     target = str(root / "catalog")
     with almanac.connect(target) as cat:
@@ -197,6 +205,9 @@ def run(argv: list[str], root: Path) -> int:
         plain_rows = spark.read.parquet(str(plain_dir)).where(f"l_orderkey <= {bound}").count()
         assert ours_rows == plain_rows, (ours_rows, plain_rows)
 
+        native_plain, native_ours = native_scan(spark, target, cat)
+        queries = tpch_queries(spark, target, cat, tpch)
+
     files = len(list(plain_dir.glob("*.parquet")))
     print(f"write  parquet : {best_and_median(plain_write)}  ({files} files)")
     print(f"write  almanac : {best_and_median(ours_write)}  ({full.files_total} files)")
@@ -211,6 +222,17 @@ def run(argv: list[str], root: Path) -> int:
         f"  ratio (median): {statistics.median(floor_scan) / statistics.median(plain_scan):.2f}x"
         " - what the Python data source API costs by itself"
     )
+    print(f"scan   parquet : {best_and_median(native_plain)}  (the table's own files)")
+    print(f"scan   native  : {best_and_median(native_ours)}  (read_table, planning included)")
+    print(
+        f"  ratio (median): {statistics.median(native_ours) / statistics.median(native_plain):.2f}x"
+    )
+    for name, (plain_q, ours_q) in queries.items():
+        ratio = statistics.median(ours_q) / statistics.median(plain_q)
+        print(
+            f"TPC-H {name:>3}: parquet median {statistics.median(plain_q):6.2f} s, attached "
+            f"median {statistics.median(ours_q):6.2f} s, ratio {ratio:.2f}x"
+        )
     kept, total = len(selective.files), selective.files_total
     print(
         f"pruning: l_orderkey <= {bound} keeps {kept} of {total} files "
@@ -218,6 +240,64 @@ def run(argv: list[str], root: Path) -> int:
     )
     spark.stop()
     return 0
+
+
+def table_paths(cat: almanac.Catalog, name: str) -> list[str]:
+    """The files a read of ``TPCH.<name>`` plans."""
+    return [f.path for f in plan_scan(cat, TableData.for_catalog(cat), name, "TPCH").files]
+
+
+def native_scan(spark: Any, target: str, cat: almanac.Catalog) -> tuple[list[float], list[float]]:
+    """Every row of ``TPCH.LINEITEM`` into the noop sink: ``read_table``
+    against ``spark.read.parquet`` of the very files it plans, alternating."""
+    paths = table_paths(cat, "LINEITEM")
+
+    def plain() -> None:
+        spark.read.parquet(*paths).write.format("noop").mode("overwrite").save()
+
+    def ours() -> None:
+        frame = almanac.spark.read_table(spark, target, "TPCH.LINEITEM")
+        frame.write.format("noop").mode("overwrite").save()
+
+    plain()  # warm both paths once
+    ours()
+    plain_s, ours_s = [], []
+    for _ in range(NATIVE_RUNS):
+        plain_s.append(timed(plain))
+        ours_s.append(timed(ours))
+    return plain_s, ours_s
+
+
+def tpch_queries(
+    spark: Any, target: str, cat: almanac.Catalog, tpch: Path
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Each query through ``attach`` + ``spark.sql`` and on temp views of the
+    same files read with ``spark.read.parquet``; results compared once."""
+    for table, key in TABLES.items():
+        if table != "lineitem":
+            almanac.spark.create_table_as_select(
+                target,
+                f"TPCH.{table}",
+                spark.read.parquet(str(tpch / f"{table}.parquet")),
+                key,
+                zone="BENCH",
+            )
+    almanac.spark.attach(spark, target)
+    for table in TABLES:
+        spark.read.parquet(*table_paths(cat, table.upper())).createOrReplaceTempView(table)
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for name in BENCH_QUERIES:
+        text = QUERIES[name]
+        plain_sql, ours_sql = text.format(p=""), text.format(p="tpch.")
+        expected = spark.sql(plain_sql).collect()
+        got = spark.sql(ours_sql).collect()
+        assert len(got) == len(expected), (name, len(got), len(expected))
+        plain_s, ours_s = [], []
+        for _ in range(NATIVE_RUNS):
+            plain_s.append(timed(lambda q=plain_sql: spark.sql(q).collect()))  # type: ignore[misc]
+            ours_s.append(timed(lambda q=ours_sql: spark.sql(q).collect()))  # type: ignore[misc]
+        out[name] = (plain_s, ours_s)
+    return out
 
 
 if __name__ == "__main__":

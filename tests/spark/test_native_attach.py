@@ -72,7 +72,8 @@ def test_select_is_native_and_insert_is_refused(spark: Any, cat: Catalog, target
     for table in hidden:
         for statement in ("INSERT INTO", "INSERT OVERWRITE"):
             with pytest.raises(Exception, match=r"MULTI_PATH"):
-                spark.sql(f"{statement} {HIDDEN_DATABASE}.{table} SELECT * FROM sales.single")
+                hidden_name = f"{HIDDEN_DATABASE}.{table}"
+                spark.sql(f"{statement} {hidden_name} SELECT * FROM {hidden_name}")
     assert parquet_files(cat) == before
     assert rows(spark.table("sales.single")) == [(5,)]
     assert spark.sql("SELECT count(*) FROM sales.orders").collect()[0][0] == 4

@@ -126,13 +126,16 @@ def test_filters_prune_files_and_are_exact(spark: Any, cat: Catalog, target: str
 def test_empty_table_and_refusals(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(
         "CREATE SCHEMA S; CREATE TABLE S.E (ID INT64 PRIMARY KEY, P DECIMAL(5, 1)); "
-        "CREATE TABLE S.CLOCK (ID INT64 PRIMARY KEY, T TIME)"
+        "CREATE TABLE S.CLOCK (ID INT64 PRIMARY KEY, T TIME); "
+        "CREATE TABLE S.WIDE (ID INT64 PRIMARY KEY, D DECIMAL(50, 2))"
     )
     empty = almanac.spark.read_table(spark, target, "S.E")
     assert empty.dtypes == [("ID", "bigint"), ("P", "decimal(5,1)")]
     assert empty.collect() == []
     with pytest.raises(ValidationError, match=r"Column 'T' of table 'S.CLOCK' has type TIME"):
         almanac.spark.read_table(spark, target, "S.CLOCK")
+    with pytest.raises(ValidationError, match=r"Column 'D' of table 'S.WIDE' is a DECIMAL wider"):
+        almanac.spark.read_table(spark, target, "S.WIDE")
     with pytest.raises(CatalogError, match=r"Table 'S.NOPE' does not exist"):
         almanac.spark.read_table(spark, target, "S.NOPE")
     with pytest.raises(ValidationError, match=r"not both"):

@@ -29,10 +29,11 @@ from pyspark.sql import types as st
 from almanac import _check as check
 from almanac.data import DataFile, Predicate, ScanPlan, TableData, plan_scan
 from almanac.data.arrow import column_fill
+from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
 from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
-from almanac.spark.types import spark_schema
+from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
 
 __all__ = [
     "DISCOVERY_CONF",
@@ -90,8 +91,24 @@ class NativePlan:
 
 
 def native_schema(table: Table, full_name: str) -> Any:
-    """``spark_schema`` with each column's id as its ``parquet.field.id``."""
+    """``spark_schema`` with each column's id as its ``parquet.field.id``.
+
+    A DECIMAL wider than Spark's 38 digits is refused: the Python path
+    narrows its values one by one, but Spark's Parquet reader cannot read a
+    wider decimal into a narrower type."""
     plain = spark_schema(table, full_name)
+    for column in table.columns:
+        if column.type is ColumnType.DECIMAL and (
+            column.precision is None or column.precision > SPARK_MAX_DECIMAL_PRECISION
+        ):
+            raise ValidationError(
+                f"Column '{column.name}' of table '{full_name}' is a DECIMAL wider than "
+                f"Spark's {SPARK_MAX_DECIMAL_PRECISION} digits, which Spark's Parquet reader "
+                "cannot read; read it with format('almanac')",
+                table=full_name,
+                column=column.name,
+                rule="spark-type",
+            )
     return st.StructType(
         [
             st.StructField(f.name, f.dataType, True, {FIELD_ID_KEY: column.id})
