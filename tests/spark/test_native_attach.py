@@ -137,9 +137,8 @@ def test_python_source_tables_stay_available(spark: Any, cat: Catalog, target: s
     assert "sales.orders" in result.attached
     spark.sql("INSERT INTO sales.orders VALUES (20, 3, 1.25)")
     assert spark.sql("SELECT count(*) FROM sales.orders").collect()[0][0] == 5
-    assert "PythonDataSource" in _plan(
-        spark, "SELECT * FROM sales.orders"
-    ) or "BatchEvalPython" in (_plan(spark, "SELECT * FROM sales.orders"))
+    source_plan = _plan(spark, "SELECT * FROM sales.orders")
+    assert "(Python)" in source_plan and "FileScan parquet" not in source_plan
     almanac.spark.attach(spark, target)
     assert spark.sql("SELECT count(*) FROM sales.orders").collect()[0][0] == 5
     assert "FileScan parquet" in _plan(spark, "SELECT * FROM sales.orders")

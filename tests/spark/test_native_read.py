@@ -14,6 +14,7 @@ import almanac.spark
 from almanac.catalog import Catalog
 from almanac.data import Predicate, read_table, write_table
 from almanac.errors import CatalogError, ValidationError
+from almanac.spark.filter_text import text_predicates
 from almanac.spark.native_read import file_location, group_files, native_schema
 from tests.spark.helpers import rows
 
@@ -120,6 +121,22 @@ def test_filters_prune_files_and_are_exact(spark: Any, cat: Catalog, target: str
         assert _files(df) == files, filters
         assert rows(df) == _oracle(cat, "S.T", filters=filters), filters
     assert _files(almanac.spark.read_table(spark, target, "S.T")) == 5
+    # Spark filter text: applied verbatim, its simple terms prune.
+    texts = [
+        ("id <= 12", [Predicate("ID", "<=", 12)], 2),
+        ("12 < ID AND (id < 25)", [Predicate("ID", ">", 12), Predicate("ID", "<", 25)], 2),
+        ("ID IN (1, 41)", [Predicate("ID", "in", [1, 41])], 2),
+        ("price BETWEEN 11.5 AND 100", [Predicate("PRICE", ">=", decimal.Decimal("11.5"))], 1),
+        ("DAY < DATE '2024-01-06'", [Predicate("DAY", "<", day + dt.timedelta(days=5))], 1),
+        ("name = 'n33' OR id = 1", [], 5),  # an OR prunes nothing, yet filters exactly
+    ]
+    for text, same, files in texts:
+        df = almanac.spark.read_table(spark, target, "S.T", filters=[text])
+        assert _files(df) == files, text
+        if same:
+            assert rows(df) == _oracle(cat, "S.T", filters=same), text
+    either = almanac.spark.read_table(spark, target, "S.T", filters=["name = 'n33' OR id = 1"])
+    assert [r[0] for r in rows(either)] == [1, 33]
     assert len(rows(almanac.spark.read_table(spark, target, "S.T", filters=cases[0][0]))) == 13
 
 
@@ -141,7 +158,9 @@ def test_empty_table_and_refusals(spark: Any, cat: Catalog, target: str) -> None
     with pytest.raises(ValidationError, match=r"not both"):
         almanac.spark.read_table(spark, target, "S.E", version=1, timestamp=1)
     with pytest.raises(ValidationError, match=r"Item 0 of parameter 'filters'"):
-        almanac.spark.read_table(spark, target, "S.E", filters=["ID = 1"])  # type: ignore[list-item]
+        almanac.spark.read_table(spark, target, "S.E", filters=[1])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=r"Filter 'NOPE > 1' on table 'S.E' is not a valid"):
+        almanac.spark.read_table(spark, target, "S.E", filters=["NOPE > 1"])
     with pytest.raises(CatalogError, match=r"Column 'X' of a filter does not exist"):
         almanac.spark.read_table(spark, target, "S.E", filters=[Predicate("X", "=", 1)])
 
@@ -164,6 +183,40 @@ def test_file_location_and_groups() -> None:
     with pytest.raises(CatalogError, match=r"share no directory"):
         file_location(["/w/a/x.parquet"], "s3://b/g")
     assert file_location(["/w,1/a.parquet", "/w,1/b.parquet"]) == ("/w\\,1/{a.parquet,b.parquet}")
+
+
+def test_text_filters_prune_only_what_they_surely_mean(cat: Catalog) -> None:
+    cat.sql(
+        "CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY, F DOUBLE, D DECIMAL(9, 2), "
+        'N VARCHAR(5), DAY DATE, B BOOLEAN, "Mixed" INT32)'
+    )
+    table = cat.catalog().table("T", "S")
+    assert table is not None
+    cases = {
+        "id = 3": [Predicate("ID", "=", 3)],
+        "3 >= id": [Predicate("ID", "<=", 3)],
+        "id > -2": [Predicate("ID", ">", -2)],
+        "f < 1.5e3 AND d >= 2.25": [
+            Predicate("F", "<", 1500.0),
+            Predicate("D", ">=", decimal.Decimal("2.25")),
+        ],
+        "n IS NULL AND day IS NOT NULL": [
+            Predicate("N", "is_null"),
+            Predicate("DAY", "is_not_null"),
+        ],
+        "day = '2024-02-03'": [Predicate("DAY", "=", dt.date(2024, 2, 3))],
+        "b = true": [Predicate("B", "=", True)],
+        "mixed = 4": [Predicate("Mixed", "=", 4)],
+        "id = 2.5": [],  # Spark compares as decimal: an int prune would differ
+        "n = 5": [],  # Spark casts: text bounds do not order numbers
+        "day = '2024-2-3'": [],
+        "id + 1 = 3 OR id = 1": [],
+        "id = (SELECT 1)": [],
+        "nope = 1": [],
+        "not ( valid": [],
+    }
+    for text, expected in cases.items():
+        assert text_predicates(text, table) == expected, text
 
 
 def test_groups_follow_missing_defaults(cat: Catalog) -> None:

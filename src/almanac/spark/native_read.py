@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as sf
 from pyspark.sql import types as st
 
@@ -32,6 +33,7 @@ from almanac.data.arrow import column_fill
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
+from almanac.spark.filter_text import text_predicates
 from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
 from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
 
@@ -290,14 +292,17 @@ def fill_sql(column: Column, value: object, spark_type: Any, table: str) -> str:
 # --------------------------------------------------------------------------- reading
 
 
-def _check_filters(filters: object) -> tuple[Predicate, ...]:
+def _check_filters(filters: object) -> tuple[Predicate | str, ...]:
+    what = "Parameter 'filters' of read_table"
     if not isinstance(filters, list | tuple):
-        raise check.fail(
-            "Parameter 'filters' of read_table", "a list or tuple of Predicate", filters
-        )
+        raise check.fail(what, "a list or tuple of Predicate or filter text", filters)
     for i, item in enumerate(filters):
-        if not isinstance(item, Predicate):
-            raise check.fail(f"Item {i} of parameter 'filters' of read_table", "a Predicate", item)
+        if isinstance(item, str):
+            check.string(item, f"Item {i} of parameter 'filters' of read_table", nonblank=True)
+        elif not isinstance(item, Predicate):
+            raise check.fail(
+                f"Item {i} of parameter 'filters' of read_table", "a Predicate or a str", item
+            )
     return tuple(filters)
 
 
@@ -307,14 +312,16 @@ def read_table(
     name: str,
     version: int | None = None,
     timestamp: int | dt.datetime | None = None,
-    filters: Sequence[Predicate] = (),
+    filters: Sequence[Predicate | str] = (),
     *,
     warehouse: str | None = None,
 ) -> Any:
     """Table ``name`` (``S.T``, as ``load`` takes it) at the latest catalog
     version, at ``version`` or at ``timestamp``, as a DataFrame on Spark's
-    native Parquet scan. ``filters`` prune files by statistics and are
-    applied as a Spark filter too, so the rows are exact."""
+    native Parquet scan. ``filters`` are ``Predicate``s or Spark SQL filter
+    text (``"ID <= 10 AND NAME IS NOT NULL"``): they prune files by
+    statistics (text where ``filter_text`` reads it) and are applied as a
+    Spark filter too, so the rows are exact."""
     from almanac.spark.session import check_session, register
 
     check_session(spark, "Parameter 'spark' of read_table")
@@ -327,17 +334,32 @@ def read_table(
         )
     if timestamp is not None:
         check.timestamp(timestamp, "Parameter 'timestamp' of read_table")
-    predicates = _check_filters(filters)
+    given = _check_filters(filters)
+    predicates = [f for f in given if isinstance(f, Predicate)]
+    texts = [f for f in given if isinstance(f, str)]
     register(spark)
     point = ReadPoint(version=version, timestamp=timestamp)
     table_name = parse_name(name)
     with catalog_session(target, warehouse) as cat:
         schema, table = resolve_table(point.snapshot(cat), table_name)
+        pruning = predicates + [p for text in texts for p in text_predicates(text, table)]
         data = TableData.for_catalog(cat)
-        plan = plan_native(cat, data, schema.name, table.name, point, predicates)
+        plan = plan_native(cat, data, schema.name, table.name, point, pruning)
     frame = native_frame(spark, plan)
     condition = where_clause(predicates, plan.full_name)
-    return frame if condition is None else frame.where(condition)
+    if condition is not None:
+        frame = frame.where(condition)
+    for text in texts:
+        try:
+            frame = frame.where(text)
+        except AnalysisException as exc:
+            raise ValidationError(
+                f"Filter {text!r} on table '{plan.full_name}' is not a valid Spark filter: "
+                f"{str(exc).splitlines()[0]}",
+                table=plan.full_name,
+                rule="spark-filter",
+            ) from None
+    return frame
 
 
 def native_frame(spark: Any, plan: NativePlan) -> Any:
