@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -12,7 +13,10 @@ import pytest
 
 import almanac.spark
 from almanac.catalog import Catalog
+from almanac.commands import AddColumns, ColumnDef
 from almanac.data import Predicate, read_table, write_table
+from almanac.datatypes import ColumnType
+from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, ValidationError
 from almanac.spark.filter_text import text_predicates
 from almanac.spark.native_read import file_location, group_files, native_schema
@@ -238,3 +242,50 @@ def test_groups_follow_missing_defaults(cat: Catalog) -> None:
     assert [[(c.name, v) for c, v in g.fills] for g in groups if g.fills] == [[("K", 5)]]
     schema = native_schema(table, "S.T")
     assert [f.metadata["parquet.field.id"] for f in schema.fields] == [c.id for c in table.columns]
+
+
+def test_defaults_of_every_kind_fill_old_files(spark: Any, cat: Catalog, target: str) -> None:
+    """Each constant default becomes a typed Spark literal equal to what the
+    Python path reads, through read_table and through an attached view."""
+    cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY)")
+    _write(cat, "S.T", ID=[1, 2])
+    moment = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
+    defaults = [
+        ColumnDef(name="B", type=ColumnType.BOOLEAN, default=ConstantDefault(True)),
+        ColumnDef(name="I8", type=ColumnType.INT8, default=ConstantDefault(-128)),
+        ColumnDef(name="BIG", type=ColumnType.INT64, default=ConstantDefault(-(2**63))),
+        ColumnDef(name="F", type=ColumnType.FLOAT, default=ConstantDefault(1.5)),
+        ColumnDef(name="X", type=ColumnType.DOUBLE, default=ConstantDefault(float("-inf"))),
+        ColumnDef(
+            name="D",
+            type=ColumnType.DECIMAL,
+            precision=20,
+            scale=4,
+            default=ConstantDefault(decimal.Decimal("-12345.6789")),
+        ),
+        ColumnDef(name="S", type=ColumnType.STRING, default=ConstantDefault("it's \\ `x` \u00e9")),
+        ColumnDef(name="BY", type=ColumnType.BYTES, default=ConstantDefault(b"\x00'\xff")),
+        ColumnDef(name="DAY", type=ColumnType.DATE, default=ConstantDefault(dt.date(1, 1, 1))),
+        ColumnDef(name="TS", type=ColumnType.TIMESTAMP, default=ConstantDefault(moment)),
+        ColumnDef(
+            name="TZ",
+            type=ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
+            default=ConstantDefault(moment.replace(tzinfo=dt.timezone(dt.timedelta(hours=5)))),
+        ),
+        ColumnDef(
+            name="U",
+            type=ColumnType.UUID,
+            default=ConstantDefault(uuid.UUID("12345678-1234-5678-1234-567812345678")),
+        ),
+    ]
+    cat.execute([AddColumns(table="T", columns=tuple(defaults), schema="S")])
+    # TZ is compared as text in the session's zone (UTC): Spark hands Python
+    # naive local datetimes for it, Arrow aware ones.
+    expected = [r[:-2] + r[-1:] for r in _oracle(cat, "S.T")]
+    assert expected[0][1:4] == (True, -128, -(2**63))
+    instant = "2024-05-06 02:08:09.123456"
+    attached = almanac.spark.attach(spark, target)
+    assert attached.attached == ["s.t"]
+    for frame in (almanac.spark.read_table(spark, target, "S.T"), spark.table("s.t")):
+        assert rows(frame.drop("TZ")) == expected
+        assert [r[0] for r in frame.selectExpr("CAST(TZ AS STRING)").collect()] == [instant] * 2
