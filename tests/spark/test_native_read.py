@@ -289,3 +289,23 @@ def test_defaults_of_every_kind_fill_old_files(spark: Any, cat: Catalog, target:
     for frame in (almanac.spark.read_table(spark, target, "S.T"), spark.table("s.t")):
         assert rows(frame.drop("TZ")) == expected
         assert [r[0] for r in frame.selectExpr("CAST(TZ AS STRING)").collect()] == [instant] * 2
+
+
+def test_every_widening_reads_natively(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql("CREATE SCHEMA S; CREATE TABLE S.W (ID INT64 PRIMARY KEY, A INT8, B INT16, F FLOAT)")
+    _write(
+        cat,
+        "S.W",
+        ID=[1, 2],
+        A=pa.array([-128, 127], pa.int8()),
+        B=pa.array([-32768, 7], pa.int16()),
+        F=pa.array([1.5, -0.25], pa.float32()),
+    )
+    cat.sql(
+        "ALTER TABLE S.W ALTER COLUMN A SET DATA TYPE INT64; "
+        "ALTER TABLE S.W ALTER COLUMN B SET DATA TYPE INT32; "
+        "ALTER TABLE S.W ALTER COLUMN F SET DATA TYPE DOUBLE"
+    )
+    df = almanac.spark.read_table(spark, target, "S.W")
+    assert df.dtypes == [("ID", "bigint"), ("A", "bigint"), ("B", "int"), ("F", "double")]
+    assert rows(df) == [(1, -128, -32768, 1.5), (2, 127, 7, -0.25)] == _oracle(cat, "S.W")
