@@ -11,6 +11,10 @@ file was written must read as what ``column_fill(generate=False)`` gives it
 (its constant default), so files are grouped by which such columns they
 lack, each group is scanned on its own with those columns set to constant
 literals, and the groups are unioned.
+
+Each group's files reach Spark as one Hadoop glob (``dir/{a,b,...}``, see
+``file_location``), the form a session-catalog table's location also takes
+(``attach``), listed in the driver (``DISCOVERY_THRESHOLD``).
 """
 
 from __future__ import annotations
