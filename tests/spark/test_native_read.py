@@ -19,7 +19,7 @@ from almanac.datatypes import ColumnType
 from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, ValidationError
 from almanac.spark.filter_text import text_predicates
-from almanac.spark.native_read import file_location, group_files, native_schema
+from almanac.spark.native_read import file_location, group_files, native_schema, spark_path
 from tests.spark.helpers import rows
 
 
@@ -181,6 +181,11 @@ def test_paths_with_glob_characters(spark: Any, tmp_path: Any) -> None:
 
 
 def test_file_location_and_groups() -> None:
+    assert spark_path("/w", "/w/a.parquet") == "/w/a.parquet"
+    assert spark_path("file:///w", "/w/a.parquet") == "/w/a.parquet"
+    assert spark_path("/w", "file:///w/a.parquet") == "/w/a.parquet"
+    assert spark_path("s3://b/w", "b/w/a.parquet") == "s3://b/w/a.parquet"
+    assert spark_path("s3://b/w", "s3://b/w/a.parquet") == "s3://b/w/a.parquet"
     assert file_location(["/w/a/x.parquet", "/w/b/y.parquet"]) == "/w/{a/x.parquet,b/y.parquet}"
     assert file_location(["/w/a/x.parquet"]) == "/w/a/x.parquet"
     assert file_location(["/w/a/x.parquet"], "/s/g") == "/{w/a/x.parquet,s/g}"

@@ -146,11 +146,15 @@ def group_files(table: Table, files: Sequence[DataFile]) -> tuple[FileGroup, ...
 
 
 def spark_path(warehouse_uri: str, path: str) -> str:
-    """A data file's path as Hadoop reads it: as is when it has a scheme or
-    the warehouse is local, else under the warehouse's scheme."""
-    if "://" in path or "://" not in warehouse_uri:
+    """A data file's path as Hadoop reads it. Local files are plain absolute
+    paths (``file:`` dropped, so they share a glob with local directories of
+    Spark's own); others keep or get the warehouse's scheme."""
+    if path.startswith("file:"):
+        return "/" + path[len("file:") :].lstrip("/")
+    if "://" in path:
         return path
-    return f"{warehouse_uri.split('://', 1)[0]}://{path}"
+    scheme = warehouse_uri.split("://", 1)[0] if "://" in warehouse_uri else "file"
+    return path if scheme == "file" else f"{scheme}://{path}"
 
 
 def _escape(text: str) -> str:
