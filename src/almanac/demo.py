@@ -203,11 +203,8 @@ def pipeline(root: Path, scale: float) -> None:
             print("  INSERT OVERWRITE tpch.customer backfilled C_TIER (one data commit)")
             almanac.spark.attach(spark, target)  # native views over the new files
 
-            then = (
-                spark.read.format("almanac")
-                .option("catalog", target)
-                .option("timestamp", str(before_backfill))
-                .load("TPCH.CUSTOMER")
+            then = almanac.spark.read_table(
+                spark, target, "TPCH.CUSTOMER", timestamp=before_backfill
             )
             then.createOrReplaceTempView("customer_before_backfill")
             old = spark.sql(TIERS.format(customer="customer_before_backfill"))
@@ -215,12 +212,7 @@ def pipeline(root: Path, scale: float) -> None:
             print()
             show("Time travel: customers by tier before the backfill:", old.collect(), old.columns)
             show("... and now:", new.collect(), new.columns)
-            at_before = (
-                spark.read.format("almanac")
-                .option("catalog", target)
-                .option("version", str(before))
-                .load("TPCH.CUSTOMER")
-            )
+            at_before = almanac.spark.read_table(spark, target, "TPCH.CUSTOMER", version=before)
             print(f"TPCH.CUSTOMER at v{before}: {', '.join(at_before.columns)}")
             now = spark.table("tpch.customer").columns
             print(f"TPCH.CUSTOMER at v{cat.latest_version}: {', '.join(now)}")
