@@ -3,6 +3,7 @@ native; INSERT through plain spark.sql is refused and writes nothing."""
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +32,8 @@ def _fill(cat: Catalog) -> None:
     write_table(
         cat, "CUSTOMERS", pa.table({"ID": [1, 2, 3], "NAME": ["ann", "bob", "cy"]}), "SALES"
     )
-    orders = {"ID": [10, 11, 12, 13], "CUSTOMER_ID": [1, 1, 2, 9], "AMOUNT": [5.5, 4.5, 1.0, 7.0]}
+    amounts = [decimal.Decimal(a) for a in ("5.5", "4.5", "1", "7")]
+    orders = {"ID": [10, 11, 12, 13], "CUSTOMER_ID": [1, 1, 2, 9], "AMOUNT": amounts}
     write_table(cat, "ORDERS", pa.table(orders), "SALES")
     write_table(cat, "SINGLE", pa.table({"ID": [5]}), "SALES")
 
@@ -88,7 +90,7 @@ def test_attach_fills_defaults_and_follows_changes(spark: Any, cat: Catalog, tar
     write_table(
         cat,
         "ORDERS",
-        pa.table({"ID": [14], "CUSTOMER_ID": [2], "AMOUNT": [2.0], "PRIORITY": [1]}),
+        pa.table({"ID": [14], "CUSTOMER_ID": [2], "AMOUNT": [decimal.Decimal(2)], "PRIORITY": [1]}),
         "SALES",
     )
     cat.sql("DROP TABLE SALES.CUSTOMERS")
