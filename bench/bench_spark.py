@@ -131,6 +131,7 @@ def run(argv: list[str], root: Path) -> int:
         action="store_true",
         help="one load, then only the native scan and the attached TPC-H queries",
     )
+    parser.add_argument("--runs", type=int, default=NATIVE_RUNS, help="runs of each native figure")
     args = parser.parse_args(argv)
     tpch = generate(args.sf, root / "tpch")
     source = tpch / "lineitem.parquet"
@@ -142,7 +143,8 @@ def run(argv: list[str], root: Path) -> int:
         rows = df.count()
         print(
             f"TPC-H SF {args.sf}: lineitem {rows:,} rows, {WRITE_TASKS} write tasks, "
-            f"{args.partitions} tablets, {os.cpu_count()} cores"
+            f"{args.partitions} tablets, {os.cpu_count()} cores",
+            flush=True,
         )
         almanac.spark.create_table_as_select(
             target, "TPCH.LINEITEM", df.limit(0), ["l_orderkey", "l_linenumber"], zone="BENCH"
@@ -151,7 +153,8 @@ def run(argv: list[str], root: Path) -> int:
             df.write.format("almanac").option("catalog", target).mode("append").save(
                 "TPCH.LINEITEM"
             )
-            report_native(*native_scan(spark, target, cat), tpch_queries(spark, target, cat, tpch))
+            report_scan(*native_scan(spark, target, cat, args.runs))
+            tpch_queries(spark, target, cat, tpch, args.runs)
             spark.stop()
             return 0
 
@@ -219,8 +222,8 @@ def run(argv: list[str], root: Path) -> int:
         plain_rows = spark.read.parquet(str(plain_dir)).where(f"l_orderkey <= {bound}").count()
         assert ours_rows == plain_rows, (ours_rows, plain_rows)
 
-        native_plain, native_ours = native_scan(spark, target, cat)
-        queries = tpch_queries(spark, target, cat, tpch)
+        report_scan(*native_scan(spark, target, cat, args.runs))
+        tpch_queries(spark, target, cat, tpch, args.runs)
 
     files = len(list(plain_dir.glob("*.parquet")))
     print(f"write  parquet : {best_and_median(plain_write)}  ({files} files)")
@@ -236,7 +239,6 @@ def run(argv: list[str], root: Path) -> int:
         f"  ratio (median): {statistics.median(floor_scan) / statistics.median(plain_scan):.2f}x"
         " - what the Python data source API costs by itself"
     )
-    report_native(native_plain, native_ours, queries)
     kept, total = len(selective.files), selective.files_total
     print(
         f"pruning: l_orderkey <= {bound} keeps {kept} of {total} files "
@@ -246,22 +248,11 @@ def run(argv: list[str], root: Path) -> int:
     return 0
 
 
-def report_native(
-    native_plain: list[float],
-    native_ours: list[float],
-    queries: dict[str, tuple[list[float], list[float]]],
-) -> None:
+def report_scan(native_plain: list[float], native_ours: list[float]) -> None:
     print(f"scan   parquet : {best_and_median(native_plain)}  (the table's own files)")
     print(f"scan   native  : {best_and_median(native_ours)}  (read_table, planning included)")
-    print(
-        f"  ratio (median): {statistics.median(native_ours) / statistics.median(native_plain):.2f}x"
-    )
-    for name, (plain_q, ours_q) in queries.items():
-        ratio = statistics.median(ours_q) / statistics.median(plain_q)
-        print(
-            f"TPC-H {name:>3}: parquet median {statistics.median(plain_q):6.2f} s, attached "
-            f"median {statistics.median(ours_q):6.2f} s, ratio {ratio:.2f}x"
-        )
+    ratio = statistics.median(native_ours) / statistics.median(native_plain)
+    print(f"  ratio (median): {ratio:.2f}x", flush=True)
 
 
 def table_paths(cat: almanac.Catalog, name: str) -> list[str]:
@@ -269,7 +260,9 @@ def table_paths(cat: almanac.Catalog, name: str) -> list[str]:
     return [f.path for f in plan_scan(cat, TableData.for_catalog(cat), name, "TPCH").files]
 
 
-def native_scan(spark: Any, target: str, cat: almanac.Catalog) -> tuple[list[float], list[float]]:
+def native_scan(
+    spark: Any, target: str, cat: almanac.Catalog, runs: int
+) -> tuple[list[float], list[float]]:
     """Every row of ``TPCH.LINEITEM`` into the noop sink: ``read_table``
     against ``spark.read.parquet`` of the very files it plans, alternating."""
     paths = table_paths(cat, "LINEITEM")
@@ -284,17 +277,16 @@ def native_scan(spark: Any, target: str, cat: almanac.Catalog) -> tuple[list[flo
     plain()  # warm both paths once
     ours()
     plain_s, ours_s = [], []
-    for _ in range(NATIVE_RUNS):
+    for _ in range(runs):
         plain_s.append(timed(plain))
         ours_s.append(timed(ours))
     return plain_s, ours_s
 
 
-def tpch_queries(
-    spark: Any, target: str, cat: almanac.Catalog, tpch: Path
-) -> dict[str, tuple[list[float], list[float]]]:
+def tpch_queries(spark: Any, target: str, cat: almanac.Catalog, tpch: Path, runs: int) -> None:
     """Each query through ``attach`` + ``spark.sql`` and on temp views of the
-    same files read with ``spark.read.parquet``; results compared once."""
+    same files read with ``spark.read.parquet``, alternating; row counts
+    compared once; medians printed as each query finishes."""
     for table, key in TABLES.items():
         if table != "lineitem":
             almanac.spark.create_table_as_select(
@@ -307,7 +299,6 @@ def tpch_queries(
     almanac.spark.attach(spark, target)
     for table in TABLES:
         spark.read.parquet(*table_paths(cat, table.upper())).createOrReplaceTempView(table)
-    out: dict[str, tuple[list[float], list[float]]] = {}
     for name in BENCH_QUERIES:
         text = QUERIES[name]
         plain_sql, ours_sql = text.format(p=""), text.format(p="tpch.")
@@ -315,11 +306,15 @@ def tpch_queries(
         got = spark.sql(ours_sql).collect()
         assert len(got) == len(expected), (name, len(got), len(expected))
         plain_s, ours_s = [], []
-        for _ in range(NATIVE_RUNS):
+        for _ in range(runs):
             plain_s.append(timed(lambda q=plain_sql: spark.sql(q).collect()))  # type: ignore[misc]
             ours_s.append(timed(lambda q=ours_sql: spark.sql(q).collect()))  # type: ignore[misc]
-        out[name] = (plain_s, ours_s)
-    return out
+        plain_m, ours_m = statistics.median(plain_s), statistics.median(ours_s)
+        print(
+            f"TPC-H {name:>3}: parquet median {plain_m:6.2f} s, attached median "
+            f"{ours_m:6.2f} s, ratio {ours_m / plain_m:.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
