@@ -22,7 +22,7 @@ from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.data import TableData
 from almanac.descriptors import Table
-from almanac.errors import CatalogError
+from almanac.errors import CatalogError, ValidationError
 from almanac.spark.names import ReadPoint, TableName, catalog_session
 from almanac.spark.native_read import (
     DISCOVERY_CONF,
@@ -200,9 +200,15 @@ def _guard_dir(spark: Any) -> str:
     directory (measured). The directory lives in the hidden database's own
     location, never in the warehouse, and holds no files, so reads are
     unchanged."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        raise ValidationError(
+            "attach makes native views only in a classic Spark session (it creates their "
+            "guard directory through the JVM); use attach(..., native=False) with Spark Connect",
+            rule="spark-classic-session",
+        )
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(HIDDEN_DATABASE)}")
     location = str(spark.catalog.getDatabase(HIDDEN_DATABASE).locationUri).rstrip("/")
-    jvm = spark._jvm
     path = jvm.org.apache.hadoop.fs.Path(f"{location}/{GUARD_DIR}")
     path.getFileSystem(spark._jsc.hadoopConfiguration()).mkdirs(path)
     parsed = urllib.parse.urlparse(location)
