@@ -314,3 +314,20 @@ def test_every_widening_reads_natively(spark: Any, cat: Catalog, target: str) ->
     df = almanac.spark.read_table(spark, target, "S.W")
     assert df.dtypes == [("ID", "bigint"), ("A", "bigint"), ("B", "int"), ("F", "double")]
     assert rows(df) == [(1, -128, -32768, 1.5), (2, 127, 7, -0.25)] == _oracle(cat, "S.W")
+
+
+def test_old_rows_keep_the_default_of_the_add(spark: Any, cat: Catalog, target: str) -> None:
+    """A later SET or DROP DEFAULT changes what writes store, never what a
+    file written before the column existed reads."""
+    cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY)")
+    _write(cat, "S.T", ID=[1])
+    cat.sql("ALTER TABLE S.T ADD COLUMN C INT32 DEFAULT 7")
+    cat.sql("ALTER TABLE S.T ALTER COLUMN C SET DEFAULT 8")
+    _write(cat, "S.T", ID=[2])
+    cat.sql("ALTER TABLE S.T ALTER COLUMN C DROP DEFAULT")
+    _write(cat, "S.T", ID=[3])
+    expected = [(1, 7), (2, 8), (3, None)]
+    assert _oracle(cat, "S.T") == expected
+    assert rows(almanac.spark.read_table(spark, target, "S.T")) == expected
+    almanac.spark.attach(spark, target)
+    assert rows(spark.table("s.t")) == expected
