@@ -7,10 +7,17 @@
   of those files, both drained into Spark's ``noop`` sink (every column of
   every row crosses into the JVM);
 * pruning: files a selective ``l_orderkey`` filter keeps out of the total,
-  from ``plan_scan`` (the data was clustered by key, as a loader would).
+  from ``plan_scan`` (the data was clustered by key, as a loader would);
+* native scan: ``almanac.spark.read_table`` (planning included) against
+  ``spark.read.parquet`` of the same files, both into the ``noop`` sink;
+* TPC-H Q1, Q3, Q5, Q10, Q18, Q19 through ``attach`` + ``spark.sql`` against
+  the same query on temp views of ``spark.read.parquet`` over the same files
+  (the other tables loaded with ``create_table_as_select``).
 
-Run: ``.venv/bin/python bench/bench_spark.py [--sf 0.1] [--partitions N]``
-(``--partitions``: tablets of the table's zone; the catalog default is 25).
+Run: ``.venv/bin/python bench/bench_spark.py [--sf 0.1] [--partitions N]
+[--native-only]`` (``--partitions``: tablets of the table's zone; the
+catalog default is 25; ``--native-only``: load once, then only the native
+figures).
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from typing import Any
 import almanac
 import almanac.spark
 from almanac.data import Predicate, TableData, plan_scan
-from almanac.spark.tpch import generate
+from almanac.spark.tpch import QUERIES, TABLES, generate
 
 RUNS = 3
+NATIVE_RUNS = 7
 WRITE_TASKS = 8
+BENCH_QUERIES = ("Q1", "Q3", "Q5", "Q10", "Q18", "Q19")
 
 
 def floor_source() -> Any:
@@ -117,8 +126,15 @@ def run(argv: list[str], root: Path) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--partitions", type=int, default=25, help="tablets of the zone")
+    parser.add_argument(
+        "--native-only",
+        action="store_true",
+        help="one load, then only the native scan and the attached TPC-H queries",
+    )
+    parser.add_argument("--runs", type=int, default=NATIVE_RUNS, help="runs of each native figure")
     args = parser.parse_args(argv)
-    source = generate(args.sf, root / "tpch", ["lineitem"]) / "lineitem.parquet"
+    tpch = generate(args.sf, root / "tpch")
+    source = tpch / "lineitem.parquet"
     spark = session()
     target = str(root / "catalog")
     with almanac.connect(target) as cat:
@@ -127,11 +143,20 @@ def run(argv: list[str], root: Path) -> int:
         rows = df.count()
         print(
             f"TPC-H SF {args.sf}: lineitem {rows:,} rows, {WRITE_TASKS} write tasks, "
-            f"{args.partitions} tablets, {os.cpu_count()} cores"
+            f"{args.partitions} tablets, {os.cpu_count()} cores",
+            flush=True,
         )
         almanac.spark.create_table_as_select(
             target, "TPCH.LINEITEM", df.limit(0), ["l_orderkey", "l_linenumber"], zone="BENCH"
         )
+        if args.native_only:
+            df.write.format("almanac").option("catalog", target).mode("append").save(
+                "TPCH.LINEITEM"
+            )
+            report_scan(*native_scan(spark, target, cat, args.runs))
+            tpch_queries(spark, target, cat, tpch, args.runs)
+            spark.stop()
+            return 0
 
         plain_dir = root / "plain"
         plain_write, ours_write = [], []
@@ -197,6 +222,9 @@ def run(argv: list[str], root: Path) -> int:
         plain_rows = spark.read.parquet(str(plain_dir)).where(f"l_orderkey <= {bound}").count()
         assert ours_rows == plain_rows, (ours_rows, plain_rows)
 
+        report_scan(*native_scan(spark, target, cat, args.runs))
+        tpch_queries(spark, target, cat, tpch, args.runs)
+
     files = len(list(plain_dir.glob("*.parquet")))
     print(f"write  parquet : {best_and_median(plain_write)}  ({files} files)")
     print(f"write  almanac : {best_and_median(ours_write)}  ({full.files_total} files)")
@@ -218,6 +246,75 @@ def run(argv: list[str], root: Path) -> int:
     )
     spark.stop()
     return 0
+
+
+def report_scan(native_plain: list[float], native_ours: list[float]) -> None:
+    print(f"scan   parquet : {best_and_median(native_plain)}  (the table's own files)")
+    print(f"scan   native  : {best_and_median(native_ours)}  (read_table, planning included)")
+    ratio = statistics.median(native_ours) / statistics.median(native_plain)
+    print(f"  ratio (median): {ratio:.2f}x", flush=True)
+
+
+def table_paths(cat: almanac.Catalog, name: str) -> list[str]:
+    """The files a read of ``TPCH.<name>`` plans."""
+    return [f.path for f in plan_scan(cat, TableData.for_catalog(cat), name, "TPCH").files]
+
+
+def native_scan(
+    spark: Any, target: str, cat: almanac.Catalog, runs: int
+) -> tuple[list[float], list[float]]:
+    """Every row of ``TPCH.LINEITEM`` into the noop sink: ``read_table``
+    against ``spark.read.parquet`` of the very files it plans, alternating."""
+    paths = table_paths(cat, "LINEITEM")
+
+    def plain() -> None:
+        spark.read.parquet(*paths).write.format("noop").mode("overwrite").save()
+
+    def ours() -> None:
+        frame = almanac.spark.read_table(spark, target, "TPCH.LINEITEM")
+        frame.write.format("noop").mode("overwrite").save()
+
+    plain()  # warm both paths once
+    ours()
+    plain_s, ours_s = [], []
+    for _ in range(runs):
+        plain_s.append(timed(plain))
+        ours_s.append(timed(ours))
+    return plain_s, ours_s
+
+
+def tpch_queries(spark: Any, target: str, cat: almanac.Catalog, tpch: Path, runs: int) -> None:
+    """Each query through ``attach`` + ``spark.sql`` and on temp views of the
+    same files read with ``spark.read.parquet``, alternating; row counts
+    compared once; medians printed as each query finishes."""
+    for table, key in TABLES.items():
+        if table != "lineitem":
+            almanac.spark.create_table_as_select(
+                target,
+                f"TPCH.{table}",
+                spark.read.parquet(str(tpch / f"{table}.parquet")),
+                key,
+                zone="BENCH",
+            )
+    almanac.spark.attach(spark, target)
+    for table in TABLES:
+        spark.read.parquet(*table_paths(cat, table.upper())).createOrReplaceTempView(table)
+    for name in BENCH_QUERIES:
+        text = QUERIES[name]
+        plain_sql, ours_sql = text.format(p=""), text.format(p="tpch.")
+        expected = spark.sql(plain_sql).collect()
+        got = spark.sql(ours_sql).collect()
+        assert len(got) == len(expected), (name, len(got), len(expected))
+        plain_s, ours_s = [], []
+        for _ in range(runs):
+            plain_s.append(timed(lambda q=plain_sql: spark.sql(q).collect()))  # type: ignore[misc]
+            ours_s.append(timed(lambda q=ours_sql: spark.sql(q).collect()))  # type: ignore[misc]
+        plain_m, ours_m = statistics.median(plain_s), statistics.median(ours_s)
+        print(
+            f"TPC-H {name:>3}: parquet median {plain_m:6.2f} s, attached median "
+            f"{ours_m:6.2f} s, ratio {ours_m / plain_m:.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

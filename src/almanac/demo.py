@@ -192,7 +192,8 @@ def pipeline(root: Path, scale: float) -> None:
             added = cat.sql("ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
             print(f"  v{added}: ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
             before_backfill = cat.clock.now()
-            almanac.spark.attach(spark, target)
+            # Python-source tables take INSERT; native views refuse it.
+            almanac.spark.attach(spark, target, native=False)
             columns = spark.table("tpch.customer").columns[:-1]
             spark.sql(
                 f"INSERT OVERWRITE tpch.customer SELECT {', '.join(columns)}, "
@@ -200,12 +201,10 @@ def pipeline(root: Path, scale: float) -> None:
                 "THEN 'silver' ELSE 'standard' END FROM tpch.customer"
             )
             print("  INSERT OVERWRITE tpch.customer backfilled C_TIER (one data commit)")
+            almanac.spark.attach(spark, target)  # native views over the new files
 
-            then = (
-                spark.read.format("almanac")
-                .option("catalog", target)
-                .option("timestamp", str(before_backfill))
-                .load("TPCH.CUSTOMER")
+            then = almanac.spark.read_table(
+                spark, target, "TPCH.CUSTOMER", timestamp=before_backfill
             )
             then.createOrReplaceTempView("customer_before_backfill")
             old = spark.sql(TIERS.format(customer="customer_before_backfill"))
@@ -213,12 +212,7 @@ def pipeline(root: Path, scale: float) -> None:
             print()
             show("Time travel: customers by tier before the backfill:", old.collect(), old.columns)
             show("... and now:", new.collect(), new.columns)
-            at_before = (
-                spark.read.format("almanac")
-                .option("catalog", target)
-                .option("version", str(before))
-                .load("TPCH.CUSTOMER")
-            )
+            at_before = almanac.spark.read_table(spark, target, "TPCH.CUSTOMER", version=before)
             print(f"TPCH.CUSTOMER at v{before}: {', '.join(at_before.columns)}")
             now = spark.table("tpch.customer").columns
             print(f"TPCH.CUSTOMER at v{cat.latest_version}: {', '.join(now)}")

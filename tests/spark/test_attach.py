@@ -1,4 +1,5 @@
-"""A catalog attached to a Spark session: plain spark.sql reads and writes it."""
+"""A catalog attached to a Spark session as Python-source tables (`native=False`):
+plain spark.sql reads and writes them."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _fill(spark: Any, target: str) -> None:
 
 def test_select_join_insert(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
-    result = almanac.spark.attach(spark, target)
+    result = almanac.spark.attach(spark, target, native=False)
     assert sorted(result.attached) == ["sales.customers", "sales.orders"]
     assert "PUBLIC.CLOCKS" in result.skipped and "TIME" in result.skipped["PUBLIC.CLOCKS"]
     _fill(spark, target)
@@ -47,7 +48,7 @@ def test_select_join_insert(spark: Any, cat: Catalog, target: str) -> None:
 
 def test_insert_null_into_not_null_fails(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
-    almanac.spark.attach(spark, target)
+    almanac.spark.attach(spark, target, native=False)
     with pytest.raises(Exception, match=r"Column 'NAME'.*NOT NULL"):
         spark.sql("INSERT INTO sales.customers VALUES (1, NULL)")
     assert spark.sql("SELECT count(*) FROM sales.customers").collect()[0][0] == 0
@@ -55,12 +56,12 @@ def test_insert_null_into_not_null_fails(spark: Any, cat: Catalog, target: str) 
 
 def test_attach_follows_catalog_changes(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
-    almanac.spark.attach(spark, target)
+    almanac.spark.attach(spark, target, native=False)
     _fill(spark, target)
     before = cat.latest_version
     cat.sql("ALTER TABLE SALES.ORDERS ADD COLUMN NOTE VARCHAR(10)")
     cat.sql("DROP TABLE SALES.CUSTOMERS")
-    result = almanac.spark.attach(spark, target)
+    result = almanac.spark.attach(spark, target, native=False)
     assert result.dropped == ["sales.customers"]
     assert not spark.catalog.tableExists("sales.customers")
     assert spark.table("sales.orders").columns == ["ID", "CUSTOMER_ID", "AMOUNT", "NOTE"]
@@ -71,9 +72,9 @@ def test_attach_follows_catalog_changes(spark: Any, cat: Catalog, target: str) -
     assert [r[3] for r in rows(spark.table("sales.orders"))] == ["n10", "n11", "n12", "n13"]
 
     # Unchanged tables are kept as they are; an older version attaches read-only.
-    again = almanac.spark.attach(spark, target)
+    again = almanac.spark.attach(spark, target, native=False)
     assert again.attached == ["sales.orders"] and again.dropped == []
-    old = almanac.spark.attach(spark, target, version=before)
+    old = almanac.spark.attach(spark, target, version=before, native=False)
     assert sorted(old.attached) == ["sales.customers", "sales.orders"]
     assert spark.table("sales.orders").columns == ["ID", "CUSTOMER_ID", "AMOUNT"]
     assert spark.sql("SELECT count(*) FROM sales.customers").collect()[0][0] == 3
@@ -83,12 +84,12 @@ def test_attach_follows_catalog_changes(spark: Any, cat: Catalog, target: str) -
 
 def test_attached_table_survives_a_rename(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
-    almanac.spark.attach(spark, target)
+    almanac.spark.attach(spark, target, native=False)
     _fill(spark, target)
     cat.sql("ALTER TABLE SALES.CUSTOMERS RENAME TO CLIENTS")
     # Bound by table id: the old Spark name still reads and writes the same table.
     assert spark.sql("SELECT count(*) FROM sales.customers").collect()[0][0] == 3
     spark.sql("INSERT INTO sales.customers VALUES (4, 'dee')")
-    almanac.spark.attach(spark, target)
+    almanac.spark.attach(spark, target, native=False)
     assert spark.sql("SELECT count(*) FROM sales.clients").collect()[0][0] == 4
     assert not spark.catalog.tableExists("sales.customers")

@@ -1,5 +1,6 @@
 """TPC-H SF 0.01 loaded through CREATE TABLE AS SELECT, queried through
-attach + spark.sql, checked against duckdb on the generated Parquet files."""
+attach + spark.sql (native views and Python-source tables) and read_table,
+checked against duckdb on the generated Parquet files."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import almanac.spark
 from almanac.catalog import Catalog
+from almanac.data import Predicate
 from almanac.spark.tpch import QUERIES, TABLES, generate
 
 
@@ -51,14 +53,39 @@ def test_tpch_queries_match_duckdb(spark: Any, cat: Catalog, target: str, tpch_d
             target, f"TPCH.{table}", df, key, zone="TPCH_ZONE"
         )
         assert result.rows == df.count()
-    almanac.spark.attach(spark, target)
     oracle = duckdb.connect()
     for table in TABLES:
         oracle.execute(
             f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{tpch_data / table}.parquet')"
         )
-    for name, text in QUERIES.items():
-        ours = [tuple(r) for r in spark.sql(text.format(p="tpch.")).collect()]
-        expected = oracle.execute(text.format(p="")).fetchall()
-        assert ours, name
-        assert _same(ours, expected), name
+    # The native views (Spark's Parquet scan), then the Python-source tables.
+    for native in (True, False):
+        almanac.spark.attach(spark, target, native=native)
+        plan = spark.sql("SELECT * FROM tpch.lineitem")._jdf.queryExecution().executedPlan()
+        assert ("FileScan parquet" in str(plan.toString())) is native
+        for name, text in QUERIES.items():
+            ours = [tuple(r) for r in spark.sql(text.format(p="tpch.")).collect()]
+            expected = oracle.execute(text.format(p="")).fetchall()
+            assert ours, name
+            assert _same(ours, expected), (name, native)
+
+    # read_table: every column of every row, and a filtered read.
+    summary = (
+        "SELECT count(*), sum(l_quantity), sum(l_extendedprice * (1 - l_discount)), "
+        "count(DISTINCT l_orderkey), min(l_shipdate), max(l_comment) FROM {t}{w}"
+    )
+    spark_view = "tpch_lineitem_native"
+    lineitem = almanac.spark.read_table(spark, target, "tpch.lineitem")
+    lineitem.createOrReplaceTempView(spark_view)
+    ours = [tuple(r) for r in spark.sql(summary.format(t=spark_view, w="")).collect()]
+    assert _same(ours, oracle.execute(summary.format(t="lineitem", w="")).fetchall())
+    orderkey = next(c for c in lineitem.columns if c.lower() == "l_orderkey")
+    filtered = almanac.spark.read_table(
+        spark, target, "TPCH.LINEITEM", filters=[Predicate(orderkey, "<=", 1000)]
+    )
+    filtered.createOrReplaceTempView(spark_view)
+    ours = [tuple(r) for r in spark.sql(summary.format(t=spark_view, w="")).collect()]
+    expected = oracle.execute(
+        summary.format(t="lineitem", w=" WHERE l_orderkey <= 1000")
+    ).fetchall()
+    assert _same(ours, expected)

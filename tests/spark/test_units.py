@@ -204,6 +204,7 @@ def test_entry_points_refuse_what_is_not_a_session_before_using_it(tmp_path: obj
         (lambda: almanac.spark.register("spark"), "'spark' of register"),
         (lambda: almanac.spark.attach(None, target), "'spark' of attach"),
         (lambda: almanac.spark.sql({}, target, "SELECT 1"), "'spark' of sql"),
+        (lambda: almanac.spark.read_table(1, target, "S.T"), "'spark' of read_table"),
         (lambda: almanac.spark.spark_schema(bad("T"), "S.T"), "'table' of spark_schema"),
     ]
     for call, fragment in cases:

@@ -1,13 +1,17 @@
 """Spark as Almanac's data plane: a Python data source plus atomic
 CREATE/REPLACE TABLE AS SELECT.
 
-* ``register(spark)`` - the ``almanac`` format and filter pushdown;
+* ``register(spark)`` - the ``almanac`` format, filter pushdown and
+  Parquet field-id reads;
+* ``read_table(spark, TARGET, "S.T", version=, timestamp=, filters=)`` - a
+  table on Spark's native Parquet scan (files planned by Almanac);
 * ``spark.read.format("almanac").option("catalog", TARGET).load("S.T")``,
   options ``version`` / ``timestamp`` for time travel;
 * ``df.write.format("almanac").option("catalog", TARGET).mode("append" |
   "overwrite").save("S.T")``;
-* ``attach(spark, TARGET)`` - every catalog table as a Spark table, for
-  ``spark.sql`` SELECT / INSERT INTO / INSERT OVERWRITE;
+* ``attach(spark, TARGET)`` - every catalog table as a Spark view on the
+  native Parquet scan, for ``spark.sql`` SELECT (``native=False``: Python
+  source tables that also take INSERT INTO / INSERT OVERWRITE);
 * ``create_table_as_select`` / ``replace_table_as_select`` /
   ``create_or_replace_table_as_select`` and ``sql(spark, TARGET, text)`` -
   table and data in one catalog version.
@@ -24,6 +28,7 @@ from almanac.spark.ctas import (
     replace_table_as_select,
 )
 from almanac.spark.names import store_uri
+from almanac.spark.native_read import read_table
 from almanac.spark.session import PUSHDOWN_CONF, AttachResult, attach, register
 from almanac.spark.source import SOURCE_NAME, AlmanacDataSource
 from almanac.spark.sql import sql
@@ -39,6 +44,7 @@ __all__ = [
     "attach",
     "create_or_replace_table_as_select",
     "create_table_as_select",
+    "read_table",
     "register",
     "replace_table_as_select",
     "spark_schema",

@@ -1,21 +1,44 @@
-"""Making a Spark session see a catalog: ``register`` the source, ``attach``
-every table as a Spark table so plain ``spark.sql`` reads and writes it."""
+"""Making a Spark session see a catalog: ``register`` the source and the
+native read settings, ``attach`` every table so plain ``spark.sql`` reads it.
+
+A natively attached table is a view over hidden session-catalog Parquet
+tables (database ``almanac_files``), one per group of planned files (see
+``native_read``): SELECT runs on Spark's own Parquet scan. Spark refuses to
+INSERT into a view, and each hidden table names at least two root paths,
+for which Spark refuses INSERT as well, so plain ``spark.sql`` can never
+write files that no data snapshot references. ``attach(native=False)``
+keeps the Python-source tables, which read the latest data at every query
+and accept INSERT INTO / INSERT OVERWRITE through Almanac."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
+from almanac.data import TableData
 from almanac.descriptors import Table
-from almanac.errors import CatalogError
+from almanac.errors import CatalogError, ValidationError
 from almanac.spark.names import ReadPoint, TableName, catalog_session
+from almanac.spark.native_read import (
+    DISCOVERY_CONF,
+    DISCOVERY_THRESHOLD,
+    FIELD_ID_CONF,
+    NativePlan,
+    file_location,
+    fill_sql,
+    plan_native,
+    quote,
+)
 from almanac.spark.source import AlmanacDataSource, Binding, bound_source
 from almanac.spark.types import spark_schema
 
 __all__ = [
+    "HIDDEN_DATABASE",
     "PUSHDOWN_CONF",
     "AttachResult",
     "activate",
@@ -28,22 +51,40 @@ __all__ = [
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 """Without it Spark refuses a Python reader that implements ``pushFilters``."""
 
+HIDDEN_DATABASE = "almanac_files"
+"""The Spark database holding the Parquet tables behind native views."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """What one Spark name is attached to: a target and a key (the bound
+    source's name, or a digest of a native view and its files)."""
+
+    target: str
+    key: str
+    view: bool
+    hidden: tuple[str, ...] = ()
+
+
 _lock = threading.Lock()
-_attached: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}
-"""Per Spark application: (database, table) → (catalog target, bound source
-name). Spark keeps neither options nor comments of a Python-source table, so
-this process remembers what each attached table is bound to."""
+_attached: dict[str, dict[tuple[str, str], _Bound]] = {}
+"""Per Spark application: (database, table) → what it is bound to. Spark
+keeps neither options nor comments of a Python-source table, so this process
+remembers what each attached table is bound to."""
 
 
 def register(spark: Any) -> None:
     """Register the ``almanac`` source, turn on filter pushdown for Python
-    sources (a runtime SQL setting) and make ``spark`` the active session of
+    sources and Parquet field-id reads, let the driver list planned files
+    itself (all runtime SQL settings) and make ``spark`` the active session of
     the calling thread. Spark also finds the ``almanac`` format without this
     call through the ``pyspark_almanac`` module, but then the pushdown
     setting must be in the session's configuration."""
     check_session(spark, "Parameter 'spark' of register")
     activate(spark)
     spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.conf.set(FIELD_ID_CONF, "true")
+    spark.conf.set(DISCOVERY_CONF, str(DISCOVERY_THRESHOLD))
     spark.dataSource.register(AlmanacDataSource)
 
 
@@ -69,14 +110,10 @@ def activate(spark: Any) -> None:
     session_class.setActiveSession(spark._jsparkSession)
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def spark_name(schema: str, table: str) -> str:
     """The Spark name of a catalog table: Spark folds database and table
     names to lower case, so ``PUBLIC.ORDERS`` is ``public.orders``."""
-    return f"{_quote(schema.lower())}.{_quote(table.lower())}"
+    return f"{quote(schema.lower())}.{quote(table.lower())}"
 
 
 @dataclass
@@ -91,23 +128,35 @@ class AttachResult:
 
 
 def attach(
-    spark: Any, target: str, version: int | None = None, *, warehouse: str | None = None
+    spark: Any,
+    target: str,
+    version: int | None = None,
+    *,
+    warehouse: str | None = None,
+    native: bool = True,
 ) -> AttachResult:
-    """Create a Spark database per catalog schema and a Spark table per
-    catalog table (dropping and recreating those whose definition changed).
+    """Create a Spark database per catalog schema and a Spark view (or,
+    with ``native=False``, a Python-source table) per catalog table,
+    replacing those whose definition or files changed.
 
-    Without ``version`` the tables read the latest data and accept INSERT
-    INTO / INSERT OVERWRITE; with it they read that catalog version and are
-    read-only. A table Spark cannot hold (a TIME column, names equal but for
-    case) is skipped and reported, not fatal."""
+    Native views read the data as planned now (the latest, or ``version``)
+    on Spark's Parquet scan and refuse INSERT: write through
+    ``almanac.spark.sql``, ``format("almanac")``, or attach again after
+    writing. Python-source tables read the latest data at each query and
+    accept INSERT INTO / INSERT OVERWRITE unless ``version`` pins them. A
+    table Spark cannot hold (a TIME column, names equal but for case) is
+    skipped and reported, not fatal."""
     check_session(spark, "Parameter 'spark' of attach")
     check.optional_int(version, "Parameter 'version' of attach")
     check.optional_str(warehouse, "Parameter 'warehouse' of attach")
+    check.boolean(native, "Parameter 'native' of attach")
     register(spark)
     with catalog_session(target, warehouse) as cat:
         snap = cat.catalog(version) if version is not None else cat.catalog()
     point = ReadPoint(version=version)
-    return attach_tables(spark, target, warehouse, snap, point, snap.tables(), prune=True)
+    return attach_tables(
+        spark, target, warehouse, snap, point, snap.tables(), prune=True, native=native
+    )
 
 
 def attach_tables(
@@ -119,9 +168,65 @@ def attach_tables(
     tables: list[Table],
     *,
     prune: bool,
+    native: bool = True,
 ) -> AttachResult:
     """Attach ``tables`` of ``snap``; with ``prune``, also drop the Spark
     tables of this target whose catalog table is no longer among them."""
+    if not native:
+        return _attach(spark, target, warehouse, snap, point, tables, prune, None)
+    guard = _guard_dir(spark)
+    with catalog_session(target, warehouse) as cat:
+        planner = _Planner(cat, TableData.for_catalog(cat), point, guard)
+        return _attach(spark, target, warehouse, snap, point, tables, prune, planner)
+
+
+@dataclass(frozen=True, slots=True)
+class _Planner:
+    cat: Any
+    data: TableData
+    point: ReadPoint
+    guard: str
+
+
+GUARD_DIR = "_no_files"
+
+
+def _guard_dir(spark: Any) -> str:
+    """An empty directory that every hidden table names besides its files.
+
+    Spark refuses INSERT into a file table with more than one root path
+    (UNSUPPORTED_INSERT.MULTI_PATH); with a single file it would write
+    beside it, and INSERT OVERWRITE would replace the committed file with a
+    directory (measured). The directory lives in the hidden database's own
+    location, never in the warehouse, and holds no files, so reads are
+    unchanged."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        raise ValidationError(
+            "attach makes native views only in a classic Spark session (it creates their "
+            "guard directory through the JVM); use attach(..., native=False) with Spark Connect",
+            rule="spark-classic-session",
+        )
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(HIDDEN_DATABASE)}")
+    location = str(spark.catalog.getDatabase(HIDDEN_DATABASE).locationUri).rstrip("/")
+    path = jvm.org.apache.hadoop.fs.Path(f"{location}/{GUARD_DIR}")
+    path.getFileSystem(spark._jsc.hadoopConfiguration()).mkdirs(path)
+    parsed = urllib.parse.urlparse(location)
+    if parsed.scheme == "file":
+        location = urllib.parse.unquote(parsed.path)  # local data files have no scheme either
+    return f"{location}/{GUARD_DIR}"
+
+
+def _attach(
+    spark: Any,
+    target: str,
+    warehouse: str | None,
+    snap: CatalogVersion,
+    point: ReadPoint,
+    tables: list[Table],
+    prune: bool,
+    planner: _Planner | None,
+) -> AttachResult:
     result = AttachResult()
     app = str(spark.sparkContext.applicationId)
     wanted: set[tuple[str, str]] = set()
@@ -142,39 +247,109 @@ def attach_tables(
                 result.skipped[full] = "another table of its schema differs from it only in case"
                 continue
             try:
-                struct = spark_schema(table, full)
+                if planner is None:
+                    bound, create = _source_table(
+                        spark, target, warehouse, schema.name, table, point
+                    )
+                else:
+                    plan = plan_native(
+                        planner.cat, planner.data, schema.name, table.name, planner.point, ()
+                    )
+                    bound, create = _native_view(target, plan, planner.guard)
             except CatalogError as exc:
                 result.skipped[full] = str(exc)
                 continue
             wanted.add((db, name))
-            columns = ", ".join(
-                f"{_quote(f.name)} {f.dataType.simpleString()}" for f in struct.fields
-            )
-            binding = Binding(
-                target,
-                warehouse,
-                TableName(schema.name, True, table.name, True),
-                point,
-                table.id,
-                tuple(c.id for c in table.columns),
-                tuple(c.name for c in table.columns),
-                signature=columns,
-            )
-            source = bound_source(binding, f"almanac_t{table.id}")
-            source_name = source.name()
             qualified = spark_name(schema.name, table.name)
-            spark.dataSource.register(source)
             current = known.get((db, name))
-            if current != (target, source_name) or not spark.catalog.tableExists(f"{db}.{name}"):
-                spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(db)}")
-                spark.sql(f"DROP TABLE IF EXISTS {qualified}")
-                spark.sql(f"CREATE TABLE {qualified} ({columns}) USING {source_name}")
-                known[(db, name)] = (target, source_name)
+            if current != bound or not spark.catalog.tableExists(qualified):
+                spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(db)}")
+                _drop(spark, qualified)
+                create(spark, qualified)
+                known[(db, name)] = bound
+                if current is not None:
+                    _drop_hidden(spark, set(current.hidden) - set(bound.hidden))
             result.attached.append(f"{db}.{name}")
         if prune:
-            for (db, name), (bound_target, _) in list(known.items()):
-                if bound_target == target and (db, name) not in wanted:
-                    spark.sql(f"DROP TABLE IF EXISTS {_quote(db)}.{_quote(name)}")
+            for (db, name), bound in list(known.items()):
+                if bound.target == target and (db, name) not in wanted:
+                    _drop(spark, f"{quote(db)}.{quote(name)}")
+                    _drop_hidden(spark, set(bound.hidden))
                     del known[(db, name)]
                     result.dropped.append(f"{db}.{name}")
     return result
+
+
+def _drop(spark: Any, qualified: str) -> None:
+    """Drop whatever Spark holds under this name, view or table."""
+    if not spark.catalog.tableExists(qualified):
+        return
+    kind = "VIEW" if spark.catalog.getTable(qualified).tableType == "VIEW" else "TABLE"
+    spark.sql(f"DROP {kind} IF EXISTS {qualified}")
+
+
+def _drop_hidden(spark: Any, names: set[str]) -> None:
+    for hidden in sorted(names):
+        spark.sql(f"DROP TABLE IF EXISTS {quote(HIDDEN_DATABASE)}.{quote(hidden)}")
+
+
+def _source_table(
+    spark: Any, target: str, warehouse: str | None, schema: str, table: Table, point: ReadPoint
+) -> tuple[_Bound, Any]:
+    """A Python-source table bound to the catalog table by id."""
+    struct = spark_schema(table, f"{schema}.{table.name}")
+    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in struct.fields)
+    binding = Binding(
+        target,
+        warehouse,
+        TableName(schema, True, table.name, True),
+        point,
+        table.id,
+        tuple(c.id for c in table.columns),
+        tuple(c.name for c in table.columns),
+        signature=columns,
+    )
+    source = bound_source(binding, f"almanac_t{table.id}")
+    source_name = source.name()
+    spark.dataSource.register(source)
+
+    def create(spark: Any, qualified: str) -> None:
+        spark.sql(f"CREATE TABLE {qualified} ({columns}) USING {source_name}")
+
+    return _Bound(target, source_name, view=False), create
+
+
+def _native_view(target: str, plan: NativePlan, guard: str) -> tuple[_Bound, Any]:
+    """A view over one hidden Parquet table per file group."""
+    types = {f.name: f.dataType for f in plan.schema.fields}
+    locations = [file_location(paths, guard) for paths in plan.spark_paths]
+    fills = [[(c.id, v) for c, v in g.fills] for g in plan.groups]
+    digest = hashlib.sha1(
+        repr((target, plan.schema.json(), locations, fills)).encode(), usedforsecurity=False
+    ).hexdigest()[:16]
+    hidden = tuple(f"t{plan.table.id}_{digest}_{i}" for i in range(len(locations)))
+    if not locations:
+        columns = ", ".join(
+            f"CAST(NULL AS {f.dataType.simpleString()}) AS {quote(f.name)}"
+            for f in plan.schema.fields
+        )
+        body = f"SELECT {columns} WHERE FALSE"
+    else:
+        selects = []
+        for group, table_name in zip(plan.groups, hidden, strict=True):
+            filled = {c.name: fill_sql(c, v, types[c.name], plan.full_name) for c, v in group.fills}
+            columns = ", ".join(
+                f"{filled[f.name]} AS {quote(f.name)}" if f.name in filled else quote(f.name)
+                for f in plan.schema.fields
+            )
+            selects.append(f"SELECT {columns} FROM {quote(HIDDEN_DATABASE)}.{quote(table_name)}")
+        body = "\nUNION ALL\n".join(selects)
+
+    def create(spark: Any, qualified: str) -> None:
+        for table_name, location in zip(hidden, locations, strict=True):
+            full = f"{quote(HIDDEN_DATABASE)}.{quote(table_name)}"
+            if not spark.catalog.tableExists(full):
+                spark.catalog.createTable(full, path=location, source="parquet", schema=plan.schema)
+        spark.sql(f"CREATE VIEW {qualified} AS {body}")
+
+    return _Bound(target, digest, view=True, hidden=hidden), create

@@ -91,4 +91,31 @@ QUERIES = {
         ORDER BY revenue DESC
         LIMIT 20
     """,
+    "Q18": """
+        SELECT c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice, sum(l_quantity)
+        FROM {p}customer, {p}orders, {p}lineitem
+        WHERE o_orderkey IN (
+                SELECT l_orderkey FROM {p}lineitem
+                GROUP BY l_orderkey HAVING sum(l_quantity) > 300)
+          AND c_custkey = o_custkey AND o_orderkey = l_orderkey
+        GROUP BY c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice
+        ORDER BY o_totalprice DESC, o_orderdate
+        LIMIT 100
+    """,
+    "Q19": """
+        SELECT sum(l_extendedprice * (1 - l_discount)) AS revenue
+        FROM {p}lineitem, {p}part
+        WHERE (p_partkey = l_partkey AND p_brand = 'Brand#12'
+               AND p_container IN ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')
+               AND l_quantity >= 1 AND l_quantity <= 1 + 10 AND p_size BETWEEN 1 AND 5
+               AND l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON')
+           OR (p_partkey = l_partkey AND p_brand = 'Brand#23'
+               AND p_container IN ('MED BAG', 'MED BOX', 'MED PKG', 'MED PACK')
+               AND l_quantity >= 10 AND l_quantity <= 10 + 10 AND p_size BETWEEN 1 AND 10
+               AND l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON')
+           OR (p_partkey = l_partkey AND p_brand = 'Brand#34'
+               AND p_container IN ('LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')
+               AND l_quantity >= 20 AND l_quantity <= 20 + 10 AND p_size BETWEEN 1 AND 15
+               AND l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON')
+    """,
 }
