@@ -65,3 +65,30 @@ def test_ctas_null_key_creates_nothing(spark: Any, cat: Catalog, target: str) ->
     assert cat.latest_version == before
     assert cat.catalog().table("ORDERS") is None
     assert write_dirs(cat, "PUBLIC", "ORDERS") == []
+
+
+def test_sql_insert_uses_the_native_writer(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql("CREATE TABLE PUBLIC.T (ID INT64 PRIMARY KEY, NAME VARCHAR(8), QTY INT32 DEFAULT 7)")
+    result = almanac.spark.sql(
+        spark, target, "INSERT INTO public.t VALUES (1, 'a', 10), (2, 'b', 20)"
+    )
+    assert isinstance(result, almanac.spark.WriteResult) and result.rows == 2
+    almanac.spark.sql(spark, target, "INSERT INTO TABLE `PUBLIC`.`T` (name, id) SELECT 'c', 3L")
+    almanac.spark.sql(spark, target, "INSERT INTO t BY NAME SELECT 4L AS id, 'd' AS name")
+    got = sorted(tuple(r.values()) for r in read_table(cat, "T").to_pylist())
+    assert got == [(1, "a", 10), (2, "b", 20), (3, "c", 7), (4, "d", 7)]
+    table = cat.catalog().table("T")
+    assert table is not None
+    files = TableData.for_catalog(cat).history(table.id)[-1].files
+    assert all(".c000" in f.path for f in files)  # Spark's own file names
+    almanac.spark.sql(spark, target, "INSERT OVERWRITE public.t SELECT 9L, 'z', 1")
+    assert [tuple(r.values()) for r in read_table(cat, "T").to_pylist()] == [(9, "z", 1)]
+
+
+def test_sql_insert_checks_like_write(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql("CREATE TABLE PUBLIC.T (ID INT32 PRIMARY KEY, NAME VARCHAR(8))")
+    with pytest.raises(DataError, match=r"Column 'ID' of table 'PUBLIC\.T'.*without loss"):
+        almanac.spark.sql(spark, target, "INSERT INTO public.t SELECT 1L, 'a'")
+    with pytest.raises(DataError, match=r"Column 'ID' of table 'PUBLIC\.T' is NOT NULL"):
+        almanac.spark.sql(spark, target, "INSERT INTO public.t SELECT CAST(NULL AS INT), 'a'")
+    assert read_table(cat, "T").num_rows == 0
