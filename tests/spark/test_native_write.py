@@ -243,3 +243,20 @@ def test_bad_arguments(spark: Any, target: str, tmp_path: Path) -> None:
         almanac.spark.write(df, target, "S.T", mode="upsert")
     with pytest.raises(ValidationError, match="df"):
         almanac.spark.write("not a frame", target, "S.T")
+
+
+def test_names_that_need_encoding_in_paths(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql('CREATE SCHEMA "my s%20"; CREATE TABLE "my s%20"."T:1" (ID INT64 PRIMARY KEY)')
+    almanac.spark.write(spark.range(5).toDF("ID"), target, '"my s%20"."T:1"')
+    assert sorted(read_table(cat, "T:1", "my s%20").column("ID").to_pylist()) == list(range(5))
+
+
+def test_session_settings_are_restored(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql(SETUP)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+    try:
+        almanac.spark.write(frame(spark, 0, 3), target, "S.T")
+        assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "INT96"
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    assert table_rows(cat) == expected(0, 3)

@@ -358,19 +358,37 @@ def _spark_path(warehouse: Warehouse, path: str) -> str:
     return warehouse.uri.split("://", 1)[0] + "://" + path
 
 
+_conf_lock = threading.Lock()
+_conf_users: dict[int, tuple[int, dict[str, str | None]]] = {}
+"""Per session: how many native writes run, and the settings they replaced."""
+
+
 @contextlib.contextmanager
 def _session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    """Spark reads the Parquet timestamp type from the session, not from write
+    options: set it while any native write of the session runs, and put the
+    user's values back when the last one ends."""
+    key = id(spark)
+    with _conf_lock:
+        users, saved = _conf_users.get(key, (0, {}))
+        if users == 0:
+            saved = {name: spark.conf.get(name, None) for name in settings}
+            for name, value in settings.items():
+                spark.conf.set(name, value)
+        _conf_users[key] = (users + 1, saved)
     try:
         yield
     finally:
-        for key, old in saved.items():
-            if old is None:
-                spark.conf.unset(key)
+        with _conf_lock:
+            users, saved = _conf_users.pop(key)
+            if users > 1:
+                _conf_users[key] = (users - 1, saved)
             else:
-                spark.conf.set(key, old)
+                for name, old in saved.items():
+                    if old is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, old)
 
 
 def _run_job(prepared: Prepared, path: str, compression: str | None) -> None:
