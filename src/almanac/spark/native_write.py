@@ -20,7 +20,7 @@ import datetime as dt
 import decimal
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -391,11 +391,11 @@ def _session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
                         spark.conf.set(name, old)
 
 
-def _run_job(prepared: Prepared, path: str, compression: str | None) -> None:
+def _run_job(prepared: Prepared, path: str, options: Mapping[str, str]) -> None:
     spark = prepared.df.sparkSession
     writer = prepared.df.write.mode("append").partitionBy(TABLET_COLUMN)
-    if compression is not None:
-        writer = writer.option("compression", compression)
+    for key, value in options.items():
+        writer = writer.option(key, value)
     try:
         with _session_conf(spark, {_TIMESTAMP_CONF: "TIMESTAMP_MICROS", _FIELD_ID_CONF: "true"}):
             writer.parquet(path)
@@ -510,11 +510,12 @@ def write_staged(
     write_dir: str,
     table: Table,
     *,
-    compression: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> list[DataFile]:
     """Run the Spark job into a staged ``write_dir`` and describe what it
-    wrote; the caller commits or aborts."""
-    _run_job(prepared, _spark_path(warehouse, write_dir), compression)
+    wrote; the caller commits or aborts. ``options`` go to Spark's Parquet
+    writer (``compression``, ``parquet.*`` settings)."""
+    _run_job(prepared, _spark_path(warehouse, write_dir), dict(options or {}))
     return collect_files(warehouse, write_dir, table)
 
 
@@ -550,7 +551,7 @@ def write(
     warehouse: str | None = None,
     coalesce: int | None = None,
     cluster: bool = False,
-    compression: str | None = None,
+    options: Mapping[str, str] | None = None,
     lease_seconds: float = DEFAULT_WRITE_LEASE_S,
 ) -> WriteResult:
     """Append ``df`` to table ``name`` ("S.T") of catalog ``target``, or
@@ -558,7 +559,8 @@ def write(
     writer; one data commit, or nothing at all.
 
     ``coalesce`` merges the DataFrame into that many tasks first (fewer, larger
-    files); ``cluster`` shuffles rows by tablet so each tablet gets one file.
+    files); ``cluster`` shuffles rows by tablet so each tablet gets one file;
+    ``options`` go to Spark's Parquet writer (``compression``, ``parquet.*``).
     ``DataError`` names the column of a lossy cast, an unknown column or (from
     inside the job) a NULL in a NOT NULL column."""
     if not hasattr(df, "sparkSession") or not hasattr(df, "write"):
@@ -574,7 +576,12 @@ def write(
     if coalesce is not None:
         check.integer(coalesce, "Parameter 'coalesce' of write", lo=1)
     check.boolean(cluster, "Parameter 'cluster' of write")
-    check.optional_str(compression, "Parameter 'compression' of write")
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise check.fail("Parameter 'options' of write", "a mapping of str to str", options)
+        for key, value in options.items():
+            check.string(key, "A key of parameter 'options' of write")
+            check.string(value, f"Option '{key}' of write")
     if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float):
         raise check.fail("Parameter 'lease_seconds' of write", "a positive number", lease_seconds)
     if not lease_seconds > 0:
@@ -597,9 +604,7 @@ def write(
         lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
         try:
             with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
-                files = write_staged(
-                    prepared, data.warehouse, write_dir, table, compression=compression
-                )
+                files = write_staged(prepared, data.warehouse, write_dir, table, options=options)
                 data.commit(table.id, write_id, files, operation=mode, catalog_version=snap.version)
         except BaseException:
             with contextlib.suppress(CatalogError):
