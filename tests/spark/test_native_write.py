@@ -260,3 +260,26 @@ def test_session_settings_are_restored(spark: Any, cat: Catalog, target: str) ->
     finally:
         spark.conf.unset("spark.sql.parquet.outputTimestampType")
     assert table_rows(cat) == expected(0, 3)
+
+
+def test_temporal_and_boolean_defaults(spark: Any, cat: Catalog, target: str) -> None:
+    cat.sql(
+        "CREATE TABLE PUBLIC.D (ID INT64 PRIMARY KEY, "
+        "TSZ TIMESTAMP WITH LOCAL TIME ZONE DEFAULT '2021-03-04 05:06:07+02:00', "
+        "TS TIMESTAMP DEFAULT TIMESTAMP '2020-01-01 10:00:00', "
+        "DT DATE DEFAULT '2020-01-02', OK BOOLEAN DEFAULT TRUE)"
+    )
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        almanac.spark.write(spark.range(1).toDF("ID"), target, "PUBLIC.D")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert read_table(cat, "D").to_pylist() == [
+        {
+            "ID": 0,
+            "TSZ": dt.datetime(2021, 3, 4, 3, 6, 7, tzinfo=dt.UTC),
+            "TS": dt.datetime(2020, 1, 1, 10, 0),
+            "DT": dt.date(2020, 1, 2),
+            "OK": True,
+        }
+    ]

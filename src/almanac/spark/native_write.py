@@ -230,16 +230,15 @@ def _fill(column: Column, target: Any, full: str) -> Any:
             column=column.name,
         )
     if isinstance(default, ConstantDefault) and default.value is not None:
+        value = default.value
         if column.type is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE and isinstance(
-            default.value, dt.datetime
+            value, dt.datetime
         ):
-            # An instant: UTC wall clock, then read as UTC whatever the session zone.
-            utc = default.value.astimezone(dt.UTC) if default.value.tzinfo else default.value
-            return F.to_utc_timestamp(
-                F.lit(utc.replace(tzinfo=None).isoformat(sep=" ")).cast(st.TimestampNTZType()),
-                "UTC",
-            ).cast(target)
-        return _literal(default.value, target)
+            # An instant (a naive default is UTC, as ``conform`` reads it): the
+            # offset in the text makes the cast independent of the session zone.
+            aware = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+            return F.lit(aware.isoformat(sep=" ")).cast(target)
+        return _literal(value, target)
     if isinstance(default, FunctionDefault) and default.name == "RAND_UUID":
         return F.expr("uuid()")
     return F.lit(None).cast(target)
