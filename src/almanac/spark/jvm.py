@@ -5,6 +5,15 @@ against the jars of the installed PySpark into a per-user cache keyed by the
 source and the Spark version, so a fresh machine needs nothing but a JDK and
 an upgrade of either rebuilds. ``load(spark)`` adds the jar to the session
 (``ADD JAR``: driver and executors) and registers the UDFs.
+
+Why Java UDFs for every key type rather than Catalyst's ``Murmur3Hash`` with
+seed 0 (built through py4j) for the long-like ones: Catalyst hashes strings'
+trailing bytes one int per byte and decimals as longs, so bytes, strings,
+UUIDs and decimals need our code anyway, and the UDF costs next to nothing
+against writing Parquet. Measured on 20 M longs into Spark's ``noop`` sink
+(2 shared cores, median of 5, same run): the UDF 2.65 s, ``Murmur3Hash``
+seed 0 2.31 s, Spark's ``hash()`` 2.81 s, no hash at all 1.08 s. One
+implementation, tested against pyiceberg, is worth the 0.02 µs per row.
 """
 
 from __future__ import annotations
@@ -98,10 +107,17 @@ def helper_jar() -> Path:
     digest = hashlib.sha256(pyspark.__version__.encode())
     for name, text in sources:
         digest.update(name.encode() + b"\0" + text)
-    jar = _cache_dir() / f"almanac-spark-{digest.hexdigest()[:16]}.jar"
+    name = f"almanac-spark-{digest.hexdigest()[:16]}.jar"
+    jar = _cache_dir() / name
     if jar.exists():
         return jar
-    jar.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        jar.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unwritable home: build per user in the temp directory
+        jar = Path(tempfile.gettempdir()) / f"almanac-{os.getuid()}" / name
+        if jar.exists():
+            return jar
+        jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
         src, out = Path(tmp) / "src", Path(tmp) / "classes"
         src.mkdir()
