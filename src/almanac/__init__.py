@@ -4,7 +4,7 @@ Every DDL change makes a new immutable catalog version; any version can be
 read by number or by time. Start with :func:`connect`.
 """
 
-from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo, connect
+from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.commands import (
@@ -33,6 +33,7 @@ from almanac.commands import (
     StartBuildingIndex,
     preview,
 )
+from almanac.connection import connect
 from almanac.datatypes import ColumnType
 from almanac.descriptors import (
     Collation,
@@ -71,6 +72,7 @@ from almanac.errors import (
     ValidationError,
     VersionNotFoundError,
     WaitTimeoutError,
+    WarehouseFormatError,
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
@@ -139,6 +141,7 @@ __all__ = [
     "SqlParseError",
     "StartBuildingIndex",
     "StorageError",
+    "WarehouseFormatError",
     "Table",
     "TableBeingCreatedError",
     "TableProperties",

@@ -45,7 +45,7 @@ from almanac.errors import (
     WaitTimeoutError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
-from almanac.log import UpdateLog
+from almanac.log import KEY_PINS, UpdateLog
 from almanac.metastore import (
     Compare,
     Delete,
@@ -62,7 +62,15 @@ from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
-__all__ = ["Catalog", "ExecuteResult", "RetentionPolicy", "VersionInfo", "connect"]
+__all__ = [
+    "Catalog",
+    "CommitHook",
+    "ExecuteResult",
+    "HookWork",
+    "RetentionPolicy",
+    "VersionInfo",
+    "open_catalog",
+]
 
 DEFAULT_MAX_ATTEMPTS = 10
 """The retry cap of data commits (``almanac.data``); catalog commits retry
@@ -146,6 +154,28 @@ Attachment = Callable[[CatalogVersion, CatalogVersion], tuple[Sequence[Compare],
 """``attach(base, new)`` returns extra compares and writes for a version's transaction."""
 
 
+@dataclass(frozen=True, slots=True)
+class HookWork:
+    """What a commit hook adds to one attempt's transaction; ``finish(ok)``
+    runs after the attempt, ``ok`` telling whether the version committed
+    (so the hook can keep or remove what it prepared)."""
+
+    compares: Sequence[Compare] = ()
+    ops: Sequence[Op] = ()
+    finish: Callable[[bool], None] | None = None
+
+    def finished(self, ok: bool) -> None:
+        if self.finish is not None:
+            try:
+                self.finish(ok)
+            except Exception:
+                _log.exception("A commit hook's finish callback failed")
+
+
+CommitHook = Callable[[CatalogVersion, CatalogVersion], "HookWork | None"]
+"""``hook(base, new)``: see ``Catalog.add_commit_hook``."""
+
+
 class Catalog:
     """One node's view of a catalog; safe to share between threads."""
 
@@ -160,13 +190,9 @@ class Catalog:
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         root: Path | None = None,
         target: str = "memory://",
-        warehouse: str | None = None,
-        janitor_interval_s: float | None = None,
     ) -> None:
         self.target = target
         """How another process names this catalog (``connect(target)`` opens it)."""
-        self.warehouse = warehouse
-        """Where table data lives: a local path or any URI pyarrow's filesystems open."""
         self.sync = sync
         self.retention = retention
         self.max_attempts = max_attempts
@@ -192,6 +218,8 @@ class Catalog:
         # Set on a worker thread running an execute_async a listener submitted.
         self._for_listener = threading.local()
         self._commits = 0
+        self._hooks: list[CommitHook] = []
+        self._closers: list[Callable[[], None]] = []
         try:
             log.start(self)
             if self.latest_version == 0:
@@ -199,14 +227,6 @@ class Catalog:
         except BaseException:
             log.close()
             raise
-        self._stop = threading.Event()
-        self._janitor: threading.Thread | None = None
-        if janitor_interval_s is not None:
-            try:
-                self._start_janitor(janitor_interval_s)
-            except BaseException:
-                log.close()
-                raise
 
     # -- reading -------------------------------------------------------------
 
@@ -379,11 +399,23 @@ class Catalog:
                     delay_ms=self.sync.delay_ms,
                     entries=planned.entries,
                 )
-                compares: Sequence[Compare] = ()
-                ops: Sequence[Op] = ()
-                if attach is not None:
-                    compares, ops = _attachment(attach(base, apply_update(base, update)))
-                token = self._log.append(update, extra_compares=compares, extra_ops=ops)
+                compares: list[Compare] = []
+                ops: list[Op] = []
+                new = apply_update(base, update) if attach or self._hooks else None
+                if attach is not None and new is not None:
+                    more = _attachment(attach(base, new))
+                    compares += more[0]
+                    ops += more[1]
+                works = self._hook_work(base, new)
+                token = None
+                try:
+                    for work in works:
+                        compares += work.compares
+                        ops += work.ops
+                    token = self._log.append(update, extra_compares=compares, extra_ops=ops)
+                finally:
+                    for work in works:
+                        work.finished(token is not None)
                 if token is not None:
                     self.on_update(update, token)
                     break
@@ -759,27 +791,65 @@ class Catalog:
     def listener_failures(self) -> list[ListenerFailure]:
         return list(self._listeners.failures)
 
-    # -- maintenance ---------------------------------------------------------
+    # -- extension points ----------------------------------------------------
 
-    def _start_janitor(self, interval_s: float) -> None:
-        """Clean the warehouse every ``interval_s`` seconds in the background."""
-        check.number(interval_s, "Parameter 'janitor_interval_s'", positive=True)
-        if self.warehouse is None:
-            raise ValidationError("A janitor needs a warehouse; this catalog has none")
+    def add_commit_hook(self, hook: CommitHook) -> None:
+        """Let ``hook(base, new)`` ride its compares and writes in the
+        transaction of every version this node commits (called again on
+        every attempt); it returns a ``HookWork`` or None. Layers above the
+        catalog keep their own state in step with a version this way (the
+        data plane moves a table's Iceberg schema with its ALTER). A compare
+        of a hook that fails makes the attempt retry, like a lost race."""
+        check.callable_(hook, "Parameter 'hook' of Catalog.add_commit_hook")
+        with self._cond:
+            self._hooks.append(hook)
 
-        def loop() -> None:
-            from almanac.data import run_janitor
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` first thing in ``close`` (to stop a layer's threads)."""
+        check.callable_(callback, "Parameter 'callback' of Catalog.on_close")
+        with self._cond:
+            self._closers.append(callback)
 
-            while not self._stop.wait(interval_s):
-                try:
-                    run_janitor(self)
-                except Exception:
-                    _log.exception("The periodic janitor failed; it runs again in %s s", interval_s)
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` ran or the node stopped following its log."""
+        return self._closed or self._log.failure is not None
 
-        self._janitor = threading.Thread(target=loop, name="almanac-janitor", daemon=True)
-        self._janitor.start()
+    def catch_up(self) -> None:
+        """Apply every version stored so far, on this thread, before returning."""
+        self._check_open()
+        self._log.catch_up(self)
+
+    def oldest_pinned(self) -> tuple[int | None, Compare]:
+        """The oldest pinned version (None if none) and a compare that holds
+        while no pin was taken or released since: a transaction that deletes
+        what pinned versions read rides it, so a new pin is never raced."""
+        oldest, revision = self._log.oldest_pinned()
+        return oldest, Compare.mod_revision(KEY_PINS, "==", revision)
+
+    @property
+    def metastore(self) -> Metastore:
+        """The store this node's log lives in, for layers that keep their own
+        keys beside it (table data); never for the ``catalog.`` keys."""
+        return self._log.store
 
     # -- lifecycle -----------------------------------------------------------
+
+    def _hook_work(self, base: CatalogVersion, new: CatalogVersion | None) -> list[HookWork]:
+        if new is None:
+            return []
+        works: list[HookWork] = []
+        try:
+            for hook in list(self._hooks):
+                work = hook(base, new)
+                if work is not None:
+                    check.instance(work, HookWork, "The result of a commit hook")
+                    works.append(work)
+        except BaseException:
+            for work in works:
+                work.finished(False)
+            raise
+        return works
 
     def _check_open(self) -> None:
         if self._closed:
@@ -795,9 +865,11 @@ class Catalog:
             self._closed = True
             self._cond.notify_all()
             executor, self._executor = self._executor, None
-        self._stop.set()
-        if self._janitor is not None and self._janitor is not threading.current_thread():
-            self._janitor.join(timeout=60)
+        for callback in reversed(self._closers):
+            try:
+                callback()
+            except Exception:
+                _log.exception("A close callback of catalog '%s' failed", self.target)
         dispatcher = self._dispatcher
         if dispatcher is not None and dispatcher is not threading.current_thread():
             dispatcher.join(timeout=5)  # a listener still running finishes on its own
@@ -898,25 +970,21 @@ def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]
     return open_metastore(target.store_uri, durability=durability), SQLITE_DEFAULTS
 
 
-def connect(
+def open_catalog(
     target: str | os.PathLike[str] | Target,
     *,
     delay_ms: int | None = None,
     max_clock_skew_ms: int | None = None,
     retention: RetentionPolicy | None = None,
-    warehouse: str | None = None,
-    janitor_interval_s: float | None = None,
     durability: str = "full",
 ) -> Catalog:
-    """Open a catalog node.
+    """Open a catalog node, without its data plane (``almanac.connect``
+    opens both).
 
     ``memory://`` is a fresh catalog in this process; a directory path (created
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
     processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
-    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite. Table data
-    goes to ``warehouse``, by default ``<directory>/warehouse``; with
-    ``janitor_interval_s`` this node also cleans it periodically (see
-    ``almanac janitor``).
+    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite.
 
     ``durability`` is how hard a SQLite commit is made to stick: ``"full"``
     (the default) fsyncs every version, so it survives a power cut;
@@ -927,13 +995,6 @@ def connect(
     check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
     check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
-    check.optional_str(warehouse, "Parameter 'warehouse' of connect", nonblank=True)
-    check.optional_float(
-        janitor_interval_s,
-        "Parameter 'janitor_interval_s' of connect",
-        positive=True,
-        hi=threading.TIMEOUT_MAX,
-    )
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise ValidationError(
             f"Parameter 'durability' of connect must be one of "
@@ -953,14 +1014,10 @@ def connect(
     except CatalogError:
         store.close()
         raise
-    if warehouse is None:
-        warehouse = parsed.default_warehouse
     return Catalog(
         UpdateLog(store),
         sync=sync,
         retention=retention,
         root=parsed.root,
         target=str(parsed),
-        warehouse=warehouse,
-        janitor_interval_s=janitor_interval_s,
     )

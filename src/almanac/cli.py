@@ -2,7 +2,9 @@
 
 ``almanac janitor <target>`` removes what crashed or aborted writes, dropped
 tables and expired snapshots left in the warehouse (see
-``almanac.data.run_janitor``).
+``almanac.data.run_janitor``). ``almanac upgrade-warehouse <target>``
+converts table data written in the old JSON-manifest format to Iceberg (see
+``almanac.data.upgrade``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
         help="minimum age of unregistered write directories and manifests to remove "
         "(default: one hour)",
     )
+    upgrade = commands.add_parser(
+        "upgrade-warehouse",
+        help="convert table data of the old JSON-manifest format to Apache Iceberg",
+    )
+    upgrade.add_argument("target", help="the catalog (a directory, or sqlite:///path.db)")
+    upgrade.add_argument("--warehouse", help="the warehouse, if not <directory>/warehouse")
     return parser
 
 
@@ -56,6 +64,27 @@ def _janitor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _upgrade(args: argparse.Namespace) -> int:
+    import almanac
+    from almanac.data.upgrade import upgrade_warehouse
+
+    with almanac.connect(args.target, warehouse=args.warehouse) as cat:
+        report = upgrade_warehouse(cat)
+    print(f"tables converted: {len(report.converted)}")
+    for table_id, count in sorted(report.converted.items()):
+        print(f"  table {table_id}: {count} snapshots")
+    print(f"tables purged (in no available catalog version): {len(report.purged)}")
+    for table_id in report.purged:
+        print(f"  table {table_id}")
+    print(f"data files copied out of table-id directories: {len(report.relocated)}")
+    for old, new in sorted(report.relocated.items()):
+        print(f"  {old} -> {new}")
+    print(f"old manifests removed: {len(report.manifests_removed)}")
+    for table_id, why in sorted(report.errors.items()):
+        print(f"table {table_id} was not converted: {why}", file=sys.stderr)
+    return 1 if report.errors else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (1 for a catalog error)."""
     from almanac.errors import CatalogError
@@ -64,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "janitor":
             return _janitor(args)
+        if args.command == "upgrade-warehouse":
+            return _upgrade(args)
     except CatalogError as exc:
         print(f"almanac {args.command}: {exc}", file=sys.stderr)
         return 1

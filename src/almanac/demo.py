@@ -226,6 +226,27 @@ def pipeline(root: Path, scale: float) -> None:
         spark.stop()
 
 
+def iceberg_tables(root: Path) -> None:
+    """Where any Iceberg reader (pyiceberg, Trino, DuckDB...) finds each table."""
+    if importlib.util.find_spec("pyarrow") is None:
+        return
+    from almanac.data import TableData
+
+    with almanac.connect(str(root)) as cat:
+        data = TableData.for_catalog(cat)
+        snap = cat.catalog()
+        lines = []
+        for table in snap.tables():
+            location = data.metadata_location(table.id)
+            if location is not None:
+                schema = snap.schema_by_id(table.schema_id)
+                assert schema is not None
+                lines.append(f"  {schema.name}.{table.name}: {location}")
+    if lines:
+        print("Iceberg tables (open with pyiceberg's StaticTable.from_metadata):")
+        print("\n".join(lines))
+
+
 def history(root: Path) -> None:
     """Every catalog version, with the data commits made against it."""
     with almanac.connect(str(root)) as cat:
@@ -266,6 +287,8 @@ def main(argv: list[str]) -> int:
         pipeline(root, args.sf)
     print()
     history(root)
+    print()
+    iceberg_tables(root)
     return 0
 
 

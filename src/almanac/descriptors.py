@@ -149,7 +149,15 @@ class Schema:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """A table column; ``id`` is unique within its table and never reused."""
+    """A table column; ``id`` is unique within its table and never reused.
+
+    ``default`` fills the column in rows written without it from now on
+    (Iceberg's ``write-default``); ALTER COLUMN SET/DROP DEFAULT changes it.
+    ``initial_default`` is what rows written before the column existed read
+    as (Iceberg's ``initial-default``): the constant default the column was
+    added with, fixed for the column's life so a changed default never
+    rewrites old rows. It is always a constant (or ``None`` for NULL).
+    """
 
     id: int
     name: str
@@ -159,6 +167,16 @@ class Column:
     scale: int | None = None
     length: int | None = None
     default: DefaultValue | None = None
+    initial_default: ConstantDefault | None = None
+
+
+def initial_default_of(default: DefaultValue | None) -> ConstantDefault | None:
+    """The initial default a column added with ``default`` gets: the constant
+    itself, or ``None`` when it is NULL or absent. A function default (which
+    ADD COLUMN refuses) gives ``None``: Iceberg requires a constant here."""
+    if isinstance(default, ConstantDefault) and default.value is not None:
+        return default
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -334,7 +334,9 @@ class ColumnsDropped(UpdateEntry):
 
 @dataclass(frozen=True, slots=True)
 class ColumnAltered(UpdateEntry):
-    """Replaces the column with the same id."""
+    """Replaces the column with the same id, except its ``initial_default``:
+    that is fixed when the column is added, and an entry from a Column v1
+    serializer only guesses it, so the replacement keeps the current one."""
 
     event_type = EventType.TABLE_ALTER
     table_id: int
@@ -342,7 +344,10 @@ class ColumnAltered(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
-        columns = tuple(self.column if c.id == self.column.id else c for c in old.columns)
+        columns = tuple(
+            replace(self.column, initial_default=c.initial_default) if c.id == self.column.id else c
+            for c in old.columns
+        )
         return _put_table(
             cat,
             replace(

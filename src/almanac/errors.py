@@ -21,6 +21,7 @@ Grouped by what the caller can do about it::
         │   └── CatalogIdentityError  the store is not (or no longer all of) the catalog its
         │                             directory held: emptied, replaced, versions lost
         ├── SerializationError        bytes are truncated, corrupt or unknown
+        ├── WarehouseFormatError      table data in an older format: run the named upgrade
         └── MetastoreError            the metastore refused or failed an operation
             ├── InvalidArgumentError  a metastore call got a malformed argument
             ├── LeaseNotFoundError    a lease expired or was never granted
@@ -52,6 +53,7 @@ __all__ = [
     "SnapshotExpiredError",
     "SqlParseError",
     "StorageError",
+    "WarehouseFormatError",
     "TableBeingCreatedError",
     "ValidationError",
     "VersionNotFoundError",
@@ -87,6 +89,11 @@ class RetryableError(CatalogError):
 
 class StorageError(CatalogError):
     """What is stored is damaged, or the store failed; an operator must look."""
+
+
+class WarehouseFormatError(StorageError):
+    """The warehouse holds table data in a format this release no longer
+    reads; the message names the command that converts it."""
 
 
 class ValidationError(InputError):

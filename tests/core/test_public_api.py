@@ -69,6 +69,9 @@ PUBLIC_MODULES = (
 """The modules whose names a user of the Python API meets."""
 
 NOT_EXPORTED = {
+    "almanac.catalog.CommitHook": "an extension point for the layers above the catalog",
+    "almanac.catalog.HookWork": "an extension point for the layers above the catalog",
+    "almanac.catalog.open_catalog": "a node without its data plane; almanac.connect opens both",
     "almanac.catalog_version.DEFAULT_SCHEMA": "the default of every schema parameter",
     "almanac.clock.from_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.clock.physical_ms": "hybrid-clock arithmetic; reach it as almanac.clock",

@@ -10,6 +10,7 @@ import pytest
 
 import almanac
 from almanac import Target, ValidationError, parse_target
+from almanac.data.plane import warehouse_of
 from almanac.metastore import InvalidArgumentError, MemoryMetastore, open_metastore
 
 
@@ -119,7 +120,7 @@ def test_connect_refuses_and_creates_nothing(
 def test_connect_accepts_paths_and_targets(tmp_path: Path) -> None:
     with almanac.connect(tmp_path / "a") as cat:
         assert cat.target == str(tmp_path / "a")
-        assert cat.warehouse == str(tmp_path / "a" / "warehouse")
+        assert warehouse_of(cat) == str(tmp_path / "a" / "warehouse")
         cat.execute([almanac.CreateSchema("S")])
     with almanac.connect(parse_target(str(tmp_path / "a"))) as again:
         assert again.catalog().schema("S") is not None

@@ -19,6 +19,7 @@ from almanac.data import (
     create_table_as,
     expire_data,
     output_schema,
+    partition_column,
     read_table,
     run_janitor,
     table_partitions,
@@ -97,8 +98,9 @@ def test_entry_points_check_their_arguments_when_called(cat: Catalog) -> None:
         (lambda: arrow_schema(bad("T")), "'table' of arrow_schema"),
         (lambda: arrow_type(bad(table)), "'column' of arrow_type"),
         (lambda: output_schema(bad(None)), "'table' of output_schema"),
-        (lambda: tablets_of(bad(rows.to_batches()[0]), ["ID"], 4), "'data' of tablets_of"),
-        (lambda: tablets_of(rows, bad("ID"), 4), "'colocation' of tablets_of"),
+        (lambda: tablets_of(bad(rows.to_batches()[0]), table, 4), "'data' of tablets_of"),
+        (lambda: tablets_of(rows, bad("T"), 4), "'table' of tablets_of"),
+        (lambda: partition_column(bad(None)), "'table' of partition_column"),
         (lambda: table_partitions(bad(None), table), "'snapshot' of table_partitions"),
     ]
     for call, fragment in cases:

@@ -13,6 +13,8 @@ from almanac import Catalog, CatalogError, ColumnDef, ColumnType, ConstantDefaul
 from almanac.data import DataError, arrow_schema, conform, output_schema
 from tests.data.support import create
 
+PLUS_2 = dt.timezone(dt.timedelta(hours=2))
+
 
 def _all_types(cat: Catalog) -> None:
     create(
@@ -84,12 +86,14 @@ def test_conform_reorders_casts_and_normalizes(cat: Catalog) -> None:
         {
             "U": pa.array([raw_uuid.bytes, None], pa.binary(16)),
             "I32": pa.array([1, 2], pa.int8()),
-            "ID": pa.array([1.0, 2.0]),
+            "ID": pa.array([1, 2], pa.uint32()),
             "F": pa.array([0.5, None]),
             "DEC": pa.array([3, 4]),
             "S": pa.array(["ab", "ab"]).dictionary_encode(),
             "TS": pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("ns")).take([0, 0]),
-            "TZ": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("s")).take([0, 0]),
+            "TZ": pa.array(
+                [dt.datetime(2024, 1, 1, 2, tzinfo=PLUS_2)], pa.timestamp("s", "+02:00")
+            ).take([0, 0]),
             "B": pa.nulls(2),
         }
     )
@@ -138,10 +142,18 @@ def test_missing_columns_get_defaults(cat: Catalog) -> None:
     [
         (pa.table({"ID": [1], "V": [5]}), "V", "cannot be stored"),
         (pa.table({"ID": ["1"]}), "ID", "cannot be stored"),
-        (pa.table({"ID": [1.5]}), "ID", "without loss"),
+        (pa.table({"ID": [1.5]}), "ID", "values of type double cannot be stored"),
+        (pa.table({"ID": [1.0]}), "ID", "rounding=True"),
         (pa.table({"ID": [1], "SMALL": [300]}), "SMALL", "without loss"),
         (pa.table({"ID": [1], "F": [0.1]}), "F", "without loss"),
         (pa.table({"ID": [1], "MONEY": [0.125]}), "MONEY", "without loss"),
+        (pa.table({"ID": [1], "MONEY": [1.5]}), "MONEY", "values of type double"),
+        (
+            pa.table({"ID": [1], "MONEY": [decimal.Decimal("1.255")]}),
+            "MONEY",
+            "value Decimal('1.255') cannot be stored",
+        ),
+        (pa.table({"ID": [1, 2, 3], "SMALL": [5, 300, 7]}), "SMALL", "int64 value 300"),
         (pa.table({"ID": [1, None]}), "ID", "NOT NULL"),
         (pa.table({"V": ["x"]}), "ID", "NOT NULL and has no default"),
         (pa.table({"ID": [1], "EXTRA": [1]}), "EXTRA", "not a column"),
@@ -153,6 +165,16 @@ def test_missing_columns_get_defaults(cat: Catalog) -> None:
             pa.table({"ID": [1], "TS": pa.array([0], pa.timestamp("us", tz="UTC"))}),
             "TS",
             "cannot be stored",
+        ),
+        (
+            pa.table({"ID": [1], "TZ": pa.array([0], pa.timestamp("us"))}),
+            "TZ",
+            "cannot be stored",
+        ),
+        (
+            pa.table({"ID": [1], "TS": pa.array([1001], pa.timestamp("ns"))}),
+            "TS",
+            "value 1001 ns since the epoch",
         ),
     ],
 )
@@ -170,6 +192,7 @@ def test_conform_errors_name_column_and_table(
             ColumnDef(name="MONEY", type=ColumnType.DECIMAL, precision=10, scale=2),
             ColumnDef(name="U", type=ColumnType.UUID),
             ColumnDef(name="TS", type=ColumnType.TIMESTAMP),
+            ColumnDef(name="TZ", type=ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE),
         ],
     )
     table = cat.catalog().table("EVENTS")
@@ -193,7 +216,7 @@ def test_conform_accepts_record_batches_and_exact_narrowing(cat: Catalog) -> Non
     )
     table = cat.catalog().table("T")
     assert table is not None
-    batch = pa.record_batch({"ID": [1], "F": [0.5], "M": [1.25]})
+    batch = pa.record_batch({"ID": [1], "F": [0.5], "M": [decimal.Decimal("1.250")]})
     out = conform(batch, table)
     assert out.to_pylist() == [{"ID": 1, "F": 0.5, "M": decimal.Decimal("1.25")}]
     with pytest.raises(DataError, match="'T'"):

@@ -23,6 +23,7 @@ from almanac import (
     ValidationError,
 )
 from almanac.data import (
+    CommitShape,
     DataError,
     DataFile,
     TableData,
@@ -46,7 +47,7 @@ def _stage_and_write(
     table = cat.catalog().table(name)
     assert table is not None
     write_id = new_write_id()
-    write_dir = data.warehouse.write_dir("PUBLIC", name, write_id)
+    write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
     return data, write_id, write_dir, list(files)
@@ -70,28 +71,27 @@ def test_append_then_overwrite(cat: Catalog) -> None:
     assert [s.commit_time for s in history] == sorted({s.commit_time for s in history})
     assert data.current(table.id) == third
     assert all(
-        s.manifest.startswith(f"{data.warehouse.root}/PUBLIC/T/_manifests/") for s in history
+        s.metadata.startswith(f"{data.warehouse.root}/{table.id}/metadata/") for s in history
     )
 
 
 def test_commit_is_idempotent_by_write_id(cat: Catalog) -> None:
     table = create(cat)
     data, write_id, _, files = _stage_and_write(cat, [1, 2])
-    once = data.commit(
-        table.id, write_id, files, operation="append", catalog_version=cat.latest_version
-    )
-    again = data.commit(
-        table.id, write_id, files, operation="append", catalog_version=cat.latest_version
-    )
+    shape = CommitShape.of(cat.catalog(), table)
+    once = data.commit(shape, write_id, files, operation="append")
+    again = data.commit(shape, write_id, files, operation="append")
     assert once == again
     assert data.is_committed(write_id)
     assert [s.snapshot_id for s in data.history(table.id)] == [1]
     assert ids_of(read_table(cat, "T")) == [1, 2]
     other = create(cat, "OTHER")
     with pytest.raises(WriteStateError, match="committed to table"):
-        data.commit(other.id, write_id, files, operation="append", catalog_version=1)
+        data.commit(CommitShape.of(cat.catalog(), other), write_id, files, operation="append")
     with pytest.raises(ValidationError, match="operation"):
-        data.commit(table.id, new_write_id(), files, operation="merge", catalog_version=1)
+        data.commit(shape, new_write_id(), files, operation="merge")
+    with pytest.raises(ValidationError, match="CommitShape"):
+        data.commit(table.id, new_write_id(), files, operation="append")  # type: ignore[arg-type]
 
 
 def test_concurrent_commits_from_threads_keep_every_file(cat: Catalog) -> None:
@@ -151,15 +151,20 @@ def test_conflict_error_after_max_attempts(cat: Catalog, monkeypatch: pytest.Mon
     table = create(cat)
     append(cat, [1])
     data, write_id, _, files = _stage_and_write(cat, [2])
-    stale = data.history(table.id)[0]
+    stale = data.records(table.id)[0]
     append(cat, [3])
-    monkeypatch.setattr(data, "current", lambda table_id: stale)
+    metadata = Path(data.warehouse.metadata_dir(table.id))
+    before = sorted(metadata.iterdir())
+    monkeypatch.setattr(data, "current_record", lambda table_id: stale)
     with pytest.raises(ConflictError, match="3 attempts"):
         data.commit(
-            table.id, write_id, files, operation="append", catalog_version=1, max_attempts=3
+            CommitShape.of(cat.catalog(), table),
+            write_id,
+            files,
+            operation="append",
+            max_attempts=3,
         )
-    manifests = list((Path(data.warehouse.root) / "PUBLIC" / "T" / "_manifests").iterdir())
-    assert len(manifests) == 2, "failed attempts leave no manifest behind"
+    assert sorted(metadata.iterdir()) == before, "failed attempts leave no metadata behind"
 
 
 def test_abort_removes_staging_and_refuses_late_commit(cat: Catalog) -> None:
@@ -171,14 +176,14 @@ def test_abort_removes_staging_and_refuses_late_commit(cat: Catalog) -> None:
     assert not Path(write_dir).exists()
     assert not any(k.startswith("data.staging.") for k in data_keys(cat))
     with pytest.raises(WriteStateError, match="aborted"):
-        data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+        data.commit(CommitShape.of(cat.catalog(), table), write_id, files, operation="append")
     assert data.current(table.id) is None
 
 
 def test_abort_never_touches_a_committed_write(cat: Catalog) -> None:
     table = create(cat)
     data, write_id, write_dir, files = _stage_and_write(cat, [1])
-    data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+    data.commit(CommitShape.of(cat.catalog(), table), write_id, files, operation="append")
     data.abort(write_id, write_dir)
     assert ids_of(read_table(cat, "T")) == [1]
     with pytest.raises(WriteStateError, match="already committed or aborted"):
@@ -193,7 +198,7 @@ def test_a_write_whose_lease_expired_cannot_commit(cat: Catalog) -> None:
         assert time.monotonic() < deadline, "the staging lease never expired"
         time.sleep(0.05)
     with pytest.raises(WriteStateError, match="lease"):
-        data.commit(table.id, write_id, files, operation="append", catalog_version=1)
+        data.commit(CommitShape.of(cat.catalog(), table), write_id, files, operation="append")
 
 
 def test_failed_write_aborts_itself(cat: Catalog) -> None:
@@ -239,11 +244,12 @@ def test_warehouse_by_uri_pickles_and_quotes_names(tmp_path: Path) -> None:
     warehouse = Warehouse.open(uri)
     again = pickle.loads(pickle.dumps(warehouse))
     assert (again.uri, again.root) == (uri, f"{tmp_path}/lake")
-    assert warehouse.write_dir("A/B", "T 1", "w1") == f"{tmp_path}/lake/A%2FB/T%201/w1"
-    with pytest.raises(CatalogError, match="write id"):
-        warehouse.write_dir("S", "T", "../x")
+    assert warehouse.write_dir(7, "w1") == f"{tmp_path}/lake/7/w1"
+    for bad in ("../x", "..", ".", "metadata", "_x", "a/b", ""):
+        with pytest.raises(CatalogError, match="write id"):
+            warehouse.write_dir(7, bad)
     with almanac.connect(str(tmp_path / "cat"), delay_ms=0, warehouse=uri) as cat:
-        create(cat)
+        table = create(cat)
         snapshot = append(cat, [1, 2])
-        assert all(f.path.startswith(f"{tmp_path}/lake/PUBLIC/T/") for f in snapshot.files)
+        assert all(f.path.startswith(f"{tmp_path}/lake/{table.id}/") for f in snapshot.files)
         assert ids_of(read_table(cat, "T")) == [1, 2]

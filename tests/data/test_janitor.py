@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pyiceberg.table import StaticTable
 
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType, DropTable, NotFoundError
 from almanac.cli import main
@@ -29,7 +30,7 @@ def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, s
     table = cat.catalog().table("T")
     assert table is not None
     write_id = new_write_id()
-    write_dir = data.warehouse.write_dir("PUBLIC", "T", write_id)
+    write_dir = data.warehouse.write_dir(table.id, write_id)
     if ttl_s is not None:
         data.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(data.warehouse, table, 4, conform(rows(ids), table), write_dir)
@@ -67,14 +68,14 @@ def test_janitor_collects_only_dead_uncommitted_writes(cat: Catalog) -> None:
 
 
 def test_janitor_removes_files_no_snapshot_references(cat: Catalog) -> None:
-    create(cat)
+    table = create(cat)
     first = append(cat, [1])
     data = TableData.for_catalog(cat)
     write_dir = own_files(first)[0].split("/tablet=")[0]
     stray = Path(write_dir) / "tablet=0" / "part-retried-task.parquet"
     stray.parent.mkdir(exist_ok=True)
     stray.write_bytes(b"left by a failed task attempt")
-    orphan = Path(data.warehouse.root) / "PUBLIC" / "T" / "_manifests" / "9-9-orphan.json"
+    orphan = Path(data.warehouse.metadata_dir(table.id)) / "orphan-m0.avro"
     orphan.write_text("{}")
 
     report = run_janitor(cat)
@@ -107,7 +108,7 @@ def test_dropped_table_data_outlives_every_version_that_has_it(cat: Catalog) -> 
     report = run_janitor(cat, grace_s=0)
     assert report.tables_purged == [table.id]
     assert not any(f.exists() for f in files)
-    assert not Path(snapshot.manifest).exists()
+    assert not Path(snapshot.metadata).exists()
     assert not any(Path(f.path).parent.parent.exists() for f in snapshot.files)
     keys = data_keys(cat)
     assert not any(
@@ -145,12 +146,22 @@ def test_expire_data_keeps_what_pinned_versions_read(cat: Catalog) -> None:
     assert [s.snapshot_id for s in data.history(table.id)] == [4]
     for snapshot in snapshots:
         assert not any(Path(p).exists() for p in own_files(snapshot))
-        assert not Path(snapshot.manifest).exists()
+        assert not Path(snapshot.metadata).exists()
         assert f"data.write.{snapshot.write_id}" not in data_keys(cat)
     assert ids_of(read_table(cat, "T")) == [9]
     assert all(Path(f.path).exists() for f in last.files)
     assert expire_data(cat, "T", older_than=cat.clock.now()) == []
+    location = data.metadata_location(table.id)
+    assert location is not None
+    iceberg = StaticTable.from_metadata(location)
+    assert [s.snapshot_id for s in iceberg.metadata.snapshots] == [
+        iceberg.metadata.current_snapshot_id
+    ], "the current metadata offers no expired snapshot"
+    superseded = run_janitor(cat, grace_s=0).files_removed
+    assert all(p.endswith(".metadata.json") and p != location for p in superseded)
     assert run_janitor(cat, grace_s=0).files_removed == []
+    assert ids_of(read_table(cat, "T")) == [9]
+    assert sorted(iceberg.scan().to_arrow().column("ID").to_pylist()) == [9]
     with pytest.raises(NotFoundError):
         expire_data(cat, "NOPE", older_than=0)
 

@@ -15,7 +15,7 @@ def test_background_janitor_removes_an_expired_staging_dir(tmp_path: Path) -> No
     with almanac.connect(str(tmp_path / "data"), delay_ms=0, janitor_interval_s=0.2) as cat:
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
-        write_dir = data.warehouse.write_dir("PUBLIC", "T", write_id)
+        write_dir = data.warehouse.write_dir(1, write_id)
         data.stage(write_id, write_dir, ttl_s=0.5)
         staged = Path(write_dir)
         assert staged.exists()

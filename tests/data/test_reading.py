@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 import pickle
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from almanac import (
     ColumnDef,
     ColumnType,
     ConstantDefault,
+    CreateTable,
     DropColumns,
     NotFoundError,
     RenameTable,
@@ -27,6 +29,7 @@ from almanac import (
 )
 from almanac.data import (
     ColumnStats,
+    CommitShape,
     DataFile,
     Predicate,
     TableData,
@@ -36,7 +39,12 @@ from almanac.data import (
     read_table,
     write_table,
 )
-from almanac.data.snapshots import decode_manifest, encode_manifest
+from almanac.data.iceberg import (
+    from_iceberg_file,
+    iceberg_type,
+    partition_spec,
+    to_iceberg_file,
+)
 from tests.data.support import append, connect, create, ids_of, same
 
 
@@ -117,10 +125,15 @@ def test_version_reads_pick_the_newest_snapshot_written_at_or_before(cat: Catalo
     second = append(cat, [2])
     data = TableData.for_catalog(cat)
     assert (first.catalog_version, second.catalog_version) == (v0, v1)
-    assert data.snapshot_at(table.id, version=v0) == first
-    assert data.snapshot_at(table.id, version=v1) == second
+    at_v0 = data.snapshot_at(table.id, version=v0)
+    at_v1 = data.snapshot_at(table.id, version=v1)
+    assert at_v0 is not None and at_v1 is not None
+    assert (at_v0.snapshot_id, at_v0.files) == (first.snapshot_id, first.files)
+    assert (at_v1.snapshot_id, at_v1.files) == (second.snapshot_id, second.files)
     assert data.snapshot_at(table.id, version=v0 - 1) is None
-    late = data.commit(table.id, "0" * 32, [], operation="append", catalog_version=v0)
+    write_id = "0" * 32
+    data.stage(write_id, data.warehouse.write_dir(table.id, write_id), ttl_s=60)
+    late = data.commit(CommitShape.of(cat.catalog(v0), table), write_id, [], operation="append")
     assert late.catalog_version == v1, "catalog versions never decrease along the chain"
 
 
@@ -292,37 +305,84 @@ def _could_match(stats: ColumnStats, rows: int, op: str, value: object) -> bool:
     }[op]
 
 
-def test_manifest_stats_round_trip_exactly() -> None:
+def test_iceberg_bounds_round_trip_exactly() -> None:
+    """Statistics become Iceberg bounds and come back equal, per column type."""
     aware = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
-    values: list[object] = [
-        None,
-        True,
-        -(2**63),
-        2**64 + 1,
-        0.1,
-        -0.0,
-        float("nan"),
-        float("inf"),
-        float("-inf"),
-        5e-324,
-        decimal.Decimal("-12345678901234567890.000100"),
-        dt.date(1, 1, 1),
-        dt.time(23, 59, 59, 999999),
-        dt.datetime(2024, 5, 6, 7, 8, 9, 10),
-        aware,
-        b"\x00\xff binary",
-        "tëxt ☃",
+    cases: list[tuple[ColumnDef, object]] = [
+        (ColumnDef(name="B", type=ColumnType.BOOLEAN), True),
+        (ColumnDef(name="I8", type=ColumnType.INT8), -128),
+        (ColumnDef(name="I32", type=ColumnType.INT32), -(2**31)),
+        (ColumnDef(name="I64", type=ColumnType.INT64), -(2**63)),
+        (ColumnDef(name="F", type=ColumnType.FLOAT), 0.5),
+        (ColumnDef(name="D", type=ColumnType.DOUBLE), 5e-324),
+        (
+            ColumnDef(name="DEC", type=ColumnType.DECIMAL, precision=38, scale=6),
+            decimal.Decimal("-12345678901234567890.000100"),
+        ),
+        (ColumnDef(name="DT", type=ColumnType.DATE), dt.date(1, 1, 1)),
+        (ColumnDef(name="TM", type=ColumnType.TIME, precision=6), dt.time(23, 59, 59, 999999)),
+        (ColumnDef(name="TS", type=ColumnType.TIMESTAMP), dt.datetime(2024, 5, 6, 7, 8, 9, 10)),
+        (ColumnDef(name="TZ", type=ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE), aware),
+        (ColumnDef(name="BY", type=ColumnType.BYTES), b"\x00\xff binary"),
+        (ColumnDef(name="S", type=ColumnType.STRING), "tëxt ☃"),
+        (ColumnDef(name="U", type=ColumnType.UUID), "12345678-1234-5678-1234-567812345678"),
     ]
-    stats = {i: ColumnStats(v, v, i) for i, v in enumerate(values)}
-    files = (DataFile("a/tablet=3/p.parquet", 10, 99, 3, stats), DataFile("b", 0, 1, 0, {}))
-    decoded = decode_manifest("m", encode_manifest(7, 2, files))
-    assert [(f.path, f.rows, f.size, f.tablet) for f in decoded] == [
-        (f.path, f.rows, f.size, f.tablet) for f in files
-    ]
-    for i, value in enumerate(values):
-        got = decoded[0].stats[i]
-        assert same(got.min, value) and same(got.max, value) and got.null_count == i, value
-    assert decoded[0].stats[14].min.tzinfo is not None  # type: ignore[attr-defined]
+    cat = connect("memory://")
+    cat.execute(
+        [
+            CreateTable(
+                name="T",
+                columns=(
+                    ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+                    *(c for c, _ in cases),
+                ),
+                primary_key=("ID",),
+            )
+        ]
+    )
+    table = cat.catalog().table("T")
+    assert table is not None
+    shape = CommitShape.of(cat.catalog(), table)
+    stats = {table.columns[i + 1].id: ColumnStats(v, v, i) for i, (_, v) in enumerate(cases)}
+    stats[table.columns[0].id] = ColumnStats(None, None, 4)
+    file = DataFile("w/tablet=3/p.parquet", 10, 99, 3, stats)
+    spec = partition_spec(table, shape.partitions)
+    types = {c.id: iceberg_type(c) for c in table.columns}
+    back = from_iceberg_file(to_iceberg_file(file, table, spec), types, bool(spec.fields))
+    assert (back.path, back.rows, back.size, back.tablet) == (file.path, 10, 99, 3)
+    for cid, want in stats.items():
+        got = back.stats[cid]
+        assert same(got.min, want.min) and same(got.max, want.max), (cid, got, want)
+        assert got.null_count == want.null_count
+    tz_column = table.column("TZ")
+    assert tz_column is not None
+    tz = back.stats[tz_column.id].min
+    assert isinstance(tz, dt.datetime) and tz.tzinfo is not None
+
+
+def test_nan_is_never_an_iceberg_bound() -> None:
+    cat = connect("memory://")
+    cat.execute(
+        [
+            CreateTable(
+                name="T",
+                columns=(
+                    ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+                    ColumnDef(name="F", type=ColumnType.DOUBLE),
+                ),
+                primary_key=("ID",),
+            )
+        ]
+    )
+    table = cat.catalog().table("T")
+    assert table is not None
+    f_id = table.columns[1].id
+    file = DataFile("p.parquet", 2, 9, 0, {f_id: ColumnStats(1.0, math.nan, 0)})
+    spec = partition_spec(table, 1)
+    iceberg_file = to_iceberg_file(file, table, spec)
+    assert f_id not in (iceberg_file.upper_bounds or {})
+    back = from_iceberg_file(iceberg_file, {f_id: iceberg_type(table.columns[1])}, True)
+    assert back.stats[f_id].min == 1.0 and back.stats[f_id].max is None
 
 
 def test_written_stats_survive_the_manifest(cat: Catalog) -> None:
@@ -344,7 +404,7 @@ def test_written_stats_survive_the_manifest(cat: Catalog) -> None:
                 "ID": [1],
                 "D": [decimal.Decimal("1.500")],
                 "F": pa.array([float("nan")], pa.float32()),
-                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us")),
+                "TS": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 5)], pa.timestamp("us", "UTC")),
                 "B": [b"\x01"],
             }
         ),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from almanac import Table
 from almanac.data import tablets_of, write_table
 from tests.data.support import connect, own_files, rows
 
@@ -25,6 +26,6 @@ def append_many(target: str, table: str, tag: int, count: int, gate: str) -> lis
     return added
 
 
-def tablets(values: list[int], texts: list[str], partitions: int) -> list[int]:
-    data = pa.table({"K": pa.array(values, pa.int64()), "S": texts})
-    return [int(t) for t in tablets_of(data, ["K", "S"], partitions)]
+def tablets(table: Table, data: pa.Table, partitions: int) -> list[int]:
+    """The tablets of ``data``'s rows in ``table``, computed in this process."""
+    return [int(t) for t in tablets_of(data, table, partitions)]

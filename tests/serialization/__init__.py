@@ -89,6 +89,7 @@ columns = st.builds(
     scale=opt_int64s,
     length=opt_int64s,
     default=st.none() | defaults,
+    initial_default=st.none() | st.builds(ConstantDefault, column_values),
 )
 collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
 table_properties = st.builds(
@@ -244,12 +245,32 @@ PRICE = Column(
     scale=2,
     length=64,
     default=ConstantDefault(decimal.Decimal("-12.50")),
+    initial_default=ConstantDefault(decimal.Decimal("-12.50")),
 )
 KEY = Column(id=3, name="KEY", type=ColumnType.UUID, default=FunctionDefault("RAND_UUID"))
 ID = Column(id=0, name="ID", type=ColumnType.INT64, nullable=False)
 REGION = Column(
-    id=1, name="REGION", type=ColumnType.STRING, length=16, default=ConstantDefault("EU")
+    id=1,
+    name="REGION",
+    type=ColumnType.STRING,
+    length=16,
+    default=ConstantDefault("EU"),
+    initial_default=ConstantDefault("EU"),
 )
+# The examples above read the same from Column v1 and v2 (a v1 column's
+# initial default is its constant default); these two need v2.
+REDEFAULTED = Column(
+    id=4,
+    name="QTY",
+    type=ColumnType.INT32,
+    default=ConstantDefault(8),
+    initial_default=ConstantDefault(7),
+)
+"""Added with DEFAULT 7, then SET DEFAULT 8: old rows still read 7."""
+CREATED_WITH_DEFAULT = Column(
+    id=5, name="STATUS", type=ColumnType.STRING, default=ConstantDefault("new")
+)
+"""Created with the table: no row predates it, so it has no initial default."""
 PROPERTIES = TableProperties(stale_rows_fraction=0.35, min_stale_rows=1000)
 TABLE = Table(
     id=10,
@@ -371,6 +392,8 @@ EXAMPLES: dict[str, object] = {
     "Schema": SCHEMA,
     "Column": PRICE,
     "Column-function_default": KEY,
+    "Column-initial_default": REDEFAULTED,
+    "Column-no_initial_default": CREATED_WITH_DEFAULT,
     "Table": TABLE,
     "TableProperties": PROPERTIES,
     "Index": INDEX,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from almanac.catalog import Catalog
+from almanac.data.plane import warehouse_of
 
 
 def load(spark: Any, target: str, name: str, **options: object) -> Any:
@@ -33,8 +34,9 @@ def rows(df: Any) -> list[tuple[Any, ...]]:
 
 def parquet_files(cat: Catalog) -> list[str]:
     """Every Parquet file in the catalog's warehouse."""
-    assert cat.warehouse is not None
-    root = Path(cat.warehouse)
+    location = warehouse_of(cat)
+    assert location is not None
+    root = Path(location)
     if not root.exists():
         return []
     return sorted(
@@ -43,9 +45,14 @@ def parquet_files(cat: Catalog) -> list[str]:
 
 
 def write_dirs(cat: Catalog, schema: str, table: str) -> list[str]:
-    """The write directories left under one table name."""
-    assert cat.warehouse is not None
-    root = Path(cat.warehouse) / schema / table
+    """The write directories left under the table's directory (by the id
+    of the table of that name at the latest version; a dropped table has none)."""
+    location = warehouse_of(cat)
+    assert location is not None
+    found = cat.catalog().table(table, schema)
+    if found is None:
+        return []
+    root = Path(location) / str(found.id)
     if not root.exists():
         return []
-    return sorted(p.name for p in root.iterdir() if not p.name.startswith("_"))
+    return sorted(p.name for p in root.iterdir() if p.name != "metadata")

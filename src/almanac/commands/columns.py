@@ -24,7 +24,13 @@ from almanac.datatypes import (
     python_value_fits,
     validate_params,
 )
-from almanac.descriptors import Column, ConstantDefault, DefaultValue
+from almanac.descriptors import (
+    Column,
+    ConstantDefault,
+    DefaultValue,
+    FunctionDefault,
+    initial_default_of,
+)
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
@@ -75,6 +81,16 @@ class AddColumns(Command):
                 )
             check_column_def(full, col)
             column = col.to_column(next_id)
+            if isinstance(column.default, FunctionDefault):
+                raise ValidationError(
+                    f"Column '{col.name}' added to table '{full}' cannot default to the "
+                    f"function {column.default.name}: rows already in the table read one "
+                    "constant initial default, and only primary key columns may have "
+                    "function defaults",
+                    table=full,
+                    column=col.name,
+                    rule="initial-default",
+                )
             if not column.nullable and (
                 not isinstance(column.default, ConstantDefault) or column.default.value is None
             ):
@@ -86,7 +102,9 @@ class AddColumns(Command):
                     rule="not-null-default",
                 )
             check_default(full, column, column.default, primary_key=False)
-            new.append(column)
+            # Rows written before now read the default given here, whatever
+            # later SET/DROP DEFAULT do to the write default.
+            new.append(replace(column, initial_default=initial_default_of(column.default)))
             next_id += 1
         return [ColumnsAdded(table.id, tuple(new))] if new else []
 
@@ -147,7 +165,8 @@ class DropColumns(Command):
 class AlterColumn(Command):
     """Type widening, DROP NOT NULL and defaults. ``not_null=True`` is SET NOT
     NULL (always refused), ``False`` is DROP NOT NULL. A result equal to the
-    current column is a no-op."""
+    current column is a no-op. SET/DROP DEFAULT change only the default of
+    future writes; the column's ``initial_default`` never changes."""
 
     table: str
     column: str

@@ -1,12 +1,15 @@
-"""The data-commit protocol: pointers and records in the metastore, manifests
-in the warehouse, one compare-and-swap transaction per commit.
+"""The data-commit protocol: pointers and records in the metastore, Iceberg
+metadata in the warehouse, one compare-and-swap transaction per commit.
 
-A commit's transaction compares ``data.table.<id>`` with the parent it read
-(so two commits never both build on one parent), requires
-``data.write.<write_id>`` to be absent (so a write applies once) and, for a
-staged write, that its staging key is still the one under its live lease (so
-the janitor, which only collects writes without a lease, can never collect
-files a commit publishes).
+A commit writes the next Iceberg ``metadata.json`` (with its manifest list
+and a manifest of the new files only, so a commit costs the size of what it
+adds), then publishes it: its transaction compares ``data.table.<id>`` with
+the parent it read (so two commits never both build on one parent),
+requires ``data.write.<write_id>`` to be absent (so a write applies once)
+and its staging key to be the one under its live lease. Every commit is
+staged: the janitor collects nothing of a table while a staging lease under
+it lives, and a write whose lease expired (its files may be gone) can never
+publish.
 """
 
 from __future__ import annotations
@@ -15,22 +18,20 @@ import contextlib
 import random
 import threading
 import time
-import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
 from almanac.catalog import Catalog
 from almanac.clock import HybridClock
 from almanac.data.files import DataFile
+from almanac.data.iceberg import CommitShape, IcebergFiles
 from almanac.data.snapshots import (
     OPERATIONS,
     DataSnapshot,
     Record,
-    decode_manifest,
     decode_record,
-    encode_manifest,
     encode_record,
     snapshot_key,
     snapshot_prefix,
@@ -38,7 +39,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
-from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -50,15 +51,34 @@ from almanac.errors import (
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "TableData", "select_record"]
+__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "CommitShape", "Hold", "TableData", "select_record"]
 
 DEFAULT_MAX_ATTEMPTS = 20
 COMMIT_SECTION_TIMEOUT_S = 60.0
 """How long a data commit waits for the store's writer section."""
+HOLD_TTL_S = 60.0
+"""Lease of a hold: how long a metadata-only change (an ALTER's schema, an
+expiry) may take between writing its metadata.json and publishing it."""
 ABORTED = b"aborted"
 ABORTED_TTL_S = 7 * 24 * 3600.0
 """How long an aborted write's marker outlives it, refusing late commits."""
-_CACHE_SIZE = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A staging key under a lease for a change that writes Iceberg metadata
+    but no data: while it lives the janitor collects nothing of the table,
+    and the change's transaction requires it (and deletes it)."""
+
+    key: str
+    lease: int
+    revision: int
+
+    def compare(self) -> Compare:
+        return Compare.mod_revision(self.key, "==", self.revision)
+
+    def delete(self) -> Delete:
+        return Delete(self.key)
 
 
 def select_record(
@@ -99,13 +119,9 @@ def _check_operation(operation: str) -> None:
         )
 
 
-def _write_dirs(files: Sequence[DataFile]) -> set[str]:
-    return {f.path.split("/tablet=", 1)[0] for f in files if "/tablet=" in f.path}
-
-
 class TableData:
     """The data-commit protocol for all tables of one catalog: pointers in the
-    metastore, manifests in the warehouse. Safe to share between threads;
+    metastore, Iceberg tables in the warehouse. Safe to share between threads;
     every process builds its own (``for_catalog``) from the catalog target."""
 
     def __init__(
@@ -114,20 +130,17 @@ class TableData:
         self.store = store
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
-        self._manifests: OrderedDict[str, tuple[DataFile, ...]] = OrderedDict()
+        self.iceberg = IcebergFiles()
+        self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def for_catalog(cat: Catalog) -> TableData:
-        """The protocol on the catalog's metastore, warehouse and clock;
-        ``CatalogError`` when the catalog has no warehouse."""
-        if cat.warehouse is None:
-            raise CatalogError(
-                f"Catalog '{cat.target}' has no warehouse for table data; pass "
-                "connect(..., warehouse=...)",
-                target=cat.target,
-            )
-        return TableData(cat.log.store, Warehouse.open(cat.warehouse), cat.clock)
+        """The protocol of the catalog's data plane (one per catalog node, so
+        its caches are shared); ``CatalogError`` when it has no warehouse."""
+        from almanac.data.plane import plane_of
+
+        return plane_of(cat).data
 
     # -- reading ---------------------------------------------------------------
 
@@ -142,37 +155,14 @@ class TableData:
         return None if kv is None else decode_record(key, kv.value)
 
     def files_of(self, record: Record) -> tuple[DataFile, ...]:
-        """The snapshot's files, from its manifest (immutable, so cached)."""
-        path = record.manifest
-        with self._lock:
-            cached = self._manifests.get(path)
-            if cached is not None:
-                self._manifests.move_to_end(path)
-                return cached
-        try:
-            with self.warehouse.fs.open_input_stream(path) as stream:
-                raw = stream.read()
-        except FileNotFoundError as exc:
-            raise CatalogError(
-                f"Manifest '{path}' of data snapshot {record.snapshot_id} of table "
-                f"{record.table_id} is missing from the warehouse",
-                path=path,
-            ) from exc
-        files = decode_manifest(path, raw)
-        self._remember(path, files)
-        return files
-
-    def _remember(self, path: str, files: tuple[DataFile, ...]) -> None:
-        with self._lock:
-            self._manifests[path] = files
-            while len(self._manifests) > _CACHE_SIZE:
-                self._manifests.popitem(last=False)
+        """The snapshot's files, from the Iceberg manifests of its metadata."""
+        return self.iceberg.files(record.metadata)
 
     def load(self, record: Record) -> DataSnapshot:
         return record.with_files(self.files_of(record))
 
-    def current(self, table_id: int) -> DataSnapshot | None:
-        """The table's latest data snapshot, or None before its first commit."""
+    def current_record(self, table_id: int) -> Record | None:
+        """The record of the table's latest data snapshot, None before its first commit."""
         kv = self.store.get(table_key(table_id))
         if kv is None:
             return None
@@ -180,8 +170,17 @@ class TableData:
             raise CorruptLogError(
                 f"Data pointer '{kv.key}' holds {kv.value[:32]!r}, not a snapshot id", key=kv.key
             )
-        record = self.record(table_id, int(kv.value))
+        return self.record(table_id, int(kv.value))
+
+    def current(self, table_id: int) -> DataSnapshot | None:
+        """The table's latest data snapshot, or None before its first commit."""
+        record = self.current_record(table_id)
         return None if record is None else self.load(record)
+
+    def metadata_location(self, table_id: int) -> str | None:
+        """Where an Iceberg reader finds the table's current ``metadata.json``."""
+        record = self.current_record(table_id)
+        return None if record is None else record.metadata
 
     def history(self, table_id: int) -> list[DataSnapshot]:
         """Every kept snapshot, oldest first."""
@@ -200,12 +199,11 @@ class TableData:
 
     def commit(
         self,
-        table_id: int,
+        shape: CommitShape,
         write_id: str,
         files: Sequence[DataFile],
         *,
         operation: str,
-        catalog_version: int,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> DataSnapshot:
         """Publish ``files`` as the table's next snapshot: ``append`` keeps the
@@ -214,8 +212,10 @@ class TableData:
         no concurrent commit loses a file. Idempotent by ``write_id``: a second
         commit returns the first one's snapshot and changes nothing.
         ``ConflictError`` after ``max_attempts``; ``WriteStateError`` for an
-        aborted write or one whose staging lease expired."""
+        aborted write, one never staged, or one whose staging lease expired."""
         _check_operation(operation)
+        check_shape(shape)
+        table_id = shape.table.id
         files = tuple(files)
         for attempt in range(max_attempts):
             # The store's writer section (see Metastore.exclusive) makes the
@@ -226,23 +226,19 @@ class TableData:
                 done = self.committed_snapshot(table_id, write_id)
                 if done is not None:
                     return done
-                parent = self.current(table_id)
+                parent = self.current_record(table_id)
                 compares, ops, snapshot = self.commit_ops(
-                    table_id,
-                    write_id,
-                    files,
-                    operation=operation,
-                    catalog_version=catalog_version,
-                    parent=parent,
+                    shape, write_id, files, operation=operation, parent=parent
                 )
                 try:
                     succeeded = self.store.txn(compares, ops).succeeded
                 except BaseException:
-                    self.warehouse.remove_file(snapshot.manifest)
+                    self.discard(snapshot)
                     raise
                 if succeeded:
+                    self.published(snapshot)
                     return snapshot
-                self.warehouse.remove_file(snapshot.manifest)
+                self.discard(snapshot)
             time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
         raise ConflictError(
             f"Gave up committing write {write_id} to table {table_id} after {max_attempts} "
@@ -275,38 +271,53 @@ class TableData:
 
     def commit_ops(
         self,
-        table_id: int,
+        shape: CommitShape,
         write_id: str,
         files: Sequence[DataFile],
         *,
         operation: str,
-        catalog_version: int,
-        parent: DataSnapshot | None,
+        parent: Record | None,
     ) -> tuple[list[Compare], list[Op], DataSnapshot]:
         """The same commit as compares and writes to ride in another transaction
-        (``Catalog.execute(attach=...)``). Writes the manifest first (immutable,
-        uniquely named); the caller's transaction makes it visible or not."""
+        (``Catalog.execute(attach=...)``). Writes the Iceberg metadata first
+        (immutable, uniquely named); the caller's transaction makes it visible
+        or not, and the caller calls ``published`` or ``discard`` after."""
         _check_operation(operation)
+        check_shape(shape)
+        table_id = shape.table.id
         new = tuple(files)
         for f in new:
             if not isinstance(f, DataFile):
                 raise ValidationError(f"Not a DataFile: {f!r}")
         staging = self.store.get(staging_key(write_id))
         if staging is None:
-            self._refuse_expired(write_id, new)
+            raise WriteStateError(
+                f"Write {write_id} holds no staging lease (it was never staged, or its lease "
+                "expired and its files may already be collected), so it cannot commit",
+                write_id=write_id,
+            )
+        self._check_files_exist(write_id, new)
         if parent is None:
             snapshot_id, origin = 1, None
-            commit_time = self.clock.now()
-            version = catalog_version
-            merged = _unique(new)
+            commit_time = self.clock.update(shape.activated_at)
+            version = shape.catalog_version
         else:
             snapshot_id = parent.snapshot_id + 1
-            commit_time = self.clock.update(parent.commit_time)
-            version = max(catalog_version, parent.catalog_version)
-            merged = _unique(parent.files + new if operation == "append" else new)
-            parent_record = self.record(table_id, parent.snapshot_id)
-            origin = None if parent_record is None else parent_record.origin
-        manifest = self._write_manifest(table_id, snapshot_id, merged, parent)
+            commit_time = self.clock.update(max(parent.commit_time, shape.activated_at))
+            version = max(shape.catalog_version, parent.catalog_version)
+            origin = parent.origin
+        metadata, written = self.iceberg.write_commit(
+            table_id,
+            self.warehouse.table_dir(table_id),
+            None if parent is None else parent.metadata,
+            shape,
+            _unique(new),
+            replace_all=operation == "overwrite",
+            write_id=write_id,
+            snapshot_version=version,
+        )
+        with self._lock:
+            self._written[metadata] = written
         record = Record(
             table_id=table_id,
             snapshot_id=snapshot_id,
@@ -315,7 +326,7 @@ class TableData:
             catalog_version=version,
             operation=operation,
             write_id=write_id,
-            manifest=manifest,
+            metadata=metadata,
             origin=origin or (version, commit_time),
         )
         pointer = table_key(table_id)
@@ -324,54 +335,60 @@ class TableData:
             if parent is None
             else Compare.value(pointer, "==", str(parent.snapshot_id).encode()),
             Compare.absent(write_key(write_id)),
+            Compare.mod_revision(staging.key, "==", staging.mod_revision),
         ]
         ops: list[Op] = [
             Put(pointer, str(snapshot_id).encode()),
             Put(snapshot_key(table_id, snapshot_id), encode_record(record)),
             Put(write_key(write_id), f"{table_id}.{snapshot_id}".encode()),
+            Delete(staging.key),
         ]
-        if staging is not None:
-            compares.append(Compare.mod_revision(staging.key, "==", staging.mod_revision))
-            ops.append(Delete(staging.key))
-        return compares, ops, record.with_files(merged)
+        return compares, ops, self.load(record)
 
-    def _refuse_expired(self, write_id: str, files: tuple[DataFile, ...]) -> None:
-        """A write that was staged but holds no staging key lost its lease: the
-        janitor may be deleting its files, so it must not publish them."""
-        for directory in _write_dirs(files):
-            info = self.warehouse.fs.get_file_info(f"{directory}/{STAGED_MARKER}")
-            if info.type != pafs.FileType.NotFound:
+    def published(self, snapshot: DataSnapshot) -> None:
+        """Forget the files written for a snapshot that was published."""
+        with self._lock:
+            self._written.pop(snapshot.metadata, None)
+
+    def discard(self, snapshot: DataSnapshot) -> None:
+        """Delete the metadata files written for a snapshot that was not
+        published (its data files belong to the write, not to the attempt)."""
+        with self._lock:
+            written = self._written.pop(snapshot.metadata, [])
+        self.iceberg.remove(written)
+
+    def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
+        """A write whose files are gone (collected, deleted by hand) must not
+        publish a snapshot that every later read would fail on."""
+        if not files:
+            return
+        infos = self.warehouse.fs.get_file_info([f.path for f in files])
+        for info in infos:
+            if info.type != pafs.FileType.File:
                 raise WriteStateError(
-                    f"The staging lease of write {write_id} expired before its commit; its "
-                    "files may already be collected, so the write cannot commit",
+                    f"Data file '{info.path}' of write {write_id} is missing from the "
+                    "warehouse; the write cannot commit",
                     write_id=write_id,
+                    path=info.path,
                 )
 
-    def _write_manifest(
-        self,
-        table_id: int,
-        snapshot_id: int,
-        files: tuple[DataFile, ...],
-        parent: DataSnapshot | None,
-    ) -> str:
-        dirs = sorted(_write_dirs(files))
-        if dirs:
-            base = dirs[0].rsplit("/", 1)[0] + "/_manifests"
-        elif parent is not None:
-            base = parent.manifest.rsplit("/", 1)[0]
-        else:
-            base = f"{self.warehouse.root}/_manifests"
-        path = f"{base}/{table_id}-{snapshot_id}-{uuid.uuid4().hex}.json"
-        try:
-            self.warehouse.fs.create_dir(base, recursive=True)
-            with self.warehouse.fs.open_output_stream(path) as out:
-                out.write(encode_manifest(table_id, snapshot_id, files))
-        except OSError as exc:
-            raise CatalogError(f"Cannot write manifest '{path}': {exc}", path=path) from exc
-        self._remember(path, files)
-        return path
-
     # -- staging ---------------------------------------------------------------
+
+    def hold(self, table_id: int, *, ttl_s: float = HOLD_TTL_S) -> Hold:
+        """Take a hold on the table's metadata (see ``Hold``); ``release`` its
+        lease once its transaction ran, whatever the outcome."""
+        write_id = new_write_id()
+        key = staging_key(write_id)
+        lease = self.store.grant_lease(ttl_s)
+        try:
+            self.store.put(key, self.warehouse.write_dir(table_id, write_id).encode(), lease=lease)
+            stored = self.store.get(key)
+        except BaseException:
+            self._revoke(lease)
+            raise
+        if stored is None:
+            raise WriteStateError(f"The hold on table {table_id} expired as it was taken")
+        return Hold(key, lease, stored.mod_revision)
 
     def stage(self, write_id: str, write_dir: str, *, ttl_s: float) -> int:
         """Register a write before its files exist: ``data.staging.<write_id>``
@@ -444,6 +461,13 @@ class TableData:
         """True once a commit of ``write_id`` succeeded (until its snapshot expires)."""
         kv = self.store.get(write_key(write_id))
         return kv is not None and kv.value != ABORTED
+
+
+def check_shape(shape: object) -> None:
+    if not isinstance(shape, CommitShape):
+        raise ValidationError(
+            f"A data commit needs a CommitShape (CommitShape.of(version, table)), not {shape!r}"
+        )
 
 
 def _unique(files: tuple[DataFile, ...]) -> tuple[DataFile, ...]:

@@ -111,7 +111,7 @@ def write_files(
         )
     if data.num_rows == 0:
         return []
-    tablets = tablets_of(data, table.colocation, partitions)
+    tablets = tablets_of(data, table, partitions)
     order = np.argsort(tablets, kind="stable")
     sorted_tablets = tablets[order]
     # One gather for all tablets, then zero-copy slices per tablet.

@@ -1,14 +1,20 @@
 """Collecting what writes, drops and retention leave behind in the warehouse.
 
 The janitor lists the warehouse *before* it reads the metastore, so that
-every directory it sees either was registered by then (a live staging lease
-protects it) or had already stopped being written; and it never deletes a
-file that a kept snapshot references, whatever the directory's state.
+every file it sees either was registered by then (a live staging lease
+protects it) or had already stopped being written. It never deletes a file
+that a kept snapshot references (data files, ``metadata.json``, manifest
+lists, manifests), and it deletes no metadata of a table while any write to
+that table holds a staging lease: every commit is staged, so the metadata a
+commit in flight is about to publish is never collected, whatever the
+grace. A table whose metadata cannot be read is reported and left alone;
+the others are still cleaned.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import time
 from collections import defaultdict
@@ -29,15 +35,15 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
+    encode_record,
     snapshot_key,
     snapshot_prefix,
     table_key,
     write_key,
 )
-from almanac.data.warehouse import STAGED_MARKER, Warehouse
+from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
-from almanac.log import KEY_PINS
-from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -56,6 +62,8 @@ class JanitorReport:
     staging_removed: list[str] = field(default_factory=list)
     files_removed: list[str] = field(default_factory=list)
     tables_purged: list[int] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+    """Tables left alone because their stored state cannot be read, with why."""
 
 
 @dataclass
@@ -65,7 +73,7 @@ class _State:
     pointers: dict[int, bytes] = field(default_factory=dict)
     records: dict[int, list[Record]] = field(default_factory=lambda: defaultdict(list))
     writes: dict[str, bytes] = field(default_factory=dict)
-    staging: set[str] = field(default_factory=set)
+    staging: dict[str, str] = field(default_factory=dict)
 
 
 def _read_state(data: TableData) -> _State:
@@ -80,13 +88,13 @@ def _read_state(data: TableData) -> _State:
         elif key.startswith(WRITE_PREFIX):
             state.writes[key[len(WRITE_PREFIX) :]] = kv.value
         elif key.startswith(STAGING_PREFIX):
-            state.staging.add(key[len(STAGING_PREFIX) :])
+            state.staging[key[len(STAGING_PREFIX) :]] = kv.value.decode("utf-8", "replace")
     return state
 
 
 def _dropped(cat: Catalog, table_ids: Iterable[int]) -> list[int]:
     """Tables that no available catalog version contains."""
-    cat.log.catch_up(cat)  # every stored version, applied on this thread
+    cat.catch_up()  # every stored version, applied on this thread
     candidates = {t for t in table_ids if cat.catalog().table_by_id(t) is None}
     for version in range(cat.latest_version, cat.earliest_version - 1, -1):
         if not candidates:
@@ -102,10 +110,12 @@ def _write_dir(path: str) -> str:
 
 
 def _files(data: TableData, record: Record) -> set[str]:
-    """The record's file paths; empty if the record vanished meanwhile (an
-    expiry or purge running at the same time already decided about them)."""
+    """Every warehouse file the record's snapshot needs: its data files and
+    its Iceberg metadata; empty if the record vanished meanwhile (an expiry
+    or purge running at the same time already decided about them)."""
     try:
-        return {f.path for f in data.files_of(record)}
+        paths = {f.path for f in data.files_of(record)}
+        return paths | data.iceberg.referenced(record.metadata).all()
     except CatalogError:
         if data.record(record.table_id, record.snapshot_id) is None:
             return set()
@@ -118,16 +128,17 @@ def _delete(warehouse: Warehouse, paths: Iterable[str], report: list[str]) -> No
         report.append(path)
 
 
-def _purge(data: TableData, state: _State, table_id: int, report: JanitorReport) -> None:
+def _purge(
+    data: TableData, state: _State, table_id: int, busy: set[int], report: JanitorReport
+) -> None:
+    """Delete a dropped table's keys, then its files: the whole table
+    directory, unless a write to it is still staged (then only what its
+    snapshots referenced)."""
     records = state.records.get(table_id, [])
     paths: set[str] = set()
     for record in records:
         with contextlib.suppress(CatalogError):
             paths |= _files(data, record)
-    _delete(data.warehouse, paths, report.files_removed)
-    for directory in sorted({_write_dir(p) for p in paths}):
-        data.warehouse.remove_dir(directory)
-    _delete(data.warehouse, {r.manifest for r in records}, report.files_removed)
     pointer = state.pointers.get(table_id)
     compares = [
         Compare.absent(table_key(table_id))
@@ -137,8 +148,17 @@ def _purge(data: TableData, state: _State, table_id: int, report: JanitorReport)
     ops: list[Op] = [Delete(table_key(table_id)), DeleteRange(snapshot_prefix(table_id))]
     owned = f"{table_id}.".encode()
     ops.extend(Delete(write_key(w)) for w, v in state.writes.items() if v.startswith(owned))
-    if data.store.txn(compares, ops).succeeded:
-        report.tables_purged.append(table_id)
+    if not data.store.txn(compares, ops).succeeded:
+        return
+    report.tables_purged.append(table_id)
+    if table_id in busy:
+        _delete(data.warehouse, paths, report.files_removed)
+        return
+    # Files of a converted (upgraded) table may live outside its directory.
+    inside = data.warehouse.table_dir(table_id) + "/"
+    _delete(data.warehouse, {p for p in paths if not p.startswith(inside)}, report.files_removed)
+    report.files_removed.extend(sorted(p for p in paths if p.startswith(inside)))
+    data.warehouse.remove_dir(data.warehouse.table_dir(table_id))
 
 
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
@@ -154,15 +174,19 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     selector = pafs.FileSelector(warehouse.root, recursive=True, allow_not_found=True)
     listing = [i for i in warehouse.fs.get_file_info(selector) if i.type == pafs.FileType.File]
     state = _read_state(data)
+    busy = {t for t in map(warehouse.table_of, state.staging.values()) if t is not None}
     for table_id in _dropped(cat, {*state.pointers, *state.records}):
-        _purge(data, state, table_id, report)
+        _purge(data, state, table_id, busy, report)
         state.records.pop(table_id, None)
     referenced: set[str] = set()
-    manifests: set[str] = set()
-    for records in state.records.values():
-        for record in records:
-            manifests.add(record.manifest)
-            referenced |= _files(data, record)
+    for table_id, records in state.records.items():
+        try:
+            table_files: set[str] = set()
+            for record in records:
+                table_files |= _files(data, record)
+            referenced |= table_files
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
     now = time.time()
 
     def old(infos: Iterable[pafs.FileInfo]) -> bool:
@@ -171,16 +195,23 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
             return False
         return all(now - t.timestamp() > grace_s for t in times)
 
-    purged = set(report.files_removed)
+    purged = {warehouse.table_dir(t) + "/" for t in report.tables_purged if t not in busy}
     by_dir: dict[str, list[pafs.FileInfo]] = defaultdict(list)
+    depth = warehouse.root.rstrip("/").count("/")
     for info in listing:
-        if info.path in purged:
+        owner = warehouse.table_of(info.path)
+        if owner is None or owner in report.errors:
             continue
-        if "/_manifests/" in info.path:
-            if info.path not in manifests and old([info]):
+        if any(info.path.startswith(p) for p in purged):
+            continue
+        parts = info.path.split("/")
+        if len(parts) < depth + 4:
+            continue
+        if parts[depth + 2] == METADATA_DIR:
+            if owner not in busy and info.path not in referenced and old([info]):
                 _delete(warehouse, [info.path], report.files_removed)
-        elif info.path.count("/", len(warehouse.root)) >= 4:
-            by_dir["/".join(info.path.split("/")[: warehouse.root.count("/") + 4])].append(info)
+            continue
+        by_dir["/".join(parts[: depth + 3])].append(info)
     for directory, infos in sorted(by_dir.items()):
         write_id = directory.rsplit("/", 1)[1]
         if write_id in state.staging:
@@ -225,7 +256,7 @@ def expire_data(
     data = TableData.for_catalog(cat)
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
     for _ in range(_MAX_ATTEMPTS):
-        oldest_pin, pins_revision = cat.log.oldest_pinned()
+        oldest_pin, pins_unchanged = cat.oldest_pinned()
         records = data.records(table.id)
         keep = 0
         while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
@@ -239,18 +270,54 @@ def expire_data(
         if not removed:
             return []
         snapshots = [data.load(r) for r in removed]
-        compares = [Compare.mod_revision(KEY_PINS, "==", pins_revision)]
+        compares = [pins_unchanged]
         ops: list[Op] = [Delete(snapshot_key(r.table_id, r.snapshot_id)) for r in removed]
         ops.extend(Delete(write_key(r.write_id)) for r in removed)
-        if not data.store.txn(compares, ops).succeeded:
+        # The current metadata.json drops the expired snapshots too, so an
+        # Iceberg reader is never offered one whose files are gone.
+        current = kept[-1]
+        current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
+        if current_kv is None:
             continue
+        expired: set[int] = set()
+        for record in removed:
+            with contextlib.suppress(CatalogError):
+                iceberg_id = data.iceberg.snapshot_id(record.metadata)
+                if iceberg_id is not None:
+                    expired.add(iceberg_id)
+        hold = data.hold(table.id)
+        rewritten: tuple[str, list[str]] | None = None
+        ok = False
+        try:
+            rewritten = data.iceberg.write_without(table.id, current.metadata, expired)
+            if rewritten is not None:
+                moved = dataclasses.replace(current, metadata=rewritten[0])
+                compares += [
+                    Compare.value(table_key(table.id), "==", str(current.snapshot_id).encode()),
+                    Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
+                    hold.compare(),
+                ]
+                ops += [Put(current_kv.key, encode_record(moved)), hold.delete()]
+            ok = data.store.txn(compares, ops).succeeded
+        finally:
+            data.release(hold.lease)
+            if not ok and rewritten is not None:
+                data.iceberg.remove(rewritten[1])
+        if not ok:
+            continue
+        if rewritten is not None:
+            kept[-1] = dataclasses.replace(current, metadata=rewritten[0])
         live: set[str] = set()
         for record in kept:
             live |= _files(data, record)
         doomed = {f.path for s in snapshots for f in s.files} - live
+        removed_metadata: set[str] = set()
+        for record in removed:
+            with contextlib.suppress(CatalogError):
+                removed_metadata |= data.iceberg.referenced(record.metadata).all()
         sink: list[str] = []
         _delete(data.warehouse, doomed, sink)
-        _delete(data.warehouse, {r.manifest for r in removed}, sink)
+        _delete(data.warehouse, removed_metadata - live, sink)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
             data.warehouse.remove_dir(directory)

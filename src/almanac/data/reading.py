@@ -25,7 +25,7 @@ from almanac.data.files import ColumnStats, DataFile
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
-from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.errors import CatalogError, DataError, NotFoundError, ValidationError
 
 __all__ = [
     "PREDICATE_OPS",
@@ -133,8 +133,9 @@ def _lt(a: object, b: object) -> bool:
 
 
 def _absent_stats(column: Column, rows: int) -> ColumnStats:
-    """What a column added after the file was written reads as in that file."""
-    default = column.default
+    """What a column added after the file was written reads as in that file:
+    its initial default, not the current one (see ``column_fill``)."""
+    default = column.initial_default
     if isinstance(default, ConstantDefault) and default.value is not None:
         value = default.value
         value = str(value) if isinstance(value, uuid.UUID) else value
@@ -302,10 +303,31 @@ def read_file(
                 if column.id in by_id:
                     arr = batch.column(by_id[column.id])
                     target = arrow_type(column)
-                    arrays.append(arr if arr.type == target else arr.cast(target))
+                    arrays.append(
+                        arr if arr.type == target else _cast(arr, target, column, file, plan_table)
+                    )
                 else:
                     arrays.append(column_fill(column, batch.num_rows, generate=False))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast(
+    arr: pa.Array, target: pa.DataType, column: Column, file: DataFile, table: Table
+) -> pa.Array:
+    """A file's column in the type the catalog gives it at the read's version.
+    Files written against a newer schema than the read's (a widened column
+    read at a version before the widen) may not fit: say so, never a raw
+    pyarrow error."""
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise DataError(
+            f"Data file '{file.path}' holds column '{column.name}' of table '{table.name}' as "
+            f"{arr.type}, which does not fit its type {target} at the version read: {exc}",
+            path=file.path,
+            table=table.name,
+            column=column.name,
+        ) from exc
 
 
 def _expression(predicate: Predicate) -> pc.Expression:

@@ -1,36 +1,26 @@
-"""Data snapshots: their metastore records and their manifests.
+"""Data snapshots and their metastore records.
 
-A record (``data.snapshot.<table>.<id>``) is small JSON with everything but
-the file list; the manifest (an immutable JSON file in the warehouse) holds
-the files with typed statistics. Statistic values are tagged so they round
-trip exactly: ``["i", 1]``, ``["f", float.hex()]`` (NaN and infinities
-included), ``["d", "1.50"]``, ``["date"|"time"|"ts", iso]``,
-``["bytes", base64]``, ``["s", text]``, ``["b", true]``.
+A record (``data.snapshot.<table>.<id>``) is small JSON: the snapshot's
+place in the chain, its commit time and catalog version, its write id, and
+the Iceberg ``metadata.json`` whose current snapshot it is (which lists the
+files). Records written before table data moved onto Iceberg named a JSON
+manifest instead; those are refused with ``WarehouseFormatError``.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from almanac.data.files import ColumnStats, DataFile
-from almanac.errors import CorruptLogError
+from almanac.data.files import DataFile
+from almanac.errors import CorruptLogError, WarehouseFormatError
 
 __all__ = [
-    "MANIFEST_FORMAT",
     "OPERATIONS",
     "DataSnapshot",
     "Record",
-    "decode_manifest",
     "decode_record",
-    "decode_value",
-    "encode_manifest",
     "encode_record",
-    "encode_value",
     "snapshot_key",
     "snapshot_prefix",
     "staging_key",
@@ -39,7 +29,6 @@ __all__ = [
 ]
 
 OPERATIONS = ("append", "overwrite")
-MANIFEST_FORMAT = 1
 
 TABLE_PREFIX = "data.table."
 SNAPSHOT_PREFIX = "data.snapshot."
@@ -84,7 +73,7 @@ class DataSnapshot:
     catalog_version: int
     operation: str
     write_id: str
-    manifest: str
+    metadata: str
     files: tuple[DataFile, ...]
 
 
@@ -100,7 +89,7 @@ class Record:
     catalog_version: int
     operation: str
     write_id: str
-    manifest: str
+    metadata: str
     origin: tuple[int, int]
 
     def with_files(self, files: tuple[DataFile, ...]) -> DataSnapshot:
@@ -112,7 +101,7 @@ class Record:
             self.catalog_version,
             self.operation,
             self.write_id,
-            self.manifest,
+            self.metadata,
             files,
         )
 
@@ -126,7 +115,7 @@ def encode_record(record: Record) -> bytes:
         "version": record.catalog_version,
         "op": record.operation,
         "write": record.write_id,
-        "manifest": record.manifest,
+        "metadata": record.metadata,
         "origin": list(record.origin),
     }
     return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
@@ -135,6 +124,14 @@ def encode_record(record: Record) -> bytes:
 def decode_record(key: str, raw: bytes) -> Record:
     try:
         body = json.loads(raw)
+        if isinstance(body, dict) and "manifest" in body and "metadata" not in body:
+            raise WarehouseFormatError(
+                f"Data snapshot record '{key}' describes its files with a JSON manifest, the "
+                "format before table data moved onto Apache Iceberg; convert the warehouse with "
+                "`almanac upgrade-warehouse <catalog>` before reading or writing it",
+                key=key,
+                rule="old-warehouse-format",
+            )
         origin = body["origin"]
         return Record(
             table_id=int(body["table"]),
@@ -144,102 +141,8 @@ def decode_record(key: str, raw: bytes) -> Record:
             catalog_version=int(body["version"]),
             operation=str(body["op"]),
             write_id=str(body["write"]),
-            manifest=str(body["manifest"]),
+            metadata=str(body["metadata"]),
             origin=(int(origin[0]), int(origin[1])),
         )
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise CorruptLogError(f"Data snapshot record '{key}' is corrupted: {exc}", key=key) from exc
-
-
-# --------------------------------------------------------------------------- typed values
-
-
-def encode_value(value: object) -> list[Any] | None:
-    """A statistic value as a tagged JSON value that decodes to an equal one."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return ["b", value]
-    if isinstance(value, int):
-        return ["i", value]
-    if isinstance(value, float):
-        return ["f", value.hex()]
-    if isinstance(value, decimal.Decimal):
-        return ["d", str(value)]
-    if isinstance(value, dt.datetime):
-        return ["ts", value.isoformat()]
-    if isinstance(value, dt.date):
-        return ["date", value.isoformat()]
-    if isinstance(value, dt.time):
-        return ["time", value.isoformat()]
-    if isinstance(value, bytes):
-        return ["bytes", base64.b64encode(value).decode("ascii")]
-    if isinstance(value, str):
-        return ["s", value]
-    raise TypeError(f"Cannot encode a statistic of type {type(value).__name__}")
-
-
-def decode_value(tagged: object) -> object:
-    if tagged is None:
-        return None
-    if not isinstance(tagged, list) or len(tagged) != 2:
-        raise ValueError(f"not a tagged value: {tagged!r}")
-    tag, raw = tagged
-    decoders: dict[str, Any] = {
-        "b": bool,
-        "i": int,
-        "f": float.fromhex,
-        "d": decimal.Decimal,
-        "ts": dt.datetime.fromisoformat,
-        "date": dt.date.fromisoformat,
-        "time": dt.time.fromisoformat,
-        "bytes": lambda text: base64.b64decode(text, validate=True),
-        "s": str,
-    }
-    if tag not in decoders:
-        raise ValueError(f"unknown value tag {tag!r}")
-    return decoders[tag](raw)
-
-
-def encode_manifest(table_id: int, snapshot_id: int, files: tuple[DataFile, ...]) -> bytes:
-    body = {
-        "format": MANIFEST_FORMAT,
-        "table": table_id,
-        "snapshot": snapshot_id,
-        "files": [
-            {
-                "path": f.path,
-                "rows": f.rows,
-                "size": f.size,
-                "tablet": f.tablet,
-                "stats": {
-                    str(cid): [encode_value(s.min), encode_value(s.max), s.null_count]
-                    for cid, s in sorted(f.stats.items())
-                },
-            }
-            for f in files
-        ],
-    }
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def decode_manifest(path: str, raw: bytes) -> tuple[DataFile, ...]:
-    try:
-        body = json.loads(raw)
-        if body.get("format") != MANIFEST_FORMAT:
-            raise ValueError(f"unknown manifest format {body.get('format')!r}")
-        return tuple(
-            DataFile(
-                path=str(f["path"]),
-                rows=int(f["rows"]),
-                size=int(f["size"]),
-                tablet=int(f["tablet"]),
-                stats={
-                    int(cid): ColumnStats(decode_value(lo), decode_value(hi), int(nulls))
-                    for cid, (lo, hi, nulls) in f["stats"].items()
-                },
-            )
-            for f in body["files"]
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptLogError(f"Manifest '{path}' is corrupted: {exc}", path=path) from exc

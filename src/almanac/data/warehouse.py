@@ -1,10 +1,13 @@
 """Where table data lives: a directory tree on any pyarrow filesystem.
 
-Layout below the warehouse root (names percent-encoded)::
+Layout below the warehouse root, built from ids only (a quoted name such
+as ``..`` or ``metadata`` is a legal table name and must never become a
+path)::
 
-    <schema>/<table>/<write_id>/tablet=<t>/part-<uuid>.parquet   data files
-    <schema>/<table>/<write_id>/_STAGED                            staged-write marker
-    <schema>/<table>/_manifests/<table_id>-<snapshot_id>-<uuid>.json
+    <table_id>/                                   the Iceberg table location
+    <table_id>/metadata/                          metadata.json, manifest lists, manifests
+    <table_id>/<write_id>/tablet=<t>/part-<uuid>.parquet   data files
+    <table_id>/<write_id>/_STAGED                 staged-write marker
 
 Every write owns one directory, so aborting or collecting a write is one
 recursive delete that never touches another write's files.
@@ -14,15 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from typing import Any
-from urllib.parse import quote
 
 import pyarrow.fs as pafs
 
 from almanac.errors import CatalogError
 
-__all__ = ["STAGED_MARKER", "Warehouse", "new_write_id"]
+__all__ = ["METADATA_DIR", "STAGED_MARKER", "Warehouse", "new_write_id"]
 
 STAGED_MARKER = "_STAGED"
 """File that ``TableData.stage`` puts in a write directory: the write once held
@@ -34,8 +37,8 @@ def new_write_id() -> str:
     return uuid.uuid4().hex
 
 
-def _segment(name: str) -> str:
-    return quote(name, safe="") or "%00"
+_WRITE_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+METADATA_DIR = "metadata"
 
 
 class Warehouse:
@@ -71,15 +74,35 @@ class Warehouse:
     def __repr__(self) -> str:
         return f"Warehouse({self.uri!r})"
 
-    def table_dir(self, schema: str, table: str) -> str:
-        """``<root>/<schema>/<table>``: the writes and manifests of one table name."""
-        return f"{self.root}/{_segment(schema)}/{_segment(table)}"
+    def table_dir(self, table_id: int) -> str:
+        """``<root>/<table_id>``: the Iceberg table location of one table."""
+        if isinstance(table_id, bool) or not isinstance(table_id, int) or table_id < 0:
+            raise CatalogError(f"Invalid table id {table_id!r}", table_id=table_id)
+        return f"{self.root}/{table_id}"
 
-    def write_dir(self, schema: str, table: str, write_id: str) -> str:
-        """``<root>/<schema>/<table>/<write_id>``: every file of one write lives below it."""
-        if not write_id or "/" in write_id or write_id.startswith(("_", ".")):
-            raise CatalogError(f"Invalid write id {write_id!r}", write_id=write_id)
-        return f"{self.table_dir(schema, table)}/{write_id}"
+    def metadata_dir(self, table_id: int) -> str:
+        return f"{self.table_dir(table_id)}/{METADATA_DIR}"
+
+    def write_dir(self, table_id: int, write_id: str) -> str:
+        """``<root>/<table_id>/<write_id>``: every file of one write lives below it."""
+        if (
+            not isinstance(write_id, str)
+            or not _WRITE_ID.fullmatch(write_id)
+            or write_id == METADATA_DIR
+        ):
+            raise CatalogError(
+                f"Invalid write id {write_id!r}: letters, digits and '-', at most 64",
+                write_id=write_id,
+            )
+        return f"{self.table_dir(table_id)}/{write_id}"
+
+    def table_of(self, path: str) -> int | None:
+        """The table id of a path below the root, None for anything else."""
+        prefix = f"{self.root.rstrip('/')}/"
+        if not path.startswith(prefix):
+            return None
+        head = path[len(prefix) :].split("/", 1)[0]
+        return int(head) if head.isdigit() and head == str(int(head)) else None
 
     def remove_dir(self, path: str) -> None:
         """Delete a directory and everything below it; a missing one is fine."""

@@ -11,7 +11,7 @@ from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import CreateTable
 from almanac.commands.preview import preview
 from almanac.data.arrow import check_rows, conform
-from almanac.data.commits import TableData
+from almanac.data.commits import CommitShape, TableData
 from almanac.data.files import write_files
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
@@ -53,16 +53,13 @@ def write_table(
     snapshot = cat.catalog()
     table = _table(snapshot, name, schema)
     rows = conform(data, table)
+    shape = CommitShape.of(snapshot, table)
     write_id = new_write_id()
-    write_dir = store.warehouse.write_dir(schema, name, write_id)
+    write_dir = store.warehouse.write_dir(table.id, write_id)
     lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     try:
-        files = write_files(
-            store.warehouse, table, table_partitions(snapshot, table), rows, write_dir
-        )
-        result = store.commit(
-            table.id, write_id, files, operation=operation, catalog_version=snapshot.version
-        )
+        files = write_files(store.warehouse, table, shape.partitions, rows, write_dir)
+        result = store.commit(shape, write_id, files, operation=operation)
     except BaseException:
         store.abort(write_id, write_dir)
         raise
@@ -90,25 +87,24 @@ def create_table_as(
     partitions = table_partitions(working, planned_table)
     rows = conform(data, planned_table)
     write_id = new_write_id()
-    write_dir = store.warehouse.write_dir(create.schema, create.name, write_id)
+    write_dir = store.warehouse.write_dir(planned_table.id, write_id)
     lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     made: list[DataSnapshot] = []
 
     def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
         table = _table(new, create.name, create.schema)
-        if table.columns != planned_table.columns or table_partitions(new, table) != partitions:
+        if (
+            table.id != planned_table.id
+            or table.columns != planned_table.columns
+            or table_partitions(new, table) != partitions
+        ):
             raise ConflictError(
                 f"Table '{create.schema}.{create.name}' changed shape while its data was "
                 "written; run the statement again",
                 attempts=len(made) + 1,
             )
         compares, ops, snapshot = store.commit_ops(
-            table.id,
-            write_id,
-            files,
-            operation="overwrite",
-            catalog_version=new.version,
-            parent=None,
+            CommitShape.of(new, table), write_id, files, operation="overwrite", parent=None
         )
         made.append(snapshot)
         return compares, ops
@@ -119,7 +115,7 @@ def create_table_as(
     except BaseException:
         store.abort(write_id, write_dir)
         for snapshot in made:
-            store.warehouse.remove_file(snapshot.manifest)
+            store.discard(snapshot)
         raise
     finally:
         store.release(lease)
@@ -127,5 +123,6 @@ def create_table_as(
         store.abort(write_id, write_dir)
         return result, None
     for stale in made[:-1]:
-        store.warehouse.remove_file(stale.manifest)
+        store.discard(stale)
+    store.published(made[-1])
     return result, made[-1]

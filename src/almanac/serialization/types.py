@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar, cast
 
 from almanac.datatypes import ColumnType
@@ -34,6 +35,7 @@ from almanac.descriptors import (
     Table,
     TableProperties,
     Zone,
+    initial_default_of,
 )
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
@@ -138,6 +140,42 @@ _read_default = REGISTRY.nested_reader_any((ConstantDefault, FunctionDefault))
 
 
 def _read_column_v1(r: Reader) -> Column:
+    """v1 has no initial default; it reads as the constant default, which is
+    what rows written before the column existed read as when v1 was current.
+
+    That is exact for a column v1 knew from its ADD COLUMN (the entry holds
+    the default it was added with) and keeps a v1 snapshot's old rows reading
+    as they did. ``ColumnAltered`` keeps the initial default already in the
+    catalog, so a v1 ALTER's guess is never used.
+    """
+    column = Column(
+        id=r.svarint(),
+        name=r.string(),
+        type=_read_column_type(r),
+        nullable=r.boolean(),
+        precision=r.opt_svarint(),
+        scale=r.opt_svarint(),
+        length=r.opt_svarint(),
+        default=cast(DefaultValue, _read_default(r)) if r.boolean() else None,
+    )
+    initial = initial_default_of(column.default)
+    return column if initial is None else replace(column, initial_default=initial)
+
+
+def _write_column_v2(w: Writer, obj: Column) -> None:
+    """v1's fields, then the initial default (a flag, then a nested ConstantDefault)."""
+    _write_column_v1(w, obj)
+    if obj.initial_default is None:
+        w.append(0)
+    else:
+        w.append(1)
+        _nested(w, obj.initial_default)
+
+
+_read_constant_default = REGISTRY.nested_reader(ConstantDefault)
+
+
+def _read_column_v2(r: Reader) -> Column:
     return Column(
         id=r.svarint(),
         name=r.string(),
@@ -147,6 +185,7 @@ def _read_column_v1(r: Reader) -> Column:
         scale=r.opt_svarint(),
         length=r.opt_svarint(),
         default=cast(DefaultValue, _read_default(r)) if r.boolean() else None,
+        initial_default=_read_constant_default(r) if r.boolean() else None,
     )
 
 
@@ -282,6 +321,7 @@ read_index = REGISTRY.nested_reader(Index)
 read_zone = REGISTRY.nested_reader(Zone)
 
 _R010 = "0.1.0"
+_R020 = "0.2.0"
 REGISTRY.register(
     SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
 )
@@ -289,7 +329,10 @@ REGISTRY.register(
     SerializerInfo(FunctionDefault, 1, _R010, _read_function_default_v1, _write_function_default_v1)
 )
 REGISTRY.register(SerializerInfo(Schema, 1, _R010, _read_schema_v1, _write_schema_v1))
-REGISTRY.register(SerializerInfo(Column, 1, _R010, _read_column_v1, _write_column_v1))
+REGISTRY.register(
+    SerializerInfo(Column, 1, _R010, _read_column_v1, _write_column_v1),
+    SerializerInfo(Column, 2, _R020, _read_column_v2, _write_column_v2),
+)
 REGISTRY.register(
     SerializerInfo(TableProperties, 1, _R010, _read_table_properties_v1, _write_table_properties_v1)
 )

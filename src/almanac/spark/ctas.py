@@ -37,7 +37,8 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
 from almanac.commands.preview import preview
-from almanac.data import TableData, new_write_id, table_partitions
+from almanac.data import DataSnapshot, TableData, new_write_id, table_partitions
+from almanac.data.commits import CommitShape
 from almanac.descriptors import Table
 from almanac.errors import (
     AlreadyExistsError,
@@ -198,7 +199,7 @@ def _run(
                 reservation,
                 table,
                 partitions,
-                snap.version,
+                snap,
                 schema,
                 replaced=existing is not None,
                 renames=tuple(
@@ -234,7 +235,7 @@ def _write_and_commit(
     reservation: Reservation,
     table: Table,
     partitions: int,
-    base_version: int,
+    base: CatalogVersion,
     schema: str,
     *,
     replaced: bool,
@@ -246,7 +247,7 @@ def _write_and_commit(
     data = TableData.for_catalog(cat)
     prepared = prepare(df, table, reservation.full, partitions, renames=renames)
     write_id = new_write_id()
-    write_dir = data.warehouse.write_dir(schema, table.name, write_id)
+    write_dir = data.warehouse.write_dir(table.id, write_id)
     stage_lease = data.stage(write_id, write_dir, ttl_s=lease_s)
     reservation.renewals.append(lambda: data.keep_alive(stage_lease))
     try:
@@ -255,19 +256,27 @@ def _write_and_commit(
         def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Any]]:
             created = new.table(table.name, schema)
             assert created is not None
-            compares, ops, _ = data.commit_ops(
-                created.id,
-                write_id,
-                files,
-                operation="append",
-                catalog_version=new.version,
-                parent=None,
+            if created.id != table.id or created.columns != table.columns:
+                raise ConflictError(
+                    f"Table '{reservation.full}' would be created with another id or shape than "
+                    "its data was written for (a concurrent change); run the statement again",
+                    attempts=1,
+                )
+            compares, ops, snapshot = data.commit_ops(
+                CommitShape.of(new, created), write_id, files, operation="append", parent=None
             )
+            attempts.append(snapshot)
             return [*compares, reservation.held()], [*ops, Delete(reservation.key)]
 
+        attempts: list[DataSnapshot] = []
         try:
             result = cat.execute(commands, attach=attach)
+            for stale in attempts[:-1]:
+                data.discard(stale)
+            data.published(attempts[-1])
         except ConflictError:
+            for stale in attempts:
+                data.discard(stale)
             held = cat.log.store.get(reservation.key)
             if held is not None and held.value == reservation.token:
                 raise

@@ -8,8 +8,11 @@ rest: the metastore file behind it, the warehouse, the table.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -56,12 +59,37 @@ def store_uri(target: str) -> str:
     return durable_target(target).store_uri
 
 
+@dataclass
+class _Open:
+    catalog: Catalog
+    users: int = 0
+
+
+_OPEN_LIMIT = 8
+_open: OrderedDict[tuple[str, str | None], _Open] = OrderedDict()
+_open_lock = threading.Lock()
+
+
+def _close_all() -> None:
+    with _open_lock:
+        entries = list(_open.values())
+        _open.clear()
+    for entry in entries:
+        entry.catalog.close()
+
+
+atexit.register(_close_all)
+
+
 @contextlib.contextmanager
 def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catalog]:
-    """A catalog node for one planning or commit step, closed afterwards.
+    """A catalog node for one planning or commit step of this process.
 
-    The catalog must exist: ``connect`` would create an empty one at a
-    mistyped path, and the job would then fail on a missing table instead."""
+    Nodes are kept open between steps (up to a few targets), following their
+    log, so a driver step costs a catch-up, not a node's start (log replay
+    and a follower thread). The catalog must exist: ``connect`` would create
+    an empty one at a mistyped path, and the job would then fail on a
+    missing table instead."""
     parsed = durable_target(target)
     path = parsed.store_path
     if path is None or not path.exists():
@@ -71,11 +99,38 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
             kind="catalog",
             name=target,
         )
-    cat = almanac.connect(parsed, warehouse=warehouse)
-    try:
-        yield cat
-    finally:
+    key = (str(parsed), warehouse)
+    stale: list[Catalog] = []
+    with _open_lock:
+        entry = _open.get(key)
+        if entry is not None and entry.catalog.closed:
+            del _open[key]
+            entry = None
+    if entry is None:
+        fresh = almanac.connect(parsed, warehouse=warehouse)
+        with _open_lock:
+            entry = _open.get(key)
+            if entry is None:
+                entry = _open[key] = _Open(fresh)
+            else:
+                stale.append(fresh)
+    with _open_lock:
+        entry.users += 1
+        _open.move_to_end(key)
+        while len(_open) > _OPEN_LIMIT:
+            oldest_key, oldest = next(iter(_open.items()))
+            if oldest.users:
+                break
+            del _open[oldest_key]
+            stale.append(oldest.catalog)
+    for cat in stale:
         cat.close()
+    try:
+        entry.catalog.catch_up()
+        yield entry.catalog
+    finally:
+        with _open_lock:
+            entry.users -= 1
 
 
 @dataclass(frozen=True, slots=True)

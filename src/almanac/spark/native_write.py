@@ -33,6 +33,7 @@ from pyspark.sql import types as st
 from almanac import _check as check
 from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
 from almanac.data.arrow import FIELD_ID
+from almanac.data.commits import CommitShape
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.tablets import table_partitions
 from almanac.datatypes import ColumnType
@@ -599,12 +600,12 @@ def write(
             prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
-        write_dir = data.warehouse.write_dir(schema.name, table.name, write_id)
+        write_dir = data.warehouse.write_dir(table.id, write_id)
         lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
         try:
             with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
                 files = write_staged(prepared, data.warehouse, write_dir, table, options=options)
-                data.commit(table.id, write_id, files, operation=mode, catalog_version=snap.version)
+                data.commit(CommitShape.of(snap, table), write_id, files, operation=mode)
         except BaseException:
             with contextlib.suppress(CatalogError):
                 data.abort(write_id, write_dir)

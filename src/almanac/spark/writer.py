@@ -35,6 +35,7 @@ from almanac.data import (
     table_partitions,
     write_files,
 )
+from almanac.data.commits import CommitShape
 from almanac.descriptors import Table
 from almanac.errors import ValidationError
 from almanac.metastore import open_metastore
@@ -84,6 +85,11 @@ class WritePlan:
     manifest_key: str | None = None
     manifest_lease: int = 0
     flush_bytes: int = DEFAULT_FLUSH_BYTES
+    activated_at: int = 0
+
+    @property
+    def shape(self) -> CommitShape:
+        return CommitShape(self.table, self.partitions, self.catalog_version, self.activated_at)
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,8 @@ def plan_write(
             partitions=table_partitions(snap, table),
             catalog_version=snap.version,
             write_id=write_id,
-            write_dir=data.warehouse.write_dir(schema.name, table.name, write_id),
+            write_dir=data.warehouse.write_dir(table.id, write_id),
+            activated_at=snap.activation_time,
             operation="overwrite" if overwrite else "append",
             renames=column_renames(spark_arrow.names, table, column_ids),
         )
@@ -243,11 +250,7 @@ def publish(plan: WritePlan, messages: Sequence[WriterCommitMessage | None]) -> 
             store.put(plan.manifest_key, pickle.dumps(files), lease=plan.manifest_lease)
             return
         TableData(store, Warehouse.open(plan.warehouse)).commit(
-            plan.table.id,
-            plan.write_id,
-            files,
-            operation=plan.operation,
-            catalog_version=plan.catalog_version,
+            plan.shape, plan.write_id, files, operation=plan.operation
         )
     finally:
         store.close()

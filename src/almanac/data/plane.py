@@ -1,0 +1,165 @@
+"""A catalog's data plane: its warehouse, its data-commit protocol, the
+hook that keeps each table's Iceberg schema in step with its ALTERs, and
+the periodic janitor. ``almanac.connect`` attaches one to every catalog
+that has a warehouse; the catalog itself knows nothing of table data."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import weakref
+
+from almanac.catalog import Catalog, HookWork
+from almanac.catalog_version import CatalogVersion
+from almanac.data.commits import TableData
+from almanac.data.iceberg import CommitShape
+from almanac.data.snapshots import encode_record, snapshot_key, table_key
+from almanac.data.warehouse import Warehouse
+from almanac.errors import CatalogError, MetastoreError
+from almanac.metastore import Compare, Op, Put
+
+__all__ = ["DataPlane", "attach_data_plane", "plane_of", "warehouse_of"]
+
+_log = logging.getLogger("almanac.data")
+_planes: weakref.WeakKeyDictionary[Catalog, DataPlane] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+class DataPlane:
+    """Table data of one catalog node. Built by ``attach_data_plane``."""
+
+    def __init__(self, cat: Catalog, warehouse: str, janitor_interval_s: float | None) -> None:
+        self.catalog = cat
+        self.warehouse = warehouse
+        self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+        cat.add_commit_hook(self._schema_hook)
+        cat.on_close(self.close)
+        if janitor_interval_s is not None:
+            self._janitor = threading.Thread(
+                target=self._clean, args=(janitor_interval_s,), name="almanac-janitor", daemon=True
+            )
+            self._janitor.start()
+
+    def _clean(self, interval_s: float) -> None:
+        from almanac.data.janitor import run_janitor
+
+        while not self._stop.wait(interval_s):
+            try:
+                run_janitor(self.catalog)
+            except Exception:
+                _log.exception("The periodic janitor failed; it runs again in %s s", interval_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        janitor = self._janitor
+        if janitor is not None and janitor is not threading.current_thread():
+            janitor.join(timeout=60)
+
+    # -- ALTER moves the Iceberg schema ---------------------------------------
+
+    def _schema_hook(self, base: CatalogVersion, new: CatalogVersion) -> HookWork | None:
+        """For every table with data that the version changes, a new
+        ``metadata.json`` with the new schema (and spec), published by the
+        version's own transaction: an Iceberg reader never sees a schema the
+        catalog does not have. A table whose metadata cannot be read is left
+        to its next data commit rather than blocking the ALTER."""
+        compares: list[Compare] = []
+        ops: list[Op] = []
+        written: list[str] = []
+        leases: list[int] = []
+        data = self.data
+        try:
+            for table_id, table in new.tables_by_id.items():
+                old = base.tables_by_id.get(table_id)
+                if old is None or old is table:
+                    continue
+                pointer = data.store.get(table_key(table_id))
+                if pointer is None or not pointer.value.isdigit():
+                    continue
+                key = snapshot_key(table_id, int(pointer.value))
+                stored = data.store.get(key)
+                if stored is None:
+                    continue
+                try:
+                    record = data.record(table_id, int(pointer.value))
+                except CatalogError as exc:
+                    _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
+                    continue
+                if record is None:
+                    continue
+                # The hold comes first: from the moment a metadata file
+                # exists until the version publishes it, the janitor must
+                # leave the table alone.
+                hold = data.hold(table_id)
+                leases.append(hold.lease)
+                try:
+                    shape = CommitShape.of(new, table)
+                    result = data.iceberg.write_schema(table_id, record.metadata, shape)
+                except CatalogError as exc:
+                    _log.warning(
+                        "Table %s keeps its Iceberg schema until its next commit: %s",
+                        table_id,
+                        exc,
+                    )
+                    result = None
+                if result is None:
+                    continue
+                location, files = result
+                written += files
+                compares += [
+                    Compare.value(pointer.key, "==", pointer.value),
+                    Compare.mod_revision(key, "==", stored.mod_revision),
+                    hold.compare(),
+                ]
+                moved = dataclasses.replace(record, metadata=location)
+                ops += [Put(key, encode_record(moved)), hold.delete()]
+        except BaseException:
+            self._finish(written, leases, False)
+            raise
+        if not ops:
+            self._finish(written, leases, False)
+            return None
+        return HookWork(compares, ops, lambda ok: self._finish(written, leases, ok))
+
+    def _finish(self, written: list[str], leases: list[int], ok: bool) -> None:
+        if not ok:
+            self.data.iceberg.remove(written)
+        for lease in leases:
+            with contextlib.suppress(MetastoreError):
+                self.data.store.revoke_lease(lease)
+
+
+def attach_data_plane(
+    cat: Catalog, warehouse: str, *, janitor_interval_s: float | None = None
+) -> DataPlane:
+    """Give ``cat`` its data plane (once; a second call returns the first)."""
+    with _lock:
+        plane = _planes.get(cat)
+        if plane is None:
+            plane = DataPlane(cat, warehouse, janitor_interval_s)
+            _planes[cat] = plane
+        return plane
+
+
+def plane_of(cat: Catalog) -> DataPlane:
+    """The catalog's data plane; ``CatalogError`` when it has no warehouse."""
+    with _lock:
+        plane = _planes.get(cat)
+    if plane is None:
+        raise CatalogError(
+            f"Catalog '{cat.target}' has no warehouse for table data; pass "
+            "connect(..., warehouse=...)",
+            target=cat.target,
+        )
+    return plane
+
+
+def warehouse_of(cat: Catalog) -> str | None:
+    """Where the catalog's table data lives, None without a warehouse."""
+    with _lock:
+        plane = _planes.get(cat)
+    return None if plane is None else plane.warehouse

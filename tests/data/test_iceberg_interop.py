@@ -1,0 +1,125 @@
+"""Our tables are Iceberg tables: pyiceberg alone, with no Almanac code in
+its read path, reads what our writers produced, through schema changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
+from pyiceberg.table import StaticTable
+
+from almanac import (
+    AddColumns,
+    AlterColumn,
+    Catalog,
+    CatalogError,
+    ColumnDef,
+    ColumnType,
+    ConstantDefault,
+    DropColumns,
+    NotFoundError,
+    RenameTable,
+    WarehouseFormatError,
+)
+from almanac.data import TableData, read_table, write_table
+from almanac.data.snapshots import snapshot_key
+from almanac.iceberg import load_table, metadata_location
+from tests.data.support import append, create
+
+
+def _id_is(value: int) -> BooleanExpression:
+    return EqualTo(Reference("ID"), value)  # type: ignore[call-arg,arg-type]
+
+
+def _pyiceberg_rows(location: str) -> pa.Table:
+    table = StaticTable.from_metadata(location)
+    return table.scan().to_arrow().sort_by("ID")
+
+
+def _ours(cat: Catalog) -> pa.Table:
+    return read_table(cat, "T").sort_by("ID")
+
+
+def test_pyiceberg_reads_every_state_after_schema_changes(cat: Catalog, tmp_path: Path) -> None:
+    table = create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="N", type=ColumnType.INT32),
+            ColumnDef(name="V", type=ColumnType.STRING),
+        ],
+    )
+    data = TableData.for_catalog(cat)
+    write_table(cat, "T", pa.table({"ID": [1, 2], "N": [10, 20], "V": ["a", "b"]}))
+
+    def check() -> None:
+        location = data.metadata_location(table.id)
+        assert location is not None
+        theirs = _pyiceberg_rows(location)
+        ours = _ours(cat)
+        assert theirs.column_names == ours.column_names
+        assert theirs.to_pylist() == ours.to_pylist()
+
+    check()
+    cat.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.DOUBLE),))])
+    write_table(cat, "T", pa.table({"ID": [3], "N": [30], "V": ["c"], "X": [1.5]}))
+    check()
+    cat.execute([RenameTable("T", "T2"), RenameTable("T2", "T")])
+    write_table(cat, "T", pa.table({"ID": [4], "N": [40], "V": ["d"], "X": [2.5]}))
+    check()
+    cat.execute([AlterColumn(table="T", column="N", type=ColumnType.INT64)])
+    write_table(cat, "T", pa.table({"ID": [5], "N": [2**40], "V": ["e"]}))
+    check()
+    cat.execute([DropColumns(table="T", columns=("X",))])
+    write_table(cat, "T", pa.table({"ID": [6], "V": ["f"]}))
+    check()
+    write_table(cat, "T", pa.table({"ID": [7], "V": ["g"]}), operation="overwrite")
+    check()
+    assert _ours(cat).column("ID").to_pylist() == [7]
+
+
+def test_load_table_and_bucket_pruning(cat: Catalog, tmp_path: Path) -> None:
+    create(cat)
+    append(cat, list(range(200)))
+    target = str(tmp_path / "data")
+    table = load_table(target, "PUBLIC.T")
+    assert sorted(table.scan().to_arrow().column("ID").to_pylist()) == list(range(200))
+    planned = list(table.scan(row_filter=_id_is(42)).plan_files())
+    everything = list(table.scan().plan_files())
+    assert 1 <= len(planned) < len(everything), "a key filter prunes other buckets"
+    assert 42 in table.scan(row_filter=_id_is(42)).to_arrow().column("ID").to_pylist()
+    assert metadata_location(target, "T") == table.metadata_location
+    with pytest.raises(NotFoundError):
+        load_table(target, "PUBLIC.NOPE")
+    create(cat, "EMPTY")
+    with pytest.raises(CatalogError, match="no data yet"):
+        load_table(target, "EMPTY")
+
+
+def test_records_of_the_old_json_format_are_refused(cat: Catalog) -> None:
+    table = create(cat)
+    append(cat, [1])
+    store = cat.log.store
+    key = snapshot_key(table.id, 1)
+    old = b'{"table":2,"id":1,"parent":null,"time":1,"version":1,"op":"append",'
+    old += b'"write":"w","manifest":"/x/_manifests/2-1-a.json","origin":[1,1]}'
+    store.put(key, old)
+    with pytest.raises(WarehouseFormatError, match="upgrade-warehouse"):
+        read_table(cat, "T")
+
+
+def test_pyiceberg_reads_an_added_column_as_its_initial_default(cat: Catalog) -> None:
+    table = create(cat)
+    append(cat, [1])
+    added = ColumnDef(name="X", type=ColumnType.INT32, default=ConstantDefault(7))
+    cat.execute([AddColumns(table="T", columns=(added,))])
+    cat.execute([AlterColumn(table="T", column="X", default=ConstantDefault(8))])
+    write_table(cat, "T", pa.table({"ID": [2], "V": ["b"]}))
+    location = TableData.for_catalog(cat).metadata_location(table.id)
+    assert location is not None
+    field = StaticTable.from_metadata(location).schema().find_field("X")
+    assert (field.initial_default, field.write_default) == (7, 8)
+    assert _ours(cat).column("X").to_pylist() == [7, 8]
+    assert _pyiceberg_rows(location).column("X").to_pylist() == [7, 8]
