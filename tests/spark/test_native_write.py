@@ -21,6 +21,7 @@ from almanac.catalog import Catalog
 from almanac.data import DataError, TableData, read_table
 from almanac.data.arrow import FIELD_ID
 from almanac.data.files import column_stats
+from almanac.data.tablets import tablets_of
 from tests.spark.helpers import write_dirs
 
 SETUP = """
@@ -104,12 +105,15 @@ def test_files_land_in_their_iceberg_bucket(spark: Any, cat: Catalog, target: st
     almanac.spark.write(frame(spark, 0, 200, parts=2), target, "S.T")
     files = history(cat)[-1].files
     bucket = BucketTransform(8).transform(StringType())
+    table = cat.catalog().table("T", "S")
+    assert table is not None
     seen = set()
     per_task: dict[tuple[int, str], int] = {}
     for f in files:
         assert f.path.endswith(".parquet") and f"/tablet={f.tablet}/" in f.path
         names = pq.read_table(f.path).column("NAME").to_pylist()
         assert {bucket(n) for n in names} == {f.tablet}
+        assert set(tablets_of(pq.read_table(f.path), table, 8).tolist()) == {f.tablet}
         assert f.rows == len(names)
         seen.update(names)
         task = os.path.basename(f.path).split("-")[1]
