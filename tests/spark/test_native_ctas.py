@@ -32,6 +32,7 @@ def test_ctas_writes_bucketed_files_with_field_ids(spark: Any, cat: Catalog, tar
         "SELECT * FROM VALUES (1, 'a'), (2, 'b'), (3, 'c'), (40, 'd') AS v(id, customer)",
     )
     assert (result.rows, result.created) == (4, True)
+    cat.catalog_ready(result.version)
     table = cat.catalog().table("ORDERS")
     assert table is not None
     snapshot = TableData.for_catalog(cat).current(table.id)
@@ -52,6 +53,7 @@ def test_rtas_replaces_through_the_native_writer(spark: Any, cat: Catalog, targe
         target, "PUBLIC.ORDERS", _orders(spark, 100, 4), ["id"]
     )
     assert (result.replaced, result.rows) == (True, 4)
+    cat.catalog_ready(result.version)
     assert sorted(read_table(cat, "ORDERS").column("ID").to_pylist()) == [100, 101, 102, 103]
 
 
