@@ -25,14 +25,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as st
+from pyspark.sql.pandas.types import to_arrow_type
 
 from almanac import _check as check
 from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
-from almanac.data.arrow import FIELD_ID
+from almanac.data.arrow import FIELD_ID, CastRule, cast_rule
 from almanac.data.commits import CommitShape
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.tablets import table_partitions
@@ -57,6 +59,8 @@ __all__ = [
 TABLET_COLUMN = "tablet"
 """The bucket column Spark partitions by, hence the ``tablet=<t>`` directories."""
 
+_GUARDED = frozenset({ColumnType.STRING, ColumnType.BYTES, ColumnType.UUID})
+"""Types whose CHECKED casts (length, UUID text) the job checks itself."""
 UNBUCKETABLE = frozenset({ColumnType.BOOLEAN, ColumnType.FLOAT, ColumnType.DOUBLE})
 _UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
@@ -191,9 +195,36 @@ def _lossy(source: Any, column: Column, target: Any) -> str | None:
     return "the types do not convert"
 
 
+def _arrow_of(source: Any) -> pa.DataType | None:
+    if isinstance(source, st.VarcharType | st.CharType):
+        return pa.string()
+    try:
+        return to_arrow_type(source)
+    except Exception:  # a Spark type Arrow cannot describe: our own rules decide
+        return None
+
+
+def _data_plane_rule(source: Any, column: Column) -> str | None:
+    """Why ``almanac.data.arrow.cast_rule`` refuses this pair in a job that
+    cannot look at values first: only ``EXACT`` passes, and ``CHECKED`` for
+    a length or a UUID's text, which the job itself checks."""
+    arrow = _arrow_of(source)
+    if arrow is None:
+        return None
+    rule = cast_rule(arrow, column)
+    if rule is CastRule.EXACT:
+        return None
+    textual = pa.types.is_string(arrow) or pa.types.is_binary(arrow)
+    if rule is CastRule.CHECKED and textual and column.type in _GUARDED:
+        return None
+    if rule is CastRule.CHECKED:
+        return "some values may not fit (the data plane checks each value; cast in the query)"
+    return "the data plane refuses this pair of types"
+
+
 def _check_type(source: Any, column: Column, full: str) -> Any:
     target = spark_type(column, full)
-    why = _lossy(source, column, target)
+    why = _lossy(source, column, target) or _data_plane_rule(source, column)
     if why is not None:
         raise DataError(
             f"Column '{column.name}' of table '{full}' has type {column.type.sql_name} "
