@@ -48,8 +48,11 @@ from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, column_renames
 
 __all__ = [
     "TABLET_COLUMN",
+    "KeepAlive",
+    "Prepared",
     "WriteResult",
     "bucket_expr",
+    "collect_files",
     "partition_column",
     "prepare",
     "write",
