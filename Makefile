@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit bench clean
+.PHONY: setup spark-helpers demo test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Optional: Spark writes build their Java helpers on first use anyway.
+spark-helpers: setup
+	$(PY) -c 'from almanac.spark.jvm import helper_jar; print(helper_jar())'
 
 demo: setup
 	$(PY) -m almanac.demo

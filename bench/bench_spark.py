@@ -3,6 +3,11 @@
 * write: TPC-H ``lineitem`` through ``df.write.format("almanac")`` (conform,
   tablets, statistics, one data commit) against ``df.write.parquet`` of the
   same cached DataFrame;
+* native write: ``almanac.spark.write`` (Spark's own Parquet writer, one
+  directory per Iceberg bucket) against ``df.write.parquet`` of the same
+  cached DataFrame, with the floor of that layout (the same DataFrame
+  ``partitionBy`` Spark's built-in hash, no checks, no commit) and a
+  ``coalesce`` to one task per core (fewer, larger files);
 * full scan: ``spark.read.format("almanac")`` against ``spark.read.parquet``
   of those files, both drained into Spark's ``noop`` sink (every column of
   every row crosses into the JVM);
@@ -114,6 +119,57 @@ def session() -> Any:
     return spark
 
 
+def native_write_figures(
+    spark: Any, df: Any, target: str, root: Path, partitions: int
+) -> list[str]:
+    """Native write against plain Parquet, interleaved in the same run, medians."""
+    from pyspark.sql import functions as F
+
+    almanac.spark.create_table_as_select(
+        target, "TPCH.LINEITEM_NATIVE", df.limit(0), ["l_orderkey", "l_linenumber"], zone="BENCH"
+    )
+    cores = spark.sparkContext.defaultParallelism
+    plain_dir, floor_dir = root / "native-plain", root / "native-floor"
+
+    def plain() -> None:
+        df.write.mode("overwrite").parquet(str(plain_dir))
+
+    def floor() -> None:
+        tablet = F.pmod(F.hash("l_orderkey"), F.lit(partitions))
+        layout = df.withColumn("tablet", tablet).write.mode("overwrite").partitionBy("tablet")
+        layout.parquet(str(floor_dir))
+
+    def native() -> None:
+        almanac.spark.write(df, target, "TPCH.LINEITEM_NATIVE", mode="overwrite")
+
+    def native_coalesced() -> None:
+        almanac.spark.write(df, target, "TPCH.LINEITEM_NATIVE", mode="overwrite", coalesce=cores)
+
+    steps = {
+        "parquet": plain,
+        "native": native,
+        "native coalesce": native_coalesced,
+        "layout floor": floor,
+    }
+    native()  # compile and load the bucket UDFs outside the timings
+    samples: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(RUNS):
+        for name, step in steps.items():
+            samples[name].append(timed(step))
+    base = statistics.median(samples["parquet"])
+    lines = []
+    notes = {
+        "parquet": "df.write.parquet",
+        "native": "almanac.spark.write",
+        "native coalesce": f"almanac.spark.write(coalesce={cores})",
+        "layout floor": "partitionBy(pmod(hash(key), N)): same layout, no checks, no commit",
+    }
+    for name, values in samples.items():
+        ratio = statistics.median(values) / base
+        lines.append(f"write  {name:15}: {best_and_median(values)}  {ratio:.2f}x  ({notes[name]})")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     root = Path(tempfile.mkdtemp(prefix="almanac-bench-spark-"))
     try:
@@ -157,6 +213,8 @@ def run(argv: list[str], root: Path) -> int:
             tpch_queries(spark, target, cat, tpch, args.runs)
             spark.stop()
             return 0
+
+        native_lines = native_write_figures(spark, df, target, root, args.partitions)
 
         plain_dir = root / "plain"
         plain_write, ours_write = [], []
@@ -231,6 +289,7 @@ def run(argv: list[str], root: Path) -> int:
     print(
         f"  ratio (median): {statistics.median(ours_write) / statistics.median(plain_write):.2f}x"
     )
+    print("\n".join(native_lines))
     print(f"scan   parquet : {best_and_median(plain_scan)}")
     print(f"scan   almanac : {best_and_median(ours_scan)}")
     print(f"  ratio (median): {statistics.median(ours_scan) / statistics.median(plain_scan):.2f}x")

@@ -7,6 +7,8 @@ CREATE/REPLACE TABLE AS SELECT.
   table on Spark's native Parquet scan (files planned by Almanac);
 * ``spark.read.format("almanac").option("catalog", TARGET).load("S.T")``,
   options ``version`` / ``timestamp`` for time travel;
+* ``write(df, TARGET, "S.T", mode="append" | "overwrite")`` - Spark's native
+  Parquet writer, the fast path;
 * ``df.write.format("almanac").option("catalog", TARGET).mode("append" |
   "overwrite").save("S.T")``;
 * ``attach(spark, TARGET)`` - every catalog table as a Spark view on the
@@ -29,6 +31,7 @@ from almanac.spark.ctas import (
 )
 from almanac.spark.names import store_uri
 from almanac.spark.native_read import read_table
+from almanac.spark.native_write import WriteResult, write
 from almanac.spark.session import PUSHDOWN_CONF, AttachResult, attach, register
 from almanac.spark.source import SOURCE_NAME, AlmanacDataSource
 from almanac.spark.sql import sql
@@ -41,6 +44,7 @@ __all__ = [
     "AttachResult",
     "CtasResult",
     "TableBeingCreatedError",
+    "WriteResult",
     "attach",
     "create_or_replace_table_as_select",
     "create_table_as_select",
@@ -50,4 +54,5 @@ __all__ = [
     "spark_schema",
     "sql",
     "store_uri",
+    "write",
 ]

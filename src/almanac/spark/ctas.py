@@ -9,8 +9,9 @@ each one atomic catalog version.
    CREATE against the latest version to get the table it will be (column
    ids are positional, so they are the ids it will have) and stages a write
    directory under its own lease.
-3. Write with Spark into that directory; the job's commit step stores the
-   file list under the reservation's lease instead of publishing it.
+3. Write with Spark's native Parquet writer into that directory
+   (``almanac.spark.native_write``); the driver reads the footers, so it
+   holds the file list itself and nothing goes through the metastore.
 4. Commit: one ``Catalog.execute`` whose transaction appends the version
    that creates the table (DropTable + CreateTable for a replace), publishes
    the first data snapshot of the new table id, and deletes the reservation
@@ -25,7 +26,6 @@ that expire and a staged directory the janitor removes.
 from __future__ import annotations
 
 import contextlib
-import pickle
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -37,7 +37,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
 from almanac.commands.preview import preview
-from almanac.data import DataFile, DataSnapshot, TableData, new_write_id, table_partitions
+from almanac.data import DataSnapshot, TableData, new_write_id, table_partitions
 from almanac.data.commits import CommitShape
 from almanac.descriptors import Table
 from almanac.errors import (
@@ -49,10 +49,10 @@ from almanac.errors import (
     ValidationError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Put
-from almanac.spark.names import catalog_session, parse_name, resolve_schema, store_uri
-from almanac.spark.source import Binding, bound_source
+from almanac.spark.names import catalog_session, parse_name, resolve_schema
+from almanac.spark.native_write import prepare, write_staged
 from almanac.spark.types import column_defs
-from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, WritePlan
+from almanac.spark.writer import DEFAULT_WRITE_LEASE_S
 
 __all__ = [
     "DEFAULT_RESERVATION_TTL_S",
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 RESERVATION_PREFIX = "catalog.reservation."
-MANIFEST_PREFIX = "spark.ctas."
 DEFAULT_RESERVATION_TTL_S = 10.0
 
 
@@ -208,8 +207,6 @@ def _run(
                     for f, d in zip(df.schema.fields, defs, strict=True)
                     if f.name != d.name
                 ),
-                target=target,
-                warehouse=warehouse,
                 lease_s=write_lease_seconds,
             )
         finally:
@@ -243,50 +240,18 @@ def _write_and_commit(
     *,
     replaced: bool,
     renames: tuple[tuple[str, str], ...],
-    target: str,
-    warehouse: str | None,
     lease_s: float,
 ) -> CtasResult:
-    from almanac.spark.session import register
-
+    """Spark's native writer fills the staged directory; the driver holds the
+    file list, so table and data commit together in one ``execute``."""
     data = TableData.for_catalog(cat)
+    prepared = prepare(df, table, reservation.full, partitions, renames=renames)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    manifest_key = f"{MANIFEST_PREFIX}{write_id}"
     stage_lease = data.stage(write_id, write_dir, ttl_s=lease_s)
     reservation.renewals.append(lambda: data.keep_alive(stage_lease))
-    plan = WritePlan(
-        store=store_uri(target),
-        warehouse=data.warehouse.uri,
-        full_name=reservation.full,
-        table=table,
-        partitions=partitions,
-        catalog_version=base.version,
-        activated_at=base.activation_time,
-        write_id=write_id,
-        write_dir=write_dir,
-        operation="append",
-        renames=renames,
-        manifest_key=manifest_key,
-        manifest_lease=reservation.lease,
-    )
     try:
-        spark = df.sparkSession
-        register(spark)
-        source = bound_source(
-            Binding(target, warehouse, parse_name(f'"{schema}"."{table.name}"'), staged=plan),
-            "almanac_ctas",
-        )
-        spark.dataSource.register(source)
-        df.write.format(source.name()).mode("append").save()
-        stored = cat.log.store.get(manifest_key)
-        if stored is None:
-            raise ConflictError(
-                f"The reservation of table '{reservation.full}' expired while its data was "
-                "written; nothing was created",
-                attempts=1,
-            )
-        files: list[DataFile] = pickle.loads(stored.value)
+        files = write_staged(prepared, data.warehouse, write_dir, table)
 
         def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Any]]:
             created = new.table(table.name, schema)
@@ -301,10 +266,7 @@ def _write_and_commit(
                 CommitShape.of(new, created), write_id, files, operation="append", parent=None
             )
             attempts.append(snapshot)
-            return (
-                [*compares, reservation.held()],
-                [*ops, Delete(reservation.key), Delete(manifest_key)],
-            )
+            return [*compares, reservation.held()], [*ops, Delete(reservation.key)]
 
         attempts: list[DataSnapshot] = []
         try:
@@ -328,6 +290,8 @@ def _write_and_commit(
         with contextlib.suppress(CatalogError):
             data.abort(write_id, write_dir)
         raise
+    finally:
+        data.release(stage_lease)
     return CtasResult(
         result.version,
         schema,

@@ -1,14 +1,19 @@
-"""SQL through Spark with atomic CREATE/REPLACE TABLE ... AS SELECT.
+"""SQL through Spark with atomic CREATE/REPLACE TABLE ... AS SELECT and
+INSERT on Spark's native Parquet writer.
 
 ``sql(spark, target, text)`` recognises::
 
     CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name [(PRIMARY KEY (c, ...))]
         [ZONE zone] AS <query>
     REPLACE TABLE name [(PRIMARY KEY (c, ...))] [ZONE zone] AS <query>
+    INSERT { INTO | OVERWRITE } [TABLE] name [(c, ...) | BY NAME] <query>
 
 runs ``<query>`` with ``spark.sql`` and hands the DataFrame to the matching
-``almanac.spark.ctas`` function; then attaches the new table so the session
-can query it at once. Any other text goes to ``spark.sql`` unchanged. The
+``almanac.spark.ctas`` function (then attaches the new table so the session
+can query it at once), or to ``almanac.spark.write`` for an INSERT into a
+catalog table: columns by position as in Spark, by the listed names, or
+``BY NAME``. Any other text, and an INSERT into a table the catalog does
+not have, goes to ``spark.sql`` unchanged. The
 header is read from sqlglot's Spark tokens, so quoting and comments behave
 as Spark's own parser has them; the query is passed on as written.
 """
@@ -22,7 +27,7 @@ import sqlglot
 from sqlglot.tokenizer_core import Token, TokenType
 
 from almanac import _check as check
-from almanac.errors import SqlParseError
+from almanac.errors import NotFoundError, SqlParseError
 from almanac.spark.ctas import (
     CtasResult,
     create_or_replace_table_as_select,
@@ -30,9 +35,10 @@ from almanac.spark.ctas import (
     replace_table_as_select,
 )
 from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
+from almanac.spark.native_write import write
 from almanac.spark.session import activate, attach_tables, check_session
 
-__all__ = ["CtasStatement", "parse_ctas", "sql"]
+__all__ = ["CtasStatement", "InsertStatement", "parse_ctas", "parse_insert", "sql"]
 
 _DIALECT = sqlglot.Dialect.get_or_raise("spark")
 _PUNCTUATION = {
@@ -55,6 +61,18 @@ class CtasStatement:
     primary_key: tuple[str, ...]
     zone: str | None
     if_not_exists: bool
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class InsertStatement:
+    """``columns`` empty means by position unless ``by_name``; ``name`` is in
+    ``parse_name`` form."""
+
+    overwrite: bool
+    name: str
+    columns: tuple[str, ...]
+    by_name: bool
     query: str
 
 
@@ -158,14 +176,114 @@ def parse_ctas(text: str) -> CtasStatement | None:
     )
 
 
+def _insert_part(token: Token) -> str:
+    """A name part; Spark ignores case even in backticks, so only a part that
+    needs quoting to parse (a dot, a double quote) keeps its quotes."""
+    text = token.text
+    if token.token_type == TokenType.IDENTIFIER and ("." in text or '"' in text):
+        return '"' + text + '"'
+    return text
+
+
+def parse_insert(text: str) -> InsertStatement | None:
+    """The INSERT INTO/OVERWRITE in ``text``, or None for other SQL (and for
+    INSERT forms left to Spark: PARTITION clauses, INSERT ... DIRECTORY)."""
+    tokens = _Tokens(text, _DIALECT.tokenize(text))
+    if not tokens.accept(TokenType.INSERT):
+        return None
+    if tokens.accept(TokenType.OVERWRITE):
+        overwrite = True
+    elif tokens.accept(TokenType.INTO):
+        overwrite = False
+    else:
+        return None
+    tokens.accept(TokenType.TABLE)
+    parts = []
+    for _ in range(2):
+        token = tokens.peek()
+        if token is None or token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+            return None
+        tokens.i += 1
+        parts.append(_insert_part(token))
+        if not tokens.accept(TokenType.DOT):
+            break
+    columns: list[str] = []
+    by_name = False
+    if tokens.accept(TokenType.L_PAREN):
+        columns.append(tokens.identifier("a column name").strip('"'))
+        while tokens.accept(TokenType.COMMA):
+            columns.append(tokens.identifier("a column name").strip('"'))
+        tokens.expect(TokenType.R_PAREN, "')' after the column list")
+    elif tokens.accept(TokenType.VAR, "BY"):
+        if not tokens.accept(TokenType.VAR, "NAME"):
+            raise tokens.error("Expected NAME after BY")
+        by_name = True
+    rest = tokens.peek()
+    if rest is None:
+        raise tokens.error("Expected a query after the table name")
+    if rest.token_type not in (
+        TokenType.SELECT,
+        TokenType.VALUES,
+        TokenType.WITH,
+        TokenType.FROM,
+        TokenType.L_PAREN,
+        TokenType.TABLE,
+    ):
+        return None
+    query = text[rest.start :].strip().rstrip(";").strip()
+    return InsertStatement(overwrite, ".".join(parts), tuple(columns), by_name, query)
+
+
+def _insert(spark: Any, target: str, statement: InsertStatement, warehouse: str | None) -> Any:
+    with catalog_session(target, warehouse) as cat:
+        try:
+            schema, table = resolve_table(cat.catalog(), parse_name(statement.name))
+        except NotFoundError:
+            return None
+    df = spark.sql(statement.query)
+    if statement.columns:
+        if len(statement.columns) != len(df.columns):
+            raise SqlParseError(
+                f"INSERT into '{schema.name}.{table.name}' lists {len(statement.columns)} "
+                f"column(s) but the query yields {len(df.columns)}",
+                line=1,
+                column=1,
+                text=statement.name,
+            )
+        df = df.toDF(*statement.columns)
+    elif not statement.by_name:
+        if len(df.columns) > len(table.columns):
+            raise SqlParseError(
+                f"INSERT into '{schema.name}.{table.name}' gives {len(df.columns)} values per "
+                f"row; the table has {len(table.columns)} columns",
+                line=1,
+                column=1,
+                text=statement.name,
+            )
+        df = df.toDF(*[c.name for c in table.columns[: len(df.columns)]])
+    full = '"' + schema.name + '"."' + table.name + '"'
+    return write(
+        df,
+        target,
+        full,
+        "overwrite" if statement.overwrite else "append",
+        warehouse=warehouse,
+    )
+
+
 def sql(spark: Any, target: str, text: str, *, warehouse: str | None = None) -> Any:
     """Run ``text``: a CREATE/REPLACE ... AS SELECT atomically against the
-    catalog (returns a ``CtasResult``), anything else with ``spark.sql``
-    (returns its DataFrame)."""
+    catalog (returns a ``CtasResult``), an INSERT into a catalog table with
+    the native writer (returns a ``WriteResult``), anything else with
+    ``spark.sql`` (returns its DataFrame)."""
     check_session(spark, "Parameter 'spark' of sql")
     check.string(text, "Parameter 'text' of sql", nul_ok=True)
     check.optional_str(warehouse, "Parameter 'warehouse' of sql")
     activate(spark)
+    insert = parse_insert(text)
+    if insert is not None:
+        done = _insert(spark, target, insert, warehouse)
+        return spark.sql(text) if done is None else done
     statement = parse_ctas(text)
     if statement is None:
         return spark.sql(text)

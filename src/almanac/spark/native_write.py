@@ -1,0 +1,649 @@
+"""Writing a DataFrame with Spark's own Parquet writer: rows never leave the JVM.
+
+The driver resolves the table at the latest catalog version and stages a
+write (its lease renewed by a daemon thread for as long as the job runs).
+Spark then writes the DataFrame, projected onto the table, into the staging
+directory: columns cast to the catalog's Spark types (a lossy cast is refused
+before the job, naming the column), NOT NULL, length and UUID checks raised
+inside the same job, missing columns filled with their default, Parquet field
+ids from ``StructField`` metadata, and one directory per bucket
+(``tablet=<t>``) computed in the JVM by ``almanac.spark.jvm``'s UDFs exactly
+as Iceberg's ``bucket[N]``. Afterwards the driver reads each file's footer
+into a ``DataFile`` and commits once; any failure aborts the write, which
+deletes its directory, so nothing half-written is ever published.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+from pyspark.sql import types as st
+from pyspark.sql.pandas.types import to_arrow_type
+
+from almanac import _check as check
+from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
+from almanac.data.arrow import FIELD_ID, CastRule, cast_rule
+from almanac.data.commits import CommitShape
+from almanac.data.files import MAX_STAT_BYTES, column_stats
+from almanac.data.tablets import table_partitions
+from almanac.datatypes import ColumnType
+from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
+from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.spark import jvm
+from almanac.spark.names import catalog_session, parse_name, resolve_table
+from almanac.spark.types import spark_type
+from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, column_renames
+
+__all__ = [
+    "TABLET_COLUMN",
+    "KeepAlive",
+    "Prepared",
+    "WriteResult",
+    "bucket_expr",
+    "collect_files",
+    "partition_column",
+    "prepare",
+    "write",
+    "write_staged",
+]
+
+TABLET_COLUMN = "tablet"
+"""The bucket column Spark partitions by, hence the ``tablet=<t>`` directories."""
+
+_GUARDED = frozenset({ColumnType.STRING, ColumnType.BYTES, ColumnType.UUID})
+"""Types whose CHECKED casts (length, UUID text) the job checks itself."""
+UNBUCKETABLE = frozenset({ColumnType.BOOLEAN, ColumnType.FLOAT, ColumnType.DOUBLE})
+_UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+_FIELD_ID_CONF = "spark.sql.parquet.fieldId.write.enabled"
+_FOOTER_THREADS = 8
+
+_INT_BITS: dict[type[Any], int] = {
+    st.ByteType: 8,
+    st.ShortType: 16,
+    st.IntegerType: 32,
+    st.LongType: 64,
+}
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+_CATALOG_BITS = {
+    ColumnType.INT8: 8,
+    ColumnType.INT16: 16,
+    ColumnType.INT32: 32,
+    ColumnType.INT64: 64,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one ``write`` published: ``rows`` in ``files`` new files of
+    ``table`` ("S.T"), written against ``catalog_version``."""
+
+    table: str
+    write_id: str
+    catalog_version: int
+    rows: int
+    files: int
+
+
+# --------------------------------------------------------------------------- buckets
+
+
+def partition_column(table: Table) -> Column:
+    """The column whose Iceberg ``bucket[N]`` is the tablet: the first
+    colocation column Iceberg can bucket, else the first colocation column
+    (booleans and floats then hash as a long, like ``almanac.data.tablets``)."""
+    columns = [table.column(name) for name in table.colocation]
+    found = [c for c in columns if c is not None]
+    if not found:
+        raise CatalogError(f"Table '{table.name}' has no colocation columns", table=table.name)
+    for column in found:
+        if column.type not in UNBUCKETABLE:
+            return column
+    return found[0]
+
+
+def bucket_expr(value: Any, column: Column, partitions: int) -> Any:
+    """The Spark expression of the tablet of ``value`` (a Column already of
+    ``column``'s Spark type); NULL goes to tablet 0."""
+    kind = column.type
+    n = F.lit(partitions)
+    udfs = jvm.BUCKET_UDFS
+    if kind in _CATALOG_BITS or kind is ColumnType.BOOLEAN:
+        return F.call_udf(udfs["long"], value.cast("bigint"), n)
+    if kind is ColumnType.DATE:
+        return F.call_udf(udfs["long"], F.unix_date(value).cast("bigint"), n)
+    if kind is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE:
+        return F.call_udf(udfs["long"], F.unix_micros(value), n)
+    simple = {
+        ColumnType.TIMESTAMP: "local_timestamp",
+        ColumnType.STRING: "string",
+        ColumnType.UUID: "uuid",
+        ColumnType.BYTES: "binary",
+        ColumnType.DECIMAL: "decimal",
+    }
+    if kind in simple:
+        return F.call_udf(udfs[simple[kind]], value, n)
+    if kind in (ColumnType.FLOAT, ColumnType.DOUBLE):
+        return F.call_udf(udfs["double"], value.cast("double"), n)
+    raise ValidationError(
+        f"Column '{column.name}' of type {kind.sql_name} cannot place rows in tablets in Spark",
+        column=column.name,
+        rule="spark-type",
+    )
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _lossy(source: Any, column: Column, target: Any) -> str | None:
+    """Why a ``source`` Spark type cannot go into ``column`` without loss, or None."""
+    kind = column.type
+    if isinstance(source, st.NullType) or source == target:
+        return None
+    src_bits = next((b for t, b in _INT_BITS.items() if isinstance(source, t)), None)
+    if kind in _CATALOG_BITS:
+        bits = _CATALOG_BITS[kind]
+        if src_bits is not None:
+            return None if src_bits <= bits else f"a {src_bits}-bit integer may not fit"
+        if isinstance(source, st.DecimalType):
+            if source.scale == 0 and source.precision < _INT_DIGITS[bits]:
+                return None
+            return "a decimal may have a fraction or too many digits"
+        if isinstance(source, st.FloatType | st.DoubleType):
+            return "floating point values may have a fraction or be out of range"
+    elif kind is ColumnType.FLOAT:
+        if src_bits is not None and src_bits <= 16:
+            return None
+        if isinstance(source, st.FloatType):
+            return None
+        if src_bits is not None or isinstance(source, st.DoubleType | st.DecimalType):
+            return "FLOAT holds only 24 significant bits"
+    elif kind is ColumnType.DOUBLE:
+        if (src_bits is not None and src_bits <= 32) or isinstance(
+            source, st.FloatType | st.DoubleType
+        ):
+            return None
+        if src_bits is not None or isinstance(source, st.DecimalType):
+            return "DOUBLE holds only 53 significant bits"
+    elif kind is ColumnType.DECIMAL:
+        integral = target.precision - target.scale
+        if src_bits is not None:
+            digits = _INT_DIGITS[src_bits]
+            return None if digits <= integral else f"integers need {digits} digits before the point"
+        if isinstance(source, st.DecimalType):
+            if source.scale <= target.scale and source.precision - source.scale <= integral:
+                return None
+            return "the decimal has more digits before or after the point"
+        if isinstance(source, st.FloatType | st.DoubleType):
+            return "binary floating point values are not exact decimals"
+    elif kind in (ColumnType.STRING, ColumnType.UUID):
+        if isinstance(source, st.StringType | st.VarcharType | st.CharType):
+            return None
+    elif kind is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE and isinstance(
+        source, st.TimestampNTZType
+    ):
+        return "a wall-clock timestamp has no time zone; convert it to an instant first"
+    return "the types do not convert"
+
+
+def _arrow_of(source: Any) -> pa.DataType | None:
+    if isinstance(source, st.VarcharType | st.CharType):
+        return pa.string()
+    try:
+        return to_arrow_type(source)
+    except Exception:  # a Spark type Arrow cannot describe: our own rules decide
+        return None
+
+
+def _data_plane_rule(source: Any, column: Column) -> str | None:
+    """Why ``almanac.data.arrow.cast_rule`` refuses this pair in a job that
+    cannot look at values first: only ``EXACT`` passes, and ``CHECKED`` for
+    a length or a UUID's text, which the job itself checks."""
+    arrow = _arrow_of(source)
+    if arrow is None:
+        return None
+    rule = cast_rule(arrow, column)
+    if rule is CastRule.EXACT:
+        return None
+    textual = pa.types.is_string(arrow) or pa.types.is_binary(arrow)
+    if rule is CastRule.CHECKED and textual and column.type in _GUARDED:
+        return None
+    if rule is CastRule.CHECKED:
+        return "some values may not fit (the data plane checks each value; cast in the query)"
+    return "the data plane refuses this pair of types"
+
+
+def _check_type(source: Any, column: Column, full: str) -> Any:
+    target = spark_type(column, full)
+    why = _lossy(source, column, target) or _data_plane_rule(source, column)
+    if why is not None:
+        raise DataError(
+            f"Column '{column.name}' of table '{full}' has type {column.type.sql_name} "
+            f"({target.simpleString()}); values of type {source.simpleString()} cannot be "
+            f"stored in it without loss: {why}",
+            table=full,
+            column=column.name,
+            rule="lossless-cast",
+        )
+    return target
+
+
+def _literal(value: object, target: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return F.lit(str(value)).cast(target)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return F.lit(value.isoformat(sep=" ")).cast(st.TimestampNTZType()).cast(target)
+    if isinstance(value, decimal.Decimal | dt.time):
+        return F.lit(str(value)).cast(target)
+    if isinstance(value, bytes):
+        return F.lit(bytearray(value)).cast(target)
+    return F.lit(value).cast(target)
+
+
+def _fill(column: Column, target: Any, full: str) -> Any:
+    """A column the DataFrame lacks, by ``almanac.data.arrow.column_fill``'s rules."""
+    default = column.default
+    if not column.nullable and default is None:
+        raise DataError(
+            f"Column '{column.name}' of table '{full}' is NOT NULL and has no default, but "
+            "the data lacks it",
+            table=full,
+            column=column.name,
+        )
+    if isinstance(default, ConstantDefault) and default.value is not None:
+        value = default.value
+        if column.type is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE and isinstance(
+            value, dt.datetime
+        ):
+            # An instant (a naive default is UTC, as ``conform`` reads it): the
+            # offset in the text makes the cast independent of the session zone.
+            aware = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+            return F.lit(aware.isoformat(sep=" ")).cast(target)
+        return _literal(value, target)
+    if isinstance(default, FunctionDefault) and default.name == "RAND_UUID":
+        return F.expr("uuid()")
+    return F.lit(None).cast(target)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The DataFrame Spark writes, and the in-job failure messages it may raise."""
+
+    df: Any
+    checks: dict[str, tuple[str, str]]  # message -> (table, column)
+
+
+def _guard(
+    value: Any,
+    failed: Any,
+    message: str,
+    checks: dict[str, tuple[str, str]],
+    full: str,
+    column: Column,
+) -> Any:
+    checks[message] = (full, column.name)
+    return F.when(failed, F.raise_error(F.lit(message))).otherwise(value)
+
+
+def prepare(
+    df: Any,
+    table: Table,
+    full: str,
+    partitions: int,
+    *,
+    renames: Sequence[tuple[str, str]] | None = None,
+) -> Prepared:
+    """``df`` projected onto ``table``: catalog names and order, lossless
+    casts, defaults, checks, field ids, plus the ``tablet`` column. Raises
+    ``DataError`` naming the column for unknown, duplicate or missing
+    columns and for lossy casts, before any job runs."""
+    names = list(df.columns)
+    mapping = dict(column_renames(names, table) if renames is None else renames)
+    by_catalog: dict[str, str] = {}
+    for name in names:
+        catalog_name = mapping.get(name, name)
+        if table.column(catalog_name) is None:
+            raise DataError(
+                f"Column '{name}' of the data is not a column of table '{full}' "
+                f"(its columns: {', '.join(c.name for c in table.columns)})",
+                table=full,
+                column=name,
+            )
+        if catalog_name in by_catalog:
+            raise DataError(
+                f"Column '{catalog_name}' appears more than once in the data for table '{full}'",
+                table=full,
+                column=catalog_name,
+            )
+        by_catalog[catalog_name] = name
+    source_types = {f.name: f.dataType for f in df.schema.fields}
+    checks: dict[str, tuple[str, str]] = {}
+    projected: list[Any] = []
+    values: dict[str, Any] = {}
+    clash = {c.name for c in table.columns if c.name.lower() == TABLET_COLUMN}
+    for column in table.columns:
+        source = by_catalog.get(column.name)
+        if source is None:
+            target = spark_type(column, full)
+            value = _fill(column, target, full)
+        else:
+            target = _check_type(source_types[source], column, full)
+            value = F.col(f"`{source.replace('`', '``')}`").cast(target)
+        if column.type is ColumnType.UUID:
+            value = F.lower(value)
+            value = _guard(
+                value,
+                value.isNotNull() & ~value.rlike(_UUID_PATTERN),
+                f"Column '{column.name}' of table '{full}' has type UUID; a value is not a UUID",
+                checks,
+                full,
+                column,
+            )
+        if column.length is not None and column.type in (ColumnType.STRING, ColumnType.BYTES):
+            unit = "characters" if column.type is ColumnType.STRING else "bytes"
+            value = _guard(
+                value,
+                F.length(value) > column.length,
+                f"Column '{column.name}' of table '{full}' allows at most {column.length} "
+                f"{unit}; a value is longer",
+                checks,
+                full,
+                column,
+            )
+        if not column.nullable:
+            value = _guard(
+                value,
+                value.isNull(),
+                f"Column '{column.name}' of table '{full}' is NOT NULL; the data has a NULL value",
+                checks,
+                full,
+                column,
+            )
+        values[column.name] = value
+        # A data column named like the bucket column keeps its field id under another name.
+        written = f"_col{column.id}" if column.name in clash else column.name
+        projected.append(value.alias(written, metadata={"parquet.field.id": column.id}))
+    key = partition_column(table)
+    tablet = bucket_expr(values[key.name], key, partitions).alias(TABLET_COLUMN)
+    jvm.load(df.sparkSession)
+    return Prepared(df.select(*projected, tablet), checks)
+
+
+# --------------------------------------------------------------------------- job
+
+
+def _spark_path(warehouse: Warehouse, path: str) -> str:
+    if "://" not in warehouse.uri:
+        return "file://" + path
+    return warehouse.uri.split("://", 1)[0] + "://" + path
+
+
+_conf_lock = threading.Lock()
+_conf_users: dict[int, tuple[int, dict[str, str | None]]] = {}
+"""Per session: how many native writes run, and the settings they replaced."""
+
+
+@contextlib.contextmanager
+def _session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Spark reads the Parquet timestamp type from the session, not from write
+    options: set it while any native write of the session runs, and put the
+    user's values back when the last one ends."""
+    key = id(spark)
+    with _conf_lock:
+        users, saved = _conf_users.get(key, (0, {}))
+        if users == 0:
+            saved = {name: spark.conf.get(name, None) for name in settings}
+            for name, value in settings.items():
+                spark.conf.set(name, value)
+        _conf_users[key] = (users + 1, saved)
+    try:
+        yield
+    finally:
+        with _conf_lock:
+            users, saved = _conf_users.pop(key)
+            if users > 1:
+                _conf_users[key] = (users - 1, saved)
+            else:
+                for name, old in saved.items():
+                    if old is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, old)
+
+
+def _run_job(prepared: Prepared, path: str, options: Mapping[str, str]) -> None:
+    spark = prepared.df.sparkSession
+    writer = prepared.df.write.mode("append").partitionBy(TABLET_COLUMN)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    try:
+        with _session_conf(spark, {_TIMESTAMP_CONF: "TIMESTAMP_MICROS", _FIELD_ID_CONF: "true"}):
+            writer.parquet(path)
+    except Exception as exc:
+        text = str(exc)
+        for message, (full, column) in prepared.checks.items():
+            if message in text:
+                raise DataError(
+                    message + "; nothing was written", table=full, column=column
+                ) from None
+        raise
+
+
+def _data_paths(warehouse: Warehouse, write_dir: str) -> list[tuple[str, int]]:
+    """``(path, tablet)`` of every data file Spark left in ``write_dir``:
+    ``tablet=<t>/<name>.parquet``; ``_SUCCESS``, ``_temporary``, ``.crc``
+    and our marker are not data."""
+    infos = warehouse.fs.get_file_info(pafs.FileSelector(write_dir, recursive=True))
+    out = []
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        parts = info.path[len(write_dir) + 1 :].split("/")
+        if len(parts) != 2 or not parts[0].startswith(f"{TABLET_COLUMN}="):
+            continue
+        if parts[1].startswith(("_", ".")) or not parts[1].endswith(".parquet"):
+            continue
+        tablet = parts[0].split("=", 1)[1]
+        if tablet.isdigit():
+            out.append((info.path, int(tablet)))
+    return sorted(out)
+
+
+def _normalize(value: object, column: Column) -> object:
+    if value is None:
+        return None
+    kind = column.type
+    if isinstance(value, bytes) and kind in (ColumnType.STRING, ColumnType.UUID):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, dt.datetime):
+        if kind is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE:
+            value = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
+            value = value.astimezone(dt.UTC)
+        elif value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    if isinstance(value, str | bytes) and len(value) > MAX_STAT_BYTES:
+        return None
+    return value
+
+
+def _file_stats(
+    warehouse: Warehouse, path: str, metadata: pq.FileMetaData, table: Table
+) -> dict[int, ColumnStats]:
+    """Per column id, from the footer's row-group statistics; a column whose
+    statistics are missing is read (rare: Spark writes them). Float bounds
+    are left unknown: Parquet statistics leave NaN out."""
+    schema = metadata.schema.to_arrow_schema()
+    out: dict[int, ColumnStats] = {}
+    for index, field in enumerate(schema):
+        if not field.metadata or FIELD_ID not in field.metadata:
+            continue
+        column_id = int(field.metadata[FIELD_ID])
+        column = table.column_by_id(column_id)
+        if column is None:
+            continue
+        nulls, low, high, complete = 0, None, None, True
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None or not stats.has_null_count:
+                complete = False
+                break
+            nulls += stats.null_count
+            if stats.has_min_max:
+                lo, hi = stats.min, stats.max
+                low = lo if low is None or lo < low else low
+                high = hi if high is None or hi > high else high
+        if not complete:
+            read = pq.read_table(path, columns=[field.name], filesystem=warehouse.fs)
+            out[column_id] = column_stats(read.column(0))
+            continue
+        if column.type in (ColumnType.FLOAT, ColumnType.DOUBLE) or nulls == metadata.num_rows:
+            out[column_id] = ColumnStats(None, None, nulls)
+            continue
+        out[column_id] = ColumnStats(_normalize(low, column), _normalize(high, column), nulls)
+    return out
+
+
+def collect_files(warehouse: Warehouse, write_dir: str, table: Table) -> list[DataFile]:
+    """The ``DataFile`` of every data file in ``write_dir``, from footers only."""
+
+    def one(entry: tuple[str, int]) -> DataFile:
+        path, tablet = entry
+        with warehouse.fs.open_input_file(path) as handle:
+            size = handle.size()
+            metadata = pq.read_metadata(handle)
+        return DataFile(
+            path=path,
+            rows=metadata.num_rows,
+            size=size,
+            tablet=tablet,
+            stats=_file_stats(warehouse, path, metadata, table),
+        )
+
+    paths = _data_paths(warehouse, write_dir)
+    with ThreadPoolExecutor(max_workers=_FOOTER_THREADS) as pool:
+        return [f for f in pool.map(one, paths) if f.rows > 0]
+
+
+def write_staged(
+    prepared: Prepared,
+    warehouse: Warehouse,
+    write_dir: str,
+    table: Table,
+    *,
+    options: Mapping[str, str] | None = None,
+) -> list[DataFile]:
+    """Run the Spark job into a staged ``write_dir`` and describe what it
+    wrote; the caller commits or aborts. ``options`` go to Spark's Parquet
+    writer (``compression``, ``parquet.*`` settings)."""
+    _run_job(prepared, _spark_path(warehouse, write_dir), dict(options or {}))
+    return collect_files(warehouse, write_dir, table)
+
+
+class KeepAlive:
+    """Renews leases every third of ``ttl_s`` on a daemon thread until stopped."""
+
+    def __init__(self, renew: Callable[[], None], ttl_s: float, name: str) -> None:
+        self._renew = renew
+        self._interval = ttl_s / 3
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def __enter__(self) -> KeepAlive:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            with contextlib.suppress(CatalogError):
+                self._renew()
+
+
+def write(
+    df: Any,
+    target: str,
+    name: str,
+    mode: str = "append",
+    *,
+    warehouse: str | None = None,
+    coalesce: int | None = None,
+    cluster: bool = False,
+    options: Mapping[str, str] | None = None,
+    lease_seconds: float = DEFAULT_WRITE_LEASE_S,
+) -> WriteResult:
+    """Append ``df`` to table ``name`` ("S.T") of catalog ``target``, or
+    replace its data (``mode="overwrite"``), with Spark's native Parquet
+    writer; one data commit, or nothing at all.
+
+    ``coalesce`` merges the DataFrame into that many tasks first (fewer, larger
+    files); ``cluster`` shuffles rows by tablet so each tablet gets one file;
+    ``options`` go to Spark's Parquet writer (``compression``, ``parquet.*``).
+    ``DataError`` names the column of a lossy cast, an unknown column or (from
+    inside the job) a NULL in a NOT NULL column."""
+    if not hasattr(df, "sparkSession") or not hasattr(df, "write"):
+        raise check.fail("Parameter 'df' of write", "a Spark DataFrame", df)
+    check.string(target, "Parameter 'target' of write")
+    check.string(name, "Parameter 'name' of write")
+    if mode not in ("append", "overwrite"):
+        raise ValidationError(
+            f"Parameter 'mode' of write must be 'append' or 'overwrite', not {mode!r}",
+            rule="write-mode",
+        )
+    check.optional_str(warehouse, "Parameter 'warehouse' of write")
+    if coalesce is not None:
+        check.integer(coalesce, "Parameter 'coalesce' of write", lo=1)
+    check.boolean(cluster, "Parameter 'cluster' of write")
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise check.fail("Parameter 'options' of write", "a mapping of str to str", options)
+        for key, value in options.items():
+            check.string(key, "A key of parameter 'options' of write")
+            check.string(value, f"Option '{key}' of write")
+    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float):
+        raise check.fail("Parameter 'lease_seconds' of write", "a positive number", lease_seconds)
+    if not lease_seconds > 0:
+        raise ValidationError(
+            f"Parameter 'lease_seconds' of write must be positive, got {lease_seconds}"
+        )
+    with catalog_session(target, warehouse) as cat:
+        snap = cat.catalog()
+        schema, table = resolve_table(snap, parse_name(name))
+        full = f"{schema.name}.{table.name}"
+        partitions = table_partitions(snap, table)
+        if coalesce is not None:
+            df = df.coalesce(coalesce)
+        prepared = prepare(df, table, full, partitions)
+        if cluster:
+            prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
+        data = TableData.for_catalog(cat)
+        write_id = new_write_id()
+        write_dir = data.warehouse.write_dir(table.id, write_id)
+        lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
+        try:
+            with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
+                files = write_staged(prepared, data.warehouse, write_dir, table, options=options)
+                data.commit(CommitShape.of(snap, table), write_id, files, operation=mode)
+        except BaseException:
+            with contextlib.suppress(CatalogError):
+                data.abort(write_id, write_dir)
+            raise
+        finally:
+            data.release(lease)
+        return WriteResult(full, write_id, snap.version, sum(f.rows for f in files), len(files))
