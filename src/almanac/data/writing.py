@@ -1,26 +1,37 @@
-"""One-call writes for Python callers, tests and the CLI: conform, stage,
-write files, commit. Spark runs the same steps across its tasks."""
+"""Writes: one-call appends and overwrites for Python callers, and the one
+CREATE/REPLACE TABLE AS SELECT core that the Python path and Spark share
+(Spark supplies only the step that writes files)."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
 from almanac import _check as check
 from almanac.catalog import Catalog, ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.commands import CreateTable
+from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview
 from almanac.data.arrow import check_rows, conform
 from almanac.data.commits import CommitShape, TableData
-from almanac.data.files import write_files
+from almanac.data.files import DataFile, write_files
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import new_write_id
 from almanac.descriptors import Table
-from almanac.errors import ConflictError, NotFoundError
+from almanac.errors import CatalogError, ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
 
-__all__ = ["STAGE_TTL_S", "create_table_as", "write_table"]
+__all__ = [
+    "STAGE_TTL_S",
+    "Guard",
+    "WriteStep",
+    "commit_table_as",
+    "create_table_as",
+    "write_table",
+]
 
 STAGE_TTL_S = 600.0
 
@@ -68,61 +79,97 @@ def write_table(
     return result
 
 
+WriteStep = Callable[[Table, int, str], Sequence[DataFile]]
+"""``write(table, partitions, write_dir) -> files``: the one engine-specific
+step of a CREATE/REPLACE TABLE AS SELECT (Arrow in this process, or a Spark
+job): write the rows for ``table`` into the staged ``write_dir``."""
+Guard = Callable[[], tuple[Sequence[Compare], Sequence[Op]]]
+
+
+def commit_table_as(
+    cat: Catalog,
+    commands: Sequence[Command],
+    schema: str,
+    name: str,
+    write: WriteStep,
+    *,
+    ttl_s: float = STAGE_TTL_S,
+    guard: Guard | None = None,
+    on_stage: Callable[[int], None] | None = None,
+) -> tuple[ExecuteResult, DataSnapshot | None]:
+    """The core of every CREATE/REPLACE TABLE AS SELECT: ``commands`` (a
+    CreateTable, after a DropTable for a replace) and the new table's first
+    data snapshot appear in one metastore transaction, or neither does.
+
+    Validates the commands against the latest version to learn the table
+    they make (ids included), stages a write for it (``on_stage`` gets the
+    lease, to renew it), runs ``write``, then commits the version with the
+    snapshot riding in its transaction, plus the ``guard``'s compares and
+    writes (a reservation still held, say). The table must come out of the
+    commit with the id and shape it was written for, else ``ConflictError``.
+    When the commands change nothing (IF NOT EXISTS on an existing table),
+    nothing is written and the snapshot is None."""
+    data = TableData.for_catalog(cat)
+    planned = preview(cat.catalog(), commands)
+    if not planned.entries:
+        return cat.execute(commands), None
+    table = _table(planned.catalog, name, schema)
+    partitions = table_partitions(planned.catalog, table)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    lease = data.stage(write_id, write_dir, ttl_s=ttl_s)
+    made: list[DataSnapshot] = []
+    files: tuple[DataFile, ...] = ()
+
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+        created = new.table(name, schema)
+        if (
+            created is None
+            or created.id != table.id
+            or created.columns != table.columns
+            or table_partitions(new, created) != partitions
+        ):
+            raise ConflictError(
+                f"Table '{schema}.{name}' would be created with another id or shape than its "
+                "data was written for (a concurrent change); run the statement again",
+                attempts=len(made) + 1,
+            )
+        compares, ops, snapshot = data.commit_ops(
+            CommitShape.of(new, created), write_id, files, operation="append", parent=None
+        )
+        made.append(snapshot)
+        more = guard() if guard is not None else ((), ())
+        return [*compares, *more[0]], [*ops, *more[1]]
+
+    try:
+        if on_stage is not None:
+            on_stage(lease)
+        files = tuple(write(table, partitions, write_dir))
+        result = cat.execute(commands, attach=attach)
+    except BaseException:
+        for snapshot in made:
+            data.discard(snapshot)
+        with contextlib.suppress(CatalogError):
+            data.abort(write_id, write_dir)
+        raise
+    finally:
+        data.release(lease)
+    for stale in made[:-1]:
+        data.discard(stale)
+    data.published(made[-1])
+    return result, made[-1]
+
+
 def create_table_as(
     cat: Catalog, create: CreateTable, data: pa.Table | pa.RecordBatch
 ) -> tuple[ExecuteResult, DataSnapshot | None]:
-    """CREATE TABLE AS SELECT: the table and its first data snapshot appear in
-    one metastore transaction, or neither does. With ``if_not_exists`` on an
-    existing table nothing is written and the snapshot is None."""
+    """CREATE TABLE AS SELECT from Arrow rows (see ``commit_table_as``)."""
     check.instance(cat, Catalog, "Parameter 'cat' of create_table_as")
     check.instance(create, CreateTable, "Parameter 'create' of create_table_as")
     check_rows(data, "Parameter 'data' of create_table_as")
-    store = TableData.for_catalog(cat)
-    base = cat.catalog()
-    planned = preview(base, [create])
-    if not planned.entries:
-        return cat.execute([create]), None
-    working = planned.catalog
-    planned_table = _table(working, create.name, create.schema)
-    partitions = table_partitions(working, planned_table)
-    rows = conform(data, planned_table)
-    write_id = new_write_id()
-    write_dir = store.warehouse.write_dir(planned_table.id, write_id)
-    lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
-    made: list[DataSnapshot] = []
+    warehouse = TableData.for_catalog(cat).warehouse
 
-    def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
-        table = _table(new, create.name, create.schema)
-        if (
-            table.id != planned_table.id
-            or table.columns != planned_table.columns
-            or table_partitions(new, table) != partitions
-        ):
-            raise ConflictError(
-                f"Table '{create.schema}.{create.name}' changed shape while its data was "
-                "written; run the statement again",
-                attempts=len(made) + 1,
-            )
-        compares, ops, snapshot = store.commit_ops(
-            CommitShape.of(new, table), write_id, files, operation="overwrite", parent=None
-        )
-        made.append(snapshot)
-        return compares, ops
+    def write(table: Table, partitions: int, write_dir: str) -> list[DataFile]:
+        return write_files(warehouse, table, partitions, conform(data, table), write_dir)
 
-    try:
-        files = write_files(store.warehouse, planned_table, partitions, rows, write_dir)
-        result = cat.execute([create], attach=attach)
-    except BaseException:
-        store.abort(write_id, write_dir)
-        for snapshot in made:
-            store.discard(snapshot)
-        raise
-    finally:
-        store.release(lease)
-    if not made:
-        store.abort(write_id, write_dir)
-        return result, None
-    for stale in made[:-1]:
-        store.discard(stale)
-    store.published(made[-1])
-    return result, made[-1]
+    return commit_table_as(cat, [create], create.schema, create.name, write)

@@ -1,7 +1,7 @@
 """CREATE TABLE AS SELECT, REPLACE TABLE AS SELECT and CREATE OR REPLACE,
 each one atomic catalog version.
 
-1. Reserve the name: ``catalog.reservation.<S>.<T>`` is put if absent under a
+1. Reserve the name: ``data.reservation.<S>.<T>`` is put if absent under a
    short lease that a driver thread keeps alive, so a second job creating the
    same name fails at once with ``TableBeingCreatedError``, and a dead
    driver's reservation vanishes within seconds.
@@ -36,9 +36,8 @@ from urllib.parse import quote
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
-from almanac.commands.preview import preview
-from almanac.data import DataSnapshot, TableData, new_write_id, table_partitions
-from almanac.data.commits import CommitShape
+from almanac.data import DataFile, TableData
+from almanac.data.writing import commit_table_as
 from almanac.descriptors import Table
 from almanac.errors import (
     AlreadyExistsError,
@@ -64,7 +63,8 @@ __all__ = [
     "replace_table_as_select",
 ]
 
-RESERVATION_PREFIX = "catalog.reservation."
+RESERVATION_PREFIX = "data.reservation."
+"""Outside ``catalog.``: a reservation's lease must not wake log followers."""
 DEFAULT_RESERVATION_TTL_S = 10.0
 
 
@@ -141,16 +141,6 @@ class Reservation:
                 self.store.revoke_lease(self.lease)
 
 
-def _provisional(
-    snap: CatalogVersion, commands: Sequence[Command], schema: str, name: str
-) -> tuple[Table, int]:
-    """The table the commands would create on this version, and its tablet count."""
-    working = preview(snap, commands).catalog
-    table = working.table(name, schema)
-    assert table is not None
-    return table, table_partitions(working, table)
-
-
 def _run(
     mode: str,
     target: str,
@@ -188,8 +178,7 @@ def _run(
         commands: list[Command] = [create]
         if existing is not None:
             commands.insert(0, DropTable(table_name, schema))
-        table, partitions = _provisional(snap, commands, schema, table_name)
-        reservation = Reservation(cat.log.store, schema, table_name, reservation_ttl_s)
+        reservation = Reservation(cat.metastore, schema, table_name, reservation_ttl_s)
         reservation.acquire()
         try:
             return _write_and_commit(
@@ -197,10 +186,8 @@ def _run(
                 df,
                 commands,
                 reservation,
-                table,
-                partitions,
-                snap,
                 schema,
+                table_name,
                 replaced=existing is not None,
                 renames=tuple(
                     (f.name, d.name)
@@ -233,69 +220,46 @@ def _write_and_commit(
     df: Any,
     commands: list[Command],
     reservation: Reservation,
-    table: Table,
-    partitions: int,
-    base: CatalogVersion,
     schema: str,
+    table_name: str,
     *,
     replaced: bool,
     renames: tuple[tuple[str, str], ...],
     lease_s: float,
 ) -> CtasResult:
-    """Spark's native writer fills the staged directory; the driver holds the
-    file list, so table and data commit together in one ``execute``."""
+    """The shared CTAS core (``almanac.data.writing.commit_table_as``) with
+    Spark's native writer as its write step and the reservation as its guard."""
     data = TableData.for_catalog(cat)
-    prepared = prepare(df, table, reservation.full, partitions, renames=renames)
-    write_id = new_write_id()
-    write_dir = data.warehouse.write_dir(table.id, write_id)
-    stage_lease = data.stage(write_id, write_dir, ttl_s=lease_s)
-    reservation.renewals.append(lambda: data.keep_alive(stage_lease))
+
+    def write(table: Table, partitions: int, write_dir: str) -> list[DataFile]:
+        prepared = prepare(df, table, reservation.full, partitions, renames=renames)
+        return list(write_staged(prepared, data.warehouse, write_dir, table))
+
+    def renew(lease: int) -> None:
+        reservation.renewals.append(lambda: data.keep_alive(lease))
+
+    def guard() -> tuple[list[Compare], list[Delete]]:
+        return [reservation.held()], [Delete(reservation.key)]
+
     try:
-        files = write_staged(prepared, data.warehouse, write_dir, table)
-
-        def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Any]]:
-            created = new.table(table.name, schema)
-            assert created is not None
-            if created.id != table.id or created.columns != table.columns:
-                raise ConflictError(
-                    f"Table '{reservation.full}' would be created with another id or shape than "
-                    "its data was written for (a concurrent change); run the statement again",
-                    attempts=1,
-                )
-            compares, ops, snapshot = data.commit_ops(
-                CommitShape.of(new, created), write_id, files, operation="append", parent=None
-            )
-            attempts.append(snapshot)
-            return [*compares, reservation.held()], [*ops, Delete(reservation.key)]
-
-        attempts: list[DataSnapshot] = []
-        try:
-            result = cat.execute(commands, attach=attach)
-            for stale in attempts[:-1]:
-                data.discard(stale)
-            data.published(attempts[-1])
-        except ConflictError:
-            for stale in attempts:
-                data.discard(stale)
-            held = cat.log.store.get(reservation.key)
-            if held is not None and held.value == reservation.token:
-                raise
-            raise ConflictError(
-                f"The reservation of table '{reservation.full}' expired before the commit "
-                f"(the driver stalled for more than {reservation.ttl_s:g} s); nothing was "
-                "created",
-                attempts=1,
-            ) from None
-    except BaseException:
-        with contextlib.suppress(CatalogError):
-            data.abort(write_id, write_dir)
-        raise
-    finally:
-        data.release(stage_lease)
+        result, snapshot = commit_table_as(
+            cat, commands, schema, table_name, write, ttl_s=lease_s, guard=guard, on_stage=renew
+        )
+    except ConflictError:
+        held = cat.metastore.get(reservation.key)
+        if held is not None and held.value == reservation.token:
+            raise
+        raise ConflictError(
+            f"The reservation of table '{reservation.full}' expired before the commit "
+            f"(the driver stalled for more than {reservation.ttl_s:g} s); nothing was "
+            "created",
+            attempts=1,
+        ) from None
+    files = () if snapshot is None else snapshot.files
     return CtasResult(
         result.version,
         schema,
-        table.name,
+        table_name,
         created=True,
         replaced=replaced,
         rows=sum(f.rows for f in files),

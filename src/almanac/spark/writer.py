@@ -18,7 +18,6 @@ driver publishes table and data in one catalog version.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,11 +65,7 @@ task writes few large files rather than one per Arrow batch."""
 
 @dataclass(frozen=True, slots=True)
 class WritePlan:
-    """Everything tasks and the commit need; picklable, no open handles.
-
-    ``manifest_key`` is set for a staged (CREATE TABLE AS SELECT) write: the
-    commit stores the file list there under ``manifest_lease`` instead of
-    publishing it."""
+    """Everything tasks and the commit need; picklable, no open handles."""
 
     store: str
     warehouse: str
@@ -82,8 +77,6 @@ class WritePlan:
     write_dir: str
     operation: str
     renames: tuple[tuple[str, str], ...] = ()
-    manifest_key: str | None = None
-    manifest_lease: int = 0
     flush_bytes: int = DEFAULT_FLUSH_BYTES
     activated_at: int = 0
 
@@ -241,14 +234,11 @@ def collect_files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFi
 
 
 def publish(plan: WritePlan, messages: Sequence[WriterCommitMessage | None]) -> None:
-    """The commit step: one data commit, or (staged) the file list for the driver.
-    Calling it again with the same messages changes nothing."""
+    """The commit step: one data commit. Calling it again with the same
+    messages changes nothing."""
     files = collect_files(messages)
     store = open_metastore(plan.store)
     try:
-        if plan.manifest_key is not None:
-            store.put(plan.manifest_key, pickle.dumps(files), lease=plan.manifest_lease)
-            return
         TableData(store, Warehouse.open(plan.warehouse)).commit(
             plan.shape, plan.write_id, files, operation=plan.operation
         )
