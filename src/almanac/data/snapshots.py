@@ -122,10 +122,14 @@ def encode_record(record: Record) -> bytes:
     return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
 
 
-def decode_record(key: str, raw: bytes) -> Record:
+def decode_record(key: str, raw: bytes, *, legacy: bool = False) -> Record:
+    """The record stored at ``key``; ``WarehouseFormatError`` for a record of
+    the JSON-manifest format, unless ``legacy`` (the upgrade reads those, and
+    gets the manifest's path as ``metadata``)."""
     try:
         body = json.loads(raw)
-        if isinstance(body, dict) and "manifest" in body and "metadata" not in body:
+        old = isinstance(body, dict) and "manifest" in body and "metadata" not in body
+        if old and not legacy:
             raise WarehouseFormatError(
                 f"Data snapshot record '{key}' describes its files with a JSON manifest, the "
                 "format before table data moved onto Apache Iceberg; convert the warehouse with "
@@ -142,7 +146,7 @@ def decode_record(key: str, raw: bytes) -> Record:
             catalog_version=int(body["version"]),
             operation=str(body["op"]),
             write_id=str(body["write"]),
-            metadata=str(body["metadata"]),
+            metadata=str(body["manifest" if legacy else "metadata"]),
             origin=(int(origin[0]), int(origin[1])),
         )
     except (ValueError, KeyError, TypeError, IndexError) as exc:

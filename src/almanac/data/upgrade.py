@@ -46,6 +46,7 @@ from almanac.data.iceberg import CommitShape
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     Record,
+    decode_record,
     encode_record,
     snapshot_key,
     snapshot_prefix,
@@ -149,24 +150,7 @@ def _is_legacy(raw: bytes) -> bool:
 
 
 def _decode_legacy(kv: KeyValue) -> _Legacy:
-    try:
-        body = json.loads(kv.value)
-        origin = body["origin"]
-        record = Record(
-            table_id=int(body["table"]),
-            snapshot_id=int(body["id"]),
-            parent_id=None if body["parent"] is None else int(body["parent"]),
-            commit_time=int(body["time"]),
-            catalog_version=int(body["version"]),
-            operation=str(body["op"]),
-            write_id=str(body["write"]),
-            metadata=str(body["manifest"]),
-            origin=(int(origin[0]), int(origin[1])),
-        )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise CorruptLogError(
-            f"Data snapshot record '{kv.key}' is corrupted: {exc}", key=kv.key
-        ) from exc
+    record = decode_record(kv.key, kv.value, legacy=True)
     if kv.key != snapshot_key(record.table_id, record.snapshot_id):
         raise CorruptLogError(
             f"Data snapshot record '{kv.key}' describes snapshot {record.snapshot_id} of table "
