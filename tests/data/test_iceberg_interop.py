@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import StaticTable
 
 from almanac import (
@@ -206,3 +207,13 @@ def test_a_nanosecond_time_file_of_an_older_release_reads_floored(cat: Catalog) 
     nanos = pa.array([1_000_002_999], pa.time64("ns"))
     pq.write_table(old.set_column(index, field, nanos), only.path)
     assert read_table(cat, "T").column("T").to_pylist() == [dt.time(0, 0, 1, 2)]
+
+
+def test_the_staging_writer_is_no_catalog_to_browse() -> None:
+    from almanac.data.iceberg import _StagingWriter
+
+    writer = _StagingWriter(PyArrowFileIO(), fresh=True)
+    with pytest.raises(CatalogError, match="only stages"):
+        writer.load_table(("a", "b"))
+    with pytest.raises(CatalogError, match="only stages"):
+        writer.list_namespaces()

@@ -39,12 +39,8 @@ from almanac.data import (
     read_table,
     write_table,
 )
-from almanac.data.iceberg import (
-    from_iceberg_file,
-    iceberg_type,
-    partition_spec,
-    to_iceberg_file,
-)
+from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
+from almanac.data.iceberg_schema import iceberg_type, partition_spec
 from tests.data.support import append, connect, create, ids_of, same
 
 

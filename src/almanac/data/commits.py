@@ -30,7 +30,8 @@ from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.data.arrow import arrow_type
 from almanac.data.files import DataFile
-from almanac.data.iceberg import CommitShape, IcebergFiles
+from almanac.data.iceberg import IcebergFiles
+from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
     OPERATIONS,
     DataSnapshot,

@@ -1,41 +1,29 @@
-"""Table data as Apache Iceberg tables.
-
-The catalog table becomes an Iceberg schema whose field ids are its column
-ids and a ``bucket[N]`` partition spec on its partition column (the tablet);
-our ``DataFile``s become Iceberg data files with their partition and
-bounds; a data commit becomes a new ``metadata.json`` that pyiceberg's own
-metadata update code writes (fast append or overwrite). pyiceberg only
-writes files here: Almanac publishes a ``metadata.json`` by its own
-compare-and-swap in the metastore, so the writer below is a pyiceberg
-catalog that stages and never publishes.
-
-Types Iceberg lacks get the nearest wider one (INT8 and INT16 are ``int``,
-a STRING length is dropped, UUID is ``string`` because that is how the
-Parquet files hold it); the catalog stays the source of truth.
+"""Iceberg metadata of our tables: reading ``metadata.json``, manifest
+lists and manifests (cached: they are immutable), and writing a commit's
+next ``metadata.json`` with pyiceberg's own metadata update code (fast
+append, overwrite, replace). pyiceberg only writes files here: Almanac
+publishes a ``metadata.json`` by its own compare-and-swap in the metastore,
+so the writer below is a pyiceberg catalog that stages and never publishes.
+The schema and spec mapping is ``iceberg_schema``; files and bounds are
+``iceberg_files``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import decimal
-import struct
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.catalog import MetastoreCatalog
-from pyiceberg.conversions import from_bytes, to_bytes
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import DataFile as IcebergFile
-from pyiceberg.manifest import DataFileContent, FileFormat, ManifestFile
-from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
@@ -53,279 +41,42 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 from pyiceberg.table.update.snapshot import _OverwriteFiles
-from pyiceberg.transforms import BucketTransform
-from pyiceberg.typedef import Record as PartitionRecord
 from pyiceberg.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IcebergType,
-    IntegerType,
-    LongType,
-    NestedField,
     PrimitiveType,
-    StringType,
-    TimestampType,
-    TimestamptzType,
-    TimeType,
 )
 
-from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
-from almanac.data.arrow import column_defaults
-from almanac.data.files import ColumnStats, DataFile
-from almanac.data.tablets import partition_column, table_partitions
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, Table
-from almanac.errors import CatalogError, CorruptLogError, DataError
+from almanac.data.files import DataFile
+from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
+from almanac.data.iceberg_schema import (
+    PARTITION_FIELD_ID,
+    CommitShape,
+    iceberg_schema,
+    partition_spec,
+    same_spec,
+)
+from almanac.errors import CatalogError, CorruptLogError
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
-    "TABLET_FIELD",
     "WRITE_ID_PROPERTY",
-    "CommitShape",
     "IcebergFiles",
     "MetadataFiles",
-    "from_iceberg_file",
-    "iceberg_schema",
-    "iceberg_type",
-    "partition_spec",
-    "to_iceberg_file",
 ]
 
-TABLET_FIELD = "tablet"
-"""Name of the partition field that holds a file's tablet."""
-PARTITION_FIELD_ID = 1000
 WRITE_ID_PROPERTY = "almanac.write-id"
 CATALOG_VERSION_PROPERTY = "almanac.catalog-version"
 """On a snapshot: the catalog version its rows were written against; on the
 table: the catalog version whose schema is the current Iceberg schema."""
 TABLE_ID_PROPERTY = "almanac.table-id"
-_MAX_ICEBERG_DECIMAL = 38
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _METADATA_CACHE = 64
 """Parsed metadata.json files kept (each lists every snapshot of its table)."""
 _MANIFEST_CACHE = 4096
-
-_SIMPLE: dict[ColumnType, PrimitiveType] = {
-    ColumnType.BOOLEAN: BooleanType(),
-    ColumnType.INT8: IntegerType(),
-    ColumnType.INT16: IntegerType(),
-    ColumnType.INT32: IntegerType(),
-    ColumnType.INT64: LongType(),
-    ColumnType.FLOAT: FloatType(),
-    ColumnType.DOUBLE: DoubleType(),
-    ColumnType.STRING: StringType(),
-    ColumnType.BYTES: BinaryType(),
-    ColumnType.DATE: DateType(),
-    ColumnType.TIME: TimeType(),
-    ColumnType.TIMESTAMP: TimestampType(),
-    ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
-    ColumnType.UUID: StringType(),
-}
 
 
 def _reason(exc: BaseException) -> str:
     """The first line of an exception, with its type (for a file that does not parse)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
-def iceberg_type(column: Column) -> PrimitiveType:
-    """The Iceberg type of a column; ``DataError`` for a DECIMAL wider than
-    Iceberg's 38 digits, which no Iceberg reader could read."""
-    if column.type is ColumnType.DECIMAL:
-        precision = column.precision or _MAX_ICEBERG_DECIMAL + 1
-        if precision > _MAX_ICEBERG_DECIMAL:
-            raise DataError(
-                f"Column '{column.name}' is DECIMAL({column.precision}, {column.scale or 0}); an "
-                f"Iceberg table holds decimals of at most {_MAX_ICEBERG_DECIMAL} digits, so this "
-                "table cannot hold data",
-                column=column.name,
-                rule="iceberg-decimal-precision",
-            )
-        return DecimalType(precision, column.scale or 0)
-    return _SIMPLE[column.type]
-
-
-def iceberg_schema(table: Table, schema_id: int = 0) -> Schema:
-    """The table's columns as an Iceberg schema whose field ids are column ids."""
-    return Schema(*(_field(c) for c in table.columns), schema_id=schema_id)
-
-
-def _field(column: Column) -> NestedField:
-    """A column as an Iceberg field, with its ``initial-default`` (what rows
-    written before it existed read) and ``write-default``."""
-    initial, write = column_defaults(column)
-    defaults: dict[str, Any] = {"initial_default": initial, "write_default": write}
-    return NestedField(
-        field_id=column.id,
-        name=column.name,
-        field_type=iceberg_type(column),
-        required=not column.nullable,
-        **defaults,
-    )
-
-
-def partition_spec(table: Table, partitions: int, spec_id: int = 0) -> PartitionSpec:
-    """``bucket[partitions]`` on the partition column, named ``tablet``, or
-    unpartitioned when no colocation column can be bucketed (then the tablet
-    is only in the file's path)."""
-    column = partition_column(table)
-    if column is None:
-        return PartitionSpec(spec_id=spec_id)
-    field = PartitionField(
-        source_id=column.id,
-        field_id=PARTITION_FIELD_ID,
-        transform=BucketTransform(partitions),
-        name=TABLET_FIELD,
-    )
-    return PartitionSpec(field, spec_id=spec_id)
-
-
-def _same_spec(a: PartitionSpec, b: PartitionSpec) -> bool:
-    return [(f.source_id, str(f.transform), f.name) for f in a.fields] == [
-        (f.source_id, str(f.transform), f.name) for f in b.fields
-    ]
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def _internal(kind: IcebergType, value: object) -> object:
-    """A statistic value (as Arrow gives it) in the form ``to_bytes`` takes."""
-    if isinstance(kind, DateType) and isinstance(value, dt.date):
-        return (value - dt.date(1970, 1, 1)).days
-    if isinstance(kind, TimeType) and isinstance(value, dt.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + (
-            value.microsecond
-        )
-    if isinstance(kind, TimestampType | TimestamptzType) and isinstance(value, dt.datetime):
-        delta = value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    if isinstance(kind, StringType) and isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-def _bound(kind: PrimitiveType, value: object) -> bytes | None:
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    try:
-        return to_bytes(kind, _internal(kind, value))  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError, struct.error, decimal.InvalidOperation):
-        return None  # a bound Iceberg cannot hold is an unknown bound
-
-
-def _from_internal(kind: IcebergType, value: Any) -> object:
-    if isinstance(kind, DateType):
-        return dt.date(1970, 1, 1) + dt.timedelta(days=int(value))
-    if isinstance(kind, TimeType):
-        micros = int(value)
-        seconds, micro = divmod(micros, 1_000_000)
-        minutes, second = divmod(seconds, 60)
-        hour, minute = divmod(minutes, 60)
-        return dt.time(hour, minute, second, micro)
-    if isinstance(kind, TimestampType):
-        return _EPOCH + dt.timedelta(microseconds=int(value))
-    if isinstance(kind, TimestamptzType):
-        return _EPOCH_UTC + dt.timedelta(microseconds=int(value))
-    return value
-
-
-def _decode_bound(kind: PrimitiveType, raw: bytes) -> object:
-    """A bound written with the type of its time (an INT32 column widened to
-    BIGINT since, or FLOAT to DOUBLE, still has 4-byte bounds)."""
-    if isinstance(kind, LongType) and len(raw) == 4:
-        kind = IntegerType()
-    elif isinstance(kind, DoubleType) and len(raw) == 4:
-        kind = FloatType()
-    try:
-        return _from_internal(kind, from_bytes(kind, raw))
-    except (TypeError, ValueError, OverflowError, struct.error, UnicodeDecodeError):
-        return None
-
-
-def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> IcebergFile:
-    """An Iceberg data file with the file's tablet as its partition and its
-    statistics as bounds (NaN-holding float columns get no upper bound: an
-    Iceberg bound never is NaN)."""
-    types = {c.id: iceberg_type(c) for c in table.columns}
-    lower: dict[int, bytes] = {}
-    upper: dict[int, bytes] = {}
-    nulls: dict[int, int] = {}
-    values: dict[int, int] = {}
-    for cid, stats in file.stats.items():
-        kind = types.get(cid)
-        if kind is None:
-            continue
-        nulls[cid] = stats.null_count
-        values[cid] = file.rows
-        low, high = _bound(kind, stats.min), _bound(kind, stats.max)
-        if low is not None:
-            lower[cid] = low
-        if high is not None:
-            upper[cid] = high
-    iceberg_file = IcebergFile.from_args(
-        content=DataFileContent.DATA,
-        file_path=file.path,
-        file_format=FileFormat.PARQUET,
-        partition=PartitionRecord(file.tablet) if spec.fields else PartitionRecord(),
-        record_count=file.rows,
-        file_size_in_bytes=file.size,
-        value_counts=values,
-        null_value_counts=nulls,
-        lower_bounds=lower,
-        upper_bounds=upper,
-    )
-    iceberg_file.spec_id = spec.spec_id
-    return iceberg_file
-
-
-def _tablet_from_path(path: str) -> int:
-    marker = "/tablet="
-    if marker not in path:
-        return 0
-    try:
-        return int(path.rsplit(marker, 1)[1].split("/", 1)[0])
-    except ValueError:
-        return 0
-
-
-def from_iceberg_file(
-    iceberg_file: IcebergFile, types: Mapping[int, PrimitiveType], partitioned: bool
-) -> DataFile:
-    """Our view of an Iceberg data file: statistics keyed by column id, one
-    entry per column the file holds (so a reader knows which columns a file
-    predates)."""
-    lower = iceberg_file.lower_bounds or {}
-    upper = iceberg_file.upper_bounds or {}
-    nulls = iceberg_file.null_value_counts or {}
-    ids = set(nulls) | set(iceberg_file.value_counts or {}) | set(lower) | set(upper)
-    stats: dict[int, ColumnStats] = {}
-    for cid in sorted(ids):
-        kind = types.get(cid)
-        low = None if kind is None or cid not in lower else _decode_bound(kind, lower[cid])
-        high = None if kind is None or cid not in upper else _decode_bound(kind, upper[cid])
-        stats[cid] = ColumnStats(low, high, int(nulls.get(cid, 0)))
-    if partitioned and len(iceberg_file.partition) and iceberg_file.partition[0] is not None:
-        tablet = int(iceberg_file.partition[0])
-    else:
-        tablet = _tablet_from_path(iceberg_file.file_path)
-    return DataFile(
-        path=iceberg_file.file_path,
-        rows=int(iceberg_file.record_count),
-        size=int(iceberg_file.file_size_in_bytes),
-        tablet=tablet,
-        stats=stats,
-    )
-
-
-# --------------------------------------------------------------------------- metadata files
 
 
 class _StagingWriter(MetastoreCatalog):
@@ -358,7 +109,14 @@ class _StagingWriter(MetastoreCatalog):
         )
 
     def _refuse(self, *_: Any, **__: Any) -> Any:
-        raise NotImplementedError("Almanac's Iceberg writer only stages metadata files")
+        """pyiceberg's catalog interface demands these; a staging sink is no
+        catalog to browse (Almanac is: ``almanac.iceberg.load_table``), so
+        each is a refusal by design, never a missing feature."""
+        raise CatalogError(
+            "Almanac's Iceberg metadata writer only stages a commit's metadata.json; "
+            "open tables through almanac.iceberg.load_table",
+            rule="staging-writer",
+        )
 
     create_table = register_table = load_table = drop_table = rename_table = _refuse
     list_tables = list_namespaces = create_namespace = drop_namespace = _refuse
@@ -402,31 +160,6 @@ class _ReplaceFiles(_OverwriteFiles):
         totals = super()._summary(snapshot_properties).model_dump()
         totals.pop("operation", None)
         return Summary(Operation.REPLACE, **totals)
-
-
-@dataclass(frozen=True, slots=True)
-class CommitShape:
-    """What a data commit writes against: the catalog table (schema and
-    partition column), its tablet count, the catalog version, and that
-    version's activation time (a commit is never stamped before it, so a
-    read by timestamp never pairs the rows with an older schema)."""
-
-    table: Table
-    partitions: int
-    catalog_version: int
-    activated_at: int = 0
-
-    def __post_init__(self) -> None:
-        check.instance(self.table, Table, "Field 'table' of CommitShape")
-        check.integer(self.partitions, "Field 'partitions' of CommitShape", lo=1, hi=2**31 - 1)
-        check.integer(self.catalog_version, "Field 'catalog_version' of CommitShape", lo=0)
-        check.integer(self.activated_at, "Field 'activated_at' of CommitShape", lo=0)
-
-    @staticmethod
-    def of(version: CatalogVersion, table: Table) -> CommitShape:
-        return CommitShape(
-            table, table_partitions(version, table), version.version, version.activation_time
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -776,8 +509,8 @@ class IcebergFiles:
                 SetCurrentSchemaUpdate.model_validate({"schema-id": next_id}),
             ]
         spec = partition_spec(shape.table, shape.partitions)
-        if not _same_spec(spec, base.spec()):
-            known = [s for s in base.partition_specs if _same_spec(s, spec)]
+        if not same_spec(spec, base.spec()):
+            known = [s for s in base.partition_specs if same_spec(s, spec)]
             if known:
                 updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": known[0].spec_id}))
             else:

@@ -14,7 +14,7 @@ import weakref
 from almanac.catalog import Catalog, HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
-from almanac.data.iceberg import CommitShape
+from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import encode_record, snapshot_key, table_key
 from almanac.data.warehouse import Warehouse
 from almanac.errors import CatalogError, MetastoreError

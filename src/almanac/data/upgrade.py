@@ -42,7 +42,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
-from almanac.data.iceberg import CommitShape
+from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     Record,
