@@ -51,16 +51,12 @@ from almanac.metastore import (
     Delete,
     DeleteRange,
     Get,
-    MemoryMetastore,
     Metastore,
     Op,
     Put,
     Range,
-    open_metastore,
 )
-from almanac.metastore.sqlite import DURABILITY_LEVELS
-from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
-from almanac.targets import Target, parse_target
+from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 
 __all__ = [
     "Catalog",
@@ -69,7 +65,6 @@ __all__ = [
     "HookWork",
     "RetentionPolicy",
     "VersionInfo",
-    "open_catalog",
 ]
 
 DEFAULT_MAX_ATTEMPTS = 10
@@ -955,69 +950,3 @@ def _op(value: object, what: str) -> Op:
     if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
         raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
     return value
-
-
-def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:
-    if target.kind == "memory":
-        return MemoryMetastore(), MEMORY_DEFAULTS
-    root = target.root
-    assert root is not None
-    if target.kind == "directory":
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CatalogError(f"Cannot create catalog directory '{root}': {exc}") from exc
-    return open_metastore(target.store_uri, durability=durability), SQLITE_DEFAULTS
-
-
-def open_catalog(
-    target: str | os.PathLike[str] | Target,
-    *,
-    delay_ms: int | None = None,
-    max_clock_skew_ms: int | None = None,
-    retention: RetentionPolicy | None = None,
-    durability: str = "full",
-) -> Catalog:
-    """Open a catalog node, without its data plane (``almanac.connect``
-    opens both).
-
-    ``memory://`` is a fresh catalog in this process; a directory path (created
-    on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
-    processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
-    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite.
-
-    ``durability`` is how hard a SQLite commit is made to stick: ``"full"``
-    (the default) fsyncs every version, so it survives a power cut;
-    ``"normal"`` is faster and survives the death of a process, but a machine
-    crash may lose the last versions (see ``almanac.metastore.sqlite``).
-    """
-    parsed = parse_target(target)
-    check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
-    check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
-    check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
-    if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
-        raise ValidationError(
-            f"Parameter 'durability' of connect must be one of "
-            f"{', '.join(map(repr, DURABILITY_LEVELS))}, got {check.describe(durability)}",
-            parameter="durability",
-            allowed=tuple(DURABILITY_LEVELS),
-            value=repr(durability),
-        )
-    store, defaults = _open_store(parsed, durability)
-    try:
-        sync = SchemaSync(
-            delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,
-            max_clock_skew_ms=defaults.max_clock_skew_ms
-            if max_clock_skew_ms is None
-            else max_clock_skew_ms,
-        )
-    except CatalogError:
-        store.close()
-        raise
-    return Catalog(
-        UpdateLog(store),
-        sync=sync,
-        retention=retention,
-        root=parsed.root,
-        target=str(parsed),
-    )

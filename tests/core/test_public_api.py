@@ -71,7 +71,7 @@ PUBLIC_MODULES = (
 NOT_EXPORTED = {
     "almanac.catalog.CommitHook": "an extension point for the layers above the catalog",
     "almanac.catalog.HookWork": "an extension point for the layers above the catalog",
-    "almanac.catalog.open_catalog": "a node without its data plane; almanac.connect opens both",
+    "almanac.connection.open_catalog": "a node without its data plane; almanac.connect opens both",
     "almanac.catalog_version.DEFAULT_SCHEMA": "the default of every schema parameter",
     "almanac.clock.from_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.clock.physical_ms": "hybrid-clock arithmetic; reach it as almanac.clock",

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from almanac import Catalog
-from almanac.catalog import open_catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.commands import Command
+from almanac.connection import open_catalog
 from almanac.data import TableData, Warehouse, conform, new_write_id, table_partitions
 from almanac.data.arrow import FIELD_ID
 from almanac.data.files import DataFile, column_stats
