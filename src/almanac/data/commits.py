@@ -448,6 +448,7 @@ class TableData:
         that bucket: files bucketed for another tablet count would be skipped
         by every Iceberg reader's key filter."""
         column = partition_column(shape.table)
+        found = self._bound_tablets(shape, files) if column is not None else {}
         for f in files:
             if not 0 <= f.tablet < shape.partitions:
                 raise WriteStateError(
@@ -455,22 +456,48 @@ class TableData:
                     f"'{shape.table.name}' has {shape.partitions} tablets",
                     path=f.path,
                 )
-            stats = None if column is None else f.stats.get(column.id)
-            if column is None or stats is None or stats.min is None or stats.max is None:
+            if column is not None and f.path in found:
+                self._refuse_misplaced(shape, column.name, f, found[f.path])
+
+    @staticmethod
+    def _bound_tablets(shape: CommitShape, files: tuple[DataFile, ...]) -> dict[str, list[int]]:
+        """The tablets of each file's smallest and largest partition key, in
+        one bucket computation for all files (a commit may carry thousands);
+        bounds that cannot be rebuilt prove nothing and are left out."""
+        column = partition_column(shape.table)
+        assert column is not None
+        kind = arrow_type(column)
+        checked: list[DataFile] = []
+        bounds: list[object] = []
+        for f in files:
+            stats = f.stats.get(column.id)
+            if stats is None or stats.min is None or stats.max is None:
                 continue
             try:
-                keys = pa.table({column.name: pa.array([stats.min, stats.max], arrow_type(column))})
+                pa.array([stats.min, stats.max], kind)
             except (pa.ArrowException, TypeError, ValueError, OverflowError):
-                continue  # statistics we cannot rebuild prove nothing
-            found = set(tablets_of(keys, shape.table, shape.partitions).tolist())
-            if found != {f.tablet}:
-                raise WriteStateError(
-                    f"Data file '{f.path}' holds keys of column '{column.name}' that belong "
-                    f"to tablets {sorted(found)} of the {shape.partitions} of table "
-                    f"'{shape.table.name}', not to its tablet {f.tablet}; it was written "
-                    "for another tablet count",
-                    path=f.path,
-                )
+                continue
+            checked.append(f)
+            bounds += [stats.min, stats.max]
+        if not checked:
+            return {}
+        keys = pa.table({column.name: pa.array(bounds, kind)})
+        tablets = tablets_of(keys, shape.table, shape.partitions).tolist()
+        return {f.path: tablets[2 * i : 2 * i + 2] for i, f in enumerate(checked)}
+
+    @staticmethod
+    def _refuse_misplaced(
+        shape: CommitShape, column: str, file: DataFile, tablets: list[int]
+    ) -> None:
+        found = set(tablets)
+        if found != {file.tablet}:
+            raise WriteStateError(
+                f"Data file '{file.path}' holds keys of column '{column}' that belong "
+                f"to tablets {sorted(found)} of the {shape.partitions} of table "
+                f"'{shape.table.name}', not to its tablet {file.tablet}; it was written "
+                "for another tablet count",
+                path=file.path,
+            )
 
     def _check_files_belong(
         self, table_id: int, write_id: str, write_dir: str, files: tuple[DataFile, ...]
