@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import bisect
 import gc
-import statistics
-import time
 import tracemalloc
 from collections.abc import Callable
 
 import almanac
+import timing
 from almanac import ColumnDef, ColumnType
 
 REPEATS = 7
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return timing.median_seconds(fn, repeats)
 
 
 def create_table(name: str) -> almanac.CreateTable:

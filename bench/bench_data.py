@@ -24,7 +24,6 @@ import argparse
 import os
 import platform
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ import pyarrow as pa
 from pyiceberg.table import StaticTable
 
 import almanac
+import timing
 from almanac import ColumnDef, ColumnType
 from almanac.data import (
     CommitShape,
@@ -51,12 +51,7 @@ REPEATS = 5
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return timing.median_seconds(fn, repeats)
 
 
 class Table:
