@@ -25,7 +25,9 @@ Grouped by what the caller can do about it::
         └── MetastoreError            the metastore refused or failed an operation
             ├── InvalidArgumentError  a metastore call got a malformed argument
             ├── LeaseNotFoundError    a lease expired or was never granted
-            └── CompactedError        a revision's history was compacted away
+            ├── CompactedError        a revision's history was compacted away
+            └── MetastoreUnavailableError  no quorum answered within the bound (also a
+                                      RetryableError: nothing was applied, try again)
 
 Callers catch ``CatalogError`` for "something about this request or this
 catalog is wrong" and let anything else propagate as a bug.
@@ -47,6 +49,7 @@ __all__ = [
     "InvalidArgumentError",
     "LeaseNotFoundError",
     "MetastoreError",
+    "MetastoreUnavailableError",
     "NotFoundError",
     "RetryableError",
     "SerializationError",
@@ -186,6 +189,13 @@ class CompactedError(MetastoreError):
 
 class InvalidArgumentError(MetastoreError):
     """The caller passed a malformed argument; nothing was read or written."""
+
+
+class MetastoreUnavailableError(MetastoreError, RetryableError):
+    """The metastore did not answer within the configured bound (no quorum,
+    unreachable endpoints). An operation that raised it either applied
+    nothing, or, for a write whose reply was lost, is reported as such in
+    ``context["outcome"]`` ("unknown"), so callers re-read before retrying."""
 
 
 class LeaseNotFoundError(MetastoreError):

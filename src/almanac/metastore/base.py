@@ -166,6 +166,11 @@ class Metastore(ABC):
         """Release the store; later calls raise :class:`MetastoreError` and
         open watches end. Closing twice is harmless."""
 
+    max_txn_ops: int | None = None
+    """The most compares, or ops in one branch, a transaction may carry
+    (etcd: 128 by default); None for no limit. Callers that write many keys
+    (log truncation) split their work by it."""
+
     serializes_writers: bool = False
     """True when :meth:`exclusive` excludes every other writer that also
     takes it (in this process and, for a shared file, in the others)."""
@@ -227,11 +232,22 @@ class Metastore(ABC):
         All writes share one new revision. Reads inside the txn see the
         writes of earlier ops of the same txn.
         """
-        return self._txn(
+        checked = (
             check_compares(compares),
             check_branch(success, "success"),
             check_branch(failure, "failure"),
         )
+        limit = self.max_txn_ops
+        if limit is not None:
+            for what, part in zip(("compares", "success ops", "failure ops"), checked, strict=True):
+                if len(part) > limit:
+                    raise InvalidArgumentError(
+                        f"A transaction carries {len(part)} {what}; "
+                        f"this metastore allows at most {limit}",
+                        count=len(part),
+                        limit=limit,
+                    )
+        return self._txn(*checked)
 
     def put(self, key: str, value: bytes, lease: int = 0) -> int:
         """Write one key; returns the revision of the write."""

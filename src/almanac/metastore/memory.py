@@ -108,12 +108,18 @@ class MemoryMetastore(ConditionWakeups, Metastore):
     """
 
     def __init__(
-        self, *, serialize_writers: bool = True, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        serialize_writers: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        max_txn_ops: int | None = None,
     ) -> None:
         """``serialize_writers=False`` makes :meth:`exclusive` exclude nothing,
         like a backend that cannot serialise its writers. ``clock`` (seconds)
-        decides when leases expire; tests pass one they move by hand."""
+        decides when leases expire; tests pass one they move by hand.
+        ``max_txn_ops`` imitates etcd's cap on the size of a transaction."""
         self.serializes_writers = serialize_writers
+        self.max_txn_ops = max_txn_ops
         self._clock = clock
         self._section = WriterSection("the in-memory metastore")
         self._cond = threading.Condition()
