@@ -1,0 +1,68 @@
+"""Catalog nodes in real processes on one shared store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.durable.helpers import child
+
+PATIENCE = 120.0
+"""A failure guard for waits on other processes, never a duration."""
+
+
+class NodeProcess:
+    """A ``worker_node`` child: send a request, read its one-line answer."""
+
+    def __init__(self, target: str, name: str, *extra: str) -> None:
+        self.proc: subprocess.Popen[str] = child("tests.cluster.worker_node", target, name, *extra)
+        ready = self._read()
+        assert isinstance(ready, dict), ready
+        self.name = ready["ready"]
+
+    def _read(self) -> object:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"node process exited with {self.proc.poll()} (see its stderr)"
+        return json.loads(line)
+
+    def send(self, op: str, **fields: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> object:
+        return self._read()
+
+    def ask(self, op: str, **fields: object) -> object:
+        self.send(op, **fields)
+        return self._read()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.send("exit")
+        return self.proc.wait(timeout=PATIENCE)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def spawn() -> Iterator[list[NodeProcess]]:
+    """Started nodes go in this list; whatever is still running is killed after."""
+    started: list[NodeProcess] = []
+    yield started
+    for node in started:
+        node.kill()
+
+
+@pytest.fixture(params=["sqlite"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A catalog target that several processes share."""
+    return str(tmp_path / "data")
