@@ -45,14 +45,15 @@ def main() -> None:
             op = request["op"]
             answer: object
             if op == "tables":
-                answer = []
+                outcomes: list[dict[str, object]] = []
                 for table_name in request["names"]:
                     try:
                         version = cat.execute([table(table_name)]).version
-                        answer.append({"name": table_name, "version": version})
+                        outcomes.append({"name": table_name, "version": version})
                     except CatalogError as exc:
                         error = type(exc).__name__
-                        answer.append({"name": table_name, "error": error, "message": str(exc)})
+                        outcomes.append({"name": table_name, "error": error, "message": str(exc)})
+                answer = outcomes
             elif op == "wait":
                 answer = cat.catalog_ready(request["version"], timeout=120)
             elif op == "digests":
