@@ -302,6 +302,30 @@ def test_txn_rejects_writing_a_key_twice(store: Metastore) -> None:
     )
 
 
+def test_txn_above_max_txn_ops_is_refused_and_changes_nothing(backend: str, tmp_path: Path) -> None:
+    with (
+        MemoryMetastore(max_txn_ops=128) if backend == "memory" else make_store(backend, tmp_path)
+    ) as store:
+        limit = store.max_txn_ops
+        if limit is None:
+            pytest.skip(f"the {backend} backend has no cap on a transaction's size")
+        store.put("k", b"0")
+        before = store.revision
+        over = [Put(f"k{i}", b"v") for i in range(limit + 1)]
+        fits = [Compare.value("k", "==", b"0")] * limit
+        for compares, success, failure in [
+            ((), over, ()),
+            (fits, [Put("k", b"1")], over),
+            ([*fits, Compare.value("k", "==", b"0")], [Put("k", b"1")], ()),
+        ]:
+            with pytest.raises(InvalidArgumentError) as info:
+                store.txn(compares, success, failure)
+            assert info.value.context["limit"] == limit
+        assert store.revision == before
+        assert keys_of(store.range("")) == ["k"]
+        assert store.txn(fits, over[:limit]).succeeded
+
+
 def test_delete_and_delete_range(store: Metastore) -> None:
     for key in ["a", "a/1", "a/2", "b"]:
         store.put(key, key.encode())
