@@ -21,6 +21,8 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.descriptors import Schema, Table
 from almanac.errors import NotFoundError, ValidationError
+from almanac.log import KEY_VERSION
+from almanac.metastore import open_metastore
 from almanac.targets import Target, parse_target
 
 __all__ = [
@@ -47,7 +49,7 @@ def durable_target(target: object) -> Target:
     if not parsed.durable:
         raise ValidationError(
             f"Catalog target '{parsed}' lives in one process; Spark needs a durable target "
-            "(a directory or sqlite:///path/file.db)",
+            "(a directory, sqlite:///path/file.db or etcd://host:port/namespace)",
             target=str(parsed),
             rule="durable-target",
         )
@@ -81,6 +83,19 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
+def _missing_catalog(parsed: Target) -> str | None:
+    """Why no catalog exists at the target, or ``None`` when one does."""
+    if parsed.kind == "etcd":
+        with open_metastore(parsed.store_uri) as store:
+            if store.get(KEY_VERSION) is None:
+                return "no catalog keys in that etcd namespace"
+        return None
+    path = parsed.store_path
+    if path is None or not path.exists():
+        return f"no metastore file '{path}'"
+    return None
+
+
 @contextlib.contextmanager
 def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catalog]:
     """A catalog node for one planning or commit step of this process.
@@ -91,11 +106,10 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     an empty one at a mistyped path, and the job would then fail on a
     missing table instead."""
     parsed = durable_target(target)
-    path = parsed.store_path
-    if path is None or not path.exists():
+    missing = _missing_catalog(parsed)
+    if missing is not None:
         raise NotFoundError(
-            f"No catalog at '{target}' (no metastore file '{path}'); create it with "
-            "almanac.connect first",
+            f"No catalog at '{target}' ({missing}); create it with almanac.connect first",
             kind="catalog",
             name=target,
         )
