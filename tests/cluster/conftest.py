@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from almanac.etcd_local import LocalEtcd
 from tests.durable.helpers import child
 
 PATIENCE = 120.0
@@ -62,7 +64,18 @@ def spawn() -> Iterator[list[NodeProcess]]:
         node.kill()
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(scope="session")
+def etcd_cluster() -> Iterator[LocalEtcd]:
+    """One 3-member cluster for every test here; each test takes a namespace."""
+    with LocalEtcd(3, fsync=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "etcd"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A catalog target that several processes share."""
+    """A catalog target that several processes share: a SQLite directory,
+    or a fresh namespace of the shared etcd cluster."""
+    if request.param == "etcd":
+        cluster: LocalEtcd = request.getfixturevalue("etcd_cluster")
+        return f"{cluster.uri}/n{uuid.uuid4().hex[:12]}"
     return str(tmp_path / "data")
