@@ -694,14 +694,13 @@ class Catalog:
                 state.tokens.append(token)
                 self._deliver_locked(update.version, events)
                 self._cond.notify_all()
-            node = self._node
-            if node is not None:
-                node.saw(update.version)
 
     def _deliver_locked(self, version: int, events: list[Event]) -> None:
         """Hand a version's events to the dispatcher thread (caller holds
         ``_cond``), or mark it ready at once when nobody listens and nothing
         is queued before it."""
+        if self._node is not None:
+            self._node.saw(version)
         if not self._pending and not self._listeners.wants(events):
             self._ready = max(self._ready, version)
             return
