@@ -73,6 +73,26 @@ def test_concurrent_ddl_applies_each_command_once_and_every_node_agrees(
         assert [n.name for n in observer.nodes()] == ["observer"]
 
 
+def test_events_fire_on_a_node_that_did_not_execute_the_ddl(target: str) -> None:
+    with (
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as a,
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as b,
+    ):
+        heard: list[tuple[str, int, int]] = []
+        b.listen(
+            EventType.TABLE_CREATE, lambda e: heard.append((e.type.name, e.version, e.object_id))
+        )
+        b.listen(
+            EventType.TABLE_DROP, lambda e: heard.append((e.type.name, e.version, e.object_id))
+        )
+        created = a.execute([table("T")]).version
+        t = a.catalog().table("T")
+        assert t is not None
+        dropped = a.execute([almanac.DropTable("T")]).version
+        assert b.catalog_ready(dropped, timeout=PATIENCE)
+        assert heard == [("TABLE_CREATE", created, t.id), ("TABLE_DROP", dropped, t.id)]
+
+
 def test_a_pin_of_a_node_blocks_truncation_until_the_node_is_killed(
     target: str, spawn: list[NodeProcess]
 ) -> None:
