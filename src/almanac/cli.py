@@ -38,7 +38,7 @@ _FOLLOW_TICK_S = 0.25
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="almanac", description="Maintenance of an Almanac catalog's table data."
+        prog="almanac", description="Run an Almanac catalog node; maintain a catalog's table data."
     )
     commands = parser.add_subparsers(dest="command", required=True)
     node = commands.add_parser(
