@@ -201,6 +201,7 @@ class Catalog:
         (default ``<hostname>-<pid>``); a name a live node holds is refused
         with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
         outlives a crash of its process."""
+        check.number(node_ttl_s, "Parameter 'node_ttl_s' of Catalog", positive=True)
         name = (
             default_node_name()
             if node_name is None

@@ -23,7 +23,13 @@ import time
 from dataclasses import dataclass
 
 from almanac import _check as check
-from almanac.errors import AlreadyExistsError, CatalogError, CorruptLogError, ValidationError
+from almanac.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    CorruptLogError,
+    LeaseNotFoundError,
+    ValidationError,
+)
 from almanac.metastore import Compare, Metastore, Put
 
 __all__ = [
@@ -242,9 +248,11 @@ class NodeRegistration:
     def _renew(self) -> None:
         """Keep the lease alive; if it expired (the process was stopped for
         longer than its time to live), take a new one and the key again."""
-        if self._store.lease_ttl(self._lease) is not None:
+        try:
             self._store.keep_alive(self._lease)
             return
+        except LeaseNotFoundError:
+            pass
         self._lease = self._store.grant_lease(self._ttl_s)
         if self._take(self.info):
             _log.warning("Node '%s' lost its lease and registered again", self.info.name)
