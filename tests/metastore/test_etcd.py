@@ -342,6 +342,29 @@ def test_a_kept_alive_lease_outlives_its_ttl_and_expires_once_left_alone() -> No
         assert store.lease_ttl(lease) is None
 
 
+def test_pins_outlive_an_outage_longer_than_the_call_bound(
+    namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        store = EtcdMetastore(cluster.endpoints, namespace=namespace, timeout_s=0.5)
+        cat = almanac.Catalog(UpdateLog(store, pin_ttl_s=2.0))
+        try:
+            with cat.pin(1):
+                lease = int(store.range("catalog.pin.").kvs[0].lease)
+                granted = store.keep_alive(lease)
+                cluster.stop(0)
+                assert wait_until(lambda: "Could not renew" in caplog.text)
+                cluster.restart(0)
+                # Renewals resume: the pin stays past several TTLs.
+                until = time.monotonic() + 3 * granted
+                while time.monotonic() < until:
+                    assert cat.oldest_pinned()[0] == 1
+                    time.sleep(granted / 4)
+        finally:
+            cat.close()
+            store.close()
+
+
 # --------------------------------------------------------------------------- a catalog on etcd
 
 
