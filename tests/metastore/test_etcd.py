@@ -131,8 +131,8 @@ class _LostReplies(EtcdMetastore):
             Range = stub.Range
             Compact = stub.Compact
 
-            async def Txn(self, request: Any, timeout: float | None = None) -> Any:
-                response = await stub.Txn(request, timeout=timeout)
+            async def Txn(self, request: Any, **options: Any) -> Any:
+                response = await stub.Txn(request, **options)
                 writes = any(
                     op.HasField("request_put") or op.HasField("request_delete_range")
                     for op in (*request.success, *request.failure)

@@ -118,8 +118,12 @@ _NOT_SENT = (
     "etcdserver: no leader",
     "etcdserver: not capable",
     "etcdserver: too many requests",
-    "etcdserver: server stopped",
 )
+# A member that lost its leader refuses at once ("no leader": not applied)
+# instead of holding the request until it times out, so the call moves on
+# to a member that can serve it; a watch there is cancelled and resumes
+# elsewhere.
+_LEADER = (("hasleader", "true"),)
 _TRANSIENT_CODES = (
     rpc.StatusCode.UNAVAILABLE,
     rpc.StatusCode.DEADLINE_EXCEEDED,
@@ -346,7 +350,9 @@ class EtcdMetastore(Metastore):
     def _current_revision(self) -> int:
         async def attempt(index: int) -> int:
             request = rpc.RangeRequest(key=self._raw_prefix or b"\0", count_only=True, limit=1)
-            response = await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+            response = await self._stub_kv(index).Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             return self._saw(response.header) - 1
 
         return self._run("a revision read", attempt, write=False)
@@ -369,7 +375,9 @@ class EtcdMetastore(Metastore):
         async def attempt(index: int) -> bool:
             request = rpc.RangeRequest(key=b"\0", count_only=True, revision=etcd_revision)
             try:
-                await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+                await self._stub_kv(index).Range(
+                    request, timeout=self._attempt_timeout(), metadata=_LEADER
+                )
             except rpc.AioRpcError as exc:
                 if exc.code() == rpc.StatusCode.OUT_OF_RANGE and "compacted" in exc.details():
                     return False
@@ -384,7 +392,9 @@ class EtcdMetastore(Metastore):
     def _read_range(self, prefix: str, revision: int | None, limit: int | None) -> RangeResult:
         async def attempt(index: int) -> RangeResult:
             request = self._range_request(prefix, revision, limit)
-            response = await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+            response = await self._stub_kv(index).Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             current = self._saw(response.header) - 1
             kvs = tuple(self._kv(kv) for kv in response.kvs)
             return RangeResult(kvs, current if revision is None else revision, response.more)
@@ -477,7 +487,9 @@ class EtcdMetastore(Metastore):
         async def send(message: rpc.TxnRequest, index: int) -> Any:
             nonlocal sent_once
             try:
-                response = await self._stub_kv(index).Txn(message, timeout=self._attempt_timeout())
+                response = await self._stub_kv(index).Txn(
+                    message, timeout=self._attempt_timeout(), metadata=_LEADER
+                )
             except rpc.AioRpcError as exc:
                 if exc.code() in _TRANSIENT_CODES and writes:
                     sent = not any(s in (exc.details() or "").lower() for s in _NOT_SENT)
@@ -562,6 +574,7 @@ class EtcdMetastore(Metastore):
                     ]
                 ),
                 timeout=timeout,
+                metadata=_LEADER,
             )
             candidates = sorted(
                 {
@@ -588,6 +601,7 @@ class EtcdMetastore(Metastore):
             response = await kv_stub.Range(
                 rpc.RangeRequest(key=self._raw(op.key), revision=etcd_revision),
                 timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             kv = response.kvs[0] if response.kvs else None
             if kv is None or (kv.mod_revision, kv.value, kv.lease) != (
@@ -612,7 +626,9 @@ class EtcdMetastore(Metastore):
             else:
                 start, end = self._range_of(step.prefix)
                 request = rpc.RangeRequest(key=start, range_end=end, revision=before)
-            response = await kv_stub.Range(request, timeout=self._attempt_timeout())
+            response = await kv_stub.Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             state.update((kv.key, kv) for kv in map(self._kv, response.kvs))
         return apply_txn(_State(state), before - 1, (), success, ())
 
@@ -659,6 +675,7 @@ class EtcdMetastore(Metastore):
             response = await self._lease_stub(index).LeaseGrant(
                 rpc.LeaseGrantRequest(TTL=max(1, math.ceil(ttl))),
                 timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             if response.error:
                 raise MetastoreError(f"etcd refused a lease: {response.error}")
@@ -673,7 +690,7 @@ class EtcdMetastore(Metastore):
                 yield rpc.LeaseKeepAliveRequest(ID=lease_id)
 
             call = self._lease_stub(index).LeaseKeepAlive(
-                requests(), timeout=self._attempt_timeout()
+                requests(), timeout=self._attempt_timeout(), metadata=_LEADER
             )
             try:
                 async for response in call:
@@ -689,7 +706,9 @@ class EtcdMetastore(Metastore):
     def _revoke_lease(self, lease_id: int) -> int:
         async def attempt(index: int) -> int:
             response = await self._lease_stub(index).LeaseRevoke(
-                rpc.LeaseRevokeRequest(ID=lease_id), timeout=self._attempt_timeout()
+                rpc.LeaseRevokeRequest(ID=lease_id),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             return self._saw(response.header) - 1
 
@@ -701,7 +720,9 @@ class EtcdMetastore(Metastore):
     def _lease_ttl(self, lease_id: int) -> float | None:
         async def attempt(index: int) -> float | None:
             response = await self._lease_stub(index).LeaseTimeToLive(
-                rpc.LeaseTimeToLiveRequest(ID=lease_id), timeout=self._attempt_timeout()
+                rpc.LeaseTimeToLiveRequest(ID=lease_id),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             return None if response.TTL < 0 else float(response.TTL)
 
@@ -712,7 +733,9 @@ class EtcdMetastore(Metastore):
     def _compact(self, revision: int) -> None:
         async def attempt(index: int) -> None:
             await self._stub_kv(index).Compact(
-                rpc.CompactionRequest(revision=revision + 1), timeout=self._attempt_timeout()
+                rpc.CompactionRequest(revision=revision + 1),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
 
         try:
@@ -863,7 +886,7 @@ class _EtcdWatch(Watch):
                 yield create
                 await stop.wait()
 
-            call = store._watch_stub(index).Watch(requests())
+            call = store._watch_stub(index).Watch(requests(), metadata=_LEADER)
             try:
                 async for response in call:
                     delay = 0.02
@@ -872,6 +895,8 @@ class _EtcdWatch(Watch):
                             compacted_error(self._next - 1, int(response.compact_revision) - 1)
                         )
                         return
+                    if response.canceled and "no leader" in response.cancel_reason:
+                        break  # the member lost its leader: resume elsewhere
                     if response.canceled:
                         self._fail(
                             MetastoreError(
