@@ -87,6 +87,12 @@ def test_an_unreachable_cluster_raises_unavailable_within_the_bound_then_recover
         assert kv is not None and kv.value == b"3"
 
 
+def test_connecting_to_an_unreachable_cluster_is_unavailable_not_a_hang() -> None:
+    # Nothing serves etcd on port 1 of the loopback.
+    with pytest.raises(MetastoreUnavailableError, match=r"127\.0\.0\.1:1\b"):
+        almanac.connect("etcd://127.0.0.1:1/nowhere?timeout=0.5")
+
+
 def _answers(store: EtcdMetastore) -> bool:
     try:
         store.get("k")
