@@ -404,6 +404,13 @@ class EtcdMetastore(Metastore):
         except _Compacted:
             assert revision is not None
             raise self._compacted(revision) from None
+        except _Future:
+            current = self._current_revision()
+            raise MetastoreError(
+                f"revision {revision} is in the future (current revision is {current})",
+                revision=revision,
+                current=current,
+            ) from None
 
     # -- transactions
 
