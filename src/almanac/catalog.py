@@ -727,17 +727,19 @@ class Catalog:
     def checkpoint_log(self, version: int | None = None) -> int:
         """Store the whole catalog at ``version`` (the latest by default) and
         delete the older log entries, never past a version a reader pins.
-        Returns the earliest version available afterwards."""
+        Returns the earliest version available afterwards. Also deletes
+        what an interrupted earlier checkpoint left behind."""
         check.optional_int(version, "Parameter 'version' of Catalog.checkpoint_log")
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
-        oldest_pin, _ = self._log.oldest_pinned()
+        oldest_pin, pins_revision = self._log.oldest_pinned()
         if oldest_pin is not None:
             target = min(target, oldest_pin)
         if target <= self.earliest_version:
+            self._log.finish_truncation()
             return self.earliest_version
-        if self._log.truncate(self.catalog(target)):
+        if self._log.truncate(self.catalog(target), pins_revision):
             self.on_truncate(target)
             token = self._state.tokens[0]
             with contextlib.suppress(CatalogError):
