@@ -167,8 +167,8 @@ class HookWork:
                 _log.exception("A commit hook's finish callback failed")
 
 
-CommitHook = Callable[[CatalogVersion, CatalogVersion], "HookWork | None"]
-"""``hook(base, new)``: see ``Catalog.add_commit_hook``."""
+CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
+"""``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""
 
 
 class Catalog:
@@ -401,7 +401,7 @@ class Catalog:
                     more = _attachment(attach(base, new))
                     compares += more[0]
                     ops += more[1]
-                works = self._hook_work(base, new)
+                works = self._hook_work(base, new, update)
                 token = None
                 try:
                     for work in works:
@@ -791,9 +791,11 @@ class Catalog:
     # -- extension points ----------------------------------------------------
 
     def add_commit_hook(self, hook: CommitHook) -> None:
-        """Let ``hook(base, new)`` ride its compares and writes in the
+        """Let ``hook(base, new, update)`` ride its compares and writes in the
         transaction of every version this node commits (called again on
-        every attempt); it returns a ``HookWork`` or None. Layers above the
+        every attempt); it returns a ``HookWork`` or None. ``update`` is what
+        turns ``base`` into ``new``: its entries name the objects the version
+        changes, so a hook need not compare whole catalogs. Layers above the
         catalog keep their own state in step with a version this way (the
         data plane moves a table's Iceberg schema with its ALTER). A compare
         of a hook that fails makes the attempt retry, like a lost race."""
@@ -832,13 +834,15 @@ class Catalog:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def _hook_work(self, base: CatalogVersion, new: CatalogVersion | None) -> list[HookWork]:
+    def _hook_work(
+        self, base: CatalogVersion, new: CatalogVersion | None, update: VersionedUpdate
+    ) -> list[HookWork]:
         if new is None:
             return []
         works: list[HookWork] = []
         try:
             for hook in list(self._hooks):
-                work = hook(base, new)
+                work = hook(base, new, update)
                 if work is not None:
                     check.instance(work, HookWork, "The result of a commit hook")
                     works.append(work)
