@@ -396,7 +396,7 @@ class Catalog:
                 )
                 compares: list[Compare] = []
                 ops: list[Op] = []
-                new = apply_update(base, update) if attach or self._hooks else None
+                new = apply_update(base, update, planned.catalog)
                 if attach is not None and new is not None:
                     more = _attachment(attach(base, new))
                     compares += more[0]
@@ -412,7 +412,7 @@ class Catalog:
                     for work in works:
                         work.finished(token is not None)
                 if token is not None:
-                    self.on_update(update, token)
+                    self._apply(update, token, base, new)
                     break
                 self._log.catch_up(self)  # the winner's version, before anything else
             if attach is not None and self._log.latest_version() < update.version:
@@ -572,6 +572,17 @@ class Catalog:
 
     def on_update(self, update: VersionedUpdate, token: int) -> None:
         """Apply one version; versions already applied are ignored."""
+        self._apply(update, token)
+
+    def _apply(
+        self,
+        update: VersionedUpdate,
+        token: int,
+        base: CatalogVersion | None = None,
+        new: CatalogVersion | None = None,
+    ) -> None:
+        """``on_update``; a committer passes the catalog it built from ``base``,
+        used when ``base`` is still the latest here, so it is built once."""
         with self._apply_lock:
             state = self._state
             latest = state.earliest + len(state.catalogs) - 1
@@ -582,7 +593,8 @@ class Catalog:
                     f"Update log skipped from version {latest} to {update.version}",
                     version=update.version,
                 )
-            snapshot = apply_update(state.catalogs[-1], update)
+            last = state.catalogs[-1]
+            snapshot = new if new is not None and last is base else apply_update(last, update)
             self._clock.update(update.commit_time)
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
@@ -835,10 +847,8 @@ class Catalog:
     # -- lifecycle -----------------------------------------------------------
 
     def _hook_work(
-        self, base: CatalogVersion, new: CatalogVersion | None, update: VersionedUpdate
+        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
     ) -> list[HookWork]:
-        if new is None:
-            return []
         works: list[HookWork] = []
         try:
             for hook in list(self._hooks):
