@@ -208,8 +208,24 @@ class _SqliteView:
         self.changed = False
         self._seq_revision = -1
         self._seq = 0
+        self._revision: int | None = None
+
+    def start(self) -> bool:
+        """Read the revision (kept for ``meta``) and whether a lease is due,
+        in one statement: the first of every transaction."""
+        row = self.conn.execute(
+            "SELECT value, EXISTS (SELECT 1 FROM leases WHERE expires_at <= ?)"
+            " FROM meta WHERE name = 'revision'",
+            (self.now,),
+        ).fetchone()
+        if row is None:
+            raise MetastoreError("metastore file lacks meta entry 'revision'", name="revision")
+        self._revision = _whole(row[0], "meta 'revision'")
+        return bool(row[1])
 
     def meta(self, name: str) -> int:
+        if name == "revision" and self._revision is not None:
+            return self._revision
         row = self.conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise MetastoreError(f"metastore file lacks meta entry {name!r}", name=name)
@@ -217,6 +233,8 @@ class _SqliteView:
 
     def set_meta(self, name: str, value: int) -> None:
         self.conn.execute("UPDATE meta SET value = ? WHERE name = ?", (value, name))
+        if name == "revision":
+            self._revision = value
 
     def get(self, key: str) -> KeyValue | None:
         row = self.conn.execute(
@@ -251,12 +269,6 @@ class _SqliteView:
             "SELECT id FROM leases WHERE expires_at <= ? ORDER BY id", (self.now,)
         ).fetchall()
         return [int(row[0]) for row in rows]
-
-    def has_expired_leases(self) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM leases WHERE expires_at <= ? LIMIT 1", (self.now,)
-        ).fetchone()
-        return row is not None
 
     def drop_lease(self, lease_id: int) -> None:
         self.conn.execute("DELETE FROM leases WHERE id = ?", (lease_id,))
@@ -475,7 +487,15 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         def attempt(conn: sqlite3.Connection) -> tuple[_T, bool]:
             conn.execute("BEGIN IMMEDIATE")
             view = _SqliteView(conn, self._clock())
+            due = view.start()
             start = view.meta("revision")
+            if not due:
+                # Nothing to keep if ``op`` refuses: ``_run`` rolls it all back.
+                result, final = op(view, start)
+                if final != start:
+                    view.set_meta("revision", final)
+                conn.execute("COMMIT")
+                return result, view.changed
             revision = expire_leases(view, start)
             expired = view.changed
             conn.execute("SAVEPOINT op")
@@ -508,7 +528,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             conn.execute("BEGIN")
             try:
                 view = _SqliteView(conn, self._clock())
-                if view.has_expired_leases():
+                if view.start():
                     return None
                 return (read(view),)
             finally:
