@@ -103,7 +103,9 @@ def main() -> None:
                 rates["execute"].append(rate)
                 rate, _ = catalog_rate(root / f"s-{durability}{run}", durability, commits, True)
                 rates["sql"].append(rate)
-                floor = floor_rate(root / f"f-{durability}{run}.db", durability, commits, b"x" * size)
+                floor = floor_rate(
+                    root / f"f-{durability}{run}.db", durability, commits, b"x" * size
+                )
                 rates["floor"].append(floor)
             floor = statistics.median(rates["floor"])
             print(
