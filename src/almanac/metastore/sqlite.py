@@ -209,6 +209,7 @@ class _SqliteView:
         self._seq_revision = -1
         self._seq = 0
         self._revision: int | None = None
+        self._known: dict[str, KeyValue | None] = {}  # keys read or written in this txn
 
     def start(self) -> bool:
         """Read the revision (kept for ``meta``) and whether a lease is due,
@@ -237,10 +238,14 @@ class _SqliteView:
             self._revision = value
 
     def get(self, key: str) -> KeyValue | None:
+        if key in self._known:
+            return self._known[key]  # a compare and a put of one key read it once
         row = self.conn.execute(
             f"SELECT {_KV_COLUMNS} FROM kv WHERE key = ?", (key.encode(),)
         ).fetchone()
-        return None if row is None else _kv(row)
+        kv = None if row is None else _kv(row)
+        self._known[key] = kv
+        return kv
 
     def range(self, prefix: str, limit: int | None) -> tuple[tuple[KeyValue, ...], bool]:
         clause, params = _prefix_clause(prefix)
@@ -277,6 +282,7 @@ class _SqliteView:
     def record(self, event: WatchEvent) -> None:
         kv, prev = event.kv, event.prev_kv
         key = kv.key.encode()
+        self._known[kv.key] = kv if event.type is WatchEventKind.PUT else None
         if event.type is WatchEventKind.PUT:
             self.conn.execute(
                 f"INSERT OR REPLACE INTO kv ({_KV_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
@@ -554,6 +560,11 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         return self._read(lambda view: view.meta("compact_revision"))
 
     def _read_range(self, prefix: str, revision: int | None, limit: int | None) -> RangeResult:
+        if revision is None:
+            now = self._run(lambda conn: _current_range(conn, self._clock(), prefix, limit))
+            if now is not None:
+                return now
+
         def read(view: _SqliteView) -> RangeResult:
             current = view.meta("revision")
             if revision is None or revision == current:
@@ -728,6 +739,31 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             self._background.join()
         for conn in idle:
             conn.close()
+
+
+def _current_range(
+    conn: sqlite3.Connection, now: float, prefix: str, limit: int | None
+) -> RangeResult | None:
+    """A read at the current revision in one statement (so one snapshot, with
+    no BEGIN and COMMIT around it): the revision, whether a lease is due
+    (then None: the caller revokes it first), and the keys."""
+    clause, params = _prefix_clause(prefix)
+    rows = conn.execute(
+        "SELECT meta.value, EXISTS (SELECT 1 FROM leases WHERE expires_at <= ?),"
+        " kv.key, kv.value, kv.create_rev, kv.mod_rev, kv.version, kv.lease"
+        f" FROM meta LEFT JOIN kv ON 1{clause} WHERE meta.name = 'revision'"
+        " ORDER BY kv.key LIMIT ?",
+        (now, *params, -1 if limit is None else limit + 1),
+    ).fetchall()
+    if not rows:
+        raise MetastoreError("metastore file lacks meta entry 'revision'", name="revision")
+    if rows[0][1]:
+        return None
+    revision = _whole(rows[0][0], "meta 'revision'")
+    kvs = [_kv(row[2:]) for row in rows if row[2] is not None]
+    if limit is not None and len(kvs) > limit:
+        return RangeResult(tuple(kvs[:limit]), revision, True)
+    return RangeResult(tuple(kvs), revision, False)
 
 
 def _next_expiry(conn: sqlite3.Connection) -> float | None:
