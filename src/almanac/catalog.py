@@ -167,8 +167,8 @@ class HookWork:
                 _log.exception("A commit hook's finish callback failed")
 
 
-CommitHook = Callable[[CatalogVersion, CatalogVersion], "HookWork | None"]
-"""``hook(base, new)``: see ``Catalog.add_commit_hook``."""
+CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
+"""``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""
 
 
 class Catalog:
@@ -396,12 +396,12 @@ class Catalog:
                 )
                 compares: list[Compare] = []
                 ops: list[Op] = []
-                new = apply_update(base, update) if attach or self._hooks else None
+                new = apply_update(base, update, planned.catalog)
                 if attach is not None and new is not None:
                     more = _attachment(attach(base, new))
                     compares += more[0]
                     ops += more[1]
-                works = self._hook_work(base, new)
+                works = self._hook_work(base, new, update)
                 token = None
                 try:
                     for work in works:
@@ -412,7 +412,7 @@ class Catalog:
                     for work in works:
                         work.finished(token is not None)
                 if token is not None:
-                    self.on_update(update, token)
+                    self._apply(update, token, base, new)
                     break
                 self._log.catch_up(self)  # the winner's version, before anything else
             if attach is not None and self._log.latest_version() < update.version:
@@ -572,6 +572,17 @@ class Catalog:
 
     def on_update(self, update: VersionedUpdate, token: int) -> None:
         """Apply one version; versions already applied are ignored."""
+        self._apply(update, token)
+
+    def _apply(
+        self,
+        update: VersionedUpdate,
+        token: int,
+        base: CatalogVersion | None = None,
+        new: CatalogVersion | None = None,
+    ) -> None:
+        """``on_update``; a committer passes the catalog it built from ``base``,
+        used when ``base`` is still the latest here, so it is built once."""
         with self._apply_lock:
             state = self._state
             latest = state.earliest + len(state.catalogs) - 1
@@ -582,7 +593,8 @@ class Catalog:
                     f"Update log skipped from version {latest} to {update.version}",
                     version=update.version,
                 )
-            snapshot = apply_update(state.catalogs[-1], update)
+            last = state.catalogs[-1]
+            snapshot = new if new is not None and last is base else apply_update(last, update)
             self._clock.update(update.commit_time)
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
@@ -727,17 +739,19 @@ class Catalog:
     def checkpoint_log(self, version: int | None = None) -> int:
         """Store the whole catalog at ``version`` (the latest by default) and
         delete the older log entries, never past a version a reader pins.
-        Returns the earliest version available afterwards."""
+        Returns the earliest version available afterwards. Also deletes
+        what an interrupted earlier checkpoint left behind."""
         check.optional_int(version, "Parameter 'version' of Catalog.checkpoint_log")
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
-        oldest_pin, _ = self._log.oldest_pinned()
+        oldest_pin, pins_revision = self._log.oldest_pinned()
         if oldest_pin is not None:
             target = min(target, oldest_pin)
         if target <= self.earliest_version:
+            self._log.finish_truncation()
             return self.earliest_version
-        if self._log.truncate(self.catalog(target)):
+        if self._log.truncate(self.catalog(target), pins_revision):
             self.on_truncate(target)
             token = self._state.tokens[0]
             with contextlib.suppress(CatalogError):
@@ -789,9 +803,11 @@ class Catalog:
     # -- extension points ----------------------------------------------------
 
     def add_commit_hook(self, hook: CommitHook) -> None:
-        """Let ``hook(base, new)`` ride its compares and writes in the
+        """Let ``hook(base, new, update)`` ride its compares and writes in the
         transaction of every version this node commits (called again on
-        every attempt); it returns a ``HookWork`` or None. Layers above the
+        every attempt); it returns a ``HookWork`` or None. ``update`` is what
+        turns ``base`` into ``new``: its entries name the objects the version
+        changes, so a hook need not compare whole catalogs. Layers above the
         catalog keep their own state in step with a version this way (the
         data plane moves a table's Iceberg schema with its ALTER). A compare
         of a hook that fails makes the attempt retry, like a lost race."""
@@ -830,13 +846,13 @@ class Catalog:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def _hook_work(self, base: CatalogVersion, new: CatalogVersion | None) -> list[HookWork]:
-        if new is None:
-            return []
+    def _hook_work(
+        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
+    ) -> list[HookWork]:
         works: list[HookWork] = []
         try:
             for hook in list(self._hooks):
-                work = hook(base, new)
+                work = hook(base, new, update)
                 if work is not None:
                     check.instance(work, HookWork, "The result of a commit hook")
                     works.append(work)
