@@ -39,6 +39,7 @@ from almanac.metastore import (
 )
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import child, digest, table
+from tests.metastore.helpers import make_store
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
 CAP = 128
@@ -129,15 +130,18 @@ def capped(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FaultySto
     store.close()
 
 
-@pytest.mark.parametrize("kind", ["memory-capped", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory-capped", "sqlite", "etcd"])
 def test_a_checkpoint_truncates_ten_thousand_versions(
     kind: str, long_log: list[VersionedUpdate], tmp_path: Path
 ) -> None:
-    store: Metastore = (
-        MemoryMetastore(max_txn_ops=CAP)
-        if kind == "memory-capped"
-        else SqliteMetastore(tmp_path / "c.db", durability="normal")
-    )
+    store: Metastore
+    if kind == "memory-capped":
+        store = MemoryMetastore(max_txn_ops=CAP)
+    elif kind == "sqlite":
+        store = SqliteMetastore(tmp_path / "c.db", durability="normal")
+    else:
+        # A real etcd refuses any transaction above its cap of 128 operations.
+        store = make_store("etcd", tmp_path)
     try:
         load(store, long_log)
         with node(store) as cat:
