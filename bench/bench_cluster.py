@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import threading
 import time
@@ -136,7 +137,7 @@ def catalog_propagation(uri: str, samples: int) -> list[float]:
             start = time.perf_counter()
             version = a.execute([create_table(f"T{i}")]).version
             with arrived:
-                if not arrived.wait_for(lambda v=version: v in heard, PATIENCE_S):
+                if not arrived.wait_for(functools.partial(heard.__contains__, version), PATIENCE_S):
                     raise RuntimeError(f"node B never heard version {version}")
                 out.append(heard[version] - start)
         return out

@@ -6,6 +6,7 @@ same catalog, byte for byte, at every version."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 from almanac.etcd_local import LocalEtcd
@@ -97,6 +98,10 @@ def _errors_of(node: NodeProcess) -> list[dict[str, object]]:
     return [r for r in read_outcomes([node.outcomes]) if r["event"] == "error"]
 
 
+def _failed_twice(node: NodeProcess) -> bool:
+    return len(_errors_of(node)) >= 2
+
+
 def test_losing_quorum_fails_within_the_bound_and_resumes(
     etcd: LocalEtcd, nodes: Nodes, store: Metastore
 ) -> None:
@@ -112,7 +117,7 @@ def test_losing_quorum_fails_within_the_bound_and_resumes(
         etcd.kill(index)
     # Every node keeps calling execute; each call must come back with the error.
     for node in (a, b):
-        wait_for(lambda node=node: len(_errors_of(node)) >= 2, f"errors on {node.name}")
+        wait_for(functools.partial(_failed_twice, node), f"errors on {node.name}")
     for index in down:
         etcd.restart(index, wait=False)
     etcd.wait_healthy()
