@@ -56,6 +56,14 @@ from almanac.metastore import (
     Put,
     Range,
 )
+from almanac.nodes import (
+    NODE_TTL_S,
+    NodeInfo,
+    NodeRegistration,
+    check_node_name,
+    default_node_name,
+    list_nodes,
+)
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 
 __all__ = [
@@ -185,7 +193,18 @@ class Catalog:
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         root: Path | None = None,
         target: str = "memory://",
+        node_name: str | None = None,
+        node_ttl_s: float = NODE_TTL_S,
     ) -> None:
+        """``node_name`` names this node among the live nodes of the catalog
+        (default ``<hostname>-<pid>``); a name a live node holds is refused
+        with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
+        outlives a crash of its process."""
+        name = (
+            default_node_name()
+            if node_name is None
+            else check_node_name(node_name, "Parameter 'node_name' of connect")
+        )
         self.target = target
         """How another process names this catalog (``connect(target)`` opens it)."""
         self.sync = sync
@@ -215,15 +234,34 @@ class Catalog:
         self._commits = 0
         self._hooks: list[CommitHook] = []
         self._closers: list[Callable[[], None]] = []
+        self._node: NodeRegistration | None = None
         try:
             log.start(self)
             if self.latest_version == 0:
                 self._commit_initial()
+            self._node = NodeRegistration(
+                log.store,
+                name,
+                applied=self.latest_version,
+                ttl_s=node_ttl_s,
+                fallback=node_name is None,
+            )
         except BaseException:
             log.close()
             raise
+        self.node_name = self._node.name
+        """This node's name among the live nodes of the catalog."""
+        _log.info(
+            "Node '%s' opened catalog %s at version %d", self.node_name, target, self.latest_version
+        )
 
     # -- reading -------------------------------------------------------------
+
+    def nodes(self) -> list[NodeInfo]:
+        """The live nodes of this catalog (this one included), by name, as
+        each last published itself."""
+        self._check_open()
+        return list_nodes(self._log.store)
 
     @property
     def delay_ms(self) -> int:
@@ -520,6 +558,12 @@ class Catalog:
         exc.context["concurrent_versions"] = tuple(range(seen + 1, base.version + 1))
         return exc
 
+    def describe(self, version: int) -> str:
+        """What one available version changed, naming the objects (for logs)."""
+        check.integer(version, "Parameter 'version' of Catalog.describe")
+        self.catalog(version)
+        return self._describe(version)
+
     def _describe(self, version: int) -> str:
         """What one version changed, naming the objects, for error messages."""
         state = self._state
@@ -596,6 +640,9 @@ class Catalog:
                 state.tokens.append(token)
                 self._deliver_locked(update.version, events)
                 self._cond.notify_all()
+            node = self._node
+            if node is not None:
+                node.saw(update.version)
 
     def _deliver_locked(self, version: int, events: list[Event]) -> None:
         """Hand a version's events to the dispatcher thread (caller holds
@@ -749,8 +796,18 @@ class Catalog:
         if policy is None:
             return
         self._commits += 1
-        if self._commits % policy.check_every:
-            return
+        if self._commits % policy.check_every == 0:
+            self.apply_retention()
+
+    def apply_retention(self) -> int:
+        """Checkpoint the log as far as this node's ``retention`` allows (and
+        no live node pins); returns the earliest version available. A node
+        runs it itself every ``check_every`` of its commits; a node that
+        only follows (``almanac node``) calls it on a schedule."""
+        self._check_open()
+        policy = self.retention
+        if policy is None:
+            return self.earliest_version
         latest = self.latest_version
         target = latest
         if policy.keep_versions is not None:
@@ -762,7 +819,8 @@ class Catalog:
             cutoff = bisect.bisect_right(state.activations, last_ts)
             target = min(target, state.earliest + max(cutoff - 1, 0))
         if target > self.earliest_version:
-            self.checkpoint_log(target)
+            return self.checkpoint_log(target)
+        return self.earliest_version
 
     # -- events --------------------------------------------------------------
 
@@ -870,6 +928,9 @@ class Catalog:
             dispatcher.join(timeout=5)  # a listener still running finishes on its own
         if executor is not None:
             executor.shutdown(wait=True)
+        if self._node is not None:
+            self._node.close()
+            _log.info("Node '%s' closed", self._node.name)
         self._log.close()
 
     def __enter__(self) -> Catalog:
