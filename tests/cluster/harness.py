@@ -36,7 +36,7 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE
         time.sleep(0.02)
 
 
-class NodeProcess:
+class RecordingNode:
     """One ``node_worker`` process; its outcomes go to ``outcomes`` (appended,
     so a restarted node keeps adding to the same file)."""
 

@@ -12,21 +12,21 @@ import os
 from almanac.etcd_local import LocalEtcd
 from almanac.metastore import Metastore
 from tests.cluster.conftest import TIMEOUT_S, Nodes
-from tests.cluster.harness import NodeProcess, audit, read_outcomes, wait_for
+from tests.cluster.harness import RecordingNode, audit, read_outcomes, wait_for
 
-DDL_PER_NODE = int(os.environ.get("ALMANAC_CLUSTER_DDL", "60"))
+DDL_PER_NODE = int(os.environ.get("ALMANAC_CLUSTER_DDL", "100"))
 """Tables each node creates in the concurrency test; the suite keeps it small
 (every node digests every version at the end), ``ALMANAC_CLUSTER_DDL=300``
 runs the full size."""
 
 
-def progress(node: NodeProcess, more: int) -> None:
+def progress(node: RecordingNode, more: int) -> None:
     """Wait until ``node`` has recorded ``more`` successful commands beyond now."""
     goal = node.successes() + more
     wait_for(lambda: node.successes() >= goal, f"{more} more commits on {node.name}")
 
 
-def converged(nodes: list[NodeProcess], store: Metastore, files: Nodes) -> dict[str, int]:
+def converged(nodes: list[RecordingNode], store: Metastore, files: Nodes) -> dict[str, int]:
     """Audit the log, then check that every node holds exactly the audited
     catalog at every version the log still has; returns the errors seen."""
     result = audit(store, read_outcomes(files.outcome_files()))
@@ -94,11 +94,11 @@ def test_killing_an_etcd_follower_is_invisible_to_ddl(
     _lose_one_member(etcd, nodes, store, leader=False)
 
 
-def _errors_of(node: NodeProcess) -> list[dict[str, object]]:
+def _errors_of(node: RecordingNode) -> list[dict[str, object]]:
     return [r for r in read_outcomes([node.outcomes]) if r["event"] == "error"]
 
 
-def _failed_twice(node: NodeProcess) -> bool:
+def _failed_twice(node: RecordingNode) -> bool:
     return len(_errors_of(node)) >= 2
 
 
