@@ -15,7 +15,7 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
-from almanac.schema_sync import MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
+from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
 __all__ = ["connect", "open_catalog"]
@@ -37,8 +37,10 @@ def connect(
 
     ``memory://`` is a fresh catalog in this process; a directory path (created
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
-    processes of one machine share. Table data goes to ``warehouse``, by
-    default ``<directory>/warehouse``; with ``janitor_interval_s`` this node
+    processes of one machine share; ``etcd://host:port,.../namespace`` is a
+    catalog on an etcd cluster, shared by nodes on many machines. Table data
+    goes to ``warehouse``, by default ``<directory>/warehouse`` (an etcd
+    target has no default: pass one); with ``janitor_interval_s`` this node
     also cleans it periodically (see ``almanac janitor``). ``durability`` is
     ``"full"`` (every version fsynced) or ``"normal"`` (see
     ``almanac.metastore.sqlite``).
@@ -83,6 +85,8 @@ def connect(
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:
     if target.kind == "memory":
         return MemoryMetastore(), MEMORY_DEFAULTS
+    if target.kind == "etcd":
+        return open_metastore(target.store_uri), ETCD_DEFAULTS
     root = target.root
     assert root is not None
     if target.kind == "directory":
@@ -107,8 +111,10 @@ def open_catalog(
 
     ``memory://`` is a fresh catalog in this process; a directory path (created
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
-    processes of one machine share. ``delay_ms`` and ``max_clock_skew_ms``
-    default to 0/0 in memory and to ``SQLITE_DEFAULTS`` on SQLite.
+    processes of one machine share; ``etcd://host:port,.../namespace`` is a
+    catalog on an etcd cluster. ``delay_ms`` and ``max_clock_skew_ms``
+    default to 0/0 in memory, to ``SQLITE_DEFAULTS`` on SQLite and to
+    ``ETCD_DEFAULTS`` (500/500) on etcd.
 
     ``durability`` is how hard a SQLite commit is made to stick: ``"full"``
     (the default) fsyncs every version, so it survives a power cut;

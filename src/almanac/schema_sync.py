@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from almanac.clock import LOGICAL_BITS
 from almanac.errors import CatalogError
 
-__all__ = ["MEMORY_DEFAULTS", "SQLITE_DEFAULTS", "SchemaSync"]
+__all__ = ["ETCD_DEFAULTS", "MEMORY_DEFAULTS", "SQLITE_DEFAULTS", "SchemaSync"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +54,8 @@ SQLITE_DEFAULTS = SchemaSync(delay_ms=10, max_clock_skew_ms=2)
 """Processes of one machine share its clock; a small delay gives followers
 (which poll the file every few milliseconds) time to apply a version before
 it becomes active."""
+
+ETCD_DEFAULTS = SchemaSync(delay_ms=500, max_clock_skew_ms=500)
+"""Nodes on different machines: Apache Ignite's defaults for a distributed
+catalog (clocks kept within 500 ms by NTP; a version activates 500 ms after
+its commit, time enough for every node's watch to deliver it)."""

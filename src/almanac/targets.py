@@ -8,10 +8,18 @@ target                         kind       the metastore behind it
 ``memory://``                  memory     a fresh store in this process only
 ``./data``, ``/abs/dir``       directory  ``<dir>/catalog.db`` (SQLite)
 ``sqlite:///abs/path/file.db`` sqlite     that SQLite file (percent-decoded)
+``etcd://h1:p1,h2:p2/ns``      etcd       an etcd cluster, keys under ``ns/``
 =============================  =========  ======================================
 
+An etcd target lists one or more ``host:port`` client endpoints, an optional
+namespace (segments of letters, digits, ``_.-`` joined by ``/``; several
+catalogs share a cluster under different namespaces) and an optional
+``?timeout=S``, the bound in seconds of every metastore call (5 by default).
+It has no directory, so no default warehouse: pass
+``almanac.connect(uri, warehouse=...)`` for table data.
+
 A string with a URI scheme (``word:``) is never read as a directory: only the
-two schemes above are known, so ``memory:/`` or ``foo://x`` is refused instead
+three schemes above are known, so ``memory:/`` or ``foo://x`` is refused instead
 of quietly making a folder of that name (write ``./memory:`` if you mean one).
 Blank targets, surrounding whitespace, NUL characters and text that is not
 valid Unicode are refused too. :func:`parse_target` is pure: it touches no
@@ -21,6 +29,7 @@ at the time of parsing.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -37,20 +46,31 @@ STORE_FILE = "catalog.db"
 
 MEMORY = "memory://"
 _SQLITE = "sqlite://"
+_ETCD = "etcd://"
+_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>[0-9]+)$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
-_FORMS = "memory://, sqlite:///abs/path/file.db or a directory path"
+_FORMS = (
+    "memory://, sqlite:///abs/path/file.db, etcd://host:port[,host:port...][/namespace] "
+    "or a directory path"
+)
 
-TargetKind = Literal["memory", "directory", "sqlite"]
+TargetKind = Literal["memory", "directory", "sqlite", "etcd"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """A parsed catalog target. ``path`` is the catalog directory (directory),
-    the database file (sqlite), or ``None`` (memory); it is always absolute.
+    the database file (sqlite), or ``None`` (memory, etcd); it is always
+    absolute. An etcd target has its ``endpoints``, ``namespace`` and call
+    bound ``timeout_s`` (``None``: the backend's default).
     ``str(target)`` is the canonical text, and ``parse_target(str(t)) == t``."""
 
     kind: TargetKind
     path: Path | None = None
+    endpoints: tuple[str, ...] = ()
+    namespace: str = ""
+    timeout_s: float | None = None
 
     @property
     def durable(self) -> bool:
@@ -59,7 +79,7 @@ class Target:
 
     @property
     def store_path(self) -> Path | None:
-        """The SQLite file holding the metastore, or ``None`` in memory."""
+        """The SQLite file holding the metastore, or ``None`` (memory, etcd)."""
         if self.path is None:
             return None
         return self.path / STORE_FILE if self.kind == "directory" else self.path
@@ -67,6 +87,8 @@ class Target:
     @property
     def store_uri(self) -> str:
         """The metastore URI another process opens (``open_metastore`` reads it)."""
+        if self.kind == "etcd":
+            return str(self)
         store = self.store_path
         return MEMORY if store is None else _SQLITE + quote(str(store))
 
@@ -89,6 +111,13 @@ class Target:
             return MEMORY
         if self.kind == "sqlite":
             return _SQLITE + quote(str(self.path))
+        if self.kind == "etcd":
+            text = _ETCD + ",".join(self.endpoints)
+            if self.namespace:
+                text += "/" + self.namespace
+            if self.timeout_s is not None:
+                text += f"?timeout={self.timeout_s:g}"
+            return text
         return str(self.path)
 
 
@@ -139,7 +168,9 @@ def parse_target(target: object) -> Target:
             return Target("memory")
         if text.startswith(_SQLITE):
             return Target("sqlite", _sqlite_path(text))
-        if scheme.group(1).lower() in ("memory", "sqlite"):
+        if text.startswith(_ETCD):
+            return _etcd_target(text)
+        if scheme.group(1).lower() in ("memory", "sqlite", "etcd"):
             raise _refuse(target, "is malformed", "target-form")
         raise _refuse(target, f"has the unsupported scheme '{scheme.group(1)}:'", "target-scheme")
     return Target("directory", Path(os.path.abspath(text)))
@@ -163,3 +194,51 @@ def _sqlite_path(text: str) -> Path:
     except UnicodeEncodeError:
         raise _refuse(text, "is not valid Unicode", "target-unicode") from None
     return Path(os.path.normpath(raw))
+
+
+def _etcd_target(text: str) -> Target:
+    rest = text[len(_ETCD) :]
+    rest, _, query = rest.partition("?")
+    hosts, _, namespace = rest.partition("/")
+    if not hosts:
+        raise _refuse(text, "lists no etcd endpoint (etcd://host:port,...)", "target-form")
+    endpoints = tuple(hosts.split(","))
+    for endpoint in endpoints:
+        match = _ENDPOINT.match(endpoint)
+        if match is None:
+            raise _refuse(
+                text, f"has the endpoint {endpoint!r}, which is not host:port", "target-form"
+            )
+        if not 1 <= int(match["port"]) <= 65535:
+            raise _refuse(text, f"has the port {match['port']}, outside 1..65535", "target-port")
+    if len(set(endpoints)) != len(endpoints):
+        raise _refuse(text, "lists an endpoint twice", "target-form")
+    if namespace and not _NAMESPACE.match(namespace):
+        raise _refuse(
+            text,
+            f"has the namespace {namespace!r}: use segments of letters, digits, '_', '.' "
+            "or '-' separated by single '/'",
+            "target-namespace",
+        )
+    if rest.endswith("/"):
+        raise _refuse(text, "has an empty namespace after '/'", "target-namespace")
+    return Target("etcd", endpoints=endpoints, namespace=namespace, timeout_s=_timeout(text, query))
+
+
+def _timeout(text: str, query: str) -> float | None:
+    if not query:
+        if text.endswith("?"):
+            raise _refuse(text, "has an empty query", "target-form")
+        return None
+    name, equals, value = query.partition("=")
+    if name != "timeout" or not equals:
+        raise _refuse(text, f"has the unknown option {query!r} (only timeout=S)", "target-form")
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise _refuse(
+            text, f"has timeout={value!r}: it must be a positive number of seconds", "target-form"
+        )
+    return seconds

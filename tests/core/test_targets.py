@@ -58,6 +58,26 @@ def test_canonical_text_parses_to_the_same_target(text: str) -> None:
     assert parse_target(t) is t
 
 
+def test_etcd_targets_name_endpoints_namespace_and_bound() -> None:
+    t = parse_target("etcd://127.0.0.1:2379,db2.local:2380/cats/prod?timeout=2.5")
+    assert t == Target(
+        "etcd",
+        endpoints=("127.0.0.1:2379", "db2.local:2380"),
+        namespace="cats/prod",
+        timeout_s=2.5,
+    )
+    assert (t.durable, t.root, t.store_path, t.default_warehouse) == (True, None, None, None)
+    assert parse_target(str(t)) == t and t.store_uri == str(t)
+    assert parse_target("etcd://h:1") == Target("etcd", endpoints=("h:1",))
+
+
+@pytest.mark.parametrize(
+    "text", ["etcd://h:1", "etcd://h:1,g:2/ns", "etcd://h:1/a/b.c-d_e?timeout=0.25"]
+)
+def test_etcd_canonical_text_round_trips(text: str) -> None:
+    assert str(parse_target(text)) == text
+
+
 @pytest.mark.parametrize(
     ("target", "fragment"),
     [
@@ -81,7 +101,26 @@ def test_canonical_text_parses_to_the_same_target(text: str) -> None:
         ("sqlite:///a%ffb.db", "not UTF-8"),
         ("sqlite:///a%C3.db", "not UTF-8"),
         ("foo://x", "unsupported scheme 'foo:'"),
-        ("etcd://localhost:2379", "unsupported scheme"),
+        ("etcd://", "no etcd endpoint"),
+        ("etcd:///ns", "no etcd endpoint"),
+        ("etcd://localhost", "not host:port"),
+        ("etcd://localhost:", "not host:port"),
+        ("etcd://a:1,,b:2", "not host:port"),
+        ("etcd://a:1,a:1", "endpoint twice"),
+        ("etcd://a:0", "outside 1..65535"),
+        ("etcd://a:65536", "outside 1..65535"),
+        ("etcd://a:x", "not host:port"),
+        ("etcd://a:1/", "empty namespace"),
+        ("etcd://a:1/ns/", "namespace"),
+        ("etcd://a:1//ns", "namespace"),
+        ("etcd://a:1/n s", "namespace"),
+        ("etcd://a:1/ns?timeout=0", "positive number"),
+        ("etcd://a:1/ns?timeout=-1", "positive number"),
+        ("etcd://a:1/ns?timeout=nan", "positive number"),
+        ("etcd://a:1/ns?timeout=", "positive number"),
+        ("etcd://a:1/ns?wait=1", "unknown option"),
+        ("etcd://a:1?", "empty query"),
+        ("ETCD://a:1", "malformed"),
         ("file:///tmp/x", "unsupported scheme"),
         ("data:v1", "unsupported scheme"),
         (5, "must be a str or a path, not int"),

@@ -12,9 +12,13 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
-from almanac.metastore import Compare, MemoryMetastore, Metastore, Put, SqliteMetastore
+import pytest
 
-BACKENDS = ("memory", "sqlite")
+from almanac.etcd_local import LocalEtcd
+from almanac.metastore import Compare, MemoryMetastore, Metastore, Put, SqliteMetastore
+from almanac.metastore.etcd import EtcdMetastore
+
+BACKENDS = ("memory", "sqlite", "etcd")
 
 # Generous bound for anything that waits on another thread or process; tests
 # never assert that something happened *fast*, only that it happened.
@@ -42,7 +46,30 @@ def make_store(
     if backend == "sqlite":
         path = directory / "metastore.db"
         return SqliteMetastore(path) if clock is None else SqliteMetastore(path, clock=clock)
+    if backend == "etcd":
+        if clock is not None:
+            pytest.skip("etcd expires leases on its own clock; see tests/metastore/test_etcd.py")
+        return OwnedEtcdStore(LocalEtcd(1, fsync=False))
     raise ValueError(f"unknown backend {backend!r}")
+
+
+class OwnedEtcdStore(EtcdMetastore):
+    """A store on a fresh one-member cluster that it stops when closed, so
+    that every test starts at revision 0."""
+
+    def __init__(self, cluster: LocalEtcd, **options: object) -> None:
+        self.cluster = cluster
+        try:
+            super().__init__(cluster.endpoints, **options)  # type: ignore[arg-type]
+        except BaseException:
+            cluster.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.cluster.close()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = PATIENCE) -> bool:

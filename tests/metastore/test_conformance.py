@@ -302,6 +302,30 @@ def test_txn_rejects_writing_a_key_twice(store: Metastore) -> None:
     )
 
 
+def test_txn_above_max_txn_ops_is_refused_and_changes_nothing(backend: str, tmp_path: Path) -> None:
+    with (
+        MemoryMetastore(max_txn_ops=128) if backend == "memory" else make_store(backend, tmp_path)
+    ) as store:
+        limit = store.max_txn_ops
+        if limit is None:
+            pytest.skip(f"the {backend} backend has no cap on a transaction's size")
+        store.put("k", b"0")
+        before = store.revision
+        over = [Put(f"k{i}", b"v") for i in range(limit + 1)]
+        fits = [Compare.value("k", "==", b"0")] * limit
+        for compares, success, failure in [
+            ((), over, ()),
+            (fits, [Put("k", b"1")], over),
+            ([*fits, Compare.value("k", "==", b"0")], [Put("k", b"1")], ()),
+        ]:
+            with pytest.raises(InvalidArgumentError) as info:
+                store.txn(compares, success, failure)
+            assert info.value.context["limit"] == limit
+        assert store.revision == before
+        assert keys_of(store.range("")) == ["k"]
+        assert store.txn(fits, over[:limit]).succeeded
+
+
 def test_delete_and_delete_range(store: Metastore) -> None:
     for key in ["a", "a/1", "a/2", "b"]:
         store.put(key, key.encode())
@@ -521,12 +545,16 @@ def test_watch_callback_delivers_events_and_errors(store: Metastore) -> None:
 
 def test_keys_vanish_when_their_lease_expires(store: Metastore) -> None:
     lease = store.grant_lease(0.5)
+    # etcd grants whole seconds, at least its minimum TTL; keep_alive reports
+    # what was granted.
+    granted = store.keep_alive(lease)
+    assert granted >= 0.5
     store.put("l/a", b"1", lease)
     store.put("l/b", b"2", lease)
     store.put("keep", b"3")
     assert current(store, "l/a").lease == lease
     remaining = store.lease_ttl(lease)
-    assert remaining is not None and 0 < remaining <= 0.5
+    assert remaining is not None and 0 < remaining <= granted
     # Nobody touches the store while the watch waits: only the background
     # sweeper can expire the lease and wake it.
     with store.watch("l/", 4) as watch:
@@ -829,7 +857,14 @@ def test_open_metastore_maps_uris_to_backends(tmp_path: Path) -> None:
     with open_metastore(str(tmp_path)) as by_directory:  # a catalog directory's catalog.db
         assert isinstance(by_directory, SqliteMetastore)
         assert current(by_directory, "b").value == b"2"
-    for bad in ["etcd://localhost:2379", "sqlite://relative.db", "memory://x", "memory:/", ""]:
+    for bad in [
+        "etcd://localhost",
+        "etcd://h:1/ns/",
+        "sqlite://relative.db",
+        "memory://x",
+        "memory:/",
+        "",
+    ]:
         with pytest.raises(InvalidArgumentError):
             open_metastore(bad)
 

@@ -6,6 +6,8 @@ across processes (Spark's commit workers receive a URI, not an object):
 * ``memory://`` - a fresh in-process store (tests);
 * ``sqlite:///abs/path.db`` - a SQLite file shared by the processes of one
   machine;
+* ``etcd://h1:p1,h2:p2/ns?timeout=S`` - an etcd cluster, keys under ``ns/``
+  (see :mod:`almanac.metastore.etcd`);
 * a catalog directory - its ``catalog.db``.
 
 ``durability`` ("full", the default, or "normal") picks a SQLite file's
@@ -79,13 +81,19 @@ __all__ = [
 def open_metastore(uri: str, *, durability: str = "full") -> Metastore:
     """Open the metastore behind a catalog target or a store URI (both are read
     by :func:`almanac.targets.parse_target`): ``memory://``, ``sqlite:///abs/
-    path.db``, or a catalog directory (its ``catalog.db``, which is not created
-    here). The caller owns (and closes) the store."""
+    path.db``, ``etcd://host:port,.../namespace``, or a catalog directory (its
+    ``catalog.db``, which is not created here). The caller owns (and closes)
+    the store."""
     from almanac.targets import parse_target
 
     try:
         target = parse_target(uri)
     except ValidationError as exc:
         raise InvalidArgumentError(f"Invalid metastore URI: {exc}", uri=repr(uri)) from None
+    if target.kind == "etcd":
+        from almanac.metastore.etcd import DEFAULT_TIMEOUT_S, EtcdMetastore
+
+        timeout = DEFAULT_TIMEOUT_S if target.timeout_s is None else target.timeout_s
+        return EtcdMetastore(target.endpoints, namespace=target.namespace, timeout_s=timeout)
     store = target.store_path
     return MemoryMetastore() if store is None else SqliteMetastore(store, durability=durability)

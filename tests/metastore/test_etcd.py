@@ -1,0 +1,313 @@
+"""What only a real etcd cluster can show: members that die and come back,
+leader elections, a bound on every call, namespaces sharing one cluster,
+and a catalog running on it. Everything waits on conditions, never on time."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import almanac
+from almanac.errors import CompactedError, InvalidArgumentError, MetastoreUnavailableError
+from almanac.etcd_local import LocalEtcd
+from almanac.log import UpdateLog
+from almanac.metastore import Compare, DeleteRange, Put, WatchEvent, open_metastore
+from almanac.metastore.etcd import EtcdMetastore
+
+from .helpers import PATIENCE, cas_increment, wait_until
+
+
+@pytest.fixture(scope="module")
+def trio() -> Iterator[LocalEtcd]:
+    """One 3-member cluster for the tests that take members apart; every
+    test leaves all three running."""
+    with LocalEtcd(3, fsync=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+def _restore(cluster: LocalEtcd) -> None:
+    for index in range(len(cluster.members)):
+        cluster.restart(index)
+    cluster.wait_healthy()
+
+
+def _drain(watch: object, count: int) -> list[WatchEvent]:
+    events: list[WatchEvent] = []
+    deadline = time.monotonic() + PATIENCE
+    while len(events) < count and time.monotonic() < deadline:
+        event = watch.next(timeout=0.5)  # type: ignore[attr-defined]
+        if event is not None:
+            events.append(event)
+    return events
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def test_an_unreachable_cluster_raises_unavailable_within_the_bound_then_recovers() -> None:
+    with (
+        LocalEtcd(1, fsync=False) as cluster,
+        EtcdMetastore(cluster.endpoints, timeout_s=1.0) as store,
+    ):
+        store.put("k", b"1")
+        cluster.stop(0)
+        for call in (lambda: store.get("k"), lambda: store.put("k", b"2")):
+            with pytest.raises(MetastoreUnavailableError) as info:
+                call()
+            assert cluster.endpoints[0] in str(info.value)
+            assert info.value.context["endpoints"] == tuple(cluster.endpoints)
+        cluster.restart(0)
+        assert wait_until(lambda: _answers(store))
+        assert store.put("k", b"3") == store.revision
+        kv = store.get("k")
+        assert kv is not None and kv.value == b"3"
+
+
+def _answers(store: EtcdMetastore) -> bool:
+    try:
+        store.get("k")
+    except MetastoreUnavailableError:
+        return False
+    return True
+
+
+def test_the_servers_txn_cap_is_the_declared_one() -> None:
+    with LocalEtcd(1, fsync=False) as cluster, EtcdMetastore(cluster.endpoints) as store:
+        limit = store.max_txn_ops
+        assert limit == 128
+        ops = tuple(Put(f"k{i}", b"v") for i in range(limit))
+        assert store.txn([], ops).succeeded
+        # Past our own check, the server refuses one more op the same way.
+        with pytest.raises(InvalidArgumentError, match="too many operations"):
+            store._txn((), (*ops, Put("extra", b"v")), ())
+        assert store.get("extra") is None
+
+
+def test_open_metastore_opens_etcd_targets_with_namespace_and_bound(namespace: str) -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        with open_metastore(f"{cluster.uri}/{namespace}?timeout=2") as store:
+            assert isinstance(store, EtcdMetastore)
+            assert (store.namespace, store.timeout_s) == (namespace, 2.0)
+            store.put("k", b"v")
+        with EtcdMetastore(cluster.endpoints) as raw:
+            assert [kv.key for kv in raw.range("").kvs] == [f"{namespace}/k"]
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def test_namespaces_share_a_cluster_without_seeing_each_other(trio: LocalEtcd) -> None:
+    with (
+        EtcdMetastore(trio.endpoints, namespace="cat/a") as a,
+        EtcdMetastore(trio.endpoints, namespace="cat/b") as b,
+        EtcdMetastore(trio.endpoints, namespace="cat") as parent,
+    ):
+        start = a.revision
+        watch_b = b.watch("", start + 1)
+        a.put("k", b"a")
+        b.put("k", b"b")
+        assert a.txn([Compare.value("k", "==", b"a")], [DeleteRange("")]).succeeded
+        assert a.range("").kvs == ()
+        kv = b.get("k")
+        assert kv is not None and kv.value == b"b"
+        # Revisions are the cluster's: b's write came after a's.
+        assert kv.mod_revision == start + 2
+        event = watch_b.next(timeout=PATIENCE)
+        assert event is not None and (event.kv.key, event.kv.value) == ("k", b"b")
+        assert watch_b.next(timeout=0.5) is None
+        watch_b.close()
+        assert [kv.key for kv in parent.range("").kvs] == ["b/k"]
+
+
+# --------------------------------------------------------------------------- failover
+
+
+def test_killing_the_leader_mid_stream_loses_and_repeats_nothing(
+    trio: LocalEtcd, namespace: str
+) -> None:
+    with EtcdMetastore(trio.endpoints, namespace=namespace) as store:
+        start = store.revision
+        watch = store.watch("", start + 1)
+        total = 150
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                cas_increment(store, "counter", total)
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                done.set()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert wait_until(lambda: _value(store) >= 20 or done.is_set())
+        leader = trio.leader()
+        assert leader is not None
+        trio.kill(leader)
+        try:
+            assert done.wait(PATIENCE * 4)
+            writer.join()
+            assert errors == []
+            assert _value(store) == total
+            events = _drain(watch, total)
+            assert [int(e.kv.value) for e in events] == list(range(1, total + 1))
+            revisions = [e.revision for e in events]
+            assert revisions == sorted(set(revisions))
+            assert watch.next(timeout=0.5) is None
+        finally:
+            watch.close()
+            _restore(trio)
+
+
+def _value(store: EtcdMetastore) -> int:
+    kv = store.get("counter")
+    return int(kv.value) if kv else 0
+
+
+def test_a_watch_resumes_across_a_member_restart(trio: LocalEtcd, namespace: str) -> None:
+    # The watcher talks to member 0 first; the writer never does.
+    watcher = EtcdMetastore(trio.endpoints, namespace=namespace)
+    writer = EtcdMetastore(trio.endpoints[1:], namespace=namespace)
+    try:
+        start = writer.revision
+        watch = watcher.watch("", start + 1)
+        writer.put("k", b"0")
+        assert _drain(watch, 1)[0].kv.value == b"0"
+        trio.kill(0)
+        for index in range(1, 11):
+            writer.put("k", str(index).encode())
+        trio.restart(0)
+        writer.put("k", b"11")
+        events = _drain(watch, 11)
+        assert [e.kv.value for e in events] == [str(i).encode() for i in range(1, 12)]
+        assert [e.prev_kv.value for e in events if e.prev_kv] == [
+            str(i).encode() for i in range(11)
+        ]
+        assert watch.next(timeout=0.5) is None
+        watch.close()
+    finally:
+        watcher.close()
+        writer.close()
+        _restore(trio)
+
+
+def test_a_watch_whose_resume_point_was_compacted_raises(trio: LocalEtcd, namespace: str) -> None:
+    # Only member 0 serves the watcher, so it cannot resume while it is down.
+    watcher = EtcdMetastore(trio.endpoints[:1], namespace=namespace)
+    writer = EtcdMetastore(trio.endpoints[1:], namespace=namespace)
+    try:
+        start = writer.revision
+        watch = watcher.watch("", start + 1)
+        writer.put("k", b"0")
+        assert len(_drain(watch, 1)) == 1
+        trio.kill(0)
+        for index in range(5):
+            writer.put("k", str(index).encode())
+        writer.compact(writer.revision)
+        trio.restart(0)
+        with pytest.raises(CompactedError) as info:
+            _drain(watch, 1)
+        assert info.value.revision == start + 2
+        assert info.value.compact_revision == writer.revision
+        watch.close()
+    finally:
+        watcher.close()
+        writer.close()
+        _restore(trio)
+
+
+# --------------------------------------------------------------------------- leases
+
+
+def test_a_kept_alive_lease_outlives_its_ttl_and_expires_once_left_alone() -> None:
+    with LocalEtcd(1, fsync=False) as cluster, EtcdMetastore(cluster.endpoints) as store:
+        lease = store.grant_lease(0.2)
+        granted = store.keep_alive(lease)
+        # Whole seconds, at least etcd's minimum TTL, reported as granted.
+        assert granted >= 1 and granted == int(granted)
+        store.put("k", b"v", lease)
+        until = time.monotonic() + 2 * granted
+        while time.monotonic() < until:
+            assert store.keep_alive(lease) == granted
+            assert store.get("k") is not None
+            time.sleep(granted / 4)
+        assert wait_until(lambda: store.get("k") is None)
+        assert store.lease_ttl(lease) is None
+
+
+# --------------------------------------------------------------------------- a catalog on etcd
+
+
+def test_catalog_nodes_on_etcd_run_ddl_converge_and_checkpoint(
+    trio: LocalEtcd, namespace: str, tmp_path: Path
+) -> None:
+    uri = f"{trio.uri}/{namespace}"
+    with (
+        almanac.connect(uri, delay_ms=0, max_clock_skew_ms=0) as one,
+        almanac.connect(uri, delay_ms=0, max_clock_skew_ms=0) as two,
+    ):
+        assert one.target == uri
+        one.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR)")
+        two.sql("ALTER TABLE t ADD COLUMN w INT")
+        # Truncation deletes one key per version in one transaction; keep it
+        # under etcd's 128-op cap until truncation batches by max_txn_ops.
+        for index in range(100):
+            (one if index % 2 else two).sql(f"CREATE TABLE x{index} (id INT PRIMARY KEY)")
+        latest = one.latest_version
+        assert wait_until(lambda: two.latest_version == latest)
+        assert one.catalog(latest) == two.catalog(latest)
+        assert one.checkpoint_log() == latest
+        assert wait_until(lambda: two.earliest_version == latest)
+        table = two.catalog().table("T")
+        assert table is not None and [c.name for c in table.columns] == ["ID", "V", "W"]
+    with almanac.connect(uri, delay_ms=0, max_clock_skew_ms=0) as again:
+        assert (again.earliest_version, again.latest_version) == (latest, latest)
+
+
+def test_a_follower_cut_off_past_a_compaction_catches_up(trio: LocalEtcd, namespace: str) -> None:
+    alone = EtcdMetastore(trio.endpoints[:1], namespace=namespace)
+    uri = f"etcd://{','.join(trio.endpoints[1:])}/{namespace}"
+    try:
+        with almanac.connect(uri, delay_ms=0, max_clock_skew_ms=0) as writer:
+            writer.sql("CREATE TABLE a (id INT PRIMARY KEY)")
+            follower = almanac.Catalog(UpdateLog(alone))
+            try:
+                assert wait_until(lambda: follower.latest_version == writer.latest_version)
+                trio.kill(0)
+                for index in range(5):
+                    writer.sql(f"CREATE TABLE b{index} (id INT PRIMARY KEY)")
+                writer.metastore.compact(writer.metastore.revision)
+                trio.restart(0)
+                latest = writer.latest_version
+                assert wait_until(lambda: follower.latest_version == latest)
+                assert follower.catalog(latest) == writer.catalog(latest)
+                assert not follower.closed
+            finally:
+                follower.close()
+    finally:
+        alone.close()
+        _restore(trio)
+
+
+def test_a_data_commit_on_an_etcd_catalog(trio: LocalEtcd, namespace: str, tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    from almanac.data import read_table, write_table
+
+    uri = f"{trio.uri}/{namespace}"
+    with almanac.connect(uri, delay_ms=0, warehouse=str(tmp_path / "wh")) as cat:
+        cat.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)")
+        write_table(cat, "T", pa.table({"ID": [1, 2], "V": [10, 20]}))
+        write_table(cat, "T", pa.table({"ID": [3], "V": [30]}))
+        assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2, 3]
