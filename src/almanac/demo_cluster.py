@@ -116,12 +116,11 @@ def concurrent_ddl(writers: list[almanac.Catalog], round_: str, tables: int) -> 
     return time.perf_counter() - started
 
 
-def spark_ctas(target: str, root: Path) -> None:
-    """CREATE TABLE AS SELECT through Spark against the etcd target."""
+def spark_session(root: Path) -> Any:
+    """A local session, started before this process opens any etcd client:
+    gRPC's threads and the fork that launches Spark's JVM do not mix."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
-
-    import almanac.spark
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -132,22 +131,26 @@ def spark_ctas(target: str, root: Path) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    try:
-        warehouse = str(root / "warehouse")
-        df = spark.range(200_000).selectExpr(
-            "id AS ID", "id % 97 AS CUSTOMER_ID", "CAST(id * 1.5 AS DOUBLE) AS AMOUNT"
-        )
-        result = almanac.spark.create_table_as_select(
-            target, "SALES.ORDERS", df, ["ID"], warehouse=warehouse
-        )
-        print(
-            f"  v{result.version}: CREATE TABLE SALES.ORDERS AS SELECT: {result.rows:,} rows "
-            f"in {result.files} files (table and data in one version)"
-        )
-        rows = almanac.spark.read_table(spark, target, "SALES.ORDERS", warehouse=warehouse)
-        print(f"  read back through Spark's native scan: {rows.count():,} rows")
-    finally:
-        spark.stop()
+    return spark
+
+
+def spark_ctas(spark: Any, target: str, root: Path) -> None:
+    """CREATE TABLE AS SELECT through Spark against the etcd target."""
+    import almanac.spark
+
+    warehouse = str(root / "warehouse")
+    df = spark.range(200_000).selectExpr(
+        "id AS ID", "id % 97 AS CUSTOMER_ID", "CAST(id * 1.5 AS DOUBLE) AS AMOUNT"
+    )
+    result = almanac.spark.create_table_as_select(
+        target, "SALES.ORDERS", df, ["ID"], warehouse=warehouse
+    )
+    print(
+        f"  v{result.version}: CREATE TABLE SALES.ORDERS AS SELECT: {result.rows:,} rows "
+        f"in {result.files} files (table and data in one version)"
+    )
+    rows = almanac.spark.read_table(spark, target, "SALES.ORDERS", warehouse=warehouse)
+    print(f"  read back through Spark's native scan: {rows.count():,} rows")
 
 
 def agreement(
@@ -156,7 +159,7 @@ def agreement(
     """Wait until every node applied the latest version; print each node's
     version and catalog digest. True when they all agree."""
     latest = max(cat.latest_version for cat in writers)
-    with almanac.connect(target) as fresh:
+    with almanac.connect(target, node_name="checker") as fresh:
         latest = max(latest, fresh.latest_version)
         for cat in writers:
             cat.catalog_ready(latest, timeout=PATIENCE_S)
@@ -168,7 +171,7 @@ def agreement(
             f"the almanac node processes to apply version {latest}",
         )
         rows = [(cat.node_name, "writer", *catalog_digest(cat)) for cat in writers]
-        rows.append((fresh.node_name, "fresh node, replayed from etcd", *catalog_digest(fresh)))
+        rows.append((fresh.node_name, "new node, replayed from etcd", *catalog_digest(fresh)))
         for info in fresh.nodes():
             if info.name in names:
                 rows.append((info.name, "almanac node process", info.applied, "(published)"))
@@ -189,40 +192,44 @@ def agreement(
 def run(root: Path, tables: int, spark: bool) -> int:
     print(f"Working directory: {root}")
     started = time.perf_counter()
-    with LocalEtcd(3, directory=root / "etcd") as etcd:
+    with LocalEtcd(3, directory=root / "etcd") as etcd, contextlib.ExitStack() as stack:
         target = f"{etcd.uri}/{NAMESPACE}"
         print(f"etcd: 3 members on {', '.join(etcd.endpoints)} (up in "
               f"{time.perf_counter() - started:.1f} s); catalog target {target}")  # fmt: skip
-        with contextlib.ExitStack() as stack:
-            writers = [
-                stack.enter_context(
-                    almanac.connect(
-                        target, delay_ms=0, max_clock_skew_ms=0, node_name=f"writer{i + 1}"
-                    )
-                )
-                for i in range(WRITERS)
-            ]
-            followers = stack.enter_context(follower_nodes(target, root))
-            print(f"{FOLLOWERS} `almanac node` processes follow it (logs in {root}/node*.log)")
-            seconds = concurrent_ddl(writers, "T", tables)
-            latest = max(cat.latest_version for cat in writers)
-            print(
-                f"{WRITERS} writers ran {2 * tables} DDL each at once: {3 * 2 * tables} "
-                f"versions in {seconds:.1f} s, latest v{latest}"
+        session = spark_session(root) if spark else None
+        if session is not None:
+            from almanac.spark.names import close_sessions
+
+            stack.callback(session.stop)
+            stack.callback(close_sessions)  # the job's catalog nodes, before etcd stops
+        followers = stack.enter_context(follower_nodes(target, root))
+        print(f"{FOLLOWERS} `almanac node` processes follow it (logs in {root}/node*.log)")
+        writers = [
+            stack.enter_context(
+                almanac.connect(target, delay_ms=0, max_clock_skew_ms=0, node_name=f"writer{i + 1}")
             )
-            if spark:
-                writers[0].execute([almanac.CreateSchema("SALES", if_not_exists=True)])
-                spark_ctas(target, root)
-            leader = etcd.leader()
-            assert leader is not None
-            etcd.kill(leader)
-            print(f"SIGKILLed the etcd leader, member m{leader}; writing on:")
-            seconds = concurrent_ddl(writers, "AFTER", tables)
-            print(
-                f"  {WRITERS} writers ran {2 * tables} more DDL each in {seconds:.1f} s "
-                "on the 2 surviving members"
-            )
-            same = agreement(writers, target, followers)
+            for i in range(WRITERS)
+        ]
+        before = max(cat.latest_version for cat in writers)
+        seconds = concurrent_ddl(writers, "T", tables)
+        latest = max(cat.latest_version for cat in writers)
+        print(
+            f"{WRITERS} writers ran {2 * tables} DDL each at once: versions {before + 1} to "
+            f"{latest} in {seconds:.1f} s"
+        )
+        if session is not None:
+            writers[0].execute([almanac.CreateSchema("SALES", if_not_exists=True)])
+            spark_ctas(session, target, root)
+        leader = etcd.leader()
+        assert leader is not None
+        etcd.kill(leader)
+        print(f"SIGKILLed the etcd leader, member m{leader}; writing on:")
+        seconds = concurrent_ddl(writers, "AFTER", tables)
+        print(
+            f"  {WRITERS} writers ran {2 * tables} more DDL each in {seconds:.1f} s "
+            "on the 2 surviving members"
+        )
+        same = agreement(writers, target, followers)
     print(f"Stopped everything this demo started ({time.perf_counter() - started:.0f} s in all)")
     return 0 if same else 1
 

@@ -21,12 +21,15 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.descriptors import Schema, Table
 from almanac.errors import NotFoundError, ValidationError
+from almanac.log import KEY_VERSION
+from almanac.metastore import open_metastore
 from almanac.targets import Target, parse_target
 
 __all__ = [
     "ReadPoint",
     "TableName",
     "catalog_session",
+    "close_sessions",
     "durable_target",
     "parse_name",
     "read_point",
@@ -70,7 +73,9 @@ _open: OrderedDict[tuple[str, str | None], _Open] = OrderedDict()
 _open_lock = threading.Lock()
 
 
-def _close_all() -> None:
+def close_sessions() -> None:
+    """Close the catalog nodes kept open between steps (also done at exit);
+    a process that stops its metastore first closes them before."""
     with _open_lock:
         entries = list(_open.values())
         _open.clear()
@@ -78,7 +83,16 @@ def _close_all() -> None:
         entry.catalog.close()
 
 
-atexit.register(_close_all)
+atexit.register(close_sessions)
+
+
+def _catalog_exists(target: Target) -> bool:
+    """A file target has its metastore file; an etcd target holds a version."""
+    if target.kind == "etcd":
+        with open_metastore(target.store_uri) as store:
+            return store.get(KEY_VERSION) is not None
+    path = target.store_path
+    return path is not None and path.exists()
 
 
 @contextlib.contextmanager
@@ -91,11 +105,14 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     an empty one at a mistyped path, and the job would then fail on a
     missing table instead."""
     parsed = durable_target(target)
-    path = parsed.store_path
-    if path is None or not path.exists():
+    if not _catalog_exists(parsed):
+        where = (
+            "no catalog version key"
+            if parsed.kind == "etcd"
+            else (f"no metastore file '{parsed.store_path}'")
+        )
         raise NotFoundError(
-            f"No catalog at '{target}' (no metastore file '{path}'); create it with "
-            "almanac.connect first",
+            f"No catalog at '{target}' ({where}); create it with almanac.connect first",
             kind="catalog",
             name=target,
         )
