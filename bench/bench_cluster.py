@@ -34,6 +34,10 @@ from almanac.log import KEY_VERSION, update_key
 from almanac.log_format import frame_update
 
 RUNS = 3
+RAW = asyncio.Runner()
+"""One event loop for every raw-client baseline, open for the whole run:
+gRPC's asyncio poller is shared by the process and calls back into the
+loops it served, so a loop closed between baselines makes it fail."""
 RAW_ATTEMPT_S = 0.25
 PATIENCE_S = 60.0
 
@@ -131,10 +135,8 @@ def bench_commits(commits: int) -> None:
             rate, size = ddl_rate(etcd.uri, commits)
             ours.append(rate)
             payload = b"x" * size
-            raw.append(asyncio.run(raw_rate(etcd.endpoints[0], commits, payload)))
-            two_trips.append(
-                asyncio.run(raw_read_then_cas_rate(etcd.endpoints[0], commits, payload))
-            )
+            raw.append(RAW.run(raw_rate(etcd.endpoints[0], commits, payload)))
+            two_trips.append(RAW.run(raw_read_then_cas_rate(etcd.endpoints[0], commits, payload)))
         a, b = statistics.median(ours), statistics.median(raw)
         c = statistics.median(two_trips)
         print(
@@ -209,7 +211,7 @@ def bench_propagation(samples: int) -> None:
         raw: list[float] = []
         for _ in range(RUNS):
             ours += catalog_propagation(etcd.uri, samples)
-            raw += asyncio.run(raw_propagation(etcd.endpoints[0], samples, b"x" * 600))
+            raw += RAW.run(raw_propagation(etcd.endpoints[0], samples, b"x" * 600))
         for name, q in (("p50", 0.5), ("p99", 0.99)):
             a, b = percentile(ours, q), percentile(raw, q)
             print(
@@ -278,7 +280,7 @@ def bench_resume() -> None:
         for _ in range(RUNS):
             ours.append(catalog_resume(etcd))
             etcd.wait_healthy()
-            raw.append(asyncio.run(raw_resume(etcd)))
+            raw.append(RAW.run(raw_resume(etcd)))
             etcd.wait_healthy()
         a, b = statistics.median(ours), statistics.median(raw)
         print(
@@ -296,6 +298,7 @@ def main() -> None:
     bench_commits(args.commits)
     bench_propagation(args.samples)
     bench_resume()
+    RAW.close()
 
 
 if __name__ == "__main__":
