@@ -54,6 +54,7 @@ from almanac.errors import (
     CompactedError,
     CorruptLogError,
     MetastoreError,
+    MetastoreUnavailableError,
     VersionNotFoundError,
     WaitTimeoutError,
 )
@@ -336,17 +337,29 @@ class UpdateLog:
             except CompactedError:
                 # History we had not read yet was compacted: re-read the state.
                 watch.close()
-                try:
-                    revision = self._catch_up(follower, applied)
-                    self._watch = self.store.watch(_PREFIX, revision + 1)
-                except CatalogError as exc:
-                    self._fail(exc)
+                if not self._resume_after_compaction(follower, applied):
                     return
             except (CatalogError, MetastoreError) as exc:
                 if self._closed.is_set():
                     return
                 self._fail(exc)
                 return
+
+    def _resume_after_compaction(self, follower: LogFollower, applied: int) -> bool:
+        """Re-read the log and watch again from where that leaves off; retried
+        while the metastore is unreachable. False once the follower stopped."""
+        while not self._closed.is_set():
+            try:
+                revision = self._catch_up(follower, applied)
+                self._watch = self.store.watch(_PREFIX, revision + 1)
+                return True
+            except MetastoreUnavailableError as exc:
+                _log.warning("Update log follower waits for the metastore: %s", exc)
+                self._closed.wait(0.2)
+            except CatalogError as exc:
+                self._fail(exc)
+                return False
+        return False
 
     def _fail(self, exc: BaseException) -> None:
         _log.error("Update log follower stopped: %s", exc)
@@ -402,6 +415,10 @@ class UpdateLog:
         while not self._closed.wait(self.pin_ttl_s / 3):
             try:
                 self.store.keep_alive(self._lease)
+            except MetastoreUnavailableError as exc:
+                # A cluster between leaders, or briefly out of reach: the
+                # lease outlives a few missed renewals, so keep trying.
+                _log.warning("Could not renew the lease of this node's version pins: %s", exc)
             except MetastoreError as exc:
                 if not self._closed.is_set():
                     _log.error("Lost the lease that holds this node's version pins: %s", exc)

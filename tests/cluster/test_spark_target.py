@@ -9,7 +9,7 @@ from almanac.spark.names import catalog_session, close_sessions
 
 
 def test_a_spark_job_opens_an_etcd_catalog_but_never_creates_one(etcd_target: str) -> None:
-    missing = r"No catalog at .*no catalog version key"
+    missing = r"No catalog at .*no catalog keys in that etcd namespace"
     with pytest.raises(almanac.NotFoundError, match=missing), catalog_session(etcd_target):
         pass
     with almanac.connect(etcd_target) as cat:

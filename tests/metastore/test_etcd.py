@@ -9,14 +9,28 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aetcd import rpc
 
 import almanac
 from almanac.errors import CompactedError, InvalidArgumentError, MetastoreUnavailableError
 from almanac.etcd_local import LocalEtcd
 from almanac.log import UpdateLog
-from almanac.metastore import Compare, DeleteRange, Put, WatchEvent, open_metastore
+from almanac.metastore import (
+    Compare,
+    Delete,
+    DeleteRange,
+    DeleteResponse,
+    Get,
+    GetResponse,
+    KeyValue,
+    Put,
+    PutResponse,
+    WatchEvent,
+    open_metastore,
+)
 from almanac.metastore.etcd import EtcdMetastore
 
 from .helpers import PATIENCE, cas_increment, wait_until
@@ -73,6 +87,12 @@ def test_an_unreachable_cluster_raises_unavailable_within_the_bound_then_recover
         assert kv is not None and kv.value == b"3"
 
 
+def test_connecting_to_an_unreachable_cluster_is_unavailable_not_a_hang() -> None:
+    # Nothing serves etcd on port 1 of the loopback.
+    with pytest.raises(MetastoreUnavailableError, match=r"127\.0\.0\.1:1\b"):
+        almanac.connect("etcd://127.0.0.1:1/nowhere?timeout=0.5")
+
+
 def _answers(store: EtcdMetastore) -> bool:
     try:
         store.get("k")
@@ -101,6 +121,87 @@ def test_open_metastore_opens_etcd_targets_with_namespace_and_bound(namespace: s
             store.put("k", b"v")
         with EtcdMetastore(cluster.endpoints) as raw:
             assert [kv.key for kv in raw.range("").kvs] == [f"{namespace}/k"]
+
+
+class _LostReplies(EtcdMetastore):
+    """Fault injection: the next ``lose`` writing transactions reach etcd and
+    apply, but their replies are lost as if the connection broke."""
+
+    lose = 0
+
+    def _stub_kv(self, index: int) -> Any:
+        stub = super()._stub_kv(index)
+        store = self
+
+        class Lossy:
+            Range = stub.Range
+            Compact = stub.Compact
+
+            async def Txn(self, request: Any, **options: Any) -> Any:
+                response = await stub.Txn(request, **options)
+                writes = any(
+                    op.HasField("request_put") or op.HasField("request_delete_range")
+                    for op in (*request.success, *request.failure)
+                )
+                if writes and store.lose > 0:
+                    store.lose -= 1
+                    raise rpc.AioRpcError(
+                        rpc.StatusCode.UNAVAILABLE, None, None, details="Socket closed"
+                    )
+                return response
+
+        return Lossy()
+
+
+def test_a_lost_reply_is_resolved_from_the_store_not_reported_as_a_lost_race() -> None:
+    with LocalEtcd(1, fsync=False) as cluster, _LostReplies(cluster.endpoints) as store:
+        store.put("k", b"0")
+        store.put("other", b"x")
+        before = store.revision
+        store.lose = 1
+        result = store.txn(
+            [Compare.value("k", "==", b"0")],
+            [Put("k", b"1"), Get("k"), Put("new", b"n"), Delete("other")],
+            [Put("k", b"failed")],
+        )
+        # Applied once, by the first attempt; the answer is that attempt's.
+        assert (result.succeeded, result.revision, store.revision) == (True, before + 1, before + 1)
+        assert result.responses == (
+            PutResponse(KeyValue("k", b"0", 1, 1, 1)),
+            GetResponse(KeyValue("k", b"1", 1, before + 1, 2)),
+            PutResponse(None),
+            DeleteResponse(1, (KeyValue("other", b"x", 2, 2, 1),)),
+        )
+        # A genuine lost race after a lost reply is still reported as one.
+        store.put("k", b"moved")
+        store.lose = 1
+        raced = store.txn([Compare.value("k", "==", b"1")], [Put("k", b"2")])
+        assert not raced.succeeded
+        kv = store.get("k")
+        assert kv is not None and kv.value == b"moved"
+
+
+def test_a_write_left_unsettled_reports_an_unknown_outcome() -> None:
+    with (
+        LocalEtcd(1, fsync=False) as cluster,
+        _LostReplies(cluster.endpoints, timeout_s=2.0) as store,
+    ):
+        store.put("k", b"0")
+        store.lose = 1
+        # A delete leaves no proof of having applied once the key is gone.
+        with pytest.raises(MetastoreUnavailableError) as info:
+            store.txn([Compare.exists("k")], [Delete("k")])
+        assert info.value.context["outcome"] == "unknown"
+        assert store.get("k") is None
+        # A lost put is settled by reading it back ...
+        store.lose = 1
+        assert store.put("j", b"1") == store.revision
+        # ... a delete whose replies are lost until the bound is not.
+        store.lose = 10**9
+        with pytest.raises(MetastoreUnavailableError) as again:
+            store.delete("j")
+        assert again.value.context["outcome"] == "unknown"
+        assert isinstance(again.value, almanac.RetryableError)
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -245,6 +346,29 @@ def test_a_kept_alive_lease_outlives_its_ttl_and_expires_once_left_alone() -> No
             time.sleep(granted / 4)
         assert wait_until(lambda: store.get("k") is None)
         assert store.lease_ttl(lease) is None
+
+
+def test_pins_outlive_an_outage_longer_than_the_call_bound(
+    namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        store = EtcdMetastore(cluster.endpoints, namespace=namespace, timeout_s=0.5)
+        cat = almanac.Catalog(UpdateLog(store, pin_ttl_s=2.0))
+        try:
+            with cat.pin(1):
+                lease = int(store.range("catalog.pin.").kvs[0].lease)
+                granted = store.keep_alive(lease)
+                cluster.stop(0)
+                assert wait_until(lambda: "Could not renew" in caplog.text)
+                cluster.restart(0)
+                # Renewals resume: the pin stays past several TTLs.
+                until = time.monotonic() + 3 * granted
+                while time.monotonic() < until:
+                    assert cat.oldest_pinned()[0] == 1
+                    time.sleep(granted / 4)
+        finally:
+            cat.close()
+            store.close()
 
 
 # --------------------------------------------------------------------------- a catalog on etcd

@@ -42,6 +42,7 @@ from almanac.metastore.engine import (
     expire_leases,
     revoke_lease_keys,
     state_at,
+    without_compacted_prev,
 )
 from almanac.metastore.types import (
     Compare,
@@ -114,6 +115,7 @@ __all__ = [
     "prefix_end",
     "revoke_lease_keys",
     "state_at",
+    "without_compacted_prev",
 ]
 
 
@@ -261,7 +263,9 @@ class Metastore(ABC):
     def watch(self, prefix: str, from_revision: int | None = None) -> Watch:
         """Every change under ``prefix`` with revision >= ``from_revision``.
 
-        Past changes are replayed first, then new ones follow. Without
+        Past changes are replayed first, then new ones follow. As in etcd, an
+        event at the compact revision comes without ``prev_kv`` (the state
+        before it was compacted away). Without
         ``from_revision`` only changes after the current revision arrive.
         Raises :class:`CompactedError` if ``from_revision`` is below the
         compact revision.

@@ -168,6 +168,18 @@ def compacted_error(revision: int, compact_revision: int) -> CompactedError:
     )
 
 
+def without_compacted_prev(events: Iterable[WatchEvent], compact_revision: int) -> list[WatchEvent]:
+    """Events as a watch delivers them: etcd reads an event's ``prev_kv`` at
+    the revision before it, so once that revision is compacted away (an
+    event at the compact revision itself) the event arrives without it."""
+    return [
+        WatchEvent(event.type, event.kv, None)
+        if event.prev_kv is not None and event.revision <= compact_revision
+        else event
+        for event in events
+    ]
+
+
 def check_read_revision(revision: int, current: int, compact_revision: int) -> None:
     if revision > current:
         raise MetastoreError(

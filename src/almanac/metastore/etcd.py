@@ -26,7 +26,9 @@ failing, the store checks whether the first attempt applied (every put of
 the branch holds our value at one revision newer than anything seen before
 sending: one revision is one transaction) and reports that outcome, with
 the responses rebuilt from the state just before it. A write still unsettled
-at the bound raises with ``outcome="unknown"`` in the error's context.
+at the bound raises with ``outcome="unknown"`` in the error's context. (A
+write without compares that lost its reply and is sent again may apply
+twice: a put writes the same value at a second revision.)
 Watches reconnect by themselves and resume from the revision after the last
 event delivered, so a restart or a leader change neither loses nor repeats
 an event; when that revision was compacted meanwhile they raise
@@ -116,8 +118,12 @@ _NOT_SENT = (
     "etcdserver: no leader",
     "etcdserver: not capable",
     "etcdserver: too many requests",
-    "etcdserver: server stopped",
 )
+# A member that lost its leader refuses at once ("no leader": not applied)
+# instead of holding the request until it times out, so the call moves on
+# to a member that can serve it; a watch there is cancelled and resumes
+# elsewhere.
+_LEADER = (("hasleader", "true"),)
 _TRANSIENT_CODES = (
     rpc.StatusCode.UNAVAILABLE,
     rpc.StatusCode.DEADLINE_EXCEEDED,
@@ -258,7 +264,12 @@ class EtcdMetastore(Metastore):
         while True:
             index = self._current
             try:
-                return await attempt(index)
+                # The bound holds even when one attempt hangs.
+                remaining = max(deadline - self._loop.time(), 0.001)
+                return await asyncio.wait_for(attempt(index), remaining)
+            except TimeoutError:
+                last = f"no reply within {self.timeout_s:g} s"
+                unknown = unknown or write
             except rpc.AioRpcError as exc:
                 if exc.code() not in _TRANSIENT_CODES:
                     raise _mapped(exc, self) from None
@@ -339,7 +350,9 @@ class EtcdMetastore(Metastore):
     def _current_revision(self) -> int:
         async def attempt(index: int) -> int:
             request = rpc.RangeRequest(key=self._raw_prefix or b"\0", count_only=True, limit=1)
-            response = await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+            response = await self._stub_kv(index).Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             return self._saw(response.header) - 1
 
         return self._run("a revision read", attempt, write=False)
@@ -362,7 +375,9 @@ class EtcdMetastore(Metastore):
         async def attempt(index: int) -> bool:
             request = rpc.RangeRequest(key=b"\0", count_only=True, revision=etcd_revision)
             try:
-                await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+                await self._stub_kv(index).Range(
+                    request, timeout=self._attempt_timeout(), metadata=_LEADER
+                )
             except rpc.AioRpcError as exc:
                 if exc.code() == rpc.StatusCode.OUT_OF_RANGE and "compacted" in exc.details():
                     return False
@@ -377,7 +392,9 @@ class EtcdMetastore(Metastore):
     def _read_range(self, prefix: str, revision: int | None, limit: int | None) -> RangeResult:
         async def attempt(index: int) -> RangeResult:
             request = self._range_request(prefix, revision, limit)
-            response = await self._stub_kv(index).Range(request, timeout=self._attempt_timeout())
+            response = await self._stub_kv(index).Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             current = self._saw(response.header) - 1
             kvs = tuple(self._kv(kv) for kv in response.kvs)
             return RangeResult(kvs, current if revision is None else revision, response.more)
@@ -387,6 +404,13 @@ class EtcdMetastore(Metastore):
         except _Compacted:
             assert revision is not None
             raise self._compacted(revision) from None
+        except _Future:
+            current = self._current_revision()
+            raise MetastoreError(
+                f"revision {revision} is in the future (current revision is {current})",
+                revision=revision,
+                current=current,
+            ) from None
 
     # -- transactions
 
@@ -463,63 +487,144 @@ class EtcdMetastore(Metastore):
             success=[self._request_op(op) for op in success],
             failure=[self._request_op(op) for op in failure],
         )
+        probe = rpc.TxnRequest(compare=request.compare, success=request.success)
         seen_before = self._seen
         sent_once = False
 
-        async def attempt(index: int) -> TxnResult:
+        async def send(message: rpc.TxnRequest, index: int) -> Any:
             nonlocal sent_once
             try:
-                response = await self._stub_kv(index).Txn(request, timeout=self._attempt_timeout())
+                response = await self._stub_kv(index).Txn(
+                    message, timeout=self._attempt_timeout(), metadata=_LEADER
+                )
             except rpc.AioRpcError as exc:
                 if exc.code() in _TRANSIENT_CODES and writes:
                     sent = not any(s in (exc.details() or "").lower() for s in _NOT_SENT)
                     sent_once = sent_once or sent
                 raise
-            revision = self._saw(response.header) - 1
-            if not response.succeeded and sent_once:
-                applied = await self._applied_earlier(index, success, seen_before)
-                if applied is not None:
-                    return applied
-            ops = success if response.succeeded else failure
+            except asyncio.CancelledError:
+                sent_once = sent_once or writes  # cut off by the bound mid-flight
+                raise
+            self._saw(response.header)
+            return response
+
+        def result(response: Any, ops: tuple[Op, ...]) -> TxnResult:
+            revision = int(response.header.revision) - 1
             return TxnResult(
                 bool(response.succeeded),
                 revision,
                 self._responses(ops, response.responses, revision),
             )
 
+        async def settle(index: int) -> TxnResult | None:
+            """After a lost reply: that attempt's result if it applied (or if
+            it had not, and the success branch runs now); ``None`` once it
+            is proved not to have applied. A failure branch is never run
+            before that proof: it may write."""
+            nonlocal sent_once
+            with contextlib.suppress(_Unsettled):
+                applied = await self._applied_earlier(index, success, seen_before)
+                if applied is not None:
+                    return applied
+            tried = await send(probe, index)
+            if tried.succeeded:
+                return result(tried, success)
+            # The lost attempt may have applied just before the probe.
+            applied = await self._applied_earlier(index, success, seen_before)
+            if applied is not None:
+                return applied
+            sent_once = False
+            return None
+
+        async def attempt(index: int) -> TxnResult:
+            if sent_once:
+                settled = await settle(index)
+                if settled is not None:
+                    return settled
+            response = await send(request, index)
+            return result(response, success if response.succeeded else failure)
+
         try:
             return self._run("a transaction", attempt, write=writes)
         except _LeaseMissing:
             raise LeaseNotFoundError(self._dead_lease(compares, success, failure)) from None
+        except _Unsettled as exc:
+            raise MetastoreUnavailableError(
+                f"etcd at {', '.join(self.endpoints)} lost the reply to a transaction and its "
+                f"compares fail now; whether it applied is unknown ({exc}): re-read first",
+                endpoints=self.endpoints,
+                operation="a transaction",
+                outcome="unknown",
+            ) from None
 
     async def _applied_earlier(
         self, index: int, success: tuple[Op, ...], seen_before: int
     ) -> TxnResult | None:
-        """Whether an earlier attempt whose reply was lost applied ``success``;
-        its result if so. Only a branch with puts leaves proof."""
+        """Whether an earlier attempt whose reply was lost applied ``success``:
+        its result if so, ``None`` if not. Raises :class:`_Unsettled` when the
+        store holds no proof either way (no puts, or history compacted).
+
+        One revision is one transaction: the attempt applied iff at some
+        revision R newer than anything seen before sending, every put of the
+        branch wrote our value. A key still holding our value names R."""
         puts: list[Put] = [op for op in success if isinstance(op, Put)]
         if not puts:
-            return None
+            raise _Unsettled("a branch without puts leaves no proof of having applied")
         kv_stub = self._stub_kv(index)
         timeout = self._attempt_timeout()
-        found = await kv_stub.Txn(
-            rpc.TxnRequest(
-                success=[
-                    rpc.RequestOp(request_range=rpc.RangeRequest(key=self._raw(op.key)))
-                    for op in puts
-                ]
-            ),
-            timeout=timeout,
-        )
-        revisions = set()
-        for op, response in zip(puts, found.responses, strict=True):
-            kvs = response.response_range.kvs
-            if not kvs or kvs[0].value != op.value or kvs[0].lease != op.lease:
-                return None
-            revisions.add(int(kvs[0].mod_revision))
-        if len(revisions) != 1 or (etcd_revision := revisions.pop()) <= seen_before:
-            return None
-        # Rebuild the responses from the state just before that revision.
+        try:
+            found = await kv_stub.Txn(
+                rpc.TxnRequest(
+                    success=[
+                        rpc.RequestOp(request_range=rpc.RangeRequest(key=self._raw(op.key)))
+                        for op in puts
+                    ]
+                ),
+                timeout=timeout,
+                metadata=_LEADER,
+            )
+            candidates = sorted(
+                {
+                    int(kvs[0].mod_revision)
+                    for op, response in zip(puts, found.responses, strict=True)
+                    if (kvs := response.response_range.kvs)
+                    and kvs[0].value == op.value
+                    and kvs[0].lease == op.lease
+                    and kvs[0].mod_revision > seen_before
+                },
+                reverse=True,
+            )
+            for etcd_revision in candidates:
+                if await self._wrote_all_at(kv_stub, puts, etcd_revision):
+                    return await self._replayed(kv_stub, success, etcd_revision)
+        except rpc.AioRpcError as exc:
+            if exc.code() == rpc.StatusCode.OUT_OF_RANGE:
+                raise _Unsettled(exc.details()) from None
+            raise
+        return None
+
+    async def _wrote_all_at(self, kv_stub: rpc.KVStub, puts: list[Put], etcd_revision: int) -> bool:
+        for op in puts:
+            response = await kv_stub.Range(
+                rpc.RangeRequest(key=self._raw(op.key), revision=etcd_revision),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
+            )
+            kv = response.kvs[0] if response.kvs else None
+            if kv is None or (kv.mod_revision, kv.value, kv.lease) != (
+                etcd_revision,
+                op.value,
+                op.lease,
+            ):
+                return False
+        return True
+
+    async def _replayed(
+        self, kv_stub: rpc.KVStub, success: tuple[Op, ...], etcd_revision: int
+    ) -> TxnResult:
+        """The result of ``success`` applied at ``etcd_revision``, rebuilt by
+        running it on the state just before (the same engine as the other
+        backends)."""
         before = etcd_revision - 1
         state: dict[str, KeyValue] = {}
         for step in success:
@@ -528,7 +633,9 @@ class EtcdMetastore(Metastore):
             else:
                 start, end = self._range_of(step.prefix)
                 request = rpc.RangeRequest(key=start, range_end=end, revision=before)
-            response = await kv_stub.Range(request, timeout=timeout)
+            response = await kv_stub.Range(
+                request, timeout=self._attempt_timeout(), metadata=_LEADER
+            )
             state.update((kv.key, kv) for kv in map(self._kv, response.kvs))
         return apply_txn(_State(state), before - 1, (), success, ())
 
@@ -575,6 +682,7 @@ class EtcdMetastore(Metastore):
             response = await self._lease_stub(index).LeaseGrant(
                 rpc.LeaseGrantRequest(TTL=max(1, math.ceil(ttl))),
                 timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             if response.error:
                 raise MetastoreError(f"etcd refused a lease: {response.error}")
@@ -589,7 +697,7 @@ class EtcdMetastore(Metastore):
                 yield rpc.LeaseKeepAliveRequest(ID=lease_id)
 
             call = self._lease_stub(index).LeaseKeepAlive(
-                requests(), timeout=self._attempt_timeout()
+                requests(), timeout=self._attempt_timeout(), metadata=_LEADER
             )
             try:
                 async for response in call:
@@ -605,7 +713,9 @@ class EtcdMetastore(Metastore):
     def _revoke_lease(self, lease_id: int) -> int:
         async def attempt(index: int) -> int:
             response = await self._lease_stub(index).LeaseRevoke(
-                rpc.LeaseRevokeRequest(ID=lease_id), timeout=self._attempt_timeout()
+                rpc.LeaseRevokeRequest(ID=lease_id),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             return self._saw(response.header) - 1
 
@@ -617,7 +727,9 @@ class EtcdMetastore(Metastore):
     def _lease_ttl(self, lease_id: int) -> float | None:
         async def attempt(index: int) -> float | None:
             response = await self._lease_stub(index).LeaseTimeToLive(
-                rpc.LeaseTimeToLiveRequest(ID=lease_id), timeout=self._attempt_timeout()
+                rpc.LeaseTimeToLiveRequest(ID=lease_id),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
             return None if response.TTL < 0 else float(response.TTL)
 
@@ -628,7 +740,9 @@ class EtcdMetastore(Metastore):
     def _compact(self, revision: int) -> None:
         async def attempt(index: int) -> None:
             await self._stub_kv(index).Compact(
-                rpc.CompactionRequest(revision=revision + 1), timeout=self._attempt_timeout()
+                rpc.CompactionRequest(revision=revision + 1),
+                timeout=self._attempt_timeout(),
+                metadata=_LEADER,
             )
 
         try:
@@ -673,6 +787,10 @@ class EtcdMetastore(Metastore):
 
 class _NoReply(Exception):
     """A stream ended before its reply: worth another attempt."""
+
+
+class _Unsettled(Exception):
+    """Whether a write whose reply was lost applied cannot be told."""
 
 
 class _Compacted(MetastoreError):
@@ -775,7 +893,7 @@ class _EtcdWatch(Watch):
                 yield create
                 await stop.wait()
 
-            call = store._watch_stub(index).Watch(requests())
+            call = store._watch_stub(index).Watch(requests(), metadata=_LEADER)
             try:
                 async for response in call:
                     delay = 0.02
@@ -784,6 +902,8 @@ class _EtcdWatch(Watch):
                             compacted_error(self._next - 1, int(response.compact_revision) - 1)
                         )
                         return
+                    if response.canceled and "no leader" in response.cancel_reason:
+                        break  # the member lost its leader: resume elsewhere
                     if response.canceled:
                         self._fail(
                             MetastoreError(

@@ -36,6 +36,7 @@ from almanac.metastore.base import (
     expire_leases,
     revoke_lease_keys,
     state_at,
+    without_compacted_prev,
 )
 from almanac.metastore.section import WriterSection
 from almanac.metastore.watch import ConditionWakeups
@@ -198,11 +199,14 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         with self._view():
             if from_revision < self._compact_revision_value:
                 raise compacted_error(from_revision, self._compact_revision_value)
-            events = [
-                event
-                for event in self._events[events_from(self._events, from_revision) :]
-                if event.kv.key.startswith(prefix)
-            ]
+            events = without_compacted_prev(
+                (
+                    event
+                    for event in self._events[events_from(self._events, from_revision) :]
+                    if event.kv.key.startswith(prefix)
+                ),
+                self._compact_revision_value,
+            )
             return events, max(from_revision, self._revision + 1), False
 
     _watch_min_gap = 0.0

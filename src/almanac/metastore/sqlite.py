@@ -68,6 +68,7 @@ from almanac.metastore.base import (
     prefix_end,
     revoke_lease_keys,
     state_at,
+    without_compacted_prev,
 )
 from almanac.metastore.section import WriterSection, shared_file_section
 from almanac.metastore.watch import ConditionWakeups
@@ -605,7 +606,10 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             if from_revision > current:
                 return [], from_revision, False
             end = min(current + 1, from_revision + _WATCH_WINDOW)
-            return view.events(prefix, from_revision, end), end, end <= current
+            events = without_compacted_prev(
+                view.events(prefix, from_revision, end), compact_revision
+            )
+            return events, end, end <= current
 
         return self._read(poll)
 

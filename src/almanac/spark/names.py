@@ -50,7 +50,7 @@ def durable_target(target: object) -> Target:
     if not parsed.durable:
         raise ValidationError(
             f"Catalog target '{parsed}' lives in one process; Spark needs a durable target "
-            "(a directory or sqlite:///path/file.db)",
+            "(a directory, sqlite:///path/file.db or etcd://host:port/namespace)",
             target=str(parsed),
             rule="durable-target",
         )
@@ -86,13 +86,17 @@ def close_sessions() -> None:
 atexit.register(close_sessions)
 
 
-def _catalog_exists(target: Target) -> bool:
-    """A file target has its metastore file; an etcd target holds a version."""
-    if target.kind == "etcd":
-        with open_metastore(target.store_uri) as store:
-            return store.get(KEY_VERSION) is not None
-    path = target.store_path
-    return path is not None and path.exists()
+def _missing_catalog(parsed: Target) -> str | None:
+    """Why no catalog exists at the target, or ``None`` when one does."""
+    if parsed.kind == "etcd":
+        with open_metastore(parsed.store_uri) as store:
+            if store.get(KEY_VERSION) is None:
+                return "no catalog keys in that etcd namespace"
+        return None
+    path = parsed.store_path
+    if path is None or not path.exists():
+        return f"no metastore file '{path}'"
+    return None
 
 
 @contextlib.contextmanager
@@ -105,14 +109,10 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     an empty one at a mistyped path, and the job would then fail on a
     missing table instead."""
     parsed = durable_target(target)
-    if not _catalog_exists(parsed):
-        where = (
-            "no catalog version key"
-            if parsed.kind == "etcd"
-            else (f"no metastore file '{parsed.store_path}'")
-        )
+    missing = _missing_catalog(parsed)
+    if missing is not None:
         raise NotFoundError(
-            f"No catalog at '{target}' ({where}); create it with almanac.connect first",
+            f"No catalog at '{target}' ({missing}); create it with almanac.connect first",
             kind="catalog",
             name=target,
         )
