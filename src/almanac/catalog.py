@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
+import heapq
 import logging
 import os
 import random
@@ -234,6 +235,11 @@ class Catalog:
         self._commits = 0
         self._hooks: list[CommitHook] = []
         self._closers: list[Callable[[], None]] = []
+        # Asynchronous executes whose commits are done, by version, and the
+        # thread that waits for their readiness and visibility.
+        self._settle_cond = threading.Condition()
+        self._settling: list[tuple[int, int, _Committed, Future[ExecuteResult]]] = []
+        self._settler: threading.Thread | None = None
         self._node: NodeRegistration | None = None
         try:
             log.start(self)
@@ -397,6 +403,12 @@ class Catalog:
         if attach is not None:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
+        return self._settle(self._commit(batch, attach, timeout))
+
+    def _commit(
+        self, batch: Sequence[Command], attach: Attachment | None, timeout: float | None
+    ) -> ExecuteResult | _Committed:
+        """The commit of ``execute``; the waits after it are ``_settle``'s."""
         started = time.monotonic()
         commit_deadline = started + (self.commit_timeout_s if timeout is None else timeout)
         wait_deadline = None if timeout is None else started + timeout
@@ -472,24 +484,31 @@ class Catalog:
                 # racing writers spread out, never past the deadline.
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
-        self._await_ready(update.version, wait_deadline, timeout)
         # From the base it was committed on, not by looking the version up: a
         # checkpoint on another thread (a listener's, say) may already have
         # trimmed it away, and the commit still succeeded.
-        activation = activation_time(base, update)
-        visible = self.sync.visible_everywhere_at(activation)
-        if not self._clock.wait_until(visible, _left(wait_deadline)):
+        visible = self.sync.visible_everywhere_at(activation_time(base, update))
+        result = ExecuteResult(update.version, planned.applied, created=True)
+        return _Committed(result, visible, wait_deadline, timeout)
+
+    def _settle(self, done: ExecuteResult | _Committed) -> ExecuteResult:
+        """Wait until a committed version is ready here and visible everywhere."""
+        if isinstance(done, ExecuteResult):
+            return done  # nothing committed: nothing to wait for
+        version = done.result.version
+        self._await_ready(version, done.deadline, done.timeout)
+        if not self._clock.wait_until(done.visible, _left(done.deadline)):
             raise WaitTimeoutError(
-                f"Catalog version {update.version} was committed, but this node's clock did not "
+                f"Catalog version {version} was committed, but this node's clock did not "
                 f"pass its activation plus the maximum clock skew (schema sync) within "
-                f"{timeout} s",
+                f"{done.timeout} s",
                 awaited="schema sync",
-                timeout=timeout,
-                version=update.version,
+                timeout=done.timeout,
+                version=version,
                 committed=True,
             )
         self._after_commit()
-        return ExecuteResult(update.version, planned.applied, created=True)
+        return done.result
 
     def execute_async(
         self, commands: Iterable[Command], *, timeout: float | None = None
@@ -521,7 +540,14 @@ class Catalog:
                 return
             self._for_listener.active = for_listener
             try:
-                future.set_result(self.execute(batch, timeout=timeout))
+                done = self._commit(batch, None, timeout)
+                if isinstance(done, _Committed) and not for_listener:
+                    # The waits go to the settling thread: this worker is
+                    # free for the next commit, so waits overlap however
+                    # many executes are in flight.
+                    self._hand_to_settler(done, future)
+                    return
+                future.set_result(self._settle(done))
             except BaseException as exc:
                 future.set_exception(exc)
             finally:
@@ -529,6 +555,34 @@ class Catalog:
 
         executor.submit(run)
         return future
+
+    def _hand_to_settler(self, done: _Committed, future: Future[ExecuteResult]) -> None:
+        with self._settle_cond:
+            heapq.heappush(self._settling, (done.result.version, id(future), done, future))
+            if self._settler is None:
+                self._settler = threading.Thread(
+                    target=self._run_settler, name="almanac-settle", daemon=True
+                )
+                self._settler.start()
+            self._settle_cond.notify()
+
+    def _run_settler(self) -> None:
+        """Settle asynchronous executes in version order: readiness and
+        visibility both come in version order, so while this thread waits
+        for one version, the waits of the later ones run out too. Executes
+        that a listener submitted never come here (their waits differ, and a
+        listener may be waiting for them)."""
+        while True:
+            with self._settle_cond:
+                while not self._settling:
+                    if self._closed:
+                        return
+                    self._settle_cond.wait()
+                _, _, done, future = heapq.heappop(self._settling)
+            try:
+                future.set_result(self._settle(done))
+            except BaseException as exc:
+                future.set_exception(exc)
 
     def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
         """Run a DDL script atomically as one version; returns the resulting version."""
@@ -640,14 +694,13 @@ class Catalog:
                 state.tokens.append(token)
                 self._deliver_locked(update.version, events)
                 self._cond.notify_all()
-            node = self._node
-            if node is not None:
-                node.saw(update.version)
 
     def _deliver_locked(self, version: int, events: list[Event]) -> None:
         """Hand a version's events to the dispatcher thread (caller holds
         ``_cond``), or mark it ready at once when nobody listens and nothing
         is queued before it."""
+        if self._node is not None:
+            self._node.saw(version)
         if not self._pending and not self._listeners.wants(events):
             self._ready = max(self._ready, version)
             return
@@ -928,6 +981,11 @@ class Catalog:
             dispatcher.join(timeout=5)  # a listener still running finishes on its own
         if executor is not None:
             executor.shutdown(wait=True)
+        with self._settle_cond:
+            self._settle_cond.notify_all()
+            settler = self._settler
+        if settler is not None and settler is not threading.current_thread():
+            settler.join()  # what is left fails fast: the node is closed
         if self._node is not None:
             self._node.close()
             _log.info("Node '%s' closed", self._node.name)
@@ -960,6 +1018,17 @@ def _object_name(cat: CatalogVersion, object_id: int) -> str | None:
         if found is not None:
             return str(found.name)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """A version ``execute`` committed, and what it waits for before returning."""
+
+    result: ExecuteResult
+    visible: int
+    """The hybrid time after which every node's clock has passed activation."""
+    deadline: float | None
+    timeout: float | None
 
 
 class _ExecuteFuture(Future[ExecuteResult]):

@@ -38,7 +38,7 @@ _FOLLOW_TICK_S = 0.25
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="almanac", description="Maintenance of an Almanac catalog's table data."
+        prog="almanac", description="Run an Almanac catalog node; maintain a catalog's table data."
     )
     commands = parser.add_subparsers(dest="command", required=True)
     node = commands.add_parser(
@@ -160,11 +160,13 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
 
 
 def _node(args: argparse.Namespace) -> int:
-    import almanac
-    from almanac.errors import ValidationError, WaitTimeoutError
+    """Set up logging and signals for ``_run_node``, and put them back after."""
+    from almanac.errors import ValidationError
 
     if not args.store:
         raise ValidationError(f"almanac node needs --store or ${STORE_VARIABLE}")
+    if not args.checkpoint_every > 0:
+        raise ValidationError(f"--checkpoint-every must be positive, got {args.checkpoint_every}")
     stamp = _NodeName(args.name or "-")
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(stamp)
@@ -172,18 +174,32 @@ def _node(args: argparse.Namespace) -> int:
         logging.Formatter("%(asctime)s %(levelname)s [%(node)s] %(name)s: %(message)s")
     )
     root = logging.getLogger()
+    level = root.level
     root.addHandler(handler)
     root.setLevel(args.log_level.upper())
     log = logging.getLogger("almanac.node")
-
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("%s received: stopping", signal.Signals(signum).name)
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return _run_node(args, stop, stamp, log)
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def _run_node(
+    args: argparse.Namespace, stop: threading.Event, stamp: _NodeName, log: logging.Logger
+) -> int:
+    import almanac
+    from almanac.errors import CatalogError, WaitTimeoutError
+
     retention = None
     if args.keep_versions is not None or args.keep_seconds is not None:
         retention = almanac.RetentionPolicy(
@@ -222,7 +238,11 @@ def _node(args: argparse.Namespace) -> int:
             seen = _log_versions(cat, log, seen)
             if retention is not None and time.monotonic() >= checkpoint_at:
                 before = cat.earliest_version
-                earliest = cat.apply_retention()
+                try:
+                    earliest = cat.apply_retention()
+                except CatalogError as exc:  # the store is down, say: try again later
+                    log.warning("checkpoint failed: %s", exc)
+                    earliest = before
                 if earliest != before:
                     log.info("checkpointed the log: earliest version now %d", earliest)
                 checkpoint_at = time.monotonic() + args.checkpoint_every

@@ -1,7 +1,7 @@
-"""Catalog nodes in real processes on one shared store: the shared-store
-fixtures (a SQLite catalog several processes open), and one real 3-member etcd
-cluster for the whole run, on which every failure test gets its own key
-namespace and finds all members running again afterwards."""
+"""Catalog nodes in real processes on one shared store: a SQLite catalog
+several processes open, or a namespace of one real 3-member etcd cluster
+shared by the whole run; the failure tests find all its members running
+again after each test."""
 
 from __future__ import annotations
 
@@ -69,20 +69,25 @@ def spawn() -> Iterator[list[NodeProcess]]:
         node.kill()
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(scope="session")
+def etcd_cluster() -> Iterator[LocalEtcd]:
+    """One 3-member cluster for every test here; each test takes a namespace."""
+    with LocalEtcd(3, fsync=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "etcd"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A catalog target that several processes share."""
+    """A catalog target that several processes share: a SQLite directory,
+    or a fresh namespace of the shared etcd cluster."""
+    if request.param == "etcd":
+        cluster: LocalEtcd = request.getfixturevalue("etcd_cluster")
+        return f"{cluster.uri}/n{uuid.uuid4().hex[:12]}"
     return str(tmp_path / "data")
 
 
 TIMEOUT_S = 3
 """The metastore bound every node of these tests runs with (``?timeout=``)."""
-
-
-@pytest.fixture(scope="session")
-def etcd_cluster() -> Iterator[LocalEtcd]:
-    with LocalEtcd(3, fsync=False) as cluster:
-        yield cluster
 
 
 @pytest.fixture

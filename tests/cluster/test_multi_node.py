@@ -8,8 +8,9 @@ from collections import Counter
 
 import almanac
 from almanac import EventType
+from almanac.etcd_local import LocalEtcd
 from tests.cluster.conftest import PATIENCE, NodeProcess
-from tests.durable.helpers import digest, table
+from tests.durable.helpers import digest, race_ddl_workers, table
 
 
 def _serial_options(target: str) -> tuple[str, ...]:
@@ -21,7 +22,7 @@ def test_concurrent_ddl_applies_each_command_once_and_every_node_agrees(
     target: str, spawn: list[NodeProcess]
 ) -> None:
     shared = [f"SHARED{i}" for i in range(12)]
-    with almanac.connect(target, delay_ms=0, node_name="observer") as observer:
+    with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0, node_name="observer") as observer:
         seen: list[tuple[int, int]] = []
         observer.listen(EventType.TABLE_CREATE, lambda e: seen.append((e.version, e.object_id)))
         spawn.extend(NodeProcess(target, f"n{i}", *_serial_options(target)) for i in range(3))
@@ -72,10 +73,30 @@ def test_concurrent_ddl_applies_each_command_once_and_every_node_agrees(
         assert [n.name for n in observer.nodes()] == ["observer"]
 
 
+def test_events_fire_on_a_node_that_did_not_execute_the_ddl(target: str) -> None:
+    with (
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as a,
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as b,
+    ):
+        heard: list[tuple[str, int, int]] = []
+        b.listen(
+            EventType.TABLE_CREATE, lambda e: heard.append((e.type.name, e.version, e.object_id))
+        )
+        b.listen(
+            EventType.TABLE_DROP, lambda e: heard.append((e.type.name, e.version, e.object_id))
+        )
+        created = a.execute([table("T")]).version
+        t = a.catalog().table("T")
+        assert t is not None
+        dropped = a.execute([almanac.DropTable("T")]).version
+        assert b.catalog_ready(dropped, timeout=PATIENCE)
+        assert heard == [("TABLE_CREATE", created, t.id), ("TABLE_DROP", dropped, t.id)]
+
+
 def test_a_pin_of_a_node_blocks_truncation_until_the_node_is_killed(
     target: str, spawn: list[NodeProcess]
 ) -> None:
-    with almanac.connect(target, delay_ms=0, node_name="b") as b:
+    with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0, node_name="b") as b:
         for i in range(3):
             b.execute([table(f"T{i}")])
         a = NodeProcess(target, "a")
@@ -98,3 +119,23 @@ def test_a_pin_of_a_node_blocks_truncation_until_the_node_is_killed(
         while len(b.nodes()) > 1 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert [n.name for n in b.nodes()] == ["b"]
+
+
+def test_three_nodes_commit_a_hundred_versions_each_on_etcd(etcd_cluster: LocalEtcd) -> None:
+    """The etcd counterpart of the four SQLite processes in
+    tests/durable/test_concurrency.py: etcd does not serialise writers, so
+    lost races are retried; none may surface as a ConflictError (a worker
+    fails on any error) and every node applies every version."""
+    target = f"{etcd_cluster.uri}/race{time.monotonic_ns()}"
+    with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0):
+        pass
+    count, workers = 100, 3
+    total = 1 + workers * count
+    reports = race_ddl_workers(target, [f"W{w}_" for w in range(workers)], count, timeout=600)
+    for report in reports:
+        assert report["applied"] == list(range(2, total + 1))
+    assert len({report["digest"] for report in reports}) == 1
+    with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as cat:
+        assert cat.latest_version == total
+        assert len(cat.catalog().tables()) == workers * count
+        assert digest(cat.catalog()) == reports[0]["digest"]

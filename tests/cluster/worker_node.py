@@ -1,6 +1,7 @@
 """Child process: one catalog node, driven by JSON requests on stdin.
 
 ``python -m tests.cluster.worker_node TARGET NAME [DELAY_MS] [MAX_ATTEMPTS]``
+(no clock skew to wait for: the processes share this machine's clock)
 prints ``{"ready": <node name>}``, then answers each request line with one
 JSON line:
 
@@ -34,7 +35,7 @@ def main() -> None:
     events: list[list[object]] = []
     with (
         contextlib.ExitStack() as pins,
-        almanac.connect(target, delay_ms=delay_ms, node_name=name) as cat,
+        almanac.connect(target, delay_ms=delay_ms, max_clock_skew_ms=0, node_name=name) as cat,
     ):
         cat.max_attempts = max_attempts
         for event_type in almanac.EventType:
