@@ -77,6 +77,7 @@ from almanac.errors import (
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
+from almanac.nodes import NodeInfo
 from almanac.targets import Target, TargetKind, parse_target
 
 __version__ = "0.1.0"
@@ -127,6 +128,7 @@ __all__ = [
     "MakeIndexAvailable",
     "MetastoreError",
     "MetastoreUnavailableError",
+    "NodeInfo",
     "NotFoundError",
     "Preview",
     "RemoveIndex",

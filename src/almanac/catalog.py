@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
+import heapq
 import logging
 import os
 import random
@@ -55,6 +56,14 @@ from almanac.metastore import (
     Op,
     Put,
     Range,
+)
+from almanac.nodes import (
+    NODE_TTL_S,
+    NodeInfo,
+    NodeRegistration,
+    check_node_name,
+    default_node_name,
+    list_nodes,
 )
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 
@@ -185,7 +194,18 @@ class Catalog:
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         root: Path | None = None,
         target: str = "memory://",
+        node_name: str | None = None,
+        node_ttl_s: float = NODE_TTL_S,
     ) -> None:
+        """``node_name`` names this node among the live nodes of the catalog
+        (default ``<hostname>-<pid>``); a name a live node holds is refused
+        with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
+        outlives a crash of its process."""
+        name = (
+            default_node_name()
+            if node_name is None
+            else check_node_name(node_name, "Parameter 'node_name' of connect")
+        )
         self.target = target
         """How another process names this catalog (``connect(target)`` opens it)."""
         self.sync = sync
@@ -215,15 +235,39 @@ class Catalog:
         self._commits = 0
         self._hooks: list[CommitHook] = []
         self._closers: list[Callable[[], None]] = []
+        # Asynchronous executes whose commits are done, by version, and the
+        # thread that waits for their readiness and visibility.
+        self._settle_cond = threading.Condition()
+        self._settling: list[tuple[int, int, _Committed, Future[ExecuteResult]]] = []
+        self._settler: threading.Thread | None = None
+        self._node: NodeRegistration | None = None
         try:
             log.start(self)
             if self.latest_version == 0:
                 self._commit_initial()
+            self._node = NodeRegistration(
+                log.store,
+                name,
+                applied=self.latest_version,
+                ttl_s=node_ttl_s,
+                fallback=node_name is None,
+            )
         except BaseException:
             log.close()
             raise
+        self.node_name = self._node.name
+        """This node's name among the live nodes of the catalog."""
+        _log.info(
+            "Node '%s' opened catalog %s at version %d", self.node_name, target, self.latest_version
+        )
 
     # -- reading -------------------------------------------------------------
+
+    def nodes(self) -> list[NodeInfo]:
+        """The live nodes of this catalog (this one included), by name, as
+        each last published itself."""
+        self._check_open()
+        return list_nodes(self._log.store)
 
     @property
     def delay_ms(self) -> int:
@@ -359,6 +403,12 @@ class Catalog:
         if attach is not None:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
+        return self._settle(self._commit(batch, attach, timeout))
+
+    def _commit(
+        self, batch: Sequence[Command], attach: Attachment | None, timeout: float | None
+    ) -> ExecuteResult | _Committed:
+        """The commit of ``execute``; the waits after it are ``_settle``'s."""
         started = time.monotonic()
         commit_deadline = started + (self.commit_timeout_s if timeout is None else timeout)
         wait_deadline = None if timeout is None else started + timeout
@@ -434,24 +484,31 @@ class Catalog:
                 # racing writers spread out, never past the deadline.
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
-        self._await_ready(update.version, wait_deadline, timeout)
         # From the base it was committed on, not by looking the version up: a
         # checkpoint on another thread (a listener's, say) may already have
         # trimmed it away, and the commit still succeeded.
-        activation = activation_time(base, update)
-        visible = self.sync.visible_everywhere_at(activation)
-        if not self._clock.wait_until(visible, _left(wait_deadline)):
+        visible = self.sync.visible_everywhere_at(activation_time(base, update))
+        result = ExecuteResult(update.version, planned.applied, created=True)
+        return _Committed(result, visible, wait_deadline, timeout)
+
+    def _settle(self, done: ExecuteResult | _Committed) -> ExecuteResult:
+        """Wait until a committed version is ready here and visible everywhere."""
+        if isinstance(done, ExecuteResult):
+            return done  # nothing committed: nothing to wait for
+        version = done.result.version
+        self._await_ready(version, done.deadline, done.timeout)
+        if not self._clock.wait_until(done.visible, _left(done.deadline)):
             raise WaitTimeoutError(
-                f"Catalog version {update.version} was committed, but this node's clock did not "
+                f"Catalog version {version} was committed, but this node's clock did not "
                 f"pass its activation plus the maximum clock skew (schema sync) within "
-                f"{timeout} s",
+                f"{done.timeout} s",
                 awaited="schema sync",
-                timeout=timeout,
-                version=update.version,
+                timeout=done.timeout,
+                version=version,
                 committed=True,
             )
         self._after_commit()
-        return ExecuteResult(update.version, planned.applied, created=True)
+        return done.result
 
     def execute_async(
         self, commands: Iterable[Command], *, timeout: float | None = None
@@ -483,7 +540,14 @@ class Catalog:
                 return
             self._for_listener.active = for_listener
             try:
-                future.set_result(self.execute(batch, timeout=timeout))
+                done = self._commit(batch, None, timeout)
+                if isinstance(done, _Committed) and not for_listener:
+                    # The waits go to the settling thread: this worker is
+                    # free for the next commit, so waits overlap however
+                    # many executes are in flight.
+                    self._hand_to_settler(done, future)
+                    return
+                future.set_result(self._settle(done))
             except BaseException as exc:
                 future.set_exception(exc)
             finally:
@@ -491,6 +555,34 @@ class Catalog:
 
         executor.submit(run)
         return future
+
+    def _hand_to_settler(self, done: _Committed, future: Future[ExecuteResult]) -> None:
+        with self._settle_cond:
+            heapq.heappush(self._settling, (done.result.version, id(future), done, future))
+            if self._settler is None:
+                self._settler = threading.Thread(
+                    target=self._run_settler, name="almanac-settle", daemon=True
+                )
+                self._settler.start()
+            self._settle_cond.notify()
+
+    def _run_settler(self) -> None:
+        """Settle asynchronous executes in version order: readiness and
+        visibility both come in version order, so while this thread waits
+        for one version, the waits of the later ones run out too. Executes
+        that a listener submitted never come here (their waits differ, and a
+        listener may be waiting for them)."""
+        while True:
+            with self._settle_cond:
+                while not self._settling:
+                    if self._closed:
+                        return
+                    self._settle_cond.wait()
+                _, _, done, future = heapq.heappop(self._settling)
+            try:
+                future.set_result(self._settle(done))
+            except BaseException as exc:
+                future.set_exception(exc)
 
     def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
         """Run a DDL script atomically as one version; returns the resulting version."""
@@ -519,6 +611,12 @@ class Catalog:
         exc.args = (exc.message,)
         exc.context["concurrent_versions"] = tuple(range(seen + 1, base.version + 1))
         return exc
+
+    def describe(self, version: int) -> str:
+        """What one available version changed, naming the objects (for logs)."""
+        check.integer(version, "Parameter 'version' of Catalog.describe")
+        self.catalog(version)
+        return self._describe(version)
 
     def _describe(self, version: int) -> str:
         """What one version changed, naming the objects, for error messages."""
@@ -613,6 +711,8 @@ class Catalog:
         """Hand a version's events to the dispatcher thread (caller holds
         ``_cond``), or mark it ready at once when nobody listens and nothing
         is queued before it."""
+        if self._node is not None:
+            self._node.saw(version)
         if not self._pending and not self._listeners.wants(events):
             self._ready = max(self._ready, version)
             return
@@ -763,8 +863,18 @@ class Catalog:
         if policy is None:
             return
         self._commits += 1
-        if self._commits % policy.check_every:
-            return
+        if self._commits % policy.check_every == 0:
+            self.apply_retention()
+
+    def apply_retention(self) -> int:
+        """Checkpoint the log as far as this node's ``retention`` allows (and
+        no live node pins); returns the earliest version available. A node
+        runs it itself every ``check_every`` of its commits; a node that
+        only follows (``almanac node``) calls it on a schedule."""
+        self._check_open()
+        policy = self.retention
+        if policy is None:
+            return self.earliest_version
         latest = self.latest_version
         target = latest
         if policy.keep_versions is not None:
@@ -776,7 +886,8 @@ class Catalog:
             cutoff = bisect.bisect_right(state.activations, last_ts)
             target = min(target, state.earliest + max(cutoff - 1, 0))
         if target > self.earliest_version:
-            self.checkpoint_log(target)
+            return self.checkpoint_log(target)
+        return self.earliest_version
 
     # -- events --------------------------------------------------------------
 
@@ -886,6 +997,14 @@ class Catalog:
             dispatcher.join(timeout=5)  # a listener still running finishes on its own
         if executor is not None:
             executor.shutdown(wait=True)
+        with self._settle_cond:
+            self._settle_cond.notify_all()
+            settler = self._settler
+        if settler is not None and settler is not threading.current_thread():
+            settler.join()  # what is left fails fast: the node is closed
+        if self._node is not None:
+            self._node.close()
+            _log.info("Node '%s' closed", self._node.name)
         self._log.close()
 
     def __enter__(self) -> Catalog:
@@ -915,6 +1034,17 @@ def _object_name(cat: CatalogVersion, object_id: int) -> str | None:
         if found is not None:
             return str(found.name)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """A version ``execute`` committed, and what it waits for before returning."""
+
+    result: ExecuteResult
+    visible: int
+    """The hybrid time after which every node's clock has passed activation."""
+    deadline: float | None
+    timeout: float | None
 
 
 class _ExecuteFuture(Future[ExecuteResult]):

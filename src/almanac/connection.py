@@ -14,6 +14,7 @@ from almanac.errors import CatalogError, ValidationError
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
+from almanac.nodes import check_node_name
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
@@ -29,6 +30,7 @@ def connect(
     warehouse: str | None = None,
     janitor_interval_s: float | None = None,
     durability: str = "full",
+    node_name: str | None = None,
 ) -> Catalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane.
@@ -60,6 +62,7 @@ def connect(
         max_clock_skew_ms=max_clock_skew_ms,
         retention=retention,
         durability=durability,
+        node_name=node_name,
     )
     if location is None:
         return cat
@@ -101,6 +104,7 @@ def open_catalog(
     max_clock_skew_ms: int | None = None,
     retention: RetentionPolicy | None = None,
     durability: str = "full",
+    node_name: str | None = None,
 ) -> Catalog:
     """Open a catalog node, without its data plane (``almanac.connect``
     opens both).
@@ -116,11 +120,17 @@ def open_catalog(
     (the default) fsyncs every version, so it survives a power cut;
     ``"normal"`` is faster and survives the death of a process, but a machine
     crash may lose the last versions (see ``almanac.metastore.sqlite``).
+
+    ``node_name`` names the node among the live nodes of the catalog
+    (default ``<hostname>-<pid>``; see ``almanac.nodes``); a name that a
+    live node holds is refused with ``AlreadyExistsError``.
     """
     parsed = parse_target(target)
     check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
     check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
+    if node_name is not None:
+        check_node_name(node_name, "Parameter 'node_name' of connect")
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise ValidationError(
             f"Parameter 'durability' of connect must be one of "
@@ -146,4 +156,5 @@ def open_catalog(
         retention=retention,
         root=parsed.root,
         target=str(parsed),
+        node_name=node_name,
     )

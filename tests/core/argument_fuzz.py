@@ -71,6 +71,7 @@ NOT_CALLED = {
     "ExecuteResult": "returned by execute",
     "HybridClock": "the node's clock; takes a wall-clock function",
     "Index": "a descriptor the catalog builds",
+    "NodeInfo": "returned by Catalog.nodes",
     "Schema": "a descriptor the catalog builds",
     "Table": "a descriptor the catalog builds",
     "Target": "made by parse_target, which is called",
