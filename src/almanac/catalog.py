@@ -430,13 +430,27 @@ class Catalog:
                         awaited="writer section",
                         timeout=limit,
                     ) from None
-                self._log.catch_up(self)
+                # A store that serialises its writers is read inside the
+                # section, so the commit cannot lose. An optimistic store is
+                # not read first on the first attempt: the compare-and-swap
+                # checks the base anyway, and the follower keeps it fresh.
+                read_first = store.serializes_writers or attempts > 1
+                if read_first:
+                    self._log.catch_up(self)
                 base = self.catalog()
                 try:
                     planned = preview(base, batch)
                 except CatalogError as exc:
+                    if not read_first:
+                        self._log.catch_up(self)
+                        if self.latest_version != base.version:
+                            continue  # judged on a stale catalog: judge again
                     raise self._explain_race(exc, batch, seen, base) from None
                 if not planned.entries:
+                    if not read_first:
+                        self._log.catch_up(self)
+                        if self.latest_version != base.version:
+                            continue  # "nothing to do" holds only on the latest
                     return ExecuteResult(base.version, planned.applied, created=False)
                 update = VersionedUpdate(
                     version=base.version + 1,
@@ -479,9 +493,10 @@ class Catalog:
                     "another writer committed a new version before each attempt",
                     attempts=attempts,
                 )
-            if not store.serializes_writers:
+            if read_first and not store.serializes_writers:
                 # Optimistic store: back off with full jitter so that the
-                # racing writers spread out, never past the deadline.
+                # racing writers spread out, never past the deadline (a first
+                # attempt on an unread base retries at once).
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
         # From the base it was committed on, not by looking the version up: a
