@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup spark-helpers demo test lint typecheck unit bench clean
+.PHONY: setup spark-helpers demo demo-cluster test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -20,6 +20,10 @@ spark-helpers: setup
 
 demo: setup
 	$(PY) -m almanac.demo
+
+# The same catalog on a real 3-member etcd cluster, with nodes and a failure.
+demo-cluster: setup
+	$(PY) -m almanac.demo_cluster
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench

@@ -176,8 +176,8 @@ class HookWork:
                 _log.exception("A commit hook's finish callback failed")
 
 
-CommitHook = Callable[[CatalogVersion, CatalogVersion], "HookWork | None"]
-"""``hook(base, new)``: see ``Catalog.add_commit_hook``."""
+CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
+"""``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""
 
 
 class Catalog:
@@ -431,13 +431,27 @@ class Catalog:
                         awaited="writer section",
                         timeout=limit,
                     ) from None
-                self._log.catch_up(self)
+                # A store that serialises its writers is read inside the
+                # section, so the commit cannot lose. An optimistic store is
+                # not read first on the first attempt: the compare-and-swap
+                # checks the base anyway, and the follower keeps it fresh.
+                read_first = store.serializes_writers or attempts > 1
+                if read_first:
+                    self._log.catch_up(self)
                 base = self.catalog()
                 try:
                     planned = preview(base, batch)
                 except CatalogError as exc:
+                    if not read_first:
+                        self._log.catch_up(self)
+                        if self.latest_version != base.version:
+                            continue  # judged on a stale catalog: judge again
                     raise self._explain_race(exc, batch, seen, base) from None
                 if not planned.entries:
+                    if not read_first:
+                        self._log.catch_up(self)
+                        if self.latest_version != base.version:
+                            continue  # "nothing to do" holds only on the latest
                     return ExecuteResult(base.version, planned.applied, created=False)
                 update = VersionedUpdate(
                     version=base.version + 1,
@@ -447,12 +461,12 @@ class Catalog:
                 )
                 compares: list[Compare] = []
                 ops: list[Op] = []
-                new = apply_update(base, update) if attach or self._hooks else None
+                new = apply_update(base, update, planned.catalog)
                 if attach is not None and new is not None:
                     more = _attachment(attach(base, new))
                     compares += more[0]
                     ops += more[1]
-                works = self._hook_work(base, new)
+                works = self._hook_work(base, new, update)
                 token = None
                 try:
                     for work in works:
@@ -463,7 +477,7 @@ class Catalog:
                     for work in works:
                         work.finished(token is not None)
                 if token is not None:
-                    self.on_update(update, token)
+                    self._apply(update, token, base, new)
                     break
                 self._log.catch_up(self)  # the winner's version, before anything else
             if attach is not None and self._log.latest_version() < update.version:
@@ -480,9 +494,10 @@ class Catalog:
                     "another writer committed a new version before each attempt",
                     attempts=attempts,
                 )
-            if not store.serializes_writers:
+            if read_first and not store.serializes_writers:
                 # Optimistic store: back off with full jitter so that the
-                # racing writers spread out, never past the deadline.
+                # racing writers spread out, never past the deadline (a first
+                # attempt on an unread base retries at once).
                 time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
         # From the base it was committed on, not by looking the version up: a
@@ -671,6 +686,17 @@ class Catalog:
 
     def on_update(self, update: VersionedUpdate, token: int) -> None:
         """Apply one version; versions already applied are ignored."""
+        self._apply(update, token)
+
+    def _apply(
+        self,
+        update: VersionedUpdate,
+        token: int,
+        base: CatalogVersion | None = None,
+        new: CatalogVersion | None = None,
+    ) -> None:
+        """``on_update``; a committer passes the catalog it built from ``base``,
+        used when ``base`` is still the latest here, so it is built once."""
         with self._apply_lock:
             state = self._state
             latest = state.earliest + len(state.catalogs) - 1
@@ -681,7 +707,8 @@ class Catalog:
                     f"Update log skipped from version {latest} to {update.version}",
                     version=update.version,
                 )
-            snapshot = apply_update(state.catalogs[-1], update)
+            last = state.catalogs[-1]
+            snapshot = new if new is not None and last is base else apply_update(last, update)
             self._clock.update(update.commit_time)
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
@@ -828,17 +855,19 @@ class Catalog:
     def checkpoint_log(self, version: int | None = None) -> int:
         """Store the whole catalog at ``version`` (the latest by default) and
         delete the older log entries, never past a version a reader pins.
-        Returns the earliest version available afterwards."""
+        Returns the earliest version available afterwards. Also deletes
+        what an interrupted earlier checkpoint left behind."""
         check.optional_int(version, "Parameter 'version' of Catalog.checkpoint_log")
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
-        oldest_pin, _ = self._log.oldest_pinned()
+        oldest_pin, pins_revision = self._log.oldest_pinned()
         if oldest_pin is not None:
             target = min(target, oldest_pin)
         if target <= self.earliest_version:
+            self._log.finish_truncation()
             return self.earliest_version
-        if self._log.truncate(self.catalog(target)):
+        if self._log.truncate(self.catalog(target), pins_revision):
             self.on_truncate(target)
             token = self._state.tokens[0]
             with contextlib.suppress(CatalogError):
@@ -901,9 +930,11 @@ class Catalog:
     # -- extension points ----------------------------------------------------
 
     def add_commit_hook(self, hook: CommitHook) -> None:
-        """Let ``hook(base, new)`` ride its compares and writes in the
+        """Let ``hook(base, new, update)`` ride its compares and writes in the
         transaction of every version this node commits (called again on
-        every attempt); it returns a ``HookWork`` or None. Layers above the
+        every attempt); it returns a ``HookWork`` or None. ``update`` is what
+        turns ``base`` into ``new``: its entries name the objects the version
+        changes, so a hook need not compare whole catalogs. Layers above the
         catalog keep their own state in step with a version this way (the
         data plane moves a table's Iceberg schema with its ALTER). A compare
         of a hook that fails makes the attempt retry, like a lost race."""
@@ -942,13 +973,13 @@ class Catalog:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def _hook_work(self, base: CatalogVersion, new: CatalogVersion | None) -> list[HookWork]:
-        if new is None:
-            return []
+    def _hook_work(
+        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
+    ) -> list[HookWork]:
         works: list[HookWork] = []
         try:
             for hook in list(self._hooks):
-                work = hook(base, new)
+                work = hook(base, new, update)
                 if work is not None:
                     check.instance(work, HookWork, "The result of a commit hook")
                     works.append(work)

@@ -492,15 +492,22 @@ def activation_time(base: CatalogVersion, update: VersionedUpdate) -> int:
     return max(proposed, base.activation_time + 1)
 
 
-def apply_update(base: CatalogVersion, update: VersionedUpdate) -> CatalogVersion:
-    """The one way a version is made, on the committing node and on replay alike."""
+def apply_update(
+    base: CatalogVersion, update: VersionedUpdate, applied: CatalogVersion | None = None
+) -> CatalogVersion:
+    """The one way a version is made, on the committing node and on replay alike.
+
+    ``applied`` is what ``apply_entries`` already made of the update's
+    entries on ``base`` (a committer's preview), so they are not applied twice.
+    """
     if update.version != base.version + 1:
         raise CorruptLogError(
             f"Update of version {update.version} cannot follow version {base.version}",
             version=update.version,
         )
-    cat = apply_entries(base.evolve(version=update.version), update.entries)
-    return cat.evolve(activation_time=activation_time(base, update))
+    if applied is None or applied.version != update.version:
+        applied = apply_entries(base.evolve(version=update.version), update.entries)
+    return applied.evolve(activation_time=activation_time(base, update))
 
 
 def apply_entries(working: CatalogVersion, entries: Iterable[UpdateEntry]) -> CatalogVersion:

@@ -8,6 +8,8 @@ Keys:
   each in a checksummed frame that also names N (see ``almanac.log_format``);
 * ``catalog.snapshot.version`` - the checkpoint version, the earliest still
   available (the key keeps its original name so existing stores still open);
+* ``catalog.truncating`` - while a truncation is unfinished: the lowest
+  version whose key may still lie below the checkpoint version;
 * ``catalog.id`` - the catalog's UUID, on stores that keep an identity record
   beside them (SQLite; see ``almanac.identity``);
 * ``catalog.pin.{lease}.{n}`` - a version some reader holds, attached to the
@@ -19,11 +21,28 @@ Appending version N is one transaction: "if ``catalog.version`` is N-1, put
 ``catalog.update.{N}`` and set ``catalog.version`` to N", plus whatever extra
 operations the caller rides along (placement, data commits).
 
+Truncation. A checkpoint at S is one transaction, guarded by the pins and
+by the previous checkpoint version: it writes the whole catalog of S under
+``catalog.update.{S}`` and moves ``catalog.snapshot.version`` to S. From that
+revision on nothing below S is readable or pinnable, so deleting the older
+keys can take as many transactions as the metastore's cap on transaction
+size (``Metastore.max_txn_ops``, 128 on etcd) needs. The first transaction
+deletes what fits beside its own writes; if more remains, it records the
+first version left in ``catalog.truncating``, later transactions delete the
+rest in batches, and the last one removes the marker, unless another
+checkpoint rewrote it meanwhile (that one then owns the cleanup). A crash
+between batches leaves keys below the checkpoint and the marker: they are
+never read, the node opens as usual, and the next ``checkpoint_log`` deletes
+them. One range delete would need keys that sort numerically, which the
+existing ``catalog.update.{N}`` keys of stored catalogs do not.
+
 Integrity. Every entry is checked on every read (start, catch-up, follow):
 its frame checksum, that it holds exactly its key's version, and that it is
 of the kind its position needs (a checkpoint at the checkpoint version, an
 update after it). The keys must form one contiguous run from the checkpoint
-version to ``catalog.version``, with nothing before or beyond it. Any
+version to ``catalog.version``, with nothing beyond it, and nothing before
+it except the keys of an unfinished truncation (at or after
+``catalog.truncating``, which itself lies before the checkpoint version). Any
 mismatch raises ``CorruptLogError`` naming the key and the version, and
 the node refuses to start (or its follower stops) rather than serve a
 different catalog.
@@ -66,6 +85,7 @@ __all__ = [
     "KEY_ID",
     "KEY_PINS",
     "KEY_CHECKPOINT_VERSION",
+    "KEY_TRUNCATING",
     "KEY_VERSION",
     "PIN_PREFIX",
     "UPDATE_PREFIX",
@@ -77,6 +97,7 @@ __all__ = [
 
 KEY_VERSION = "catalog.version"
 KEY_CHECKPOINT_VERSION = "catalog.snapshot.version"
+KEY_TRUNCATING = "catalog.truncating"
 UPDATE_PREFIX = "catalog.update."
 PIN_PREFIX = "catalog.pin."
 KEY_PINS = "catalog.pins"
@@ -472,27 +493,82 @@ class UpdateLog:
         versions = [_int(kv) for kv in result.kvs]
         return (min(versions) if versions else None), (pins_kv.mod_revision if pins_kv else 0)
 
-    def truncate(self, snapshot: CatalogVersion) -> bool:
-        """Replace version ``snapshot.version`` by the whole catalog and delete
-        older updates, in one transaction that fails if a pin or another
-        checkpoint raced it. The caller has checked the pins."""
+    def truncate(self, snapshot: CatalogVersion, pins_revision: int) -> bool:
+        """Make version ``snapshot.version`` the checkpoint (the whole catalog)
+        and delete the older entries; False, changing nothing, if another
+        checkpoint or a pin (taken or released since the pins key had
+        ``pins_revision``) raced it. The caller has checked the pins in the
+        same read that gave ``pins_revision``.
+
+        The deletions past the first transaction follow in batches; if one
+        fails, the checkpoint stands and the next call of
+        :meth:`finish_truncation` (every checkpoint makes one) deletes the rest.
+        """
         s = snapshot.version
-        _, pins_revision = self.oldest_pinned()
         snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
         earliest = _int(snap_kv)
         if s <= earliest:
             return False
+        marker = self.store.get(KEY_TRUNCATING)
+        low = max(earliest, 1) if marker is None else _truncating(marker, earliest)
+        victims = [update_key(v) for v in range(low, s)]
+        cap = self.store.max_txn_ops
+        room = len(victims) if cap is None else max(cap - 3, 0)
+        first, rest = victims[:room], victims[room:]
         compares = [
             Compare.mod_revision(KEY_PINS, "==", pins_revision),
             Compare.value(KEY_CHECKPOINT_VERSION, "==", _encode_int(earliest))
             if snap_kv is not None
             else Compare.absent(KEY_CHECKPOINT_VERSION),
             Compare.exists(update_key(s)),
+            Compare.absent(KEY_TRUNCATING)
+            if marker is None
+            else Compare.mod_revision(KEY_TRUNCATING, "==", marker.mod_revision),
         ]
         ops: list[Op] = [Put(update_key(s), frame_checkpoint(snapshot))]
-        ops.extend(Delete(update_key(v)) for v in range(max(earliest, 1), s))
+        ops.extend(Delete(key) for key in first)
+        if rest:
+            ops.append(Put(KEY_TRUNCATING, _encode_int(low)))
+        elif marker is not None:
+            ops.append(Delete(KEY_TRUNCATING))
         ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(s)))
-        return self.store.txn(compares, ops).succeeded
+        result = self.store.txn(compares, ops)
+        if not result.succeeded:
+            return False
+        if rest:
+            self._delete_leftovers(rest, result.revision)
+        return True
+
+    def finish_truncation(self) -> None:
+        """Delete what an interrupted truncation left below the checkpoint."""
+        marker = self.store.get(KEY_TRUNCATING)
+        if marker is None:
+            return
+        earliest = self.earliest_version()
+        low = _truncating(marker, earliest)
+        self._delete_leftovers([update_key(v) for v in range(low, earliest)], marker.mod_revision)
+
+    def _delete_leftovers(self, keys: Sequence[str], marker_revision: int) -> None:
+        """Delete ``keys`` (all below the checkpoint version) in batches that
+        fit the store's cap; the last batch also removes ``catalog.truncating``
+        if it still has ``marker_revision``. A failure is logged, not raised:
+        the checkpoint stands, and the marker says what is left."""
+        cap = self.store.max_txn_ops
+        size = max(len(keys) if cap is None else cap - 1, 1)
+        try:
+            for start in range(0, max(len(keys), 1), size):
+                batch = [Delete(key) for key in keys[start : start + size]]
+                if start + size < len(keys):
+                    self.store.txn((), batch)
+                    continue
+                unchanged = Compare.mod_revision(KEY_TRUNCATING, "==", marker_revision)
+                self.store.txn([unchanged], [*batch, Delete(KEY_TRUNCATING)], batch)
+        except (CatalogError, MetastoreError) as exc:
+            _log.warning(
+                "Deleting the log entries below the checkpoint stopped (%s); "
+                "the next checkpoint deletes the rest",
+                exc,
+            )
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -520,6 +596,8 @@ def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
     version_kv = by_key.get(KEY_VERSION)
     latest = _int(version_kv)
     earliest = _int(by_key.get(KEY_CHECKPOINT_VERSION))
+    marker = by_key.get(KEY_TRUNCATING)
+    leftover_from = earliest if marker is None else _truncating(marker, earliest)
     present: list[int] = []
     for key in by_key:
         if key.startswith(UPDATE_PREFIX):
@@ -543,7 +621,11 @@ def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
             version=earliest,
         )
     first = max(earliest, 1)
+    leftovers = 0
     for version in sorted(present):
+        if leftover_from <= version < first:
+            leftovers += 1  # an unfinished truncation's: never read
+            continue
         if version > latest:
             raise CorruptLogError(
                 f"Update log entry '{update_key(version)}' of version {version} lies beyond "
@@ -558,7 +640,7 @@ def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
                 key=update_key(version),
                 version=version,
             )
-    if len(present) != latest - first + 1 and latest > 0:
+    if len(present) - leftovers != latest - first + 1 and latest > 0:
         have = set(present)
         missing = next(v for v in range(first, latest + 1) if v not in have)
         raise CorruptLogError(
@@ -567,6 +649,19 @@ def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
             version=missing,
         )
     return latest, earliest
+
+
+def _truncating(marker: KeyValue, earliest: int) -> int:
+    """The first version an unfinished truncation may have left, checked."""
+    low = parse_number(marker)
+    if not 1 <= low < earliest:
+        raise CorruptLogError(
+            f"Metastore key '{KEY_TRUNCATING}' says a truncation left versions from {low} "
+            f"on, which is not before the checkpoint version {earliest}",
+            key=KEY_TRUNCATING,
+            version=low,
+        )
+    return low
 
 
 def _entry(by_key: dict[str, KeyValue], version: int) -> VersionedUpdate | CatalogVersion:

@@ -1,4 +1,7 @@
-"""Catalog nodes in real processes on one shared store."""
+"""Catalog nodes in real processes on one shared store: a SQLite catalog
+several processes open, or a namespace of one real 3-member etcd cluster
+shared by the whole run; the failure tests find all its members running
+again after each test."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from almanac.etcd_local import LocalEtcd
+from almanac.metastore import Metastore, open_metastore
+from tests.cluster.harness import RecordingNode
 from tests.durable.helpers import child
 
 PATIENCE = 120.0
@@ -79,3 +84,56 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         cluster: LocalEtcd = request.getfixturevalue("etcd_cluster")
         return f"{cluster.uri}/n{uuid.uuid4().hex[:12]}"
     return str(tmp_path / "data")
+
+
+TIMEOUT_S = 3
+"""The metastore bound every node of these tests runs with (``?timeout=``)."""
+
+
+@pytest.fixture
+def etcd(etcd_cluster: LocalEtcd) -> Iterator[LocalEtcd]:
+    """The shared cluster, whole again after the test whatever it killed."""
+    yield etcd_cluster
+    for index in range(len(etcd_cluster.members)):
+        etcd_cluster.restart(index, wait=False)
+    etcd_cluster.wait_healthy()
+
+
+@pytest.fixture
+def etcd_target(etcd: LocalEtcd) -> str:
+    """A fresh namespace on the shared cluster."""
+    return f"{etcd.uri}/t-{uuid.uuid4().hex[:12]}?timeout={TIMEOUT_S}"
+
+
+@pytest.fixture
+def store(etcd_target: str) -> Iterator[Metastore]:
+    """The test's own view of the store, for the audit."""
+    with open_metastore(etcd_target) as opened:
+        yield opened
+
+
+class Nodes:
+    """Starts catalog node processes on the target and kills what is left."""
+
+    def __init__(self, target: str, directory: Path) -> None:
+        self.target = target
+        self.directory = directory
+        self.started: list[RecordingNode] = []
+
+    def start(self, name: str) -> RecordingNode:
+        node = RecordingNode(self.target, name, self.directory / f"{name}.jsonl")
+        self.started.append(node)
+        return node
+
+    def outcome_files(self) -> list[Path]:
+        return sorted(self.directory.glob("*.jsonl"))
+
+
+@pytest.fixture
+def nodes(etcd_target: str, tmp_path: Path) -> Iterator[Nodes]:
+    started = Nodes(etcd_target, tmp_path)
+    try:
+        yield started
+    finally:
+        for node in started.started:
+            node.close()

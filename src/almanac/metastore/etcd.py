@@ -769,6 +769,12 @@ class EtcdMetastore(Metastore):
         async def shutdown() -> None:
             for channel in self._channels:
                 await channel.close()
+            # gRPC leaves a task behind per cancelled stream; end them here so
+            # that stopping the loop destroys no pending task.
+            leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in leftover:
+                task.cancel()
+            await asyncio.gather(*leftover, return_exceptions=True)
 
         # Closing must not fail on a dead cluster.
         with contextlib.suppress(Exception):

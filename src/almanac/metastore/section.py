@@ -9,7 +9,9 @@ A section is re-entrant per thread. In one process it is a thread lock; with
 a lock file it is also an exclusive ``flock`` on that file, held by the
 outermost holder only, so that the processes sharing a SQLite file exclude
 each other too. The operating system drops a dead process's lock with its
-file descriptor, so a killed writer never blocks the others.
+file descriptor, so a killed writer never blocks the others. The file stays
+open between holds (taking the section is then one ``flock`` call, not an
+open and a close); a forked child opens its own.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class WriterSection:
         self._lock_file = lock_file
         self._lock = threading.RLock()
         self._depth = 0  # guarded by holding ``_lock``
-        self._fd: int | None = None
+        self._fd: int | None = None  # the open lock file, once opened
+        self._closer: weakref.finalize[[int], WriterSection] | None = None
 
     @contextlib.contextmanager
     def hold(self, timeout: float | None = None) -> Iterator[None]:
@@ -48,51 +51,58 @@ class WriterSection:
         if not self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
             raise self._timeout(timeout)
         try:
+            fd = None
             if self._depth == 0 and self._lock_file is not None:
-                self._fd = self._lock_os_file(self._lock_file, deadline, timeout)
+                fd = self._lock_os_file(self._lock_file, deadline, timeout)
             self._depth += 1
             try:
                 yield
             finally:
                 self._depth -= 1
-                if self._depth == 0 and self._fd is not None:
-                    fd, self._fd = self._fd, None
-                    os.close(fd)  # closing the descriptor drops the flock
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             self._lock.release()
 
+    def _open(self, path: str) -> int:
+        if self._fd is None:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise MetastoreError(
+                    f"Cannot open the writer lock file {path}: {exc}", path=path
+                ) from exc
+            self._fd = fd
+            self._closer = weakref.finalize(self, os.close, fd)
+        return self._fd
+
     def _lock_os_file(self, path: str, deadline: float | None, timeout: float | None) -> int:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise MetastoreError(
-                f"Cannot open the writer lock file {path}: {exc}", path=path
-            ) from exc
+        fd = self._open(path)
         pause = _FILE_POLL_MIN_S
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except BlockingIOError:
-                    pass
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    raise self._timeout(timeout)
-                nap = pause * (0.5 + random.random())
-                if deadline is not None:
-                    nap = min(nap, deadline - now)
-                time.sleep(nap)
-                pause = min(pause * 2, _FILE_POLL_MAX_S)
-        except BaseException:
-            os.close(fd)
-            raise
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                pass
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise self._timeout(timeout)
+            nap = pause * (0.5 + random.random())
+            if deadline is not None:
+                nap = min(nap, deadline - now)
+            time.sleep(nap)
+            pause = min(pause * 2, _FILE_POLL_MAX_S)
 
     def _forget_holder(self) -> None:
-        """In a forked child: the parent's holder is not a thread here."""
+        """In a forked child: the parent's holder is not a thread here, and
+        the parent's descriptor shares its lock, so the child opens its own
+        (closing the inherited one leaves the parent's lock as it is)."""
         self._lock = threading.RLock()
         self._depth = 0
-        self._fd = None
+        if self._closer is not None:
+            self._closer()
+        self._fd = self._closer = None
 
     def _timeout(self, timeout: float | None) -> WaitTimeoutError:
         return WaitTimeoutError(

@@ -29,6 +29,7 @@ __all__ = [
     "ReadPoint",
     "TableName",
     "catalog_session",
+    "close_sessions",
     "durable_target",
     "parse_name",
     "read_point",
@@ -72,7 +73,9 @@ _open: OrderedDict[tuple[str, str | None], _Open] = OrderedDict()
 _open_lock = threading.Lock()
 
 
-def _close_all() -> None:
+def close_sessions() -> None:
+    """Close the catalog nodes kept open between steps (also done at exit);
+    a process that stops its metastore first closes them before."""
     with _open_lock:
         entries = list(_open.values())
         _open.clear()
@@ -80,7 +83,7 @@ def _close_all() -> None:
         entry.catalog.close()
 
 
-atexit.register(_close_all)
+atexit.register(close_sessions)
 
 
 def _missing_catalog(parsed: Target) -> str | None:

@@ -1,7 +1,7 @@
 """Compare-and-swap throughput on one etcd member: the raw ``aetcd`` client
 (the physical floor) against ``EtcdMetastore.txn``, in the same run.
 
-Run: ``.venv/bin/python bench/etcd_cas_quick.py [ops]``. Both loops do the
+Run: ``.venv/bin/python bench/bench_etcd_store.py [ops]``. Both loops do the
 same work: read the counter, then a transaction "if mod_revision is what I
 read, put the next value".
 """

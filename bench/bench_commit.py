@@ -1,0 +1,121 @@
+"""DDL commit throughput on SQLite against the physical floor, in one process.
+
+The floor is a compare-and-swap loop on the standard library's ``sqlite3``:
+a WAL file with the pragmas ``SqliteMetastore`` sets (``journal_mode=WAL``,
+the same ``synchronous``, the same busy timeout), one ``BEGIN IMMEDIATE``
+transaction per version that reads ``catalog.version``, inserts
+``catalog.update.{N}`` with a payload as large as the catalog's stored entry
+of the same DDL, and moves ``catalog.version`` on if it still holds N-1.
+Against it: ``execute`` of a 3-column CREATE TABLE (a new table each time)
+on a directory target with ``delay_ms=0, max_clock_skew_ms=0``, and
+``cat.sql`` of the same DDL, at ``durability="full"`` and ``"normal"``.
+
+Run: ``.venv/bin/python bench/bench_commit.py [commits]``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import almanac
+from almanac import ColumnDef, ColumnType
+from almanac.log import KEY_VERSION, update_key
+from almanac.log_format import frame_update
+from almanac.metastore.sqlite import DURABILITY_LEVELS
+
+RUNS = 3
+BUSY_TIMEOUT_S = 30.0  # SqliteMetastore's default
+
+
+def create_table(name: str) -> almanac.CreateTable:
+    return almanac.CreateTable(
+        name=name,
+        columns=(
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="NAME", type=ColumnType.STRING, length=100),
+            ColumnDef(name="EMAIL", type=ColumnType.STRING, length=200),
+        ),
+        primary_key=("ID",),
+    )
+
+
+def create_sql(name: str) -> str:
+    return f"CREATE TABLE {name} (ID INT64 PRIMARY KEY, NAME VARCHAR(100), EMAIL VARCHAR(200))"
+
+
+def catalog_rate(target: Path, durability: str, commits: int, via_sql: bool) -> tuple[float, int]:
+    """Commits/s through the catalog, and the size of the last stored entry."""
+    with almanac.connect(
+        str(target), delay_ms=0, max_clock_skew_ms=0, durability=durability
+    ) as cat:
+        start = time.perf_counter()
+        for i in range(commits):
+            if via_sql:
+                cat.sql(create_sql(f"T{i}"))
+            else:
+                cat.execute([create_table(f"T{i}")])
+        rate = commits / (time.perf_counter() - start)
+        return rate, len(frame_update(cat.history()[-1].update))
+
+
+def floor_rate(path: Path, durability: str, commits: int, payload: bytes) -> float:
+    """The floor: one compare-and-swap transaction per version on bare sqlite3."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={DURABILITY_LEVELS[durability]}")
+        conn.execute("CREATE TABLE kv (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+        version_key = KEY_VERSION.encode()
+        conn.execute("INSERT INTO kv VALUES (?, ?)", (version_key, b"0"))
+        read = "SELECT value FROM kv WHERE key = ?"
+        start = time.perf_counter()
+        for _ in range(commits):
+            conn.execute("BEGIN IMMEDIATE")
+            (current,) = conn.execute(read, (version_key,)).fetchone()
+            n = int(current) + 1
+            conn.execute("INSERT INTO kv VALUES (?, ?)", (update_key(n).encode(), payload))
+            conn.execute(
+                "UPDATE kv SET value = ? WHERE key = ? AND value = ?",
+                (str(n).encode(), version_key, current),
+            )
+            conn.execute("COMMIT")
+        rate = commits / (time.perf_counter() - start)
+        (final,) = conn.execute(read, (version_key,)).fetchone()
+        assert int(final) == commits
+        return rate
+    finally:
+        conn.close()
+
+
+def main() -> None:
+    commits = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for durability in DURABILITY_LEVELS:
+            rates: dict[str, list[float]] = {"execute": [], "sql": [], "floor": []}
+            for run in range(RUNS):
+                rate, size = catalog_rate(root / f"e-{durability}{run}", durability, commits, False)
+                rates["execute"].append(rate)
+                rate, _ = catalog_rate(root / f"s-{durability}{run}", durability, commits, True)
+                rates["sql"].append(rate)
+                floor = floor_rate(
+                    root / f"f-{durability}{run}.db", durability, commits, b"x" * size
+                )
+                rates["floor"].append(floor)
+            floor = statistics.median(rates["floor"])
+            print(
+                f"durability={durability!r}, {commits:,} CREATE TABLE commits, median of {RUNS}: "
+                f"floor (sqlite3 CAS loop, {size}-byte entries) {floor:,.0f}/s"
+            )
+            for what in ("execute", "sql"):
+                rate = statistics.median(rates[what])
+                print(f"  cat.{what:<8} {rate:8,.0f}/s  {rate / floor:5.0%} of the floor")
+
+
+if __name__ == "__main__":
+    main()
