@@ -475,6 +475,28 @@ def test_watch_reports_prev_kv_and_delete_tombstones(store: Metastore) -> None:
     ]
 
 
+def test_a_delete_at_the_compact_revision_is_compacted_with_the_history(
+    store: Metastore,
+) -> None:
+    store.put("gone", b"1")
+    store.put("kept", b"1")
+    at = store.txn([], [Delete("gone"), Put("kept", b"2")]).revision
+    store.compact(at)
+    # etcd drops a tombstone at the compact revision: only the put remains,
+    # without its previous value, and later changes follow it.
+    with store.watch("", at) as watch:
+        first = next_event(watch)
+        assert (first.type, first.kv.key, first.revision, first.prev_kv) == (
+            WatchEventKind.PUT,
+            "kept",
+            at,
+            None,
+        )
+        store.put("later", b"")
+        assert next_event(watch).kv.key == "later"
+    assert [kv.key for kv in store.range("", revision=at).kvs] == ["kept"]
+
+
 def test_watch_that_falls_behind_a_compaction_raises(store: Metastore) -> None:
     for index in range(4):
         store.put("k", str(index).encode())

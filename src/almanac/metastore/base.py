@@ -12,7 +12,8 @@ opinion:
   is always false;
 * a transaction may not write the same key twice (etcd rejects that too);
 * ``compact(C)`` forgets history below ``C``: the state at ``C`` stays
-  readable and the changes made at ``C`` stay watchable.
+  readable and the puts made at ``C`` stay watchable (a delete made at ``C``
+  is compacted with the history before it, as etcd drops its tombstone).
 
 The pieces the backends share live beside it: the value types and argument
 checks in ``types``, the transaction engine (:func:`apply_txn` over a
@@ -42,7 +43,7 @@ from almanac.metastore.engine import (
     expire_leases,
     revoke_lease_keys,
     state_at,
-    without_compacted_prev,
+    watchable_after_compaction,
 )
 from almanac.metastore.types import (
     Compare,
@@ -115,7 +116,7 @@ __all__ = [
     "prefix_end",
     "revoke_lease_keys",
     "state_at",
-    "without_compacted_prev",
+    "watchable_after_compaction",
 ]
 
 

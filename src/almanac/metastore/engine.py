@@ -168,15 +168,21 @@ def compacted_error(revision: int, compact_revision: int) -> CompactedError:
     )
 
 
-def without_compacted_prev(events: Iterable[WatchEvent], compact_revision: int) -> list[WatchEvent]:
-    """Events as a watch delivers them: etcd reads an event's ``prev_kv`` at
-    the revision before it, so once that revision is compacted away (an
-    event at the compact revision itself) the event arrives without it."""
+def watchable_after_compaction(
+    events: Iterable[WatchEvent], compact_revision: int
+) -> list[WatchEvent]:
+    """Events as a watch delivers them once history below ``compact_revision``
+    is gone, following etcd: compaction keeps, of each key, its newest
+    revision at or below the compact revision unless that is a tombstone, so
+    a DELETE at the compact revision is gone too; and an event's ``prev_kv``
+    is read at the revision before it, so an event at the compact revision
+    arrives without it."""
     return [
         WatchEvent(event.type, event.kv, None)
         if event.prev_kv is not None and event.revision <= compact_revision
         else event
         for event in events
+        if not (event.type is WatchEventKind.DELETE and event.revision <= compact_revision)
     ]
 
 

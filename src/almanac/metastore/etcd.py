@@ -740,7 +740,9 @@ class EtcdMetastore(Metastore):
     def _compact(self, revision: int) -> None:
         async def attempt(index: int) -> None:
             await self._stub_kv(index).Compact(
-                rpc.CompactionRequest(revision=revision + 1),
+                # Physical: the call returns once etcd has dropped the history,
+                # so what stays watchable no longer changes after it.
+                rpc.CompactionRequest(revision=revision + 1, physical=True),
                 timeout=self._attempt_timeout(),
                 metadata=_LEADER,
             )

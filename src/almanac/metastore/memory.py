@@ -36,7 +36,7 @@ from almanac.metastore.base import (
     expire_leases,
     revoke_lease_keys,
     state_at,
-    without_compacted_prev,
+    watchable_after_compaction,
 )
 from almanac.metastore.section import WriterSection
 from almanac.metastore.watch import ConditionWakeups
@@ -199,7 +199,7 @@ class MemoryMetastore(ConditionWakeups, Metastore):
         with self._view():
             if from_revision < self._compact_revision_value:
                 raise compacted_error(from_revision, self._compact_revision_value)
-            events = without_compacted_prev(
+            events = watchable_after_compaction(
                 (
                     event
                     for event in self._events[events_from(self._events, from_revision) :]

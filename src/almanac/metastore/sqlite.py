@@ -68,7 +68,7 @@ from almanac.metastore.base import (
     prefix_end,
     revoke_lease_keys,
     state_at,
-    without_compacted_prev,
+    watchable_after_compaction,
 )
 from almanac.metastore.section import WriterSection, shared_file_section
 from almanac.metastore.watch import ConditionWakeups
@@ -639,7 +639,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             if from_revision > current:
                 return [], from_revision, False
             end = min(current + 1, from_revision + _WATCH_WINDOW)
-            events = without_compacted_prev(
+            events = watchable_after_compaction(
                 view.events(prefix, from_revision, end), compact_revision
             )
             return events, end, end <= current
