@@ -1,9 +1,6 @@
-"""Durable catalog figures on SQLite, each against a baseline in the same run.
+"""Durable catalog figures on SQLite, each against a baseline in the same run
+(commit throughput against the bare ``sqlite3`` floor is ``bench_commit.py``'s):
 
-* DDL commits/s through ``execute`` (delay 0) at ``durability="full"``
-  (``synchronous=FULL``, the default) and ``"normal"``, each against a raw
-  compare-and-swap loop written with the standard library's ``sqlite3`` on a
-  WAL file at the same ``synchronous`` setting, writing the same payload size;
 * recovery (``connect``) of a 100,000-version log, and of the same catalog
   after a snapshot, against a bare read of the same keys.
 
@@ -12,8 +9,6 @@ Run: ``.venv/bin/python bench/bench_durable.py [versions]``.
 
 from __future__ import annotations
 
-import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -38,65 +33,6 @@ def create_table(name: str) -> almanac.CreateTable:
         ),
         primary_key=("ID",),
     )
-
-
-def ddl_rate(target: Path, durability: str) -> tuple[float, int]:
-    """DDL commits/s through the catalog, and the size of one stored entry."""
-    with almanac.connect(
-        str(target), delay_ms=0, max_clock_skew_ms=0, durability=durability
-    ) as cat:
-        cat.execute([create_table("T")])
-        start = time.perf_counter()
-        for i in range(COMMITS):
-            cat.execute([almanac.SetTableProperties(name="T", min_stale_rows=i + 1)])
-        rate = COMMITS / (time.perf_counter() - start)
-        return rate, len(frame_update(cat.history()[-1].update))
-
-
-def raw_rate(path: Path, synchronous: str, payload: bytes) -> float:
-    """The floor: a compare-and-swap loop on a bare ``sqlite3`` WAL file."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("CREATE TABLE kv (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
-        conn.execute("INSERT INTO kv VALUES (?, ?)", (KEY_VERSION.encode(), b"0"))
-        version_key = KEY_VERSION.encode()
-        read = "SELECT value FROM kv WHERE key = ?"
-        start = time.perf_counter()
-        for _ in range(COMMITS):
-            conn.execute("BEGIN IMMEDIATE")
-            (current,) = conn.execute(read, (version_key,)).fetchone()
-            n = int(current) + 1
-            conn.execute("INSERT INTO kv VALUES (?, ?)", (update_key(n).encode(), payload))
-            conn.execute(
-                "UPDATE kv SET value = ? WHERE key = ? AND value = ?",
-                (str(n).encode(), version_key, current),
-            )
-            conn.execute("COMMIT")
-        rate = COMMITS / (time.perf_counter() - start)
-        (final,) = conn.execute(read, (version_key,)).fetchone()
-        assert int(final) == COMMITS
-        return rate
-    finally:
-        conn.close()
-
-
-def bench_commits(root: Path) -> None:
-    for durability, synchronous in (("full", "FULL"), ("normal", "NORMAL")):
-        rates_ddl = []
-        rates_raw = []
-        for run in range(RUNS):
-            rate, size = ddl_rate(root / f"commits-{durability}{run}", durability)
-            rates_ddl.append(rate)
-            rates_raw.append(raw_rate(root / f"raw-{durability}{run}.db", synchronous, b"x" * size))
-        ddl = statistics.median(rates_ddl)
-        raw = statistics.median(rates_raw)
-        print(
-            f"DDL commits/s on SQLite (delay 0), durability={durability!r} "
-            f"(synchronous={synchronous}): {ddl:,.0f}; raw sqlite3 CAS loop at "
-            f"synchronous={synchronous}: {raw:,.0f}; ratio {ddl / raw:.0%}"
-        )
 
 
 def build_log(path: Path, versions: int) -> None:
@@ -167,7 +103,6 @@ def main() -> None:
     versions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        bench_commits(root)
         bench_recovery(root, versions)
         bench_big_snapshot(root, 10_000)
 
