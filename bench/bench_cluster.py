@@ -28,10 +28,10 @@ from typing import Any
 import aetcd
 
 import almanac
-from almanac import ColumnDef, ColumnType
 from almanac.etcd_local import LocalEtcd
 from almanac.log import KEY_VERSION, update_key
 from almanac.log_format import frame_update
+from workload import create_table
 
 RUNS = 3
 RAW = asyncio.Runner()
@@ -40,17 +40,6 @@ gRPC's asyncio poller is shared by the process and calls back into the
 loops it served, so a loop closed between baselines makes it fail."""
 RAW_ATTEMPT_S = 0.25
 PATIENCE_S = 60.0
-
-
-def create_table(name: str) -> almanac.CreateTable:
-    return almanac.CreateTable(
-        name=name,
-        columns=(
-            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
-            ColumnDef(name="V", type=ColumnType.STRING, length=32),
-        ),
-        primary_key=("ID",),
-    )
 
 
 def namespaced(uri: str) -> str:

@@ -14,23 +14,13 @@ from collections.abc import Callable
 import almanac
 import timing
 from almanac import ColumnDef, ColumnType
+from workload import create_table
 
 REPEATS = 7
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
     return timing.median_seconds(fn, repeats)
-
-
-def create_table(name: str) -> almanac.CreateTable:
-    return almanac.CreateTable(
-        name=name,
-        columns=(
-            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
-            ColumnDef(name="V", type=ColumnType.STRING, length=32),
-        ),
-        primary_key=("ID",),
-    )
 
 
 def big_catalog(tables: int) -> almanac.Catalog:

@@ -15,24 +15,13 @@ import time
 from pathlib import Path
 
 import almanac
-from almanac import ColumnDef, ColumnType
 from almanac.log import KEY_VERSION, update_key
 from almanac.log_format import frame_update
 from almanac.metastore import Put, SqliteMetastore
+from workload import create_table
 
 COMMITS = 1500
 RUNS = 3
-
-
-def create_table(name: str) -> almanac.CreateTable:
-    return almanac.CreateTable(
-        name=name,
-        columns=(
-            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
-            ColumnDef(name="V", type=ColumnType.STRING, length=32),
-        ),
-        primary_key=("ID",),
-    )
 
 
 def build_log(path: Path, versions: int) -> None:

@@ -139,14 +139,14 @@ def ddl_part(root: Path) -> None:
         print(side_by_side(describe(cat.catalog(first)), describe(cat.catalog())))
 
 
-def spark_session(root: Path) -> Any:
-    """One local session for the pipeline (Python workers use this interpreter)."""
+def spark_session(root: Path, app: str = "almanac-demo") -> Any:
+    """One local session for a demo (Python workers use this interpreter)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master("local[2]")
-        .appName("almanac-demo")
+        .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.python.filterPushdown.enabled", "true")

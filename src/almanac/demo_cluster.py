@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import almanac
+from almanac.demo import spark_session
 from almanac.etcd_local import LocalEtcd
 from almanac.serialization import encode_catalog
 
@@ -116,24 +116,6 @@ def concurrent_ddl(writers: list[almanac.Catalog], round_: str, tables: int) -> 
     return time.perf_counter() - started
 
 
-def spark_session(root: Path) -> Any:
-    """A local session, started before this process opens any etcd client:
-    gRPC's threads and the fork that launches Spark's JVM do not mix."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("almanac-demo-cluster")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def spark_ctas(spark: Any, target: str, root: Path) -> None:
     """CREATE TABLE AS SELECT through Spark against the etcd target."""
     import almanac.spark
@@ -196,7 +178,9 @@ def run(root: Path, tables: int, spark: bool) -> int:
         target = f"{etcd.uri}/{NAMESPACE}"
         print(f"etcd: 3 members on {', '.join(etcd.endpoints)} (up in "
               f"{time.perf_counter() - started:.1f} s); catalog target {target}")  # fmt: skip
-        session = spark_session(root) if spark else None
+        # Spark first, before this process opens any etcd client: gRPC's
+        # threads and the fork that launches Spark's JVM do not mix.
+        session = spark_session(root, "almanac-demo-cluster") if spark else None
         if session is not None:
             from almanac.spark.names import close_sessions
 
