@@ -39,16 +39,23 @@ from urllib.parse import quote, unquote
 
 from almanac.errors import ValidationError
 
-__all__ = ["MEMORY", "STORE_FILE", "Target", "TargetKind", "parse_target"]
+__all__ = ["MAX_TIMEOUT_S", "MEMORY", "STORE_FILE", "Target", "TargetKind", "parse_target"]
 
 STORE_FILE = "catalog.db"
 """The metastore file inside a directory target."""
 
 MEMORY = "memory://"
+
+MAX_TIMEOUT_S = 86400.0
+"""The longest metastore call bound: beyond it the event loop's and the
+threads' clocks overflow (or a call waits past any useful time)."""
 _SQLITE = "sqlite://"
 _ETCD = "etcd://"
-_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>[0-9]+)$")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
+# \Z, not $: $ also matches before a final line break
+_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>[0-9]+)\Z")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*\Z")
+_RESERVED_SEGMENT = re.compile(r"(?:^|/)(catalog|data)\.")
+_SECONDS = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _FORMS = (
     "memory://, sqlite:///abs/path/file.db, etcd://host:port[,host:port...][/namespace] "
@@ -222,7 +229,27 @@ def _etcd_target(text: str) -> Target:
         )
     if rest.endswith("/"):
         raise _refuse(text, "has an empty namespace after '/'", "target-namespace")
+    if (problem := reserved_segment(namespace)) is not None:
+        raise _refuse(text, f"has the namespace {namespace!r}: {problem}", "target-namespace")
     return Target("etcd", endpoints=endpoints, namespace=namespace, timeout_s=_timeout(text, query))
+
+
+def reserved_segment(namespace: str) -> str | None:
+    """Why ``namespace`` would leak into another catalog's keys, or ``None``.
+
+    A catalog's keys sit under ``ns/`` and its ranges start ``catalog.`` or
+    ``data.``, so the namespace ``ns/catalog.x`` (or ``catalog.x`` beside a
+    catalog without one) would put its keys inside those ranges: the outer
+    catalog would read them as its log, list them as nodes, delete them in
+    a checkpoint.
+    """
+    found = _RESERVED_SEGMENT.search(namespace)
+    if found is None:
+        return None
+    return (
+        f"a segment may not begin with '{found[1]}.', reserved for the catalog's own keys "
+        "(the keys of a catalog one level up would include it)"
+    )
 
 
 def _timeout(text: str, query: str) -> float | None:
@@ -233,12 +260,13 @@ def _timeout(text: str, query: str) -> float | None:
     name, equals, value = query.partition("=")
     if name != "timeout" or not equals:
         raise _refuse(text, f"has the unknown option {query!r} (only timeout=S)", "target-form")
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
+    seconds = float(value) if _SECONDS.match(value) else math.nan
     if not math.isfinite(seconds) or seconds <= 0:
         raise _refuse(
             text, f"has timeout={value!r}: it must be a positive number of seconds", "target-form"
+        )
+    if seconds > MAX_TIMEOUT_S:
+        raise _refuse(
+            text, f"has timeout={value!r}: it must be at most {MAX_TIMEOUT_S:g} s", "target-form"
         )
     return seconds

@@ -119,6 +119,23 @@ def test_etcd_canonical_text_round_trips(text: str) -> None:
         ("etcd://a:1/ns?timeout=nan", "positive number"),
         ("etcd://a:1/ns?timeout=", "positive number"),
         ("etcd://a:1/ns?wait=1", "unknown option"),
+        # a segment that begins like the catalog's keys would put its keys in
+        # the ranges of the catalog one level up
+        ("etcd://a:1/catalog.update.7", "reserved"),
+        ("etcd://a:1/ns/catalog.node.x", "reserved"),
+        ("etcd://a:1/ns/data.snapshot.1/x", "reserved"),
+        # a line break before '/' or '?' is not the end of an endpoint or namespace
+        ("etcd://a:1\n/ns", "not host:port"),
+        ("etcd://a:1/ns\n?timeout=1", "namespace"),
+        ("etcd://a:1,b:2\n,c:3", "not host:port"),
+        # a bound beyond a day overflows the clocks that enforce it
+        ("etcd://a:1/ns?timeout=1e10", "at most 86400"),
+        ("etcd://a:1/ns?timeout=1e308", "at most 86400"),
+        # only plain decimals: no digit separators, spaces or other scripts
+        ("etcd://a:1/ns?timeout=1_0", "positive number"),
+        ("etcd://a:1/ns?timeout= 1", "positive number"),
+        ("etcd://a:1/ns?timeout=\u0663", "positive number"),
+        ("etcd://a:1/ns?timeout=1&timeout=2", "positive number"),
         ("etcd://a:1?", "empty query"),
         ("ETCD://a:1", "malformed"),
         ("file:///tmp/x", "unsupported scheme"),

@@ -435,3 +435,28 @@ def test_a_data_commit_on_an_etcd_catalog(trio: LocalEtcd, namespace: str, tmp_p
         write_table(cat, "T", pa.table({"ID": [1, 2], "V": [10, 20]}))
         write_table(cat, "T", pa.table({"ID": [3], "V": [30]}))
         assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2, 3]
+
+
+def test_a_namespace_cannot_nest_inside_another_catalogs_key_ranges(trio: LocalEtcd) -> None:
+    # "a/catalog.update.7" would be the key "catalog.update.7/..." of the
+    # catalog in "a": inside its log's range, its node listing, its checkpoint.
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        EtcdMetastore(trio.endpoints, namespace="a/catalog.update.7")
+    with pytest.raises(almanac.ValidationError, match="reserved"):
+        almanac.connect(f"{trio.uri}/a/catalog.node.x")
+    # Nested namespaces of other names stay out of the catalog's ranges.
+    outer_ns = f"t{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {"delay_ms": 0, "max_clock_skew_ms": 0, "node_name": "n1"}
+    with (
+        almanac.connect(f"{trio.uri}/{outer_ns}", **options) as outer,
+        almanac.connect(f"{trio.uri}/{outer_ns}/catalog", **options) as inner,
+    ):
+        inner.sql("CREATE TABLE i (id INT64 PRIMARY KEY)")
+        outer.sql("CREATE TABLE o (id INT64 PRIMARY KEY)")
+        inner.sql("CREATE TABLE j (id INT64 PRIMARY KEY)")
+        assert [n.name for n in outer.nodes()] == ["n1"]
+        outer.checkpoint_log(outer.catalog().version)
+        assert inner.catalog(1).version == 1
+        assert inner.catalog().version == 3
+    with almanac.connect(f"{trio.uri}/{outer_ns}", **options) as again:
+        assert again.catalog().version == 2
