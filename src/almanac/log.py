@@ -348,7 +348,11 @@ class UpdateLog:
                 if key.startswith(UPDATE_PREFIX) and event.kv.value:
                     version = _version_of(key)
                     if version <= follower.latest_version:
-                        continue  # applied already (our own commit, or a checkpoint rewrite)
+                        # Applied already (our own commit). A rewrite must be a
+                        # checkpoint: anything else is a log no node can read.
+                        if event.kv.version > 1:
+                            read_entry(key, version, event.kv.value)
+                        continue
                     value = read_entry(key, version, event.kv.value)
                     if isinstance(value, VersionedUpdate):
                         follower.on_update(value, event.revision)

@@ -460,3 +460,27 @@ def test_a_namespace_cannot_nest_inside_another_catalogs_key_ranges(trio: LocalE
         assert inner.catalog().version == 3
     with almanac.connect(f"{trio.uri}/{outer_ns}", **options) as again:
         assert again.catalog().version == 2
+
+
+def test_a_node_stops_when_an_entry_it_applied_is_overwritten_with_bad_bytes(
+    trio: LocalEtcd, namespace: str
+) -> None:
+    target = f"{trio.uri}/{namespace}"
+    options: dict[str, Any] = {"delay_ms": 0, "max_clock_skew_ms": 0}
+    with almanac.connect(target, node_name="n1", **options) as cat:
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        cat.sql("CREATE TABLE u (id INT64 PRIMARY KEY)")
+        with open_metastore(target) as raw:
+            kv = raw.get("catalog.update.2")
+            assert kv is not None
+            bad = bytearray(kv.value)
+            bad[len(bad) // 2] ^= 0x10
+            raw.put("catalog.update.2", bytes(bad))
+        # The running node hears the rewrite and stops rather than append
+        # to a log no other node can read.
+        assert wait_until(lambda: cat.closed)
+        with pytest.raises(almanac.CatalogError, match=r"catalog\.update\.2") as info:
+            cat.sql("CREATE TABLE w (id INT64 PRIMARY KEY)")
+        assert isinstance(info.value.__cause__, almanac.CorruptLogError)
+        with pytest.raises(almanac.CorruptLogError, match=r"'catalog\.update\.2'"):
+            almanac.connect(target, node_name="n2", **options)
