@@ -484,3 +484,22 @@ def test_a_node_stops_when_an_entry_it_applied_is_overwritten_with_bad_bytes(
         assert isinstance(info.value.__cause__, almanac.CorruptLogError)
         with pytest.raises(almanac.CorruptLogError, match=r"'catalog\.update\.2'"):
             almanac.connect(target, node_name="n2", **options)
+
+
+def test_a_node_pins_again_after_its_pin_lease_expired(trio: LocalEtcd, namespace: str) -> None:
+    # A process paused past its lease's TTL (SIGSTOP, a long GC pause) finds
+    # its lease gone: its old pins went with it, new ones take a new lease.
+    target = f"{trio.uri}/{namespace}"
+    with (
+        almanac.connect(target, node_name="n1", delay_ms=0, max_clock_skew_ms=0) as cat,
+        open_metastore(target) as raw,
+    ):
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        with cat.pin(1):
+            (held,) = raw.range("catalog.pin.").kvs
+        raw.revoke_lease(held.lease)  # what the lease's expiry does
+        with cat.pin(1):
+            (renewed,) = raw.range("catalog.pin.").kvs
+            assert renewed.lease != held.lease
+            assert raw.lease_ttl(renewed.lease) is not None
+        assert raw.range("catalog.pin.").kvs == ()
