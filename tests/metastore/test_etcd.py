@@ -503,3 +503,28 @@ def test_a_node_pins_again_after_its_pin_lease_expired(trio: LocalEtcd, namespac
             assert renewed.lease != held.lease
             assert raw.lease_ttl(renewed.lease) is not None
         assert raw.range("catalog.pin.").kvs == ()
+
+
+def test_every_call_on_a_stopped_cluster_returns_or_raises_unavailable() -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        target = f"{cluster.uri}/{uuid.uuid4().hex[:12]}?timeout=0.5"
+        cat = almanac.connect(target, node_name="n1", delay_ms=0, max_clock_skew_ms=0)
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        cluster.stop(0)
+        calls: dict[str, Any] = {
+            "execute": lambda: cat.execute([almanac.CreateSchema("S")]),
+            "sql": lambda: cat.sql("CREATE SCHEMA S2"),
+            "checkpoint_log": lambda: cat.checkpoint_log(1),
+            "pin": lambda: cat.pin(1).__enter__(),
+            "nodes": cat.nodes,
+            "connect": lambda: almanac.connect(target, node_name="n2"),
+        }
+        for name, call in calls.items():
+            with pytest.raises(MetastoreUnavailableError):
+                call()
+            assert name  # each call came back
+        # What a node holds in memory still answers.
+        assert (cat.catalog().version, cat.catalog(1).version) == (2, 1)
+        assert cat.history()[-1].update.version == 2
+        cat.close()
+        assert cat.closed
