@@ -11,9 +11,9 @@ target                         kind       the metastore behind it
 ``etcd://h1:p1,h2:p2/ns``      etcd       an etcd cluster, keys under ``ns/``
 =============================  =========  ======================================
 
-An etcd target lists one or more ``host:port`` client endpoints, an optional
-namespace (segments of letters, digits, ``_.-`` joined by ``/``; several
-catalogs share a cluster under different namespaces) and an optional
+An etcd target lists one or more ``host:port`` client endpoints (or
+``[ipv6]:port``), an optional namespace (segments of letters, digits, ``_.-``
+joined by ``/``; several catalogs share a cluster under different namespaces) and an optional
 ``?timeout=S``, the bound in seconds of every metastore call (5 by default).
 It has no directory, so no default warehouse: pass
 ``almanac.connect(uri, warehouse=...)`` for table data.
@@ -29,6 +29,7 @@ at the time of parsing.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -52,7 +53,10 @@ threads' clocks overflow (or a call waits past any useful time)."""
 _SQLITE = "sqlite://"
 _ETCD = "etcd://"
 # \Z, not $: $ also matches before a final line break
-_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>[0-9]+)\Z")
+_ENDPOINT = re.compile(
+    r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?|\[(?P<ipv6>[0-9A-Fa-f:.]+)\])"
+    r":(?P<port>[0-9]+)\Z"
+)
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*\Z")
 _RESERVED_SEGMENT = re.compile(r"(?:^|/)(catalog|data)\.")
 _SECONDS = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -212,7 +216,7 @@ def _etcd_target(text: str) -> Target:
     endpoints = tuple(hosts.split(","))
     for endpoint in endpoints:
         match = _ENDPOINT.match(endpoint)
-        if match is None:
+        if match is None or (match["ipv6"] is not None and not _is_ipv6(match["ipv6"])):
             raise _refuse(
                 text, f"has the endpoint {endpoint!r}, which is not host:port", "target-form"
             )
@@ -232,6 +236,14 @@ def _etcd_target(text: str) -> Target:
     if (problem := reserved_segment(namespace)) is not None:
         raise _refuse(text, f"has the namespace {namespace!r}: {problem}", "target-namespace")
     return Target("etcd", endpoints=endpoints, namespace=namespace, timeout_s=_timeout(text, query))
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def reserved_segment(namespace: str) -> str | None:

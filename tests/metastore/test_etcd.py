@@ -519,10 +519,9 @@ def test_every_call_on_a_stopped_cluster_returns_or_raises_unavailable() -> None
             "nodes": cat.nodes,
             "connect": lambda: almanac.connect(target, node_name="n2"),
         }
-        for name, call in calls.items():
-            with pytest.raises(MetastoreUnavailableError):
+        for call in calls.values():
+            with pytest.raises(MetastoreUnavailableError, match=r"127\.0\.0\.1"):
                 call()
-            assert name  # each call came back
         # What a node holds in memory still answers.
         assert (cat.catalog().version, cat.catalog(1).version) == (2, 1)
         assert cat.history()[-1].update.version == 2
