@@ -72,6 +72,7 @@ from almanac.errors import (
     CatalogIdentityError,
     CompactedError,
     CorruptLogError,
+    LeaseNotFoundError,
     MetastoreError,
     MetastoreUnavailableError,
     VersionNotFoundError,
@@ -348,7 +349,11 @@ class UpdateLog:
                 if key.startswith(UPDATE_PREFIX) and event.kv.value:
                     version = _version_of(key)
                     if version <= follower.latest_version:
-                        continue  # applied already (our own commit, or a checkpoint rewrite)
+                        # Applied already (our own commit). A rewrite must be a
+                        # checkpoint: anything else is a log no node can read.
+                        if event.kv.version > 1:
+                            read_entry(key, version, event.kv.value)
+                        continue
                     value = read_entry(key, version, event.kv.value)
                     if isinstance(value, VersionedUpdate):
                         follower.on_update(value, event.revision)
@@ -425,17 +430,24 @@ class UpdateLog:
     def _pin_lease(self) -> int:
         with self._lease_lock:
             if self._lease == 0:
-                self._lease = self.store.grant_lease(self.pin_ttl_s)
+                self._lease = lease = self.store.grant_lease(self.pin_ttl_s)
                 self._keepalive = threading.Thread(
-                    target=self._keep_alive, name="almanac-pin-lease", daemon=True
+                    target=self._keep_alive, args=(lease,), name="almanac-pin-lease", daemon=True
                 )
                 self._keepalive.start()
             return self._lease
 
-    def _keep_alive(self) -> None:
-        while not self._closed.wait(self.pin_ttl_s / 3):
+    def _drop_lease(self, lease: int) -> None:
+        """Forget a lease that expired (the process was paused past its TTL,
+        or cut off): its pins are gone, the next pin takes a new lease."""
+        with self._lease_lock:
+            if self._lease == lease:
+                self._lease = 0
+
+    def _keep_alive(self, lease: int) -> None:
+        while not self._closed.wait(self.pin_ttl_s / 3) and self._lease == lease:
             try:
-                self.store.keep_alive(self._lease)
+                self.store.keep_alive(lease)
             except MetastoreUnavailableError as exc:
                 # A cluster between leaders, or briefly out of reach: the
                 # lease outlives a few missed renewals, so keep trying.
@@ -443,6 +455,7 @@ class UpdateLog:
             except MetastoreError as exc:
                 if not self._closed.is_set():
                     _log.error("Lost the lease that holds this node's version pins: %s", exc)
+                self._drop_lease(lease)
                 return
 
     def pin(self, version: int, timeout: float | None = None) -> VersionPin:
@@ -450,9 +463,9 @@ class UpdateLog:
         store; ``WaitTimeoutError`` if checkpoints kept racing it for
         ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        lease = self._pin_lease()
-        key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
         while True:
+            lease = self._pin_lease()
+            key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
             snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
             earliest = _int(snap_kv)
             if version < earliest:
@@ -471,8 +484,11 @@ class UpdateLog:
                 Put(key, _encode_int(version), lease=lease),
                 Put(KEY_PINS, key.encode()),
             ]
-            if self.store.txn([guard], ops).succeeded:
-                return VersionPin(version, key)
+            try:
+                if self.store.txn([guard], ops).succeeded:
+                    return VersionPin(version, key)
+            except LeaseNotFoundError:
+                self._drop_lease(lease)
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimeoutError(
                     f"Pinning catalog version {version} did not succeed within {timeout} s: "

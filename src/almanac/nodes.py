@@ -166,6 +166,7 @@ class NodeRegistration:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._applied = applied
+        self._owned = True  # False while another node holds the name we lost
         started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
         info = NodeInfo(name, socket.gethostname(), os.getpid(), started, applied)
         self._lease = store.grant_lease(ttl_s)
@@ -237,7 +238,8 @@ class NodeRegistration:
                     self.info = NodeInfo(
                         self.info.name, self.info.host, self.info.pid, self.info.started, applied
                     )
-                    self._store.put(node_key(self.info.name), self.info.encode(), self._lease)
+                    if self._owned:
+                        self._store.put(node_key(self.info.name), self.info.encode(), self._lease)
                     published = applied
             except CatalogError as exc:
                 if self._stop.is_set():
@@ -247,19 +249,23 @@ class NodeRegistration:
 
     def _renew(self) -> None:
         """Keep the lease alive; if it expired (the process was stopped for
-        longer than its time to live), take a new one and the key again."""
+        longer than its time to live), take a new one and the key again, or,
+        while another node holds the name, leave its key alone."""
         try:
             self._store.keep_alive(self._lease)
-            return
+            if self._owned:
+                return
         except LeaseNotFoundError:
-            pass
-        self._lease = self._store.grant_lease(self._ttl_s)
-        if self._take(self.info):
+            self._lease = self._store.grant_lease(self._ttl_s)
+        owned = self._take(self.info)
+        if owned:
             _log.warning("Node '%s' lost its lease and registered again", self.info.name)
-        else:
+        elif self._owned:
+            # Its holder's key is not ours to write: wait until it is free.
             _log.error(
                 "Node '%s' lost its lease and another live node took its name", self.info.name
             )
+        self._owned = owned
 
     def _revoke(self) -> None:
         try:

@@ -11,9 +11,9 @@ target                         kind       the metastore behind it
 ``etcd://h1:p1,h2:p2/ns``      etcd       an etcd cluster, keys under ``ns/``
 =============================  =========  ======================================
 
-An etcd target lists one or more ``host:port`` client endpoints, an optional
-namespace (segments of letters, digits, ``_.-`` joined by ``/``; several
-catalogs share a cluster under different namespaces) and an optional
+An etcd target lists one or more ``host:port`` client endpoints (or
+``[ipv6]:port``), an optional namespace (segments of letters, digits, ``_.-``
+joined by ``/``; several catalogs share a cluster under different namespaces) and an optional
 ``?timeout=S``, the bound in seconds of every metastore call (5 by default).
 It has no directory, so no default warehouse: pass
 ``almanac.connect(uri, warehouse=...)`` for table data.
@@ -29,6 +29,7 @@ at the time of parsing.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -39,16 +40,26 @@ from urllib.parse import quote, unquote
 
 from almanac.errors import ValidationError
 
-__all__ = ["MEMORY", "STORE_FILE", "Target", "TargetKind", "parse_target"]
+__all__ = ["MAX_TIMEOUT_S", "MEMORY", "STORE_FILE", "Target", "TargetKind", "parse_target"]
 
 STORE_FILE = "catalog.db"
 """The metastore file inside a directory target."""
 
 MEMORY = "memory://"
+
+MAX_TIMEOUT_S = 86400.0
+"""The longest metastore call bound: beyond it the event loop's and the
+threads' clocks overflow (or a call waits past any useful time)."""
 _SQLITE = "sqlite://"
 _ETCD = "etcd://"
-_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>[0-9]+)$")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
+# \Z, not $: $ also matches before a final line break
+_ENDPOINT = re.compile(
+    r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?|\[(?P<ipv6>[0-9A-Fa-f:.]+)\])"
+    r":(?P<port>[0-9]+)\Z"
+)
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*\Z")
+_RESERVED_SEGMENT = re.compile(r"(?:^|/)(catalog|data)\.")
+_SECONDS = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _FORMS = (
     "memory://, sqlite:///abs/path/file.db, etcd://host:port[,host:port...][/namespace] "
@@ -205,7 +216,7 @@ def _etcd_target(text: str) -> Target:
     endpoints = tuple(hosts.split(","))
     for endpoint in endpoints:
         match = _ENDPOINT.match(endpoint)
-        if match is None:
+        if match is None or (match["ipv6"] is not None and not _is_ipv6(match["ipv6"])):
             raise _refuse(
                 text, f"has the endpoint {endpoint!r}, which is not host:port", "target-form"
             )
@@ -222,7 +233,35 @@ def _etcd_target(text: str) -> Target:
         )
     if rest.endswith("/"):
         raise _refuse(text, "has an empty namespace after '/'", "target-namespace")
+    if (problem := reserved_segment(namespace)) is not None:
+        raise _refuse(text, f"has the namespace {namespace!r}: {problem}", "target-namespace")
     return Target("etcd", endpoints=endpoints, namespace=namespace, timeout_s=_timeout(text, query))
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def reserved_segment(namespace: str) -> str | None:
+    """Why ``namespace`` would leak into another catalog's keys, or ``None``.
+
+    A catalog's keys sit under ``ns/`` and its ranges start ``catalog.`` or
+    ``data.``, so the namespace ``ns/catalog.x`` (or ``catalog.x`` beside a
+    catalog without one) would put its keys inside those ranges: the outer
+    catalog would read them as its log, list them as nodes, delete them in
+    a checkpoint.
+    """
+    found = _RESERVED_SEGMENT.search(namespace)
+    if found is None:
+        return None
+    return (
+        f"a segment may not begin with '{found[1]}.', reserved for the catalog's own keys "
+        "(the keys of a catalog one level up would include it)"
+    )
 
 
 def _timeout(text: str, query: str) -> float | None:
@@ -233,12 +272,13 @@ def _timeout(text: str, query: str) -> float | None:
     name, equals, value = query.partition("=")
     if name != "timeout" or not equals:
         raise _refuse(text, f"has the unknown option {query!r} (only timeout=S)", "target-form")
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
+    seconds = float(value) if _SECONDS.match(value) else math.nan
     if not math.isfinite(seconds) or seconds <= 0:
         raise _refuse(
             text, f"has timeout={value!r}: it must be a positive number of seconds", "target-form"
+        )
+    if seconds > MAX_TIMEOUT_S:
+        raise _refuse(
+            text, f"has timeout={value!r}: it must be at most {MAX_TIMEOUT_S:g} s", "target-form"
         )
     return seconds

@@ -88,6 +88,33 @@ def test_a_node_whose_lease_expired_registers_again() -> None:
     store.close()
 
 
+def test_a_node_that_lost_its_name_leaves_the_new_holders_key_alone() -> None:
+    """Paused past its lease while another node took the name: it must not
+    write over that node's key, and takes the name back once it is free."""
+    store = MemoryMetastore()
+    paused = NodeRegistration(store, "n", applied=1, ttl_s=0.6)
+    try:
+        kv = store.get(node_key("n"))
+        assert kv is not None
+        store.revoke_lease(kv.lease)
+        other = NodeRegistration(store, "n", applied=1, ttl_s=60)
+        held = store.get(node_key("n"))
+        assert held is not None and held.lease != kv.lease
+        # The paused node's thread publishes each applied version right after
+        # noting it, so once it noted 3 its writes for 2 are done.
+        for version in (2, 3, 4):
+            paused.saw(version)
+            _until(lambda v=version: paused.info.applied == v, "the paused node notes it")
+        now = store.get(node_key("n"))
+        assert now is not None and (now.lease, now.value) == (held.lease, held.value)
+        other.close()
+        _until(lambda: [n.applied for n in list_nodes(store)] == [4], "the name is taken back")
+    finally:
+        paused.close()
+    assert store.get(node_key("n")) is None
+    store.close()
+
+
 @pytest.mark.parametrize(
     "value",
     [

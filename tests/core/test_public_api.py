@@ -86,6 +86,7 @@ NOT_EXPORTED = {
     "almanac.datatypes.python_value_fits": "a type rule the commands apply",
     "almanac.datatypes.validate_params": "a type rule the commands apply",
     "almanac.events.Listeners": "the catalog's listener registry",
+    "almanac.targets.MAX_TIMEOUT_S": "the bound parse_target and the etcd store check",
     "almanac.targets.MEMORY": "the text of the memory target",
     "almanac.targets.STORE_FILE": "the file name inside a directory target",
 }

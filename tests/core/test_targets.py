@@ -72,7 +72,13 @@ def test_etcd_targets_name_endpoints_namespace_and_bound() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["etcd://h:1", "etcd://h:1,g:2/ns", "etcd://h:1/a/b.c-d_e?timeout=0.25"]
+    "text",
+    [
+        "etcd://h:1",
+        "etcd://h:1,g:2/ns",
+        "etcd://h:1/a/b.c-d_e?timeout=0.25",
+        "etcd://[::1]:2379,[fd00::2]:2379/ns",
+    ],
 )
 def test_etcd_canonical_text_round_trips(text: str) -> None:
     assert str(parse_target(text)) == text
@@ -119,6 +125,26 @@ def test_etcd_canonical_text_round_trips(text: str) -> None:
         ("etcd://a:1/ns?timeout=nan", "positive number"),
         ("etcd://a:1/ns?timeout=", "positive number"),
         ("etcd://a:1/ns?wait=1", "unknown option"),
+        ("etcd://[:::]:1", "not host:port"),
+        ("etcd://[::1]/ns", "not host:port"),
+        ("etcd://::1:2379", "not host:port"),
+        # a segment that begins like the catalog's keys would put its keys in
+        # the ranges of the catalog one level up
+        ("etcd://a:1/catalog.update.7", "reserved"),
+        ("etcd://a:1/ns/catalog.node.x", "reserved"),
+        ("etcd://a:1/ns/data.snapshot.1/x", "reserved"),
+        # a line break before '/' or '?' is not the end of an endpoint or namespace
+        ("etcd://a:1\n/ns", "not host:port"),
+        ("etcd://a:1/ns\n?timeout=1", "namespace"),
+        ("etcd://a:1,b:2\n,c:3", "not host:port"),
+        # a bound beyond a day overflows the clocks that enforce it
+        ("etcd://a:1/ns?timeout=1e10", "at most 86400"),
+        ("etcd://a:1/ns?timeout=1e308", "at most 86400"),
+        # only plain decimals: no digit separators, spaces or other scripts
+        ("etcd://a:1/ns?timeout=1_0", "positive number"),
+        ("etcd://a:1/ns?timeout= 1", "positive number"),
+        ("etcd://a:1/ns?timeout=\u0663", "positive number"),
+        ("etcd://a:1/ns?timeout=1&timeout=2", "positive number"),
         ("etcd://a:1?", "empty query"),
         ("ETCD://a:1", "malformed"),
         ("file:///tmp/x", "unsupported scheme"),

@@ -18,6 +18,7 @@ import almanac
 from almanac.catalog import Catalog
 from almanac.entries import VersionedUpdate
 from almanac.errors import CorruptLogError, MetastoreError, VersionNotFoundError
+from almanac.etcd_local import LocalEtcd
 from almanac.log import (
     KEY_CHECKPOINT_VERSION,
     KEY_TRUNCATING,
@@ -37,6 +38,7 @@ from almanac.metastore import (
     SqliteMetastore,
     TxnResult,
 )
+from almanac.metastore.etcd import EtcdMetastore
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import child, digest, table
 from tests.metastore.helpers import make_store
@@ -415,3 +417,33 @@ def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it() -> None:
         cat.log.truncate = pin_first  # type: ignore[method-assign]
         assert cat.checkpoint_log(200) == 0
         assert log_versions(store) == list(range(1, 301))
+
+
+class FaultyEtcd(FaultyStore, EtcdMetastore):
+    pass
+
+
+def test_the_only_etcd_member_stopped_mid_truncation(long_log: list[VersionedUpdate]) -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        store = FaultyEtcd(cluster.endpoints, timeout_s=2)
+        try:
+            load(store, long_log[:700])
+            with node(store) as cat:
+                expected = {v: digest(cat.catalog(v)) for v in range(500, 701)}
+                store.between = lambda: cluster.stop(0) if store.batches == 2 else None
+                with pytest.raises(MetastoreError):
+                    cat.checkpoint_log(500)
+            cluster.restart(0)
+            cluster.wait_healthy()
+            store.between = None
+            with node(store) as opened:
+                # Cut short before or after its checkpoint transaction: every
+                # version a reader may read is intact, nothing half-applied.
+                earliest = opened.earliest_version
+                assert earliest in (1, 500)
+                assert {v: digest(opened.catalog(v)) for v in range(500, 701)} == expected
+                assert opened.checkpoint_log(500) == 500
+            assert log_versions(store) == list(range(500, 701))
+            assert store.get(KEY_TRUNCATING) is None
+        finally:
+            store.close()

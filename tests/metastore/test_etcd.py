@@ -435,3 +435,95 @@ def test_a_data_commit_on_an_etcd_catalog(trio: LocalEtcd, namespace: str, tmp_p
         write_table(cat, "T", pa.table({"ID": [1, 2], "V": [10, 20]}))
         write_table(cat, "T", pa.table({"ID": [3], "V": [30]}))
         assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2, 3]
+
+
+def test_a_namespace_cannot_nest_inside_another_catalogs_key_ranges(trio: LocalEtcd) -> None:
+    # "a/catalog.update.7" would be the key "catalog.update.7/..." of the
+    # catalog in "a": inside its log's range, its node listing, its checkpoint.
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        EtcdMetastore(trio.endpoints, namespace="a/catalog.update.7")
+    with pytest.raises(almanac.ValidationError, match="reserved"):
+        almanac.connect(f"{trio.uri}/a/catalog.node.x")
+    # Nested namespaces of other names stay out of the catalog's ranges.
+    outer_ns = f"t{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {"delay_ms": 0, "max_clock_skew_ms": 0, "node_name": "n1"}
+    with (
+        almanac.connect(f"{trio.uri}/{outer_ns}", **options) as outer,
+        almanac.connect(f"{trio.uri}/{outer_ns}/catalog", **options) as inner,
+    ):
+        inner.sql("CREATE TABLE i (id INT64 PRIMARY KEY)")
+        outer.sql("CREATE TABLE o (id INT64 PRIMARY KEY)")
+        inner.sql("CREATE TABLE j (id INT64 PRIMARY KEY)")
+        assert [n.name for n in outer.nodes()] == ["n1"]
+        outer.checkpoint_log(outer.catalog().version)
+        assert inner.catalog(1).version == 1
+        assert inner.catalog().version == 3
+    with almanac.connect(f"{trio.uri}/{outer_ns}", **options) as again:
+        assert again.catalog().version == 2
+
+
+def test_a_node_stops_when_an_entry_it_applied_is_overwritten_with_bad_bytes(
+    trio: LocalEtcd, namespace: str
+) -> None:
+    target = f"{trio.uri}/{namespace}"
+    options: dict[str, Any] = {"delay_ms": 0, "max_clock_skew_ms": 0}
+    with almanac.connect(target, node_name="n1", **options) as cat:
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        cat.sql("CREATE TABLE u (id INT64 PRIMARY KEY)")
+        with open_metastore(target) as raw:
+            kv = raw.get("catalog.update.2")
+            assert kv is not None
+            bad = bytearray(kv.value)
+            bad[len(bad) // 2] ^= 0x10
+            raw.put("catalog.update.2", bytes(bad))
+        # The running node hears the rewrite and stops rather than append
+        # to a log no other node can read.
+        assert wait_until(lambda: cat.closed)
+        with pytest.raises(almanac.CatalogError, match=r"catalog\.update\.2") as info:
+            cat.sql("CREATE TABLE w (id INT64 PRIMARY KEY)")
+        assert isinstance(info.value.__cause__, almanac.CorruptLogError)
+        with pytest.raises(almanac.CorruptLogError, match=r"'catalog\.update\.2'"):
+            almanac.connect(target, node_name="n2", **options)
+
+
+def test_a_node_pins_again_after_its_pin_lease_expired(trio: LocalEtcd, namespace: str) -> None:
+    # A process paused past its lease's TTL (SIGSTOP, a long GC pause) finds
+    # its lease gone: its old pins went with it, new ones take a new lease.
+    target = f"{trio.uri}/{namespace}"
+    with (
+        almanac.connect(target, node_name="n1", delay_ms=0, max_clock_skew_ms=0) as cat,
+        open_metastore(target) as raw,
+    ):
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        with cat.pin(1):
+            (held,) = raw.range("catalog.pin.").kvs
+        raw.revoke_lease(held.lease)  # what the lease's expiry does
+        with cat.pin(1):
+            (renewed,) = raw.range("catalog.pin.").kvs
+            assert renewed.lease != held.lease
+            assert raw.lease_ttl(renewed.lease) is not None
+        assert raw.range("catalog.pin.").kvs == ()
+
+
+def test_every_call_on_a_stopped_cluster_returns_or_raises_unavailable() -> None:
+    with LocalEtcd(1, fsync=False) as cluster:
+        target = f"{cluster.uri}/{uuid.uuid4().hex[:12]}?timeout=0.5"
+        cat = almanac.connect(target, node_name="n1", delay_ms=0, max_clock_skew_ms=0)
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        cluster.stop(0)
+        calls: dict[str, Any] = {
+            "execute": lambda: cat.execute([almanac.CreateSchema("S")]),
+            "sql": lambda: cat.sql("CREATE SCHEMA S2"),
+            "checkpoint_log": lambda: cat.checkpoint_log(1),
+            "pin": lambda: cat.pin(1).__enter__(),
+            "nodes": cat.nodes,
+            "connect": lambda: almanac.connect(target, node_name="n2"),
+        }
+        for call in calls.values():
+            with pytest.raises(MetastoreUnavailableError, match=r"127\.0\.0\.1"):
+                call()
+        # What a node holds in memory still answers.
+        assert (cat.catalog().version, cat.catalog(1).version) == (2, 1)
+        assert cat.history()[-1].update.version == 2
+        cat.close()
+        assert cat.closed

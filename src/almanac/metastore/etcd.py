@@ -82,6 +82,7 @@ from almanac.metastore.base import (
     prefix_end,
 )
 from almanac.metastore.types import check_timeout
+from almanac.targets import MAX_TIMEOUT_S, reserved_segment
 
 __all__ = ["DEFAULT_TIMEOUT_S", "EtcdMetastore", "check_endpoint", "check_namespace"]
 
@@ -89,8 +90,9 @@ DEFAULT_TIMEOUT_S = 5.0
 
 _T = TypeVar("_T")
 
-_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})$")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
+# \Z, not $: $ also matches before a final line break
+_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})\Z")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*\Z")
 
 _CHANNEL_OPTIONS = (
     # A member that comes back must be reachable again within a call's bound,
@@ -156,6 +158,8 @@ def check_namespace(namespace: object) -> str:
             "or '-' separated by single '/'",
             namespace=repr(namespace),
         )
+    if (problem := reserved_segment(namespace)) is not None:
+        raise InvalidArgumentError(f"etcd namespace {namespace!r}: {problem}", namespace=namespace)
     return namespace
 
 
@@ -217,9 +221,10 @@ class EtcdMetastore(Metastore):
         self.endpoints = tuple(check_endpoint(e) for e in endpoints)
         self.namespace = check_namespace(namespace)
         bound = check_timeout(timeout_s)
-        if bound is None or bound <= 0 or not math.isfinite(bound):
+        if bound is None or not 0 < bound <= MAX_TIMEOUT_S:
             raise InvalidArgumentError(
-                f"timeout_s must be a positive number of seconds, got {timeout_s!r}",
+                f"timeout_s must be a positive number of seconds up to {MAX_TIMEOUT_S:g}, "
+                f"got {timeout_s!r}",
                 timeout_s=repr(timeout_s),
             )
         self.timeout_s = bound
