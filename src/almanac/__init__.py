@@ -78,6 +78,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
@@ -133,6 +134,10 @@ __all__ = [
     "NodeInfo",
     "NotFoundError",
     "Preview",
+    "RemoteCatalog",
+    "RemoteEvent",
+    "RemoteListener",
+    "RemoteVersionInfo",
     "RemoveIndex",
     "RenameIndex",
     "RenameTable",
