@@ -50,6 +50,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
+from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -92,6 +93,7 @@ __all__ = [
     "Catalog",
     "Cell",
     "CatalogError",
+    "CatalogDiff",
     "CatalogIdentityError",
     "CatalogVersion",
     "Collation",
@@ -116,6 +118,7 @@ __all__ = [
     "DropTable",
     "DropZone",
     "Event",
+    "FieldChange",
     "EventType",
     "ExecuteResult",
     "FunctionDefault",
@@ -125,6 +128,7 @@ __all__ = [
     "IndexStatus",
     "InputError",
     "InvalidArgumentError",
+    "JsonValue",
     "LeaseNotFoundError",
     "Listener",
     "ListenerFailure",
@@ -133,6 +137,8 @@ __all__ = [
     "MetastoreUnavailableError",
     "NodeInfo",
     "NotFoundError",
+    "ObjectChange",
+    "ObjectRef",
     "Preview",
     "RemoteCatalog",
     "RemoteEvent",
