@@ -44,6 +44,7 @@ from almanac.catalog import ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch
+from almanac.diff import CatalogDiff
 from almanac.errors import CatalogError, MetastoreUnavailableError, ValidationError
 from almanac.events import EventType
 from almanac.serialization import decode_catalog
@@ -53,8 +54,6 @@ from almanac.targets import Target, parse_target
 
 if TYPE_CHECKING:
     import httpx
-
-    from almanac.diff import CatalogDiff
 
 __all__ = [
     "RemoteCatalog",
@@ -326,8 +325,6 @@ class RemoteCatalog:
 
     def diff(self, v1: int, v2: int) -> CatalogDiff:
         """What changed between two available versions (see ``Catalog.diff``)."""
-        from almanac.diff import CatalogDiff
-
         check.integer(v1, "Parameter 'v1' of RemoteCatalog.diff")
         check.integer(v2, "Parameter 'v2' of RemoteCatalog.diff")
         reply = self._request("GET", "/v1/diff", params={"from": v1, "to": v2})
