@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
-from fastapi.responses import Response
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response, StreamingResponse
 
 from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
-from almanac.errors import SqlParseError
+from almanac.errors import SqlParseError, ValidationError
 from almanac.serialization import encode_catalog
 from almanac.server.auth import READ, AuthError, Role, require
 from almanac.server.commands_json import commands_from_json
@@ -29,12 +29,22 @@ from almanac.server.models import (
     TableResponse,
     dump,
 )
+from almanac.server.sse import EventStreams
 from almanac.server.views import catalog_summary, parse_timestamp, table_view, version_view
 
-__all__ = ["HISTORY_LIMIT", "api_router"]
+__all__ = ["HISTORY_LIMIT", "KEEPALIVE_S", "api_router"]
 
 HISTORY_LIMIT = 1000
 """The most versions one ``/v1/history`` answer lists."""
+
+KEEPALIVE_S = 15.0
+"""Seconds between ``: keep-alive`` comments of an idle event stream."""
+EVENTS_DOC = (
+    "Server-Sent Events: `id: VERSION` and `data: {version, commit_time, activation_time, "
+    "activated_at, node, request_id, summary, events: [{type, object_id}]}` per version; "
+    "`: keep-alive` comments while idle; a resume point that was truncated gets "
+    "`event: error` with `{error, message, details, status: 410}` and the stream ends."
+)
 
 Version = Annotated[int | None, Query(description="a catalog version (default: the latest)")]
 
@@ -50,7 +60,23 @@ def _changes_catalog(text: str, default_schema: str) -> bool:
         return False
 
 
-def api_router(cat: Catalog) -> APIRouter:
+def _resume_point(last_event_id: str | None, after: int | None, latest: int) -> int:
+    """Where a stream starts: after ``Last-Event-ID`` (a reconnect), else
+    after ``?after=``, else after the latest version."""
+    if last_event_id is not None:
+        text = last_event_id.strip()
+        if not text.isascii() or not text.isdigit():
+            raise ValidationError(
+                f"Header 'Last-Event-ID' must be a version number, got {last_event_id[:40]!r}",
+                parameter="Last-Event-ID",
+            )
+        return check.integer(int(text), "Header 'Last-Event-ID'", lo=0)
+    if after is not None:
+        return check.integer(after, "Query parameter 'after'", lo=0)
+    return latest
+
+
+def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
     router = APIRouter(prefix="/v1")
 
     def at(version: int | None, timestamp: str | None = None) -> CatalogVersion:
@@ -159,5 +185,30 @@ def api_router(cat: Catalog) -> APIRouter:
         check.integer(from_, "Query parameter 'from'")
         check.optional_int(to, "Query parameter 'to'")
         return cat.diff(from_, cat.latest_version if to is None else to).to_json()
+
+    @router.get(
+        "/events",
+        tags=["read"],
+        dependencies=[READ],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": EVENTS_DOC}},
+    )
+    async def events(
+        request: Request,
+        after: Annotated[
+            int | None, Query(description="send the versions after this one (default: latest)")
+        ] = None,
+        keepalive: Annotated[
+            float, Query(ge=0.1, le=300, description="seconds between keep-alive comments")
+        ] = KEEPALIVE_S,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> StreamingResponse:
+        """Every version as a Server-Sent Event (``id:`` = version), resumable."""
+        start = _resume_point(last_event_id, after, cat.latest_version)
+        return StreamingResponse(
+            streams.stream(request, start, keepalive),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     return router

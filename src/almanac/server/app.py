@@ -23,6 +23,7 @@ from almanac.errors import CatalogError
 from almanac.server.api import api_router
 from almanac.server.auth import ADMIN, READ, AuthError, Tokens, require
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
+from almanac.server.sse import EventStreams
 
 __all__ = ["ADMIN", "READ", "AuthError", "create_app", "require", "stop_streams"]
 
@@ -129,9 +130,10 @@ class Readiness(BaseModel):
 
 
 def stop_streams(app: Any) -> None:
-    """End the open event streams (the server is shutting down)."""
+    """End the open event streams of an app ``create_app`` made (the server
+    is shutting down, and would otherwise wait for them)."""
     streams = getattr(getattr(app, "state", None), "streams", None)
-    if streams is not None:
+    if isinstance(streams, EventStreams):
         streams.close_all()
 
 
@@ -164,5 +166,6 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
         status = 200 if body.ready else 503
         return JSONResponse(body.model_dump(), status)
 
-    app.include_router(api_router(cat))
+    app.state.streams = EventStreams(cat)
+    app.include_router(api_router(cat, app.state.streams))
     return app
