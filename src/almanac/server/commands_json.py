@@ -39,6 +39,7 @@ __all__ = [
     "command_fields",
     "command_from_json",
     "command_to_json",
+    "value_to_json",
     "commands_from_json",
 ]
 
@@ -95,10 +96,12 @@ def command_to_json(command: Command) -> dict[str, JsonValue]:
 
 
 def _encode_fields(obj: Any) -> dict[str, JsonValue]:
-    return {key: _encode(getattr(obj, name)) for name, key, _, _ in command_fields(type(obj))}
+    return {key: value_to_json(getattr(obj, name)) for name, key, _, _ in command_fields(type(obj))}
 
 
-def _encode(value: object) -> JsonValue:
+def value_to_json(value: object) -> JsonValue:
+    """A field value as JSON: enums by name, tuples as arrays, defaults tagged,
+    dataclasses (descriptors too) as objects of their fields."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -106,7 +109,7 @@ def _encode(value: object) -> JsonValue:
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, tuple | list):
-        return [_encode(v) for v in value]
+        return [value_to_json(v) for v in value]
     if isinstance(value, ConstantDefault):
         return _encode_constant(value.value)
     if isinstance(value, FunctionDefault):
