@@ -42,10 +42,16 @@ from almanac import _check as check
 from almanac import errors
 from almanac.catalog import ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.clock import physical_ms
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch
 from almanac.diff import CatalogDiff
-from almanac.errors import CatalogError, MetastoreUnavailableError, ValidationError
+from almanac.errors import (
+    CatalogError,
+    MetastoreUnavailableError,
+    ValidationError,
+    VersionNotFoundError,
+)
 from almanac.events import EventType
 from almanac.serialization import decode_catalog
 from almanac.sql.results import SqlResult
@@ -74,16 +80,20 @@ _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _RETRY_STATUS = frozenset({502, 503, 504})
 _STREAM_READ_S = 300.0
+_HISTORY_PAGE = 1000
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)
 class RemoteVersionInfo:
-    """One version of ``RemoteCatalog.history``: what the server's history
-    says of it (a local ``VersionInfo`` also holds the stored update, which
-    the HTTP API does not send)."""
+    """One version of ``RemoteCatalog.history``: the fields of a local
+    ``VersionInfo`` and its ``node`` and ``request_id``, with the one-line
+    ``summary`` of what it changed (a local ``VersionInfo`` holds the stored
+    update instead, which the HTTP API does not send)."""
 
     version: int
-    activation_time: str
+    commit_time: int
+    activation_time: int
     node: str
     request_id: str | None
     summary: str
@@ -281,21 +291,22 @@ class RemoteCatalog:
     @property
     def latest_version(self) -> int:
         """The server's latest version (asked for on every read)."""
-        return int(self._json(self._request("GET", "/v1/catalog"))["version"])
+        reply = self._request("GET", "/v1/history", params={"limit": 1})
+        return int(self._json(reply)["latest"])
 
     def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``, as the server holds it."""
         check.optional_int(version, "Parameter 'version' of RemoteCatalog.catalog")
-        if version is not None:
-            with self._lock:
-                cached = self._cache.get(version)
-                if cached is not None:
-                    self._cache.move_to_end(version)
-                    return cached
-        params = {} if version is None else {"version": version}
-        reply = self._request("GET", "/v1/catalog/snapshot", params=params)
+        if version is None:
+            version = self.latest_version  # a small answer; the version may be cached
+        with self._lock:
+            cached = self._cache.get(version)
+            if cached is not None:
+                self._cache.move_to_end(version)
+                return cached
+        reply = self._request("GET", "/v1/catalog/snapshot", params={"version": version})
         found = decode_catalog(reply.content)
-        if version is not None and found.version != version:
+        if found.version != version:
             raise CatalogError(
                 f"The catalog server at {self.url} answered version {found.version} "
                 f"when asked for version {version}",
@@ -312,16 +323,53 @@ class RemoteCatalog:
     def catalog_at(self, timestamp: int | dt.datetime) -> CatalogVersion:
         """The newest version active at ``timestamp`` (a hybrid timestamp, or
         an aware datetime), as the server finds it."""
-        ts = check.timestamp(timestamp, "Parameter 'timestamp' of RemoteCatalog.catalog_at")
-        out = self._json(self._request("GET", "/v1/catalog", params={"timestamp": ts}))
-        return self.catalog(int(out["version"]))
+        what = "Parameter 'timestamp' of RemoteCatalog.catalog_at"
+        ts = check.timestamp(timestamp, what)
+        # The API takes an instant to the millisecond (the newest version active
+        # by its end, as a local catalog reads a datetime); a hybrid timestamp
+        # within that millisecond may come before that version's activation.
+        moment = timestamp if isinstance(timestamp, dt.datetime) else _instant(ts)
+        out = self._json(
+            self._request("GET", "/v1/catalog", params={"timestamp": moment.isoformat()})
+        )
+        version = int(out["version"])
+        if int(out["activation_time"]) > ts:
+            version = self._active_before(version, ts)
+        return self.catalog(version)
+
+    def _active_before(self, newer: int, ts: int) -> int:
+        """The newest version before ``newer`` active at ``ts``, from the
+        history of the versions just before it."""
+        while True:
+            since = max(newer - 16, 0)
+            reply = self._request("GET", "/v1/history", params={"since": since, "limit": 16})
+            out = self._json(reply)
+            infos = [_version_info(v) for v in out["versions"] if int(v["version"]) < newer]
+            active = [i.version for i in infos if i.activation_time <= ts]
+            if active:
+                return max(active)
+            earliest = int(out["earliest"])
+            if since <= earliest:
+                raise VersionNotFoundError(
+                    f"No available catalog version was active at timestamp {ts}; the earliest "
+                    f"available version is {earliest}",
+                    version=-1,
+                    earliest=earliest,
+                )
+            newer = since
 
     def history(self, since: int = 1) -> list[RemoteVersionInfo]:
         """What each available version from ``since`` on changed, oldest first."""
         check.integer(since, "Parameter 'since' of RemoteCatalog.history")
-        out = self._json(self._request("GET", "/v1/history", params={"since": since}))
-        found = [_version_info(v) for v in out["versions"]]
-        return sorted(found, key=lambda v: v.version)
+        found: list[RemoteVersionInfo] = []
+        while True:
+            params = {"since": since, "limit": _HISTORY_PAGE}
+            out = self._json(self._request("GET", "/v1/history", params=params))
+            page = [_version_info(v) for v in out["versions"]]
+            found += page
+            if not page or page[-1].version >= int(out["latest"]):
+                return found
+            since = page[-1].version + 1
 
     def diff(self, v1: int, v2: int) -> CatalogDiff:
         """What changed between two available versions (see ``Catalog.diff``)."""
@@ -466,7 +514,7 @@ class _EventStream:
                     return
                 if message.event == "error":
                     raise _stream_error(message.data, self._owner.url)
-                if message.event not in ("message", "version"):
+                if message.event != "message":
                     continue
                 body = json.loads(message.data)
                 version = int(body["version"])
@@ -491,8 +539,13 @@ def _stream_error(data: str, url: str) -> CatalogError:
         body = json.loads(data)
     except ValueError:
         body = None
-    status = body.get("code", 410) if isinstance(body, dict) else 410
+    status = body.get("status", 410) if isinstance(body, dict) else 410
     return error_from_reply(int(status), body, url)
+
+
+def _instant(ts: int) -> dt.datetime:
+    """The millisecond of a hybrid timestamp, exactly (no float on the way)."""
+    return _EPOCH + dt.timedelta(milliseconds=physical_ms(ts))
 
 
 def _json(reply: httpx.Response) -> object:
@@ -510,7 +563,8 @@ def _request_id(request_id: object, what: str) -> str:
 def _version_info(item: Mapping[str, Any]) -> RemoteVersionInfo:
     return RemoteVersionInfo(
         version=int(item["version"]),
-        activation_time=str(item["activation_time"]),
+        commit_time=int(item["commit_time"]),
+        activation_time=int(item["activation_time"]),
         node=str(item.get("node") or ""),
         request_id=item.get("request_id"),
         summary=str(item.get("summary") or ""),
