@@ -5,6 +5,7 @@ between its commit and its reply is retried into the original result."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def test_listeners_hear_every_version_once_across_a_server_restart(tmp_path: Pat
     server = ServerProcess(str(store), free_port(), tmp_path / "server.log")
     server.start()
     heard: list[tuple[int, int]] = []
+    dropped: list[int] = []
     cond = threading.Condition()
 
     def on_create(event: RemoteEvent) -> None:
@@ -36,12 +38,23 @@ def test_listeners_hear_every_version_once_across_a_server_restart(tmp_path: Pat
             heard.append((event.version, event.object_id))
             cond.notify_all()
 
+    def broken(event: RemoteEvent) -> None:
+        raise RuntimeError("a listener that fails does not stop the others")
+
+    def dropped_later(event: RemoteEvent) -> None:
+        with cond:
+            dropped.append(event.version)
+            cond.notify_all()
+
     try:
         with almanac.connect(server.url, token=None) as remote:
             remote.sql(_table("BEFORE"))  # made before listening: never heard
+            remote.listen(EventType.TABLE_CREATE, broken)
             remote.listen(EventType.TABLE_CREATE, on_create)
+            remote.listen(EventType.TABLE_CREATE, dropped_later)
             first = remote.sql(_table("A1")).version
-            _wait(cond, lambda: len(heard) == 1, "the first event")
+            _wait(cond, lambda: len(heard) == len(dropped) == 1, "the first event")
+            remote.unlisten(EventType.TABLE_CREATE, dropped_later)
             server.stop()  # the stream breaks; versions are made while no server runs
             with almanac.connect(str(store)) as local:
                 local.sql(_table("A2"))
@@ -50,15 +63,24 @@ def test_listeners_hear_every_version_once_across_a_server_restart(tmp_path: Pat
             remote.sql(_table("A5"))
             _wait(cond, lambda: len(heard) >= 5, "five events")
             assert remote.stream_error is None
-        with almanac.connect(str(store)) as local:
-            expected = [
-                (info.version, entry.object_id())
-                for info in local.history(since=first)
-                for entry in info.update.entries
-                if entry.event_type is EventType.TABLE_CREATE
-            ]
-        assert len(expected) == 5
-        assert heard == expected
+            server.stop()
+            with almanac.connect(str(store)) as local:
+                expected = [
+                    (info.version, entry.object_id())
+                    for info in local.history(since=first)
+                    for entry in info.update.entries
+                    if entry.event_type is EventType.TABLE_CREATE
+                ]
+                # the versions after the last one delivered are truncated away
+                local.sql(_table("A6"))
+                local.checkpoint_log()
+            server.start()
+            deadline = time.monotonic() + DEADLINE_S
+            while remote.stream_error is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert isinstance(remote.stream_error, almanac.VersionNotFoundError)
+            assert remote.stream_error.context["status"] == 410
+        assert len(expected) == 5 and heard == expected and dropped == [first]
     finally:
         server.stop()
 
