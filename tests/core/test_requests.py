@@ -4,7 +4,7 @@ once, whoever retries it, and returns the original result to every retry."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -114,7 +114,7 @@ def test_a_batch_that_changes_nothing_stores_no_request(store: Metastore) -> Non
 )
 def test_bad_request_ids_are_refused_naming_the_rule(bad: object) -> None:
     with node(MemoryMetastore()) as cat:
-        calls = [
+        calls: list[Callable[[], object]] = [
             lambda: cat.execute(batch("S"), request_id=bad),  # type: ignore[arg-type]
             lambda: cat.execute_async(batch("S"), request_id=bad),  # type: ignore[arg-type]
             lambda: cat.sql("CREATE SCHEMA S", request_id=bad),  # type: ignore[arg-type]
