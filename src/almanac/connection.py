@@ -18,6 +18,7 @@ from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
 from almanac.remote import RemoteCatalog
+from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
@@ -53,6 +54,7 @@ def connect(
     janitor_interval_s: float | None = None,
     durability: str = "full",
     node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
 ) -> Catalog: ...
 
 
@@ -67,6 +69,7 @@ def connect(
     janitor_interval_s: float | None = None,
     durability: str = "full",
     node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
 ) -> Catalog | RemoteCatalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane, or reach a catalog server.
@@ -97,6 +100,9 @@ def connect(
             "janitor_interval_s": janitor_interval_s,
             "node_name": node_name,
             "durability": None if durability == "full" else durability,
+            "request_window_s": None
+            if request_window_s == DEFAULT_REQUEST_WINDOW_S
+            else request_window_s,
         }
         given = [name for name, value in local.items() if value is not None]
         return _connect_remote(parsed, token, given)
@@ -117,6 +123,7 @@ def connect(
         retention=retention,
         durability=durability,
         node_name=node_name,
+        request_window_s=request_window_s,
     )
     if location is None:
         return cat
@@ -186,6 +193,7 @@ def open_catalog(
     retention: RetentionPolicy | None = None,
     durability: str = "full",
     node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
 ) -> Catalog:
     """Open a catalog node, without its data plane (``almanac.connect``
     opens both).
@@ -205,6 +213,10 @@ def open_catalog(
     ``node_name`` names the node among the live nodes of the catalog
     (default ``<hostname>-<pid>``; see ``almanac.nodes``); a name that a
     live node holds is refused with ``AlreadyExistsError``.
+
+    ``request_window_s`` is how long a request id (``execute(...,
+    request_id=...)``) stays known after its version became active, even
+    once a checkpoint truncated that version (default 24 hours).
     """
     parsed = parse_target(target)
     if parsed.kind == "http":
@@ -219,6 +231,7 @@ def open_catalog(
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
     if node_name is not None:
         check_node_name(node_name, "Parameter 'node_name' of connect")
+    check.number(request_window_s, "Parameter 'request_window_s' of connect", lo=0, hi=2**40)
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise ValidationError(
             f"Parameter 'durability' of connect must be one of "
@@ -245,4 +258,5 @@ def open_catalog(
         root=parsed.root,
         target=str(parsed),
         node_name=node_name,
+        request_window_s=request_window_s,
     )
