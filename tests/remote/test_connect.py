@@ -67,6 +67,7 @@ def test_connect_returns_a_remote_catalog_for_a_server() -> None:
         ("http://127.0.0.1:9", {}, "pass token= to connect"),
         ("http://127.0.0.1:9", {"token": None, "delay_ms": 1}, "'delay_ms' of connect belongs"),
         ("http://127.0.0.1:9", {"token": None, "warehouse": "/w"}, "'warehouse' of connect"),
+        ("http://127.0.0.1:9", {"token": None, "request_window_s": 5}, "'request_window_s'"),
         ("http://127.0.0.1:9", {"token": ""}, "'token' of connect"),
         ("http://127.0.0.1:9", {"token": b"x"}, "'token' of connect must be a str"),
         ("memory://", {"token": "t"}, "'token' of connect is for a catalog server"),
