@@ -17,7 +17,7 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
-from almanac.remote import RemoteCatalog
+from almanac.remote import RemoteCatalog, check_token
 from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
@@ -165,9 +165,8 @@ def _connect_remote(target: Target, token: object, local_options: list[str]) -> 
             parameter=local_options[0],
             target=str(target),
         )
-    return RemoteCatalog(
-        target.url, token=check.optional_str(token, "Parameter 'token' of connect", nonblank=True)
-    )
+    checked = None if token is None else check_token(token, "Parameter 'token' of connect")
+    return RemoteCatalog(target.url, token=checked)
 
 
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:

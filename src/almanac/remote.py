@@ -135,7 +135,9 @@ def error_from_reply(status: int, body: object, url: str) -> CatalogError:
     details = body.get("details")
     context: dict[str, Any] = dict(details) if isinstance(details, Mapping) else {}
     exc = cls.__new__(cls)
-    CatalogError.__init__(exc, body["message"], **context)
+    Exception.__init__(exc, body["message"])
+    exc.message = body["message"]
+    exc.context = context
     for param in list(inspect.signature(cls.__init__).parameters)[1:]:
         if param in context:
             setattr(exc, param, context[param])
@@ -166,7 +168,8 @@ class RemoteCatalog:
                 target=str(target),
                 rule="remote-target",
             )
-        check.optional_str(token, "Parameter 'token' of RemoteCatalog", nonblank=True)
+        if token is not None:
+            check_token(token, "Parameter 'token' of RemoteCatalog")
         check.number(timeout_s, "Parameter 'timeout_s' of RemoteCatalog", positive=True)
         check.number(retry_s, "Parameter 'retry_s' of RemoteCatalog", lo=0)
         self.target: Target = target
@@ -553,6 +556,17 @@ def _json(reply: httpx.Response) -> object:
         return reply.json()
     except ValueError:
         return None
+
+
+def check_token(token: object, what: str) -> str:
+    """A bearer token: printable ASCII without spaces, as a tokens file holds."""
+    text = check.string(token, what, nonblank=True)
+    if not (text.isascii() and text.isprintable()) or " " in text:
+        raise ValidationError(
+            f"{what} must be printable ASCII without spaces (a bearer token)",
+            parameter="token",
+        )
+    return text
 
 
 def _request_id(request_id: object, what: str) -> str:
