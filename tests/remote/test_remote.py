@@ -3,6 +3,7 @@ local catalog on the same store, errors by class, tokens, request ids."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def test_ddl_makes_the_versions_a_local_node_reads_byte_for_byte(
     at = local.catalog(first.version).activation_time
     assert remote.catalog_at(at) == local.catalog_at(at) == local.catalog(first.version)
     assert remote.catalog_at(at - 1).version == first.version - 1
+    now = dt.datetime.now(dt.timezone(dt.timedelta(hours=5)))
+    assert remote.catalog_at(now) == local.catalog_at(now) == local.catalog()
 
 
 def test_history_and_diff_are_the_local_ones(remote: RemoteCatalog, local: Catalog) -> None:
