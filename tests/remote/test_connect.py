@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
 import almanac
-from almanac import Target, ValidationError, parse_target
+from almanac import EventType, Target, ValidationError, parse_target
 from almanac.connection import open_catalog
 from almanac.metastore import InvalidArgumentError, open_metastore
 from almanac.remote import RemoteCatalog
@@ -109,3 +110,28 @@ def test_an_unreachable_server_is_a_retryable_unavailable_error() -> None:
     assert isinstance(caught.value, almanac.RetryableError)
     assert caught.value.context["outcome"] == "unknown"
     assert caught.value.context["attempts"] >= 2
+
+
+def test_wrong_arguments_are_refused_before_any_request() -> None:
+    remote = RemoteCatalog("http://127.0.0.1:9", retry_s=0)
+    odd: Any = "1"
+    nothing: Any = None
+    naive = dt.datetime(2020, 1, 1)
+    calls: list[tuple[str, Any]] = [
+        ("'version' of RemoteCatalog.catalog", lambda: remote.catalog(odd)),
+        ("'timestamp' of RemoteCatalog.catalog_at", lambda: remote.catalog_at(naive)),
+        ("'since' of RemoteCatalog.history", lambda: remote.history(True)),
+        ("'v2' of RemoteCatalog.diff", lambda: remote.diff(1, odd)),
+        ("'text' of RemoteCatalog.sql", lambda: remote.sql(nothing)),
+        (
+            "'request_id' of RemoteCatalog.sql",
+            lambda: remote.sql("X", request_id=b"1" + odd.encode()),
+        ),
+        ("RemoteCatalog.execute", lambda: remote.execute([odd])),
+        ("'event_type' of RemoteCatalog.listen", lambda: remote.listen(odd, print)),
+        ("'listener' of RemoteCatalog.listen", lambda: remote.listen(EventType.TABLE_CREATE, odd)),
+    ]
+    for expected, call in calls:
+        with pytest.raises(ValidationError, match=expected):
+            call()
+    remote.close()
