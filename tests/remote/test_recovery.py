@@ -98,7 +98,8 @@ def test_a_ddl_whose_server_died_after_committing_is_retried_into_its_result(
 
     restarter = threading.Thread(target=restart_after_the_kill)
     try:
-        with almanac.connect(server.url, token=None) as remote:
+        # longer than a restart may take on a loaded machine
+        with almanac.RemoteCatalog(server.url, retry_s=2 * DEADLINE_S) as remote:
             before = remote.latest_version
             restarter.start()
             result = remote.execute(
