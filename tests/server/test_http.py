@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def test_health_and_ready_need_no_token(server: Server) -> None:
 
 # --------------------------------------------------------------------------- auth matrix
 
-READS = [
+READS: list[tuple[str, str, object]] = [
     ("GET", "/v1/catalog", None),
     ("GET", "/v1/catalog/snapshot", None),
     ("GET", "/v1/tables/PUBLIC/T", None),
@@ -68,7 +69,7 @@ READS = [
     ("GET", "/v1/diff?from=1", None),
     ("POST", "/v1/sql", {"sql": ""}),  # an empty script changes nothing: a read token may
 ]
-CHANGES = [
+CHANGES: list[tuple[str, str, object]] = [
     ("POST", "/v1/sql", {"sql": "CREATE SCHEMA IF NOT EXISTS AUTH_S"}),
     (
         "POST",
@@ -301,6 +302,11 @@ def test_a_malformed_json_body_is_400(admin: httpx.Client) -> None:
 # --------------------------------------------------------------------------- events
 
 
+def _reached(stream: EventReader, count: int, end: int) -> bool:
+    """``count`` events in, or the stream reached version ``end``."""
+    return len(stream.events) >= count or (bool(stream.events) and stream.events[-1][0] >= end)
+
+
 class EventReader:
     """Reads one SSE stream on a thread: ``events`` as (id, data) pairs,
     ``errors`` as parsed ``event: error`` data, ``comments`` counted."""
@@ -378,10 +384,7 @@ def test_events_resume_without_loss_or_duplicate_while_ddl_runs(
             stream = EventReader(
                 server, headers={"Last-Event-ID": str(seen[-1])}, params={"after": 0}
             )
-            wait_for(
-                lambda s=stream: len(s.events) >= 3 or (bool(s.events) and s.events[-1][0] >= end),
-                "events after a reconnect",
-            )
+            wait_for(partial(_reached, stream, 3, end), "events after a reconnect")
             stream.close()
             seen.extend(v for v, _ in stream.events)
             reconnects += 1
