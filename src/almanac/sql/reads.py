@@ -303,7 +303,8 @@ HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
 def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
     """The available versions up to ``up_to``, newest first, at most ``limit``
     of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
-    newest: Sequence[VersionInfo] = [i for i in source.history() if i.version <= up_to][::-1]
+    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
     infos = newest if limit is None else newest[:limit]
     return tuple(
         (i.version, iso_utc(i.activation_time), i.node, _summary(source, i)) for i in infos
