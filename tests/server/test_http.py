@@ -68,6 +68,8 @@ READS: list[tuple[str, str, object]] = [
     ("GET", "/v1/history", None),
     ("GET", "/v1/diff?from=1", None),
     ("POST", "/v1/sql", {"sql": ""}),  # an empty script changes nothing: a read token may
+    ("POST", "/v1/sql", {"sql": "SHOW TABLES"}),
+    ("POST", "/v1/sql", {"sql": "DESCRIBE TABLE T"}),
 ]
 CHANGES: list[tuple[str, str, object]] = [
     ("POST", "/v1/sql", {"sql": "CREATE SCHEMA IF NOT EXISTS AUTH_S"}),
@@ -191,6 +193,19 @@ def test_sql_and_commands_make_versions(admin: httpx.Client, reader: httpx.Clien
     assert "B" not in {t["name"] for t in before["tables"] if t["schema"] == "EP"}
     at = reader.get("/v1/catalog", params={"timestamp": summary["activated_at"]}).json()
     assert at["version"] == summary["version"]
+
+
+def test_read_statements_answer_rows(reader: httpx.Client, table_t: int) -> None:
+    r = _sql(reader, f"DESCRIBE TABLE T AS OF VERSION {table_t}")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["version"] == table_t
+    assert body["columns"][:3] == ["NAME", "TYPE", "NULLABLE"]
+    assert [row[0] for row in body["rows"]] == ["ID", "NAME"]
+    history = _sql(reader, "SHOW HISTORY LIMIT 2").json()
+    assert history["columns"] == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
+    assert len(history["rows"]) == 2 and history["rows"][0][0] > history["rows"][1][0]
+    assert _sql(reader, "SHOW TABLES; SHOW SCHEMAS").status_code == 400
 
 
 def test_the_snapshot_is_the_version_byte_for_byte(
