@@ -66,8 +66,8 @@ def test_a_retry_returns_the_original_result_and_applies_nothing(store: Metastor
 
 def test_every_entry_point_takes_a_request_id(store: Metastore) -> None:
     with node(store) as cat:
-        v = cat.sql("CREATE TABLE A (ID INT64 PRIMARY KEY)", request_id="sql-1")
-        assert cat.sql("CREATE TABLE A (ID INT64 PRIMARY KEY)", request_id="sql-1") == v
+        v = cat.sql("CREATE TABLE A (ID INT64 PRIMARY KEY)", request_id="sql-1").version
+        assert cat.sql("CREATE TABLE A (ID INT64 PRIMARY KEY)", request_id="sql-1").version == v
         future = cat.execute_async(batch("S"), request_id="async-1")
         result = future.result(timeout=PATIENCE)
         assert cat.execute_async(batch("S"), request_id="async-1").result(PATIENCE) == result
