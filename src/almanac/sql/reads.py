@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from almanac.catalog import VersionInfo
 
 __all__ = [
+    "DESCRIBE_COLUMNS",
+    "DIFF_COLUMNS",
+    "HISTORY_COLUMNS",
+    "INDEX_COLUMNS",
     "READ_KINDS",
+    "SCHEMA_COLUMNS",
+    "TABLE_COLUMNS",
+    "ZONE_COLUMNS",
     "AsOf",
     "ReadSource",
     "ReadStatement",
@@ -37,6 +44,7 @@ __all__ = [
     "describe_table",
     "diff_rows",
     "history_rows",
+    "iso_utc",
     "run_read",
     "show_indexes",
     "show_schemas",
