@@ -126,7 +126,6 @@ def test_the_cookie_is_honoured_for_reads_only(server: Server, table_t: int) -> 
     cookies = {"almanac_token": ADMIN_TOKEN}
     with httpx.Client(base_url=server.url, timeout=PATIENCE, cookies=cookies) as browser:
         assert browser.get("/v1/catalog").status_code == 200
-        assert browser.head("/v1/catalog").status_code in (200, 405)
         change = browser.post("/v1/sql", json={"sql": "CREATE SCHEMA IF NOT EXISTS COOKIE_S"})
         assert change.status_code == 401, change.text
     with httpx.Client(
