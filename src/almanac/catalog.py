@@ -709,7 +709,8 @@ class Catalog:
     ) -> SqlResult:
         """Run a DDL script atomically as one version (the result's ``version``
         is the resulting one), or answer one read statement (``SHOW …``,
-        ``DESCRIBE …``) with rows. ``request_id``: see ``execute``."""
+        ``DESCRIBE …``) with rows. ``request_id``: see ``execute``; a read
+        changes nothing, so it needs none and ignores one."""
         from almanac.sql import parse_sql
         from almanac.sql.reads import ReadStatement, run_read
 
