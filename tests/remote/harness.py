@@ -1,6 +1,6 @@
-"""Real server processes for the remote client's tests: ``almanac.server.serve``
-in a subprocess (the server tests' worker), or the killing server of
-``killing_server.py``, on a free loopback port that survives a restart."""
+"""Server processes for the remote client's tests, on a free loopback port
+that stays theirs across restarts: the server tests' ``serve`` worker, or the
+killing server of ``killing_server.py``."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-HERE = Path(__file__).parent
-SERVE_WORKER = HERE.parent / "server" / "serve_worker.py"
-KILLING_SERVER = HERE / "killing_server.py"
-DEADLINE_S = 60.0
+from ..server.harness import PATIENCE, wait_for, worker
+
+KILLING_SERVER = Path(__file__).with_name("killing_server.py")
 
 
 def free_port() -> int:
@@ -35,7 +33,7 @@ class ServerProcess:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[str] | None = None
 
     def start(self, *, kill_on_table: str | None = None, tokens_file: Path | None = None) -> None:
         """Start and wait until ``/health`` answers. ``kill_on_table``: the
@@ -44,29 +42,30 @@ class ServerProcess:
         assert self.proc is None or self.proc.poll() is not None
         if kill_on_table is not None:
             argv = [str(KILLING_SERVER), self.target, str(self.port), kill_on_table]
+            with self.log.open("a") as out:
+                self.proc = subprocess.Popen(
+                    [sys.executable, *argv],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
         else:
-            argv = [str(SERVE_WORKER), self.target, "--port", str(self.port)]
-            if tokens_file is not None:
-                argv += ["--tokens-file", str(tokens_file)]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT, cwd=HERE
-            )
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"server did not answer within {DEADLINE_S} s: {self.tail()}")
+            tokens = ["--tokens-file", str(tokens_file)] if tokens_file is not None else []
+            self.proc = worker(self.target, "--port", str(self.port), *tokens, log=self.log)
+        proc = self.proc
+        wait_for(lambda: self._healthy() or proc.poll() is not None, f"a server at {self.url}")
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}: {self.tail()}")
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(self.url + "/health", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
 
     def wait_exit(self) -> int:
         assert self.proc is not None
-        return self.proc.wait(timeout=DEADLINE_S)
+        return self.proc.wait(timeout=PATIENCE)
 
     def stop(self) -> None:
         """SIGTERM (serve closes its catalog), or SIGKILL if it hangs."""
@@ -75,10 +74,13 @@ class ServerProcess:
             return
         os.kill(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=DEADLINE_S)
+            proc.wait(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]
