@@ -231,7 +231,8 @@ class RemoteCatalog:
                     attempts=attempts,
                     outcome="unknown" if method == "POST" else "none",
                 )
-            time.sleep(min(random.uniform(backoff / 2, backoff), left))
+            pause = max(random.uniform(backoff / 2, backoff), _retry_after(reply))
+            time.sleep(min(pause, left))
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
 
     def _error(self, reply: httpx.Response) -> CatalogError:
@@ -549,6 +550,13 @@ def _stream_error(data: str, url: str) -> CatalogError:
 def _instant(ts: int) -> dt.datetime:
     """The millisecond of a hybrid timestamp, exactly (no float on the way)."""
     return _EPOCH + dt.timedelta(milliseconds=physical_ms(ts))
+
+
+def _retry_after(reply: httpx.Response | None) -> float:
+    """The seconds a 503's ``Retry-After`` asks for (0 when it names none, or
+    a date, or an unreasonable wait: the caller's deadline bounds it anyway)."""
+    text = "" if reply is None else reply.headers.get("retry-after", "")
+    return float(text) if text.isascii() and text.isdigit() and len(text) < 6 else 0.0
 
 
 def _json(reply: httpx.Response) -> object:

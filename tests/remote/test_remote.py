@@ -64,6 +64,7 @@ def test_ddl_makes_the_versions_a_local_node_reads_byte_for_byte(
     for v in range(local.earliest_version, local.latest_version + 1):
         assert encode_catalog(remote.catalog(v)) == encode_catalog(local.catalog(v))
     assert remote.catalog() == local.catalog()
+    assert remote.catalog(first.version) is remote.catalog(first.version)  # cached
     assert remote.catalog(first.version).table("T1") == local.catalog().table("T1") is not None
     at = local.catalog(first.version).activation_time
     assert remote.catalog_at(at) == local.catalog_at(at) == local.catalog(first.version)
