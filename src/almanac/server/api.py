@@ -82,7 +82,11 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
 
     def at(version: int | None, timestamp: str | None = None) -> CatalogVersion:
         if version is not None and timestamp is not None:
-            raise check.fail("Query parameters 'version' and 'timestamp'", "given alone", "both")
+            raise ValidationError(
+                "Give query parameter 'version' or 'timestamp', not both",
+                parameter="version",
+                rule="one of",
+            )
         if timestamp is not None:
             return cat.catalog_at(parse_timestamp(timestamp))
         check.optional_int(version, "Query parameter 'version'")
