@@ -78,6 +78,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
 __version__ = "0.1.0"
@@ -88,6 +89,7 @@ __all__ = [
     "AlterColumn",
     "AlterZone",
     "Catalog",
+    "Cell",
     "CatalogError",
     "CatalogIdentityError",
     "CatalogVersion",
@@ -143,6 +145,7 @@ __all__ = [
     "SetTableProperties",
     "SnapshotExpiredError",
     "SqlParseError",
+    "SqlResult",
     "StartBuildingIndex",
     "StorageError",
     "WarehouseFormatError",

@@ -66,6 +66,7 @@ from almanac.nodes import (
     list_nodes,
 )
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
+from almanac.sql.results import SqlResult
 
 __all__ = [
     "Catalog",
@@ -600,13 +601,15 @@ class Catalog:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
-        """Run a DDL script atomically as one version; returns the resulting version."""
+    def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> SqlResult:
+        """Run a DDL script atomically as one version (the result's ``version``
+        is the resulting one), or answer one read statement (``SHOW …``,
+        ``DESCRIBE …``) with rows."""
         from almanac.sql import parse_script
 
         check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
-        return self.execute(parse_script(text, default_schema=default_schema)).version
+        return SqlResult(self.execute(parse_script(text, default_schema=default_schema)).version)
 
     def _explain_race(
         self, exc: CatalogError, batch: Sequence[Command], seen: int, base: CatalogVersion

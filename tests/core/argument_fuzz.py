@@ -62,6 +62,7 @@ USER_BUILT: tuple[type, ...] = (
 NOT_CALLED = {
     "Catalog": "made by connect; its public methods are called instead",
     "CatalogVersion": "a snapshot the catalog hands out",
+    "Cell": "a type alias of the cells of an SqlResult",
     "Column": "a descriptor the catalog builds (users build ColumnDef)",
     "DefaultValue": "a type alias (ConstantDefault | FunctionDefault), both called",
     "Listener": "a type alias of listener callables",
@@ -73,6 +74,7 @@ NOT_CALLED = {
     "Index": "a descriptor the catalog builds",
     "NodeInfo": "returned by Catalog.nodes",
     "Schema": "a descriptor the catalog builds",
+    "SqlResult": "returned by Catalog.sql",
     "Table": "a descriptor the catalog builds",
     "Target": "made by parse_target, which is called",
     "Preview": "returned by preview, which is called",

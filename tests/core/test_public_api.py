@@ -64,6 +64,7 @@ PUBLIC_MODULES = (
     "almanac.descriptors",
     "almanac.errors",
     "almanac.events",
+    "almanac.sql.results",
     "almanac.targets",
 )
 """The modules whose names a user of the Python API meets."""
