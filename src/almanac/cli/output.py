@@ -9,11 +9,12 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from almanac.sql.results import Cell
 
 __all__ = ["Output", "cell_text", "plain_table", "progress"]
-
-Cell = str | int | float | bool | None
-
 
 def cell_text(value: Cell) -> str:
     """One cell as text, the same on a terminal and in a pipe."""

@@ -9,6 +9,7 @@ with other cases or characters is double-quoted (``'"Mixed Case"'``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -19,7 +20,7 @@ from almanac.cli.app import open_node, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
-    from almanac.sql import SqlResult
+    from almanac.sql.results import SqlResult
 
 __all__ = [
     "AsOf",
@@ -143,7 +144,7 @@ def sql(
     if script is not None:
         text = script.read()
     elif text is None or text == "-":
-        text = click.get_text_stream("stdin").read()
+        text = sys.stdin.read()
     with open_node(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
     show_result(result, Output.for_stdout(as_json))
