@@ -1,0 +1,235 @@
+"""The ``almanac`` command through its real entry point, each call its own
+process, output piped (so plain text or JSON, as a script sees it)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+import almanac
+from almanac.clock import to_datetime
+from tests.cli.support import PATIENCE, start
+from tests.cli.support import almanac as run
+from tests.durable.helpers import table
+
+HISTORY = (
+    "CREATE SCHEMA sales",  # 2
+    "CREATE TABLE sales.orders (id INT64 PRIMARY KEY, name VARCHAR(100))",  # 3
+    "ALTER TABLE sales.orders ADD COLUMN email VARCHAR(200)",  # 4
+    "CREATE INDEX orders_name ON sales.orders (name)",  # 5
+    "CREATE ZONE z1 WITH (PARTITIONS=2, REPLICAS=1, STORAGE_PROFILES='default')",  # 6
+)
+
+
+def _iso(ts: int) -> str:
+    return to_datetime(ts).isoformat().replace("+00:00", "Z")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[int, str]]:
+    """A catalog made through the library (versions 1 to 6), and the
+    activation time of each version as ISO-8601 text."""
+    path = str(tmp_path_factory.mktemp("cli") / "catalog")
+    with almanac.connect(path) as cat:
+        for statement in HISTORY:
+            cat.sql(statement)
+        return path, {i.version: _iso(i.activation_time) for i in cat.history()}
+
+
+def _cells(text: str) -> list[list[str]]:
+    """A plain table's lines, split into cells (no cell here holds a blank)."""
+    return [line.split() for line in text.splitlines()]
+
+
+def test_init_creates_the_catalog_once_where_the_store_says(tmp_path: Path) -> None:
+    first = run("init", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    default = tmp_path / "almanac-data"
+    assert first.stdout == f"Created a catalog at {default} (version 1)\n"
+    assert (default / "catalog.db").is_file()
+    again = run("init", cwd=tmp_path / "..", store=str(default))  # $ALMANAC_STORE
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"Catalog already at {default} (version 1)\n"
+    with almanac.connect(default) as cat:
+        assert cat.latest_version == 1
+
+
+def test_sql_from_a_string_a_file_and_stdin(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    almanac.connect(path).close()
+    one = run("--store", path, "sql", "CREATE TABLE a (id INT64 PRIMARY KEY)", cwd=tmp_path)
+    assert (one.returncode, one.stdout, one.stderr) == (0, "version 2\n", "")
+    script = tmp_path / "script.sql"
+    script.write_text("CREATE TABLE b (id INT64 PRIMARY KEY);\nCREATE INDEX bi ON b (id);\n")
+    two = run("sql", "--store", path, "-f", str(script), cwd=tmp_path)
+    assert (two.returncode, two.stdout) == (0, "version 3\n"), two.stderr
+    three = run("sql", cwd=tmp_path, store=path, stdin="CREATE TABLE c (id INT64 PRIMARY KEY)")
+    assert (three.returncode, three.stdout) == (0, "version 4\n"), three.stderr
+    with almanac.connect(path) as cat:
+        assert cat.catalog(3).table("B") is not None and cat.catalog(3).index("BI") is not None
+        assert cat.catalog(2).table("B") is None, "a script is one version"
+        assert cat.catalog().table("C") is not None
+
+
+def test_sql_json_and_a_retried_request_id(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    almanac.connect(path).close()
+    ddl = "CREATE TABLE r (id INT64 PRIMARY KEY)"
+    first = run("--store", path, "sql", "--json", "--request-id", "req-1", ddl, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"version": 2, "columns": [], "rows": []}
+    retry = run("--store", path, "sql", "--json", "--request-id", "req-1", ddl, cwd=tmp_path)
+    assert retry.returncode == 0, retry.stderr
+    assert json.loads(retry.stdout) == {"version": 2, "columns": [], "rows": []}
+    with almanac.connect(path) as cat:
+        assert cat.latest_version == 2, "the retry applied nothing"
+        assert cat.history(2)[0].request_id == "req-1"
+
+
+def test_show_describe_history_and_diff(store: tuple[str, dict[int, str]], tmp_path: Path) -> None:
+    path, activations = store
+
+    def read(*args: str) -> str:
+        done = run("--store", path, *args, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (0, ""), args
+        return done.stdout
+
+    schemas = read("show", "schemas")
+    assert {"PUBLIC", "SALES"} <= {cell for line in _cells(schemas) for cell in line}
+    assert "ORDERS" in read("show", "tables", "sales")
+    assert "ORDERS_NAME" in read("show", "indexes", "sales.orders")
+    assert "Z1" in read("show", "zones")
+    columns = {line[0] for line in _cells(read("describe", "sales.orders"))[1:]}
+    assert {"ID", "NAME", "EMAIL"} <= columns
+    before = {line[0] for line in _cells(read("describe", "sales.orders", "--as-of-version", "3"))}
+    assert "NAME" in before and "EMAIL" not in before
+    # The catalog active at version 2's activation: SALES exists, ORDERS not yet.
+    then = read("show", "tables", "--as-of-time", activations[2])
+    assert "ORDERS" not in then
+    newest = json.loads(read("history", "--limit", "2", "--json"))
+    assert newest["columns"] == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
+    assert [row[0] for row in newest["rows"]] == [6, 5]
+    assert newest["rows"][1][1] == activations[5]
+    assert "ORDERS_NAME" in newest["rows"][1][3]
+    plain = read("history")
+    assert plain.splitlines()[0].split() == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
+    assert [line[0] for line in _cells(plain)[1:]] == ["6", "5", "4", "3", "2", "1"]
+    assert "SALES.ORDERS.EMAIL" in read("diff", "3", "4")
+    diff = json.loads(read("diff", "3", "4", "--json"))
+    cells = [str(cell) for row in diff["rows"] for cell in row]
+    assert any("SALES.ORDERS.EMAIL" in cell for cell in cells)
+    assert not any("ORDERS_NAME" in cell for cell in cells), "version 5 is not in 3..4"
+
+
+def test_errors_are_one_line_and_debug_shows_the_traceback(
+    store: tuple[str, dict[int, str]], tmp_path: Path
+) -> None:
+    path, _ = store
+    missing = run("--store", path, "describe", "sales.nosuch", cwd=tmp_path)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert len(missing.stderr.splitlines()) == 1, missing.stderr
+    assert missing.stderr.startswith("error: ") and "NOSUCH" in missing.stderr
+    debug = run("--store", path, "--debug", "describe", "sales.nosuch", cwd=tmp_path)
+    assert debug.returncode == 1
+    assert debug.stderr.startswith("Traceback (most recent call last):")
+    assert "NotFoundError" in debug.stderr
+    assert debug.stderr.splitlines()[-1] == missing.stderr.strip()
+    nowhere = run("history", cwd=tmp_path)  # ./almanac-data, which does not exist
+    assert nowhere.returncode == 1
+    assert nowhere.stderr == (
+        f"error: No catalog at {tmp_path / 'almanac-data'}: create one with `almanac --store "
+        f"{tmp_path / 'almanac-data'} init`, or name another with --store or $ALMANAC_STORE\n"
+    )
+    assert not (tmp_path / "almanac-data").exists(), "a read creates nothing"
+    both = run(
+        "--store", path, "show", "zones", "--as-of-version", "1", "--as-of-time", "x", cwd=tmp_path
+    )
+    assert both.returncode == 2 and "not both" in both.stderr
+    memory = run("--store", "memory://", "init", cwd=tmp_path)
+    assert memory.returncode == 1 and "lives only inside one process" in memory.stderr
+
+
+def _reader(stream: object) -> queue.Queue[str]:
+    """The lines of a child's stdout as they come, read on a thread so that
+    a wait for one can give up."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_watch_resumes_from_a_version_and_tails_new_ones(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    with almanac.connect(path, node_name="writer") as cat:
+        cat.execute([table("T1")])  # 2
+        cat.execute([table("T2")])  # 3
+        proc = start("--store", path, "watch", "--from", "3", "--json", cwd=tmp_path)
+        try:
+            lines = _reader(proc.stdout)
+            first = json.loads(lines.get(timeout=PATIENCE))
+            assert first["version"] == 3 and first["node"] == "writer"
+            assert first["events"][0]["type"] == "TABLE_CREATE"
+            assert "PUBLIC.T2" in first["summary"]
+            result = cat.execute([table("T3")], request_id="w-1")
+            new = json.loads(lines.get(timeout=PATIENCE))
+            assert new["version"] == result.version == 4
+            assert new["request_id"] == "w-1"
+            assert new["events"] == [
+                {"type": "TABLE_CREATE", "object_id": cat.catalog().table("T3").id}  # type: ignore[union-attr]
+            ]
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=PATIENCE) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.stderr is not None and proc.stderr.read() == ""
+
+
+def test_compact_keeps_the_last_versions(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    with almanac.connect(path) as cat:
+        for i in range(4):
+            cat.execute([table(f"T{i}")])  # 2..5
+    done = run("--store", path, "compact", "--keep", "2", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "versions 4 to 5 kept, 4 older versions removed\n"
+    with almanac.connect(path) as cat:
+        assert (cat.earliest_version, cat.latest_version) == (4, 5)
+        assert cat.catalog(4).table("T2") is not None
+    gone = run("--store", path, "describe", "T0", "--as-of-version", "2", cwd=tmp_path)
+    assert gone.returncode == 1 and "earliest available version is 4" in gone.stderr
+    bare = run("--store", path, "compact", cwd=tmp_path)
+    assert bare.returncode == 2 and "--keep" in bare.stderr
+
+
+def test_serve_answers_until_interrupted(tmp_path: Path) -> None:
+    import httpx
+
+    path = str(tmp_path / "c")
+    almanac.connect(path).close()
+    refused = run("--store", path, "serve", "--host", "0.0.0.0", "--port", "0", cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stderr.startswith("error: ")
+    proc = start("--store", path, "serve", "--port", "0", cwd=tmp_path)
+    try:
+        lines = _reader(proc.stdout)
+        line = lines.get(timeout=PATIENCE)
+        found = re.fullmatch(r"Listening on (http://127\.0\.0\.1:\d+)\n", line)
+        assert found, line
+        assert httpx.get(found.group(1) + "/health", timeout=PATIENCE).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=PATIENCE) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
