@@ -50,6 +50,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
+from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -91,6 +92,7 @@ __all__ = [
     "Catalog",
     "Cell",
     "CatalogError",
+    "CatalogDiff",
     "CatalogIdentityError",
     "CatalogVersion",
     "Collation",
@@ -115,6 +117,7 @@ __all__ = [
     "DropTable",
     "DropZone",
     "Event",
+    "FieldChange",
     "EventType",
     "ExecuteResult",
     "FunctionDefault",
@@ -124,6 +127,7 @@ __all__ = [
     "IndexStatus",
     "InputError",
     "InvalidArgumentError",
+    "JsonValue",
     "LeaseNotFoundError",
     "Listener",
     "ListenerFailure",
@@ -132,6 +136,8 @@ __all__ = [
     "MetastoreUnavailableError",
     "NodeInfo",
     "NotFoundError",
+    "ObjectChange",
+    "ObjectRef",
     "Preview",
     "RemoveIndex",
     "RenameIndex",

@@ -30,6 +30,7 @@ from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch, preview
 from almanac.descriptors import Schema
+from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
@@ -79,6 +80,7 @@ from almanac.requests import (
 )
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 from almanac.sql.results import SqlResult
+from almanac.summary import summarize_update
 
 __all__ = [
     "Catalog",
@@ -385,6 +387,15 @@ class Catalog:
                     )
                 )
         return out
+
+    def diff(self, v1: int, v2: int) -> CatalogDiff:
+        """What changed from version ``v1`` to version ``v2``, object by object
+        (see ``almanac.diff``). ``v1`` may be the later one: the diff then
+        runs backwards, the inverse of ``diff(v2, v1)``. Both versions must be
+        available (``VersionNotFoundError``)."""
+        check.integer(v1, "Parameter 'v1' of Catalog.diff")
+        check.integer(v2, "Parameter 'v2' of Catalog.diff")
+        return diff_catalogs(self.catalog(v1), self.catalog(v2))
 
     @contextlib.contextmanager
     def pin(
@@ -742,13 +753,7 @@ class Catalog:
             return f"version {version}"
         after = self.catalog(version)
         before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after
-        parts = []
-        for entry in update.entries:
-            if isinstance(entry, ObjectIdsReserved):
-                continue
-            name = _object_name(after, entry.object_id()) or _object_name(before, entry.object_id())
-            parts.append(f"{type(entry).__name__} {name}" if name else type(entry).__name__)
-        return f"version {version}: " + ", ".join(parts)
+        return f"version {version}: " + summarize_update(update, before, after)
 
     def _commit_initial(self, node: str) -> None:
         with self._log.store.exclusive(self.commit_timeout_s):
@@ -1152,18 +1157,6 @@ class Catalog:
 def _left(deadline: float | None) -> float | None:
     """Seconds until ``deadline`` (never negative), None for no deadline."""
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
-
-
-def _object_name(cat: CatalogVersion, object_id: int) -> str | None:
-    table = cat.tables_by_id.get(object_id)
-    if table is not None:
-        schema = cat.schemas_by_id.get(table.schema_id)
-        return f"{schema.name}.{table.name}" if schema is not None else table.name
-    for by_id in (cat.schemas_by_id, cat.zones_by_id, cat.indexes_by_id):
-        found = by_id.get(object_id)
-        if found is not None:
-            return str(found.name)
-    return None
 
 
 @dataclass(frozen=True, slots=True)
