@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Output", "cell_text", "plain_table", "progress"]
 
+
 def cell_text(value: Cell) -> str:
     """One cell as text, the same on a terminal and in a pipe."""
     if value is None:

@@ -56,9 +56,10 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
         summary = cat.describe(info.version).partition(": ")[2]
     except VersionNotFoundError:  # checkpointed away while we printed
         summary = ""
+    activated = to_datetime(info.activation_time).isoformat(timespec="milliseconds")
     return {
         "version": info.version,
-        "activation_time": to_datetime(info.activation_time).isoformat().replace("+00:00", "Z"),
+        "activation_time": activated.replace("+00:00", "Z"),
         "node": info.node,
         "request_id": info.request_id,
         "events": [
