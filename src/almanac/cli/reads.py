@@ -144,6 +144,8 @@ def sql(
     if script is not None:
         text = script.read()
     elif text is None or text == "-":
+        if sys.stdin.isatty():
+            click.echo("Reading SQL from the terminal; end it with Ctrl-D.", err=True)
         text = sys.stdin.read()
     with open_node(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
