@@ -72,6 +72,7 @@ def test_usage_errors_exit_2_and_help_0() -> None:
     assert main(["no-such-command"]) == 2
     assert main(["diff", "1"]) == 2
     assert main(["history", "--limit", "0"]) == 2
+    assert main(["janitor", "./a", "--store", "./b"]) == 2, "one catalog, named once"
 
 
 def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
