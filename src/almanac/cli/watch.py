@@ -49,17 +49,16 @@ class VersionRecord(TypedDict):
 def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
     """One version as JSON: its number, activation time (ISO-8601, UTC),
     node, request id, events and the one-line summary."""
-    from almanac.clock import to_datetime
     from almanac.errors import VersionNotFoundError
+    from almanac.sql.reads import iso_utc
 
     try:
         summary = cat.describe(info.version).partition(": ")[2]
     except VersionNotFoundError:  # checkpointed away while we printed
         summary = ""
-    activated = to_datetime(info.activation_time).isoformat(timespec="milliseconds")
     return {
         "version": info.version,
-        "activation_time": activated.replace("+00:00", "Z"),
+        "activation_time": iso_utc(info.activation_time),
         "node": info.node,
         "request_id": info.request_id,
         "events": [
