@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import almanac
+from almanac.cli import main
 from almanac.clock import to_datetime
 from tests.cli.support import PATIENCE, start
 from tests.cli.support import almanac as run
@@ -60,7 +61,7 @@ def test_init_creates_the_catalog_once_where_the_store_says(tmp_path: Path) -> N
         assert cat.latest_version == 1
 
 
-def test_sql_from_a_string_a_file_and_stdin(tmp_path: Path) -> None:
+def test_sql_from_a_string_a_file_stdin_and_a_retry(tmp_path: Path) -> None:
     path = str(tmp_path / "c")
     almanac.connect(path).close()
     one = run("--store", path, "sql", "CREATE TABLE a (id INT64 PRIMARY KEY)", cwd=tmp_path)
@@ -69,33 +70,39 @@ def test_sql_from_a_string_a_file_and_stdin(tmp_path: Path) -> None:
     script.write_text("CREATE TABLE b (id INT64 PRIMARY KEY);\nCREATE INDEX bi ON b (id);\n")
     two = run("sql", "--store", path, "-f", str(script), cwd=tmp_path)
     assert (two.returncode, two.stdout) == (0, "version 3\n"), two.stderr
-    three = run("sql", cwd=tmp_path, store=path, stdin="CREATE TABLE c (id INT64 PRIMARY KEY)")
-    assert (three.returncode, three.stdout) == (0, "version 4\n"), three.stderr
+    ddl = "CREATE TABLE c (id INT64 PRIMARY KEY)"
+    # From stdin, the store from $ALMANAC_STORE, as JSON, with a request id; then a retry.
+    three = run("sql", "--json", "--request-id", "req-1", cwd=tmp_path, store=path, stdin=ddl)
+    assert three.returncode == 0, three.stderr
+    assert json.loads(three.stdout) == {"version": 4, "columns": [], "rows": []}
+    again = run("--store", path, "sql", "--json", "--request-id", "req-1", ddl, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {"version": 4, "columns": [], "rows": []}
     with almanac.connect(path) as cat:
         assert cat.catalog(3).table("B") is not None and cat.catalog(3).index("BI") is not None
         assert cat.catalog(2).table("B") is None, "a script is one version"
-        assert cat.catalog().table("C") is not None
+        assert cat.latest_version == 4, "the retry applied nothing"
+        assert cat.history(4)[0].request_id == "req-1"
 
 
-def test_sql_json_and_a_retried_request_id(tmp_path: Path) -> None:
-    path = str(tmp_path / "c")
-    almanac.connect(path).close()
-    ddl = "CREATE TABLE r (id INT64 PRIMARY KEY)"
-    first = run("--store", path, "sql", "--json", "--request-id", "req-1", ddl, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout) == {"version": 2, "columns": [], "rows": []}
-    retry = run("--store", path, "sql", "--json", "--request-id", "req-1", ddl, cwd=tmp_path)
-    assert retry.returncode == 0, retry.stderr
-    assert json.loads(retry.stdout) == {"version": 2, "columns": [], "rows": []}
-    with almanac.connect(path) as cat:
-        assert cat.latest_version == 2, "the retry applied nothing"
-        assert cat.history(2)[0].request_id == "req-1"
+def _call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``almanac ARGS`` through the same entry function, in this process."""
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
-def test_show_describe_history_and_diff(store: tuple[str, dict[int, str]], tmp_path: Path) -> None:
+def test_show_describe_history_and_diff(
+    store: tuple[str, dict[int, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, activations = store
 
     def read(*args: str) -> str:
+        status, out, err = _call(capsys, "--store", path, *args)
+        assert (status, err) == (0, ""), args
+        return out
+
+    def read_apart(*args: str) -> str:
         done = run("--store", path, *args, cwd=tmp_path)
         assert (done.returncode, done.stderr) == (0, ""), args
         return done.stdout
@@ -107,12 +114,12 @@ def test_show_describe_history_and_diff(store: tuple[str, dict[int, str]], tmp_p
     assert "Z1" in read("show", "zones")
     columns = {line[0] for line in _cells(read("describe", "sales.orders"))[1:]}
     assert {"ID", "NAME", "EMAIL"} <= columns
-    before = {line[0] for line in _cells(read("describe", "sales.orders", "--as-of-version", "3"))}
-    assert "NAME" in before and "EMAIL" not in before
+    then = _cells(read_apart("describe", "sales.orders", "--as-of-version", "3"))
+    assert then[0][:2] == ["NAME", "TYPE"]
+    assert [line[0] for line in then[1:]] == ["ID", "NAME"], "before EMAIL was added"
     # The catalog active at version 2's activation: SALES exists, ORDERS not yet.
-    then = read("show", "tables", "--as-of-time", activations[2])
-    assert "ORDERS" not in then
-    newest = json.loads(read("history", "--limit", "2", "--json"))
+    assert "ORDERS" not in read("show", "tables", "--as-of-time", activations[2])
+    newest = json.loads(read_apart("history", "--limit", "2", "--json"))
     assert newest["columns"] == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
     assert [row[0] for row in newest["rows"]] == [6, 5]
     assert newest["rows"][1][1] == activations[5]
@@ -120,15 +127,20 @@ def test_show_describe_history_and_diff(store: tuple[str, dict[int, str]], tmp_p
     plain = read("history")
     assert plain.splitlines()[0].split() == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
     assert [line[0] for line in _cells(plain)[1:]] == ["6", "5", "4", "3", "2", "1"]
-    assert "SALES.ORDERS.EMAIL" in read("diff", "3", "4")
+    changed = _cells(read_apart("diff", "3", "4"))
+    assert changed[0] == ["CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER"]
+    assert ["added", "column", "SALES.ORDERS.EMAIL"] in [line[:3] for line in changed]
     diff = json.loads(read("diff", "3", "4", "--json"))
     cells = [str(cell) for row in diff["rows"] for cell in row]
-    assert any("SALES.ORDERS.EMAIL" in cell for cell in cells)
-    assert not any("ORDERS_NAME" in cell for cell in cells), "version 5 is not in 3..4"
+    assert "SALES.ORDERS.EMAIL" in cells
+    assert "SALES.ORDERS_NAME" not in cells, "version 5 is not in 3..4"
 
 
 def test_errors_are_one_line_and_debug_shows_the_traceback(
-    store: tuple[str, dict[int, str]], tmp_path: Path
+    store: tuple[str, dict[int, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, _ = store
     missing = run("--store", path, "describe", "sales.nosuch", cwd=tmp_path)
@@ -140,19 +152,21 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(
     assert debug.stderr.startswith("Traceback (most recent call last):")
     assert "NotFoundError" in debug.stderr
     assert debug.stderr.splitlines()[-1] == missing.stderr.strip()
-    nowhere = run("history", cwd=tmp_path)  # ./almanac-data, which does not exist
-    assert nowhere.returncode == 1
-    assert nowhere.stderr == (
+    monkeypatch.delenv("ALMANAC_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _call(capsys, "history")  # ./almanac-data, which does not exist
+    assert (status, out) == (1, "")
+    assert err == (
         f"error: No catalog at {tmp_path / 'almanac-data'}: create one with `almanac --store "
         f"{tmp_path / 'almanac-data'} init`, or name another with --store or $ALMANAC_STORE\n"
     )
     assert not (tmp_path / "almanac-data").exists(), "a read creates nothing"
-    both = run(
-        "--store", path, "show", "zones", "--as-of-version", "1", "--as-of-time", "x", cwd=tmp_path
+    status, _, err = _call(
+        capsys, "--store", path, "show", "zones", "--as-of-version", "1", "--as-of-time", "x"
     )
-    assert both.returncode == 2 and "not both" in both.stderr
-    memory = run("--store", "memory://", "init", cwd=tmp_path)
-    assert memory.returncode == 1 and "lives only inside one process" in memory.stderr
+    assert status == 2 and "not both" in err
+    status, _, err = _call(capsys, "--store", "memory://", "init")
+    assert status == 1 and "lives only inside one process" in err
 
 
 def _reader(stream: object) -> queue.Queue[str]:
