@@ -184,28 +184,38 @@ def test_watch_resumes_from_a_version_and_tails_new_ones(tmp_path: Path) -> None
     with almanac.connect(path, node_name="writer") as cat:
         cat.execute([table("T1")])  # 2
         cat.execute([table("T2")])  # 3
-        proc = start("--store", path, "watch", "--from", "3", "--json", cwd=tmp_path)
+        procs = [
+            start("--store", path, "watch", "--from", "3", "--json", cwd=tmp_path),
+            start("--store", path, "watch", "--from", "4", cwd=tmp_path),  # not made yet
+        ]
         try:
-            lines = _reader(proc.stdout)
-            first = json.loads(lines.get(timeout=PATIENCE))
+            as_json, plain = (_reader(p.stdout) for p in procs)
+            first = json.loads(as_json.get(timeout=PATIENCE))
             assert first["version"] == 3 and first["node"] == "writer"
             assert first["events"][0]["type"] == "TABLE_CREATE"
             assert "PUBLIC.T2" in first["summary"]
             result = cat.execute([table("T3")], request_id="w-1")
-            new = json.loads(lines.get(timeout=PATIENCE))
+            new = json.loads(as_json.get(timeout=PATIENCE))
             assert new["version"] == result.version == 4
             assert new["request_id"] == "w-1"
             created = cat.catalog().table("T3")
             assert created is not None
             assert new["events"][0] == {"type": "TABLE_CREATE", "object_id": created.id}
             assert [e["type"] for e in new["events"]] == ["TABLE_CREATE", "INDEX_CREATE"]
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=PATIENCE) == 0
+            head = plain.get(timeout=PATIENCE).rstrip("\n").split("  ")
+            assert head[:4] == ["version 4", new["activation_time"], "writer", new["summary"]]
+            assert plain.get(timeout=PATIENCE) == (
+                f"  event TABLE_CREATE PUBLIC.T3 (#{created.id})\n"
+            )
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+            assert [proc.wait(timeout=PATIENCE) for proc in procs] == [0, 0]
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert proc.stderr is not None and proc.stderr.read() == ""
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        assert [proc.stderr.read() for proc in procs if proc.stderr is not None] == ["", ""]
 
 
 def test_compact_keeps_the_last_versions(tmp_path: Path) -> None:

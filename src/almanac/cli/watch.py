@@ -70,7 +70,22 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
     }
 
 
-def _show(record: VersionRecord, out: Output) -> None:
+def _named(cat: Catalog, version: int, object_id: int) -> str:
+    """``PUBLIC.T (#7)``: the object as the version left it, or as the one
+    before had it (a drop); ``#7`` once neither is available."""
+    from almanac.errors import VersionNotFoundError
+    from almanac.summary import object_name
+
+    for number in (version, version - 1):
+        with contextlib.suppress(VersionNotFoundError):
+            name = object_name(cat.catalog(number), object_id)
+            if name is not None:
+                return f"{name} (#{object_id})"
+    return f"#{object_id}"
+
+
+def _show(cat: Catalog, info: VersionInfo, out: Output) -> None:
+    record = version_record(cat, info)
     if out.as_json:
         out.record(record)
         return
@@ -79,7 +94,7 @@ def _show(record: VersionRecord, out: Output) -> None:
         f"version {record['version']}  {record['activation_time']}  {node}  {record['summary']}"
     )
     for event in record["events"]:
-        out.line(f"  event {event['type']} #{event['object_id']}")
+        out.line(f"  event {event['type']} {_named(cat, info.version, event['object_id'])}")
 
 
 @click.command()
@@ -125,7 +140,7 @@ def _follow(cat: Catalog, start: int | None, stop: threading.Event, out: Output)
             )
             seen = cat.earliest_version - 1
         for info in cat.history(seen + 1):
-            _show(version_record(cat, info), out)
+            _show(cat, info, out)
             seen = info.version
         with contextlib.suppress(WaitTimeoutError):
             cat.catalog_ready(seen + 1, timeout=_TICK_S, applied_only=True)
