@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import almanac
 from almanac.cli import main
 from almanac.cli.output import cell_text, plain_table
-from almanac.cli.reads import AsOf, read_statement
+from almanac.cli.reads import read_statement
 from tests.cli.support import PATIENCE, environment
 
 _words = st.text(string.ascii_letters + string.digits + "._-'\"éß€", min_size=1, max_size=12)
@@ -58,14 +58,14 @@ def test_cells_read_the_same_everywhere() -> None:
 
 
 def test_read_statements_quote_the_instant() -> None:
-    assert read_statement("SHOW ZONES", AsOf()) == "SHOW ZONES"
-    assert read_statement("SHOW ZONES", AsOf(version=3)) == "SHOW ZONES AS OF VERSION 3"
+    assert read_statement("SHOW ZONES") == "SHOW ZONES"
+    assert read_statement("SHOW ZONES", version=3) == "SHOW ZONES AS OF VERSION 3"
     assert (
-        read_statement("SHOW HISTORY", AsOf(time="2026-11-23T01:02:03Z"))
+        read_statement("SHOW HISTORY", time="2026-11-23T01:02:03Z")
         == "SHOW HISTORY AS OF TIMESTAMP '2026-11-23T01:02:03Z'"
     )
     # A quote in the instant stays inside the literal: the parser sees one bad timestamp.
-    assert read_statement("SHOW ZONES", AsOf(time="x' OR '1")).endswith("'x'' OR ''1'")
+    assert read_statement("SHOW ZONES", time="x' OR '1").endswith("'x'' OR ''1'")
 
 
 def test_usage_errors_exit_2_and_help_0() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from almanac.sql.results import SqlResult
 
 __all__ = [
-    "AsOf",
     "describe",
     "diff",
     "history",
@@ -36,25 +34,17 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True, slots=True)
-class AsOf:
-    """Which catalog version a read looks at: a version, an instant, or the latest."""
-
-    version: int | None = None
-    time: str | None = None
-
-    @property
-    def clause(self) -> str:
-        if self.version is not None:
-            return f" AS OF VERSION {self.version}"
-        if self.time is not None:
-            return " AS OF TIMESTAMP '" + self.time.replace("'", "''") + "'"
-        return ""
-
-
-def read_statement(head: str, as_of: AsOf) -> str:
-    """The read statement a subcommand stands for."""
-    return head + as_of.clause
+def read_statement(head: str, *, version: int | None = None, time: str | None = None) -> str:
+    """The read statement a subcommand stands for: ``head``, then ``AS OF
+    VERSION n`` or ``AS OF TIMESTAMP '…'`` (the instant as a SQL literal).
+    Usage error for both: a statement reads one catalog version."""
+    if version is not None and time is not None:
+        raise click.UsageError("Give --as-of-version or --as-of-time, not both")
+    if version is not None:
+        return f"{head} AS OF VERSION {version}"
+    if time is not None:
+        return f"{head} AS OF TIMESTAMP '" + time.replace("'", "''") + "'"
+    return head
 
 
 def show_result(result: SqlResult, out: Output) -> None:
@@ -94,15 +84,16 @@ def _as_of_options(command: F) -> F:
     )(command)
 
 
-def _as_of(version: int | None, time: str | None) -> AsOf:
-    if version is not None and time is not None:
-        raise click.UsageError("Give --as-of-version or --as-of-time, not both")
-    return AsOf(version, time)
-
-
-def _run_read(store: str | None, head: str, as_of: AsOf, as_json: bool) -> int:
+def _run_read(
+    store: str | None,
+    head: str,
+    as_json: bool,
+    version: int | None = None,
+    time: str | None = None,
+) -> int:
+    statement = read_statement(head, version=version, time=time)
     with open_node(store) as cat:
-        result = cat.sql(read_statement(head, as_of))
+        result = cat.sql(statement)
     show_result(result, Output.for_stdout(as_json))
     return 0
 
@@ -166,7 +157,7 @@ def show_schemas(
     as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
 ) -> int:
     """The schemas."""
-    return _run_read(store, "SHOW SCHEMAS", _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, "SHOW SCHEMAS", as_json, as_of_version, as_of_time)
 
 
 @show.command("tables")
@@ -183,7 +174,7 @@ def show_tables(
 ) -> int:
     """The tables, of every schema or of SCHEMA."""
     head = "SHOW TABLES" if schema is None else f"SHOW TABLES IN {schema}"
-    return _run_read(store, head, _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 
 @show.command("indexes")
@@ -200,7 +191,7 @@ def show_indexes(
 ) -> int:
     """The indexes, of every table or of TABLE."""
     head = "SHOW INDEXES" if table is None else f"SHOW INDEXES ON {table}"
-    return _run_read(store, head, _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 
 @show.command("zones")
@@ -211,7 +202,7 @@ def show_zones(
     as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
 ) -> int:
     """The zones."""
-    return _run_read(store, "SHOW ZONES", _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, "SHOW ZONES", as_json, as_of_version, as_of_time)
 
 
 @click.command()
@@ -223,7 +214,7 @@ def describe(
     table: str, as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
 ) -> int:
     """The columns of TABLE (SCHEMA.TABLE, or a table of PUBLIC)."""
-    return _run_read(store, f"DESCRIBE TABLE {table}", _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, f"DESCRIBE TABLE {table}", as_json, as_of_version, as_of_time)
 
 
 @click.command()
@@ -240,7 +231,7 @@ def history(
 ) -> int:
     """The catalog's versions, newest first: when, on which node, what changed."""
     head = "SHOW HISTORY" if limit is None else f"SHOW HISTORY LIMIT {limit}"
-    return _run_read(store, head, _as_of(as_of_version, as_of_time), as_json)
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 
 @click.command()
@@ -250,4 +241,4 @@ def history(
 @store_option
 def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:
     """What was added, removed and changed from version V1 to V2."""
-    return _run_read(store, f"SHOW DIFF {v1} {v2}", AsOf(), as_json)
+    return _run_read(store, f"SHOW DIFF {v1} {v2}", as_json)
