@@ -7,6 +7,7 @@ parser); the harness waits for its ``Listening on URL`` line, keeps its log
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -89,3 +91,52 @@ class Server:
         finally:
             if self.proc.stdout is not None:
                 self.proc.stdout.close()
+
+
+def reached(stream: EventReader, count: int, end: int) -> bool:
+    """``count`` events in, or the stream reached version ``end``."""
+    return len(stream.events) >= count or (bool(stream.events) and stream.events[-1][0] >= end)
+
+
+class EventReader:
+    """Reads one SSE stream on a thread: ``events`` as (id, data) pairs,
+    ``errors`` as parsed ``event: error`` data, ``comments`` counted."""
+
+    def __init__(self, server: Server, token: str | None = None, **headers_and_params: Any) -> None:
+        self.events: list[tuple[int, dict[str, Any]]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.comments = 0
+        self.ended = False
+        self._client = server.client(token)
+        # Frequent keep-alives let close() end the reading thread promptly.
+        params = {"keepalive": 0.2, **headers_and_params.pop("params", {})}
+        self._cm = self._client.stream("GET", "/v1/events", params=params, **headers_and_params)
+        self.response = self._cm.__enter__()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        fields: dict[str, str] = {}
+        try:
+            for line in self.response.iter_lines():
+                if line.startswith(":"):
+                    self.comments += 1
+                elif line == "":
+                    if "data" in fields:
+                        data = json.loads(fields["data"])
+                        if fields.get("event") == "error":
+                            self.errors.append(data)
+                        else:
+                            self.events.append((int(fields["id"]), data))
+                    fields = {}
+                else:
+                    name, _, value = line.partition(":")
+                    fields[name] = value.removeprefix(" ")
+        except (httpx.HTTPError, ValueError):  # closed by close()
+            pass
+        self.ended = True
+
+    def close(self) -> None:
+        self._cm.__exit__(None, None, None)
+        self._client.close()
+        self._thread.join(PATIENCE)
