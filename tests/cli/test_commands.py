@@ -242,13 +242,19 @@ def test_serve_answers_until_interrupted(tmp_path: Path) -> None:
     almanac.connect(path).close()
     refused = run("--store", path, "serve", "--host", "0.0.0.0", "--port", "0", cwd=tmp_path)
     assert refused.returncode == 1 and refused.stderr.startswith("error: ")
-    proc = start("--store", path, "serve", "--port", "0", cwd=tmp_path)
+    (tmp_path / "tokens").write_text("read cli-read-token\n")
+    proc = start("--store", path, "serve", "--port", "0", "--tokens-file", "tokens", cwd=tmp_path)
     try:
         lines = _reader(proc.stdout)
         line = lines.get(timeout=PATIENCE)
         found = re.fullmatch(r"Listening on (http://127\.0\.0\.1:\d+)\n", line)
         assert found, line
-        assert httpx.get(found.group(1) + "/health", timeout=PATIENCE).status_code == 200
+        url = found.group(1)
+        assert httpx.get(url + "/health", timeout=PATIENCE).status_code == 200
+        assert httpx.get(url + "/v1/history", timeout=PATIENCE).status_code == 401
+        token = {"Authorization": "Bearer cli-read-token"}
+        history = httpx.get(url + "/v1/history", headers=token, timeout=PATIENCE)
+        assert history.status_code == 200, "the tokens of --tokens-file"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=PATIENCE) == 0
     finally:
