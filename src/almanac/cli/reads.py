@@ -105,10 +105,11 @@ def _run_read(
     "--file",
     "script",
     type=click.File("r", encoding="utf-8"),
+    metavar="FILE",
     help="Read the script from FILE ('-' for stdin).",
 )
 @click.option(
-    "--default-schema", default="PUBLIC", show_default=True, help="For unqualified names."
+    "--default-schema", default="PUBLIC", show_default=True, help="The schema of unqualified names."
 )
 @click.option(
     "--request-id",
