@@ -37,6 +37,10 @@ def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
     )
 
 
+def _is_number(value: Cell) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True, slots=True)
 class Output:
     """Where results go: ``as_json`` for scripts; ``rich`` when stdout is a terminal."""
@@ -62,7 +66,10 @@ class Output:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(*columns, header_style="bold")
+        table = Table(header_style="bold")
+        for i, name in enumerate(columns):
+            numbers = all(_is_number(row[i]) for row in rows if row[i] is not None)
+            table.add_column(name, justify="right" if rows and numbers else "left")
         for row in rows:
             table.add_row(*(cell_text(c) for c in row))
         Console().print(table)
