@@ -104,3 +104,23 @@ def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
     text = screen.decode()
     assert "Opening the catalog at" in text, "a spinner while the log replays"
     assert "PUBLIC" in text and "┃" in text, "a rich table, with box drawing"
+
+
+def test_the_command_line_imports_no_heavy_package_until_a_command_needs_it() -> None:
+    heavy = ("rich", "fastapi", "uvicorn", "httpx", "pyarrow", "pyspark", "pyiceberg", "pandas")
+    probe = (
+        "import sys\n"
+        "from almanac.cli import main\n"
+        "status = main(['--help'])\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}), status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[] 0"
