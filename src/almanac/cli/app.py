@@ -141,7 +141,8 @@ def open_node(
         if data:
             from almanac.connection import connect
 
-            return connect(target, **options)
+            opened: Catalog = connect(target, **options)  # a local target: never remote
+            return opened
         from almanac.connection import open_catalog
 
         return open_catalog(target, **options)
