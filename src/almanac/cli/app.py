@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from almanac._check import INT64_MAX
+
 if TYPE_CHECKING:
     from almanac.catalog import Catalog
     from almanac.targets import Target
@@ -24,6 +26,7 @@ __all__ = [
     "STORE_VARIABLE",
     "Settings",
     "almanac_group",
+    "int64_at_least",
     "open_node",
     "require_catalog",
     "resolve_target",
@@ -81,6 +84,12 @@ class _Group(click.Group):
 def almanac_group(ctx: click.Context, store: str, debug: bool) -> None:
     """Almanac: a versioned, transactional table catalog."""
     ctx.obj = Settings(store=store, debug=debug)
+
+
+def int64_at_least(lo: int) -> click.IntRange:
+    """A version or count option: checked as click usage (exit 2, naming the
+    option) before the catalog's own checks would name an internal parameter."""
+    return click.IntRange(min=lo, max=INT64_MAX)
 
 
 def store_option(command: F) -> F:

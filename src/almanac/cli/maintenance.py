@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from almanac.cli.app import open_node, resolve_target, store_option
+from almanac.cli.app import int64_at_least, open_node, resolve_target, store_option
 from almanac.cli.output import progress
 
 __all__ = ["compact", "init", "janitor", "upgrade_warehouse"]
@@ -43,7 +43,7 @@ def init(store: str | None) -> int:
 
 
 @click.command()
-@click.option("--keep", type=click.IntRange(min=1), metavar="N", help="Keep the last N versions.")
+@click.option("--keep", type=int64_at_least(1), metavar="N", help="Keep the last N versions.")
 @click.option(
     "--keep-seconds",
     type=click.FloatRange(min=0),

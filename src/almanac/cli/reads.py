@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from almanac.cli.app import open_node, store_option
+from almanac.cli.app import int64_at_least, open_node, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _as_of_options(command: F) -> F:
     )(command)
     return click.option(
         "--as-of-version",
-        type=click.IntRange(min=0),
+        type=int64_at_least(0),
         metavar="N",
         help="Read catalog version N.",
     )(command)
@@ -104,7 +104,7 @@ def _run_read(
     "-f",
     "--file",
     "script",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("r", encoding="utf-8", errors="surrogateescape"),  # as stdin reads
     metavar="FILE",
     help="Read the script from FILE ('-' for stdin).",
 )
@@ -219,7 +219,7 @@ def describe(
 
 
 @click.command()
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the newest N.")
+@click.option("--limit", type=int64_at_least(1), metavar="N", help="Only the newest N.")
 @_as_of_options
 @_json_option
 @store_option
@@ -236,8 +236,8 @@ def history(
 
 
 @click.command()
-@click.argument("v1", type=click.IntRange(min=0))
-@click.argument("v2", type=click.IntRange(min=0))
+@click.argument("v1", type=int64_at_least(0))
+@click.argument("v2", type=int64_at_least(0))
 @_json_option
 @store_option
 def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import click
 
-from almanac.cli.app import open_node, store_option
+from almanac.cli.app import int64_at_least, open_node, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _show(cat: Catalog, info: VersionInfo, out: Output) -> None:
 @click.option(
     "--from",
     "start",
-    type=click.IntRange(min=1),
+    type=int64_at_least(1),
     metavar="VERSION",
     help="Print the versions from VERSION on (default: only new ones).",
 )
