@@ -46,6 +46,9 @@ EVENTS_DOC = (
     "`event: error` with `{error, message, details, status: 410}` and the stream ends."
 )
 
+_LAST_RESUMABLE = check.INT64_MAX - 1
+"""A stream resumes at the version after its start, which must be a version too."""
+
 Version = Annotated[int | None, Query(description="a catalog version (default: the latest)")]
 
 
@@ -66,14 +69,16 @@ def _resume_point(last_event_id: str | None, after: int | None, latest: int) -> 
     after ``?after=``, else after the latest version."""
     if last_event_id is not None:
         text = last_event_id.strip()
-        if not text.isascii() or not text.isdigit():
+        # A version has at most 19 digits; int() of thousands of them would fail.
+        if not text.isascii() or not text.isdigit() or len(text.lstrip("0")) > 19:
             raise ValidationError(
-                f"Header 'Last-Event-ID' must be a version number, got {last_event_id[:40]!r}",
+                f"Header 'Last-Event-ID' must be a version number from 0 to {_LAST_RESUMABLE}, "
+                f"got {last_event_id[:40]!r}",
                 parameter="Last-Event-ID",
             )
-        return check.integer(int(text), "Header 'Last-Event-ID'", lo=0)
+        return check.integer(int(text), "Header 'Last-Event-ID'", lo=0, hi=_LAST_RESUMABLE)
     if after is not None:
-        return check.integer(after, "Query parameter 'after'", lo=0)
+        return check.integer(after, "Query parameter 'after'", lo=0, hi=_LAST_RESUMABLE)
     return latest
 
 

@@ -27,7 +27,11 @@ from almanac.server.auth import AuthError, Tokens
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
 from almanac.server.sse import EventStreams
 
-__all__ = ["create_app", "stop_streams"]
+__all__ = ["MAX_BODY_BYTES", "create_app", "stop_streams"]
+
+MAX_BODY_BYTES = 8 * 2**20
+"""The largest request body the server reads: far above any DDL script or
+command batch, far below what would let one request exhaust its memory."""
 
 _access = logging.getLogger("almanac.server.access")
 
@@ -97,7 +101,12 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    name = {404: "NotFoundError", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    name = {
+        400: "ValidationError",
+        404: "NotFoundError",
+        405: "MethodNotAllowed",
+        413: "PayloadTooLarge",
+    }.get(exc.status_code, "HTTPError")
     return JSONResponse(
         error_body(name, str(exc.detail)), exc.status_code, headers=dict(exc.headers or {})
     )
@@ -126,6 +135,44 @@ class _AccessLog:
             await self.app(scope, receive, sending)
         finally:
             _access.info("%s %s %d", scope["method"], scope["path"], status or 500)
+
+
+def _too_large() -> HTTPException:
+    return HTTPException(
+        413, f"The request body is larger than the server accepts ({MAX_BODY_BYTES} bytes)"
+    )
+
+
+class _BodyLimit:
+    """Refuses a body over ``MAX_BODY_BYTES``: at once when ``Content-Length``
+    says so, else as soon as the streamed bytes pass it (the endpoint's body
+    read raises the 413, which the error handler shapes)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+            exc = _too_large()
+            body = error_body("PayloadTooLarge", str(exc.detail))
+            await JSONResponse(body, 413)(scope, receive, send)
+            return
+        received = 0
+
+        async def counting() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY_BYTES:
+                    raise _too_large()
+            return message
+
+        await self.app(scope, counting, send)
 
 
 class Health(BaseModel):
@@ -183,6 +230,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _request_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(_BodyLimit)
     app.add_middleware(_AccessLog)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
 
