@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -266,11 +266,12 @@ class RemoteCatalog:
         rid = _request_id(request_id, "RemoteCatalog.execute")
         body = {"commands": [command_to_json(c) for c in batch], "request_id": rid}
         out = self._json(self._request("POST", "/v1/commands", body=body))
-        return ExecuteResult(
-            version=int(out["version"]),
-            applied=tuple(bool(a) for a in out["applied"]),
-            created=bool(out["created"]),
-        )
+        with _readable(self.url, "/v1/commands"):
+            return ExecuteResult(
+                version=int(out["version"]),
+                applied=tuple(bool(a) for a in out["applied"]),
+                created=bool(out["created"]),
+            )
 
     def sql(
         self, text: str, *, default_schema: str = DEFAULT_SCHEMA, request_id: str | None = None
@@ -284,11 +285,12 @@ class RemoteCatalog:
         rid = _request_id(request_id, "RemoteCatalog.sql")
         body = {"sql": text, "default_schema": default_schema, "request_id": rid}
         out = self._json(self._request("POST", "/v1/sql", body=body))
-        return SqlResult(
-            version=int(out["version"]),
-            columns=tuple(out.get("columns") or ()),
-            rows=tuple(tuple(row) for row in out.get("rows") or ()),
-        )
+        with _readable(self.url, "/v1/sql"):
+            return SqlResult(
+                version=int(out["version"]),
+                columns=tuple(str(c) for c in out.get("columns") or ()),
+                rows=tuple(tuple(row) for row in out.get("rows") or ()),
+            )
 
     # -- reading -------------------------------------------------------------
 
@@ -296,7 +298,8 @@ class RemoteCatalog:
     def latest_version(self) -> int:
         """The server's latest version (asked for on every read)."""
         reply = self._request("GET", "/v1/history", params={"limit": 1})
-        return int(self._json(reply)["latest"])
+        with _readable(self.url, "/v1/history"):
+            return int(self._json(reply)["latest"])
 
     def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``, as the server holds it."""
@@ -336,8 +339,10 @@ class RemoteCatalog:
         out = self._json(
             self._request("GET", "/v1/catalog", params={"timestamp": moment.isoformat()})
         )
-        version = int(out["version"])
-        if int(out["activation_time"]) > ts:
+        with _readable(self.url, "/v1/catalog"):
+            version = int(out["version"])
+            activation_time = int(out["activation_time"])
+        if activation_time > ts:
             version = self._active_before(version, ts)
         return self.catalog(version)
 
@@ -348,11 +353,12 @@ class RemoteCatalog:
             since = max(newer - 16, 0)
             reply = self._request("GET", "/v1/history", params={"since": since, "limit": 16})
             out = self._json(reply)
-            infos = [_version_info(v) for v in out["versions"] if int(v["version"]) < newer]
-            active = [i.version for i in infos if i.activation_time <= ts]
+            with _readable(self.url, "/v1/history"):
+                infos = [_version_info(v) for v in out["versions"]]
+                earliest = int(out["earliest"])
+            active = [i.version for i in infos if i.version < newer and i.activation_time <= ts]
             if active:
                 return max(active)
-            earliest = int(out["earliest"])
             if since <= earliest:
                 raise VersionNotFoundError(
                     f"No available catalog version was active at timestamp {ts}; the earliest "
@@ -369,9 +375,11 @@ class RemoteCatalog:
         while True:
             params = {"since": since, "limit": _HISTORY_PAGE}
             out = self._json(self._request("GET", "/v1/history", params=params))
-            page = [_version_info(v) for v in out["versions"]]
+            with _readable(self.url, "/v1/history"):
+                page = [_version_info(v) for v in out["versions"]]
+                latest = int(out["latest"])
             found += page
-            if not page or page[-1].version >= int(out["latest"]):
+            if not page or page[-1].version >= latest or page[-1].version < since:
                 return found
             since = page[-1].version + 1
 
@@ -520,11 +528,12 @@ class _EventStream:
                     raise _stream_error(message.data, self._owner.url)
                 if message.event != "message":
                     continue
-                body = json.loads(message.data)
-                version = int(body["version"])
-                if version <= self.after:
-                    continue  # already delivered before a reconnect
-                self._owner._deliver(body)
+                with _readable(self._owner.url, "/v1/events"):
+                    body = json.loads(message.data)
+                    version = int(body["version"])
+                    if version <= self.after:
+                        continue  # already delivered before a reconnect
+                    self._owner._deliver(body)
                 self.after = version
 
     def stop(self) -> None:
@@ -543,8 +552,26 @@ def _stream_error(data: str, url: str) -> CatalogError:
         body = json.loads(data)
     except ValueError:
         body = None
-    status = body.get("status", 410) if isinstance(body, dict) else 410
-    return error_from_reply(int(status), body, url)
+    status = body.get("status") if isinstance(body, dict) else None
+    return error_from_reply(status if type(status) is int else 410, body, url)
+
+
+@contextlib.contextmanager
+def _readable(url: str, path: str) -> Iterator[None]:
+    """Reading a reply's fields: one of the wrong shape (another service on
+    that port, a proxy's page, a newer server) is a ``CatalogError`` naming
+    the server, not a ``KeyError`` from deep inside the client."""
+    try:
+        yield
+    except CatalogError:
+        raise
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise CatalogError(
+            f"The catalog server at {url} answered {path} with a reply this client cannot "
+            f"read ({type(exc).__name__}: {str(exc)[:100]})",
+            url=url,
+            path=path,
+        ) from exc
 
 
 def _instant(ts: int) -> dt.datetime:
