@@ -90,6 +90,16 @@ def test_a_resume_point_no_version_can_follow_is_a_400(
         assert "Last-Event-ID" in _error(r, 400, "ValidationError") or "after" in r.text
 
 
+def test_head_answers_the_headers_of_get(server: Server, admin: httpx.Client) -> None:
+    for path in ("/health", "/v1/catalog", "/v1/tables/PUBLIC/NOPE"):
+        got, head = admin.get(path), admin.head(path)
+        assert head.status_code == got.status_code, path
+        assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"]
+    with server.client() as anonymous:
+        assert anonymous.head("/v1/catalog").status_code == 401
+    assert admin.head("/v1/events").status_code == 405
+
+
 def test_the_log_holds_no_traceback(server: Server) -> None:
     """Runs last in this module: every hostile request above was answered."""
     log = server.log_text()

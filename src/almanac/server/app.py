@@ -175,6 +175,26 @@ class _BodyLimit:
         await self.app(scope, counting, send)
 
 
+class _HeadAsGet:
+    """``HEAD`` answers as ``GET`` would, headers only (FastAPI routes only
+    the methods they declare); the event stream, which never ends, is left out."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] == "/v1/events":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
 class Health(BaseModel):
     status: str
 
@@ -231,6 +251,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(_BodyLimit)
+    app.add_middleware(_HeadAsGet)
     app.add_middleware(_AccessLog)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
 
