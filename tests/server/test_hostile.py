@@ -100,6 +100,14 @@ def test_head_answers_the_headers_of_get(server: Server, admin: httpx.Client) ->
     assert admin.head("/v1/events").status_code == 405
 
 
+def test_a_query_parameter_given_twice_is_a_400(admin: httpx.Client) -> None:
+    for query in ("version=1&version=2", "limit=1&since=0&limit=5", "from=1&to=2&from=1"):
+        path = {"v": "/v1/catalog", "l": "/v1/history", "f": "/v1/diff"}[query[0]]
+        message = _error(admin.get(f"{path}?{query}"), 400, "ValidationError")
+        assert "given more than once" in message and query.split("=")[0] in message
+    assert admin.get("/v1/history?limit=1&since=0").status_code == 200
+
+
 def test_the_log_holds_no_traceback(server: Server) -> None:
     """Runs last in this module: every hostile request above was answered."""
     log = server.log_text()

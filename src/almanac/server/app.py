@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -175,6 +176,31 @@ class _BodyLimit:
         await self.app(scope, counting, send)
 
 
+class _OneValuePerParameter:
+    """A query parameter given twice (``?version=1&version=2``) is a 400:
+    no endpoint takes a list, and silently using one of the values would
+    answer a question the caller may not have asked."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("query_string"):
+            names = [
+                name
+                for name, _ in parse_qsl(
+                    scope["query_string"].decode("latin-1"), keep_blank_values=True
+                )
+            ]
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            if repeated:
+                message = f"Query parameter '{repeated[0][:60]}' is given more than once"
+                body = error_body("ValidationError", message, {"parameters": repeated[:10]})
+                await JSONResponse(body, 400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class _HeadAsGet:
     """``HEAD`` answers as ``GET`` would, headers only (FastAPI routes only
     the methods they declare); the event stream, which never ends, is left out."""
@@ -252,6 +278,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(_BodyLimit)
     app.add_middleware(_HeadAsGet)
+    app.add_middleware(_OneValuePerParameter)
     app.add_middleware(_AccessLog)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
 
