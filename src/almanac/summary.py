@@ -9,20 +9,25 @@ from __future__ import annotations
 from almanac.catalog_version import CatalogVersion
 from almanac.entries import ObjectIdsReserved, VersionedUpdate
 
-__all__ = ["object_name", "summarize_update"]
+__all__ = ["SUMMARY_ENTRIES", "object_name", "summarize_update"]
+
+SUMMARY_ENTRIES = 20
+"""The most entries a summary names; a script of thousands of statements
+still gets one readable line (``…, and 2980 more``), in every history
+row, event and error message that carries it."""
 
 
 def summarize_update(update: VersionedUpdate, before: CatalogVersion, after: CatalogVersion) -> str:
     """``NewTable PUBLIC.T, NewIndex I``: each entry and the object it touched,
     named as of ``after`` (or ``before``, for an object the version removed)."""
     parts = []
-    for entry in update.entries:
-        if isinstance(entry, ObjectIdsReserved):
-            continue
+    entries = [e for e in update.entries if not isinstance(e, ObjectIdsReserved)]
+    for entry in entries[:SUMMARY_ENTRIES]:
         object_id = entry.object_id()
         name = object_name(after, object_id) or object_name(before, object_id)
         parts.append(f"{type(entry).__name__} {name}" if name else type(entry).__name__)
-    return ", ".join(parts)
+    more = len(entries) - len(parts)
+    return ", ".join(parts) + (f", and {more} more" if more else "")
 
 
 def object_name(cat: CatalogVersion, object_id: int) -> str | None:

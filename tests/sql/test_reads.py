@@ -377,3 +377,18 @@ def test_read_statement_values_refuse_what_no_statement_says(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         build()
+
+
+def test_the_summary_of_a_big_script_stays_one_short_line() -> None:
+    from almanac.summary import SUMMARY_ENTRIES
+
+    count = SUMMARY_ENTRIES + 30
+    with almanac.connect("memory://") as catalog:
+        catalog.sql(";".join(f"CREATE SCHEMA S{i}" for i in range(count)))
+        [(version, _, _, summary)] = catalog.sql("SHOW HISTORY LIMIT 1").rows
+        named = [f"SchemaCreated S{i}" for i in range(SUMMARY_ENTRIES)]
+        assert summary == ", ".join(named) + ", and 30 more"
+        assert catalog.describe(2) == f"version {version}: {summary}"
+        catalog.sql(";".join(f"CREATE SCHEMA T{i}" for i in range(SUMMARY_ENTRIES)))
+        [(_, _, _, exact)] = catalog.sql("SHOW HISTORY LIMIT 1").rows
+        assert exact.endswith(f"T{SUMMARY_ENTRIES - 1}") and "more" not in exact
