@@ -100,6 +100,14 @@ def test_head_answers_the_headers_of_get(server: Server, admin: httpx.Client) ->
     assert admin.head("/v1/events").status_code == 405
 
 
+def test_a_path_no_endpoint_answers_is_named(admin: httpx.Client) -> None:
+    for path in ("/v1/tables/..%2F../x", "/v1/tables/PUBLIC", "/v1/nothing"):
+        message = _error(admin.get(path), 404, "NotFoundError")
+        assert message.startswith("No endpoint answers GET /v1/"), message
+    message = _error(admin.put("/v1/sql"), 405, "MethodNotAllowed")
+    assert "PUT /v1/sql" in message
+
+
 def test_a_query_parameter_given_twice_is_a_400(admin: httpx.Client) -> None:
     for query in ("version=1&version=2", "limit=1&since=0&limit=5", "from=1&to=2&from=1"):
         path = {"v": "/v1/catalog", "l": "/v1/history", "f": "/v1/diff"}[query[0]]

@@ -108,9 +108,12 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
         405: "MethodNotAllowed",
         413: "PayloadTooLarge",
     }.get(exc.status_code, "HTTPError")
-    return JSONResponse(
-        error_body(name, str(exc.detail)), exc.status_code, headers=dict(exc.headers or {})
-    )
+    where = f"{request.method} {request.url.path[:200]}"
+    message = {
+        404: f"No endpoint answers {where} (see /openapi.json)",
+        405: f"No endpoint answers {where}; the path takes other methods",
+    }.get(exc.status_code, str(exc.detail))
+    return JSONResponse(error_body(name, message), exc.status_code, headers=dict(exc.headers or {}))
 
 
 class _AccessLog:
