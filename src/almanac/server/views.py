@@ -121,7 +121,8 @@ def version_view(cat: Catalog, info: VersionInfo) -> dict[str, Any]:
         before = cat.catalog(info.version - 1) if info.version > cat.earliest_version else after
         summary = summarize_update(update, before, after)
     except VersionNotFoundError:  # checkpointed away meanwhile: the entries still say what
-        summary = ", ".join(type(e).__name__ for e in update.entries)
+        nothing = CatalogVersion.empty()
+        summary = summarize_update(update, nothing, nothing)
     return {
         "version": info.version,
         "commit_time": info.commit_time,
