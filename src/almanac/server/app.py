@@ -1,0 +1,224 @@
+"""The FastAPI application over one catalog node.
+
+Catalog calls block (a commit waits for the store and for its version to be
+ready), so every endpoint that calls the catalog is a plain ``def`` and runs
+in the threadpool; the event loop only moves bytes. The event stream is the
+one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyCookie, HTTPBearer
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from almanac.catalog import Catalog
+from almanac.errors import CatalogError
+from almanac.server.auth import COOKIE, Role, Tokens, request_token
+from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
+
+__all__ = ["AuthError", "create_app", "require", "stop_streams"]
+
+_access = logging.getLogger("almanac.server.access")
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer TOKEN`")
+_cookie = APIKeyCookie(
+    name=COOKIE, auto_error=False, description="set by the console's login page; GET/HEAD only"
+)
+
+
+class ErrorBody(BaseModel):
+    """Every error response."""
+
+    error: str
+    message: str
+    details: dict[str, Any]
+
+
+class AuthError(Exception):
+    """A request without a valid token (401) or with too weak a role (403)."""
+
+    def __init__(self, status: int, error: str, message: str, challenge: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.challenge = challenge
+
+
+def require(needed: Role) -> Callable[..., Role]:
+    """A dependency that admits a request whose token has the ``needed`` role."""
+
+    def authorize(
+        request: Request,
+        _bearer_doc: Annotated[object, Security(_bearer)] = None,
+        _cookie_doc: Annotated[object, Security(_cookie)] = None,
+    ) -> Role:
+        tokens: Tokens | None = request.app.state.tokens
+        if tokens is None:
+            return Role.ADMIN
+        token = request_token(
+            request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
+        )
+        if token is None:
+            raise AuthError(
+                401, "Unauthorized", "This request needs a bearer token", 'Bearer realm="almanac"'
+            )
+        role = tokens.role_of(token)
+        if role is None:
+            raise AuthError(
+                401,
+                "Unauthorized",
+                "The bearer token is not valid",
+                'Bearer realm="almanac", error="invalid_token"',
+            )
+        if not role.allows(needed):
+            raise AuthError(
+                403,
+                "Forbidden",
+                f"A {role.value} token cannot make changes; this needs an {needed.value} token",
+                'Bearer realm="almanac", error="insufficient_scope"',
+            )
+        return role
+
+    return authorize
+
+
+READ = Depends(require(Role.READ))
+ADMIN = Depends(require(Role.ADMIN))
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": why}
+    for status, why in (
+        (400, "invalid request, validation or parse error"),
+        (401, "no token, or a token that is not valid"),
+        (403, "a read token asked for a change"),
+        (404, "no such object or version"),
+        (409, "already exists, or a conflict"),
+        (410, "the version was truncated from the log"),
+        (503, "the metastore is unavailable or the node cannot answer now; retry"),
+    )
+}
+
+
+def _catalog_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CatalogError)
+    status = status_of(exc)
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    return JSONResponse(
+        error_body(type(exc).__name__, exc.message, exc.context), status, headers=headers
+    )
+
+
+def _auth_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AuthError)
+    return JSONResponse(
+        error_body(exc.error, exc.message),
+        exc.status,
+        headers={"WWW-Authenticate": exc.challenge},
+    )
+
+
+def _request_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 becomes a 400 in the shape of every other error."""
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {
+            "location": ".".join(str(p) for p in err.get("loc", ())),
+            "problem": str(err.get("msg", "")),
+        }
+        for err in exc.errors()
+    ]
+    summary = "; ".join(f"{p['location']}: {p['problem']}" for p in problems[:5])
+    return JSONResponse(
+        error_body("ValidationError", f"Invalid request: {summary}", {"problems": problems}), 400
+    )
+
+
+def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    name = {404: "NotFoundError", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    return JSONResponse(
+        error_body(name, str(exc.detail)), exc.status_code, headers=dict(exc.headers or {})
+    )
+
+
+class _AccessLog:
+    """One line per request: method, path (never the query) and status.
+    Headers, where tokens travel, are never logged."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            _access.info("%s %s %d", scope["method"], scope["path"], status)
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    ready: bool
+    version: int
+    node: str
+
+
+def stop_streams(app: Any) -> None:
+    """End the open event streams (the server is shutting down)."""
+    streams = getattr(getattr(app, "state", None), "streams", None)
+    if streams is not None:
+        streams.close_all()
+
+
+def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
+    """The HTTP API over ``cat``; ``tokens=None`` serves without auth (``serve``
+    allows that only on a loopback address or when told ``insecure``)."""
+    app = FastAPI(
+        title="Almanac",
+        summary="A versioned, transactional table catalog",
+        version="1",
+        responses=ERROR_RESPONSES,
+    )
+    app.state.catalog = cat
+    app.state.tokens = tokens
+    app.add_exception_handler(CatalogError, _catalog_error)
+    app.add_exception_handler(AuthError, _auth_error)
+    app.add_exception_handler(RequestValidationError, _request_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_middleware(_AccessLog)
+
+    @app.get("/health", response_model=Health, tags=["service"])
+    def health() -> Health:
+        """Liveness: the process answers. Needs no token."""
+        return Health(status="ok")
+
+    @app.get("/ready", response_model=Readiness, tags=["service"])
+    def ready() -> JSONResponse:
+        """Readiness: the node follows its log and can serve (503 when not). Needs no token."""
+        body = Readiness(ready=not cat.closed, version=cat.latest_version, node=cat.node_name)
+        status = 200 if body.ready else 503
+        return JSONResponse(body.model_dump(), status)
+
+    return app
