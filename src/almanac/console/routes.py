@@ -9,11 +9,8 @@ an HttpOnly, SameSite=Strict cookie that the API honours for GET only.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable
 from importlib import resources
-from typing import Concatenate, ParamSpec
 from urllib.parse import parse_qs, quote, unquote
 
 from fastapi import APIRouter, Request
@@ -24,10 +21,8 @@ from almanac.catalog_version import CatalogVersion
 from almanac.console.pages import (
     Chrome,
     DataSnapshots,
-    DiffRow,
     HistoryRow,
     SnapshotRow,
-    render_diff,
     render_error,
     render_history,
     render_login,
@@ -35,12 +30,11 @@ from almanac.console.pages import (
     render_tree,
     timestamp_text,
 )
-from almanac.diff import CatalogDiff
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
 
-__all__ = ["HISTORY_PAGE", "SNAPSHOTS_SHOWN", "diff_rows", "router"]
+__all__ = ["HISTORY_PAGE", "SNAPSHOTS_SHOWN", "router"]
 
 HISTORY_PAGE = 100
 """Versions per history page."""
@@ -59,25 +53,6 @@ _HEADERS = {
 """No script but the console's own file runs, whatever a page shows."""
 
 _TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 503: "Unavailable"}
-
-_P = ParamSpec("_P")
-
-
-def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
-    """The diff as side-by-side lines: one per added or removed object, one
-    per changed field, each with its value before and after as JSON."""
-    rows = [DiffRow("removed", r.kind, r.name, "", "present", "") for r in diff.removed]
-    rows += [DiffRow("added", r.kind, r.name, "", "", "present") for r in diff.added]
-    for change in diff.changed:
-        rows += [
-            DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
-            for f in change.fields
-        ]
-    return rows
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _int_param(request: Request, name: str) -> int | None:
@@ -168,39 +143,37 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         snapshot = cat.catalog(version)
         return snapshot, chrome(snapshot.version, version is not None)
 
-    def page(
-        handler: Callable[Concatenate[Request, _P], str],
-    ) -> Callable[Concatenate[Request, _P], Response]:
-        """Log-in check first; a ``CatalogError`` becomes an error page."""
-
-        @functools.wraps(handler)
-        def wrapped(request: Request, *args: _P.args, **kwargs: _P.kwargs) -> Response:
-            if tokens is not None:
-                token = request_token(
-                    request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
-                )
-                if token is None or tokens.role_of(token) is None:
-                    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-                    return RedirectResponse(f"/login?next={quote(target, safe='')}", 303)
-            try:
-                return _html(handler(request, *args, **kwargs))
-            except CatalogError as exc:
-                status = status_of(exc)
-                frame = chrome(cat.latest_version, True) if status != 503 else None
-                title = _TITLES.get(status, "Error")
-                return _html(render_error(status, title, str(exc), frame), status)
-
-        return wrapped
+    def respond(request: Request, build: Callable[[], str]) -> Response:
+        """The page ``build`` makes, after the log-in check; a ``CatalogError``
+        becomes an error page with the status the API gives it."""
+        if tokens is not None:
+            token = request_token(
+                request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
+            )
+            if token is None or tokens.role_of(token) is None:
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?next={quote(target, safe='')}", 303)
+        try:
+            return _html(build())
+        except CatalogError as exc:
+            status = status_of(exc)
+            frame = chrome(cat.latest_version, True) if status != 503 else None
+            title = _TITLES.get(status, "Error")
+            return _html(render_error(status, title, str(exc), frame), status)
 
     @pages.get("/", response_class=HTMLResponse)
-    @page
-    def tree(request: Request) -> str:
-        snapshot, frame = snapshot_of(request)
-        return render_tree(snapshot, frame)
+    def tree(request: Request) -> Response:
+        def build() -> str:
+            snapshot, frame = snapshot_of(request)
+            return render_tree(snapshot, frame)
+
+        return respond(request, build)
 
     @pages.get("/tables/{rest:path}", response_class=HTMLResponse)
-    @page
-    def table(request: Request, rest: str) -> str:
+    def table(request: Request, rest: str) -> Response:
+        return respond(request, lambda: table_page(request))
+
+    def table_page(request: Request) -> str:
         schema_name, table_name = _table_names(request)
         snapshot, frame = snapshot_of(request)
         schema = snapshot.schema(schema_name)
@@ -216,8 +189,10 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         return render_table(snapshot, schema, found, _data_snapshots(cat, found.id), frame)
 
     @pages.get("/history", response_class=HTMLResponse)
-    @page
-    def history(request: Request) -> str:
+    def history(request: Request) -> Response:
+        return respond(request, lambda: history_page(request))
+
+    def history_page(request: Request) -> str:
         latest, earliest = cat.latest_version, cat.earliest_version
         before = _int_param(request, "before")
         before = latest if before is None else max(earliest, min(before, latest))
@@ -227,7 +202,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
             HistoryRow(
                 version=i.version,
                 activated=timestamp_text(i.activation_time),
-                node=i.node,
+                node="",
                 summary=cat.describe(i.version).partition(": ")[2],
             )
             for i in reversed(infos)
@@ -235,17 +210,6 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         older = since - 1 if since > earliest else None
         newer = min(before + HISTORY_PAGE, latest) if before < latest else None
         return render_history(rows, chrome(latest, False), older=older, newer=newer)
-
-    @pages.get("/diff", response_class=HTMLResponse)
-    @page
-    def diff(request: Request) -> str:
-        latest = cat.latest_version
-        after = _int_param(request, "to")
-        after = latest if after is None else after
-        before = _int_param(request, "from")
-        before = max(after - 1, cat.earliest_version) if before is None else before
-        found = cat.diff(before, after)
-        return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
     @pages.get("/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from almanac.catalog import Catalog
+from almanac.console import router as console_router
 from almanac.errors import CatalogError
 from almanac.server.auth import COOKIE, Role, Tokens, request_token
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
@@ -221,4 +222,5 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
         status = 200 if body.ready else 503
         return JSONResponse(body.model_dump(), status)
 
+    app.include_router(console_router(cat, tokens=tokens))
     return app
