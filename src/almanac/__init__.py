@@ -50,6 +50,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
+from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -78,6 +79,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
 __version__ = "0.1.0"
@@ -88,7 +90,9 @@ __all__ = [
     "AlterColumn",
     "AlterZone",
     "Catalog",
+    "Cell",
     "CatalogError",
+    "CatalogDiff",
     "CatalogIdentityError",
     "CatalogVersion",
     "Collation",
@@ -113,6 +117,7 @@ __all__ = [
     "DropTable",
     "DropZone",
     "Event",
+    "FieldChange",
     "EventType",
     "ExecuteResult",
     "FunctionDefault",
@@ -122,6 +127,7 @@ __all__ = [
     "IndexStatus",
     "InputError",
     "InvalidArgumentError",
+    "JsonValue",
     "LeaseNotFoundError",
     "Listener",
     "ListenerFailure",
@@ -130,6 +136,8 @@ __all__ = [
     "MetastoreUnavailableError",
     "NodeInfo",
     "NotFoundError",
+    "ObjectChange",
+    "ObjectRef",
     "Preview",
     "RemoveIndex",
     "RenameIndex",
@@ -143,6 +151,7 @@ __all__ = [
     "SetTableProperties",
     "SnapshotExpiredError",
     "SqlParseError",
+    "SqlResult",
     "StartBuildingIndex",
     "StorageError",
     "WarehouseFormatError",

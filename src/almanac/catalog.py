@@ -30,6 +30,7 @@ from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch, preview
 from almanac.descriptors import Schema
+from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
@@ -65,7 +66,21 @@ from almanac.nodes import (
     default_node_name,
     list_nodes,
 )
+from almanac.requests import (
+    DEFAULT_REQUEST_WINDOW_S,
+    RequestIndex,
+    RequestRecord,
+    carried,
+    check_request_id,
+    forget,
+    horizon,
+    record_of,
+    remember,
+    request_digest,
+)
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
+from almanac.sql.results import SqlResult
+from almanac.summary import summarize_update
 
 __all__ = [
     "Catalog",
@@ -106,6 +121,17 @@ class VersionInfo:
     activation_time: int
     update: VersionedUpdate
 
+    @property
+    def node(self) -> str:
+        """The node that committed the version ("" for versions stored
+        before nodes were recorded)."""
+        return self.update.node
+
+    @property
+    def request_id(self) -> str | None:
+        """The request id the version was committed under, if any."""
+        return self.update.request_id
+
 
 @dataclass(frozen=True, slots=True)
 class RetentionPolicy:
@@ -134,16 +160,20 @@ class _Versions:
     """The versions a node holds. Appended in place; replaced whole on
     truncation, so a reader that took a reference sees a consistent list."""
 
-    __slots__ = ("activations", "catalogs", "earliest", "tokens", "updates")
+    __slots__ = ("activations", "catalogs", "earliest", "requests", "tokens", "updates")
 
-    def __init__(self, base: CatalogVersion, token: int) -> None:
+    def __init__(self, base: CatalogVersion, token: int, requests: RequestIndex) -> None:
         self.earliest = base.version
         self.catalogs = [base]
         self.activations = [base.activation_time]
         self.updates: list[VersionedUpdate | None] = [None]
         self.tokens = [token]
+        # The request ids of the available versions, and of older ones still
+        # inside the request window; updated before the catalog it belongs
+        # to is appended, so it is never older than the latest catalog.
+        self.requests = requests
 
-    def trimmed(self, earliest: int) -> _Versions:
+    def trimmed(self, earliest: int, oldest_request: int) -> _Versions:
         cut = earliest - self.earliest
         out = _Versions.__new__(_Versions)
         out.earliest = earliest
@@ -151,6 +181,7 @@ class _Versions:
         out.activations = self.activations[cut:]
         out.updates = [None, *self.updates[cut + 1 :]]
         out.tokens = self.tokens[cut:]
+        out.requests = forget(self.requests, earliest, oldest_request)
         return out
 
 
@@ -196,12 +227,19 @@ class Catalog:
         target: str = "memory://",
         node_name: str | None = None,
         node_ttl_s: float = NODE_TTL_S,
+        request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     ) -> None:
         """``node_name`` names this node among the live nodes of the catalog
         (default ``<hostname>-<pid>``); a name a live node holds is refused
         with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
-        outlives a crash of its process."""
+        outlives a crash of its process. ``request_window_s``: how long a
+        request id stays known once a checkpoint truncated its version (see
+        ``execute``)."""
         check.number(node_ttl_s, "Parameter 'node_ttl_s' of Catalog", positive=True)
+        self.request_window_s = check.number(
+            request_window_s, "Parameter 'request_window_s' of Catalog", lo=0, hi=2**40
+        )
+        """How long (seconds) a request id outlives the truncation of its version."""
         name = (
             default_node_name()
             if node_name is None
@@ -221,7 +259,7 @@ class Catalog:
         self._log = log
         self._apply_lock = threading.RLock()
         self._cond = threading.Condition()
-        self._state = _Versions(CatalogVersion.empty(), 0)
+        self._state = _Versions(CatalogVersion.empty(), 0, RequestIndex())
         self._ready = 0
         self._listeners = Listeners()
         # Versions whose events wait for the dispatcher thread, in order;
@@ -245,7 +283,7 @@ class Catalog:
         try:
             log.start(self)
             if self.latest_version == 0:
-                self._commit_initial()
+                self._commit_initial(name)
             self._node = NodeRegistration(
                 log.store,
                 name,
@@ -350,6 +388,15 @@ class Catalog:
                 )
         return out
 
+    def diff(self, v1: int, v2: int) -> CatalogDiff:
+        """What changed from version ``v1`` to version ``v2``, object by object
+        (see ``almanac.diff``). ``v1`` may be the later one: the diff then
+        runs backwards, the inverse of ``diff(v2, v1)``. Both versions must be
+        available (``VersionNotFoundError``)."""
+        check.integer(v1, "Parameter 'v1' of Catalog.diff")
+        check.integer(v2, "Parameter 'v2' of Catalog.diff")
+        return diff_catalogs(self.catalog(v1), self.catalog(v2))
+
     @contextlib.contextmanager
     def pin(
         self, version: int | None = None, *, timeout: float | None = 30.0
@@ -377,6 +424,7 @@ class Catalog:
         *,
         attach: Attachment | None = None,
         timeout: float | None = None,
+        request_id: str | None = None,
     ) -> ExecuteResult:
         """Apply the commands in order as one version, or not at all.
 
@@ -399,17 +447,34 @@ class Catalog:
         with the table it fills); it is called again on every attempt. When
         one of its compares fails, nothing is written and ``ConflictError``
         is raised.
+
+        ``request_id`` (1 to 128 printable ASCII characters) makes the call
+        idempotent: when a version was already committed under that id, on
+        any node, the call applies nothing and returns a result equal to the
+        original one (its version, applied flags and ``created``), also
+        after a crash between the commit and the reply. The same id with
+        different commands raises ``ConflictError``. An id is known while its
+        version is in the available log and for ``request_window_s`` (24 h)
+        after the version became active, checkpoints notwithstanding; later,
+        a retry executes anew. A batch that changes nothing commits no
+        version, so its id is not stored: a retry evaluates it again.
         """
         batch = command_batch(commands, "Catalog.execute")
         if attach is not None:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
-        return self._settle(self._commit(batch, attach, timeout))
+        request_id = check_request_id(request_id, "Parameter 'request_id' of Catalog.execute")
+        return self._settle(self._commit(batch, attach, timeout, request_id))
 
     def _commit(
-        self, batch: Sequence[Command], attach: Attachment | None, timeout: float | None
+        self,
+        batch: Sequence[Command],
+        attach: Attachment | None,
+        timeout: float | None,
+        request_id: str | None = None,
     ) -> ExecuteResult | _Committed:
         """The commit of ``execute``; the waits after it are ``_settle``'s."""
+        digest = b"" if request_id is None else request_digest(batch)
         started = time.monotonic()
         commit_deadline = started + (self.commit_timeout_s if timeout is None else timeout)
         wait_deadline = None if timeout is None else started + timeout
@@ -439,6 +504,13 @@ class Catalog:
                 if read_first:
                     self._log.catch_up(self)
                 base = self.catalog()
+                if request_id is not None:
+                    # After every catch-up, and before every append: a version
+                    # this id made (here or anywhere) is in the index by now,
+                    # since the index is never older than ``base``.
+                    known = self._state.requests.get(request_id)
+                    if known is not None:
+                        return self._replayed(known, digest, attempts, wait_deadline, timeout)
                 try:
                     planned = preview(base, batch)
                 except CatalogError as exc:
@@ -458,6 +530,10 @@ class Catalog:
                     commit_time=self._clock.now(),
                     delay_ms=self.sync.delay_ms,
                     entries=planned.entries,
+                    node=self.node_name,
+                    request_id=request_id,
+                    request_digest=digest,
+                    applied=planned.applied,
                 )
                 compares: list[Compare] = []
                 ops: list[Op] = []
@@ -507,6 +583,28 @@ class Catalog:
         result = ExecuteResult(update.version, planned.applied, created=True)
         return _Committed(result, visible, wait_deadline, timeout)
 
+    def _replayed(
+        self,
+        known: RequestRecord,
+        digest: bytes,
+        attempts: int,
+        deadline: float | None,
+        timeout: float | None,
+    ) -> _Committed:
+        """The original result of a request already committed; it waits for
+        what the original waited for, in case it is that recent."""
+        if known.digest != digest:
+            raise ConflictError(
+                f"Request id {known.request_id!r} was already used for other commands "
+                f"(catalog version {known.version}); a request id names one request",
+                attempts=attempts,
+                request_id=known.request_id,
+                version=known.version,
+            )
+        visible = self.sync.visible_everywhere_at(known.activation_time)
+        result = ExecuteResult(known.version, known.applied, created=True)
+        return _Committed(result, visible, deadline, timeout, counts=False)
+
     def _settle(self, done: ExecuteResult | _Committed) -> ExecuteResult:
         """Wait until a committed version is ready here and visible everywhere."""
         if isinstance(done, ExecuteResult):
@@ -523,11 +621,16 @@ class Catalog:
                 version=version,
                 committed=True,
             )
-        self._after_commit()
+        if done.counts:
+            self._after_commit()
         return done.result
 
     def execute_async(
-        self, commands: Iterable[Command], *, timeout: float | None = None
+        self,
+        commands: Iterable[Command],
+        *,
+        timeout: float | None = None,
+        request_id: str | None = None,
     ) -> Future[ExecuteResult]:
         """``execute`` on a worker thread, so that many DDL overlap their waits.
 
@@ -536,6 +639,7 @@ class Catalog:
         in time; ``timeout`` here bounds the ``execute`` itself."""
         batch = command_batch(commands, "Catalog.execute_async")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute_async")
+        request_id = check_request_id(request_id, "Parameter 'request_id' of Catalog.execute_async")
         self._check_open()
         with self._cond:
             if self._executor is None:
@@ -556,7 +660,7 @@ class Catalog:
                 return
             self._for_listener.active = for_listener
             try:
-                done = self._commit(batch, None, timeout)
+                done = self._commit(batch, None, timeout, request_id)
                 if isinstance(done, _Committed) and not for_listener:
                     # The waits go to the settling thread: this worker is
                     # free for the next commit, so waits overlap however
@@ -600,13 +704,19 @@ class Catalog:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def sql(self, text: str, *, default_schema: str = DEFAULT_SCHEMA) -> int:
-        """Run a DDL script atomically as one version; returns the resulting version."""
+    def sql(
+        self, text: str, *, default_schema: str = DEFAULT_SCHEMA, request_id: str | None = None
+    ) -> SqlResult:
+        """Run a DDL script atomically as one version (the result's ``version``
+        is the resulting one), or answer one read statement (``SHOW …``,
+        ``DESCRIBE …``) with rows. ``request_id``: see ``execute``."""
         from almanac.sql import parse_script
 
         check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
-        return self.execute(parse_script(text, default_schema=default_schema)).version
+        request_id = check_request_id(request_id, "Parameter 'request_id' of Catalog.sql")
+        commands = parse_script(text, default_schema=default_schema)
+        return SqlResult(self.execute(commands, request_id=request_id).version)
 
     def _explain_race(
         self, exc: CatalogError, batch: Sequence[Command], seen: int, base: CatalogVersion
@@ -643,15 +753,9 @@ class Catalog:
             return f"version {version}"
         after = self.catalog(version)
         before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after
-        parts = []
-        for entry in update.entries:
-            if isinstance(entry, ObjectIdsReserved):
-                continue
-            name = _object_name(after, entry.object_id()) or _object_name(before, entry.object_id())
-            parts.append(f"{type(entry).__name__} {name}" if name else type(entry).__name__)
-        return f"version {version}: " + ", ".join(parts)
+        return f"version {version}: " + summarize_update(update, before, after)
 
-    def _commit_initial(self) -> None:
+    def _commit_initial(self, node: str) -> None:
         with self._log.store.exclusive(self.commit_timeout_s):
             self._log.catch_up(self)
             if self.latest_version > 0:
@@ -661,6 +765,7 @@ class Catalog:
                 commit_time=self._clock.now(),
                 delay_ms=0,
                 entries=(ObjectIdsReserved(1), SchemaCreated(Schema(id=0, name=DEFAULT_SCHEMA))),
+                node=node,
             )
             token = self._log.append(update)
             if token is not None:
@@ -715,7 +820,10 @@ class Catalog:
                 for entry in update.entries
                 if entry.event_type is not None
             ]
+            record = record_of(update, snapshot.activation_time)
             with self._cond:
+                if record is not None:
+                    state.requests = remember(state.requests, (record,))
                 state.catalogs.append(snapshot)
                 state.activations.append(snapshot.activation_time)
                 state.updates.append(update)
@@ -757,14 +865,19 @@ class Catalog:
                 self._ready = max(self._ready, version)
                 self._cond.notify_all()
 
-    def on_checkpoint(self, snapshot: CatalogVersion, token: int) -> None:
-        """Start from (or jump to) a stored checkpoint of the whole catalog."""
+    def on_checkpoint(
+        self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
+    ) -> None:
+        """Start from (or jump to) a stored checkpoint of the whole catalog,
+        with the request ids it carries."""
         with self._apply_lock:
             if snapshot.version <= self.latest_version:
                 self.on_truncate(snapshot.version)
                 return
+            oldest = self._oldest_request()
+            known = remember(self._state.requests, requests)
             with self._cond:
-                self._state = _Versions(snapshot, token)
+                self._state = _Versions(snapshot, token, forget(known, snapshot.version, oldest))
                 self._deliver_locked(snapshot.version, [])
                 self._cond.notify_all()
 
@@ -773,7 +886,12 @@ class Catalog:
         with self._apply_lock:
             state = self._state
             if earliest > state.earliest and earliest <= self.latest_version:
-                self._state = state.trimmed(earliest)
+                self._state = state.trimmed(earliest, self._oldest_request())
+
+    def _oldest_request(self) -> int:
+        """The activation time before which a truncated version's request id
+        is forgotten: now minus the request window."""
+        return horizon(self._clock.now(), self.request_window_s)
 
     def _inside_listener(self) -> bool:
         """On the dispatcher thread, or running an execute_async it submitted."""
@@ -867,7 +985,8 @@ class Catalog:
         if target <= self.earliest_version:
             self._log.finish_truncation()
             return self.earliest_version
-        if self._log.truncate(self.catalog(target), pins_revision):
+        requests = carried(self._state.requests, target, self._oldest_request())
+        if self._log.truncate(self.catalog(target), pins_revision, requests):
             self.on_truncate(target)
             token = self._state.tokens[0]
             with contextlib.suppress(CatalogError):
@@ -1040,18 +1159,6 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
 
-def _object_name(cat: CatalogVersion, object_id: int) -> str | None:
-    table = cat.tables_by_id.get(object_id)
-    if table is not None:
-        schema = cat.schemas_by_id.get(table.schema_id)
-        return f"{schema.name}.{table.name}" if schema is not None else table.name
-    for by_id in (cat.schemas_by_id, cat.zones_by_id, cat.indexes_by_id):
-        found = by_id.get(object_id)
-        if found is not None:
-            return str(found.name)
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class _Committed:
     """A version ``execute`` committed, and what it waits for before returning."""
@@ -1061,6 +1168,8 @@ class _Committed:
     """The hybrid time after which every node's clock has passed activation."""
     deadline: float | None
     timeout: float | None
+    counts: bool = True
+    """Whether it counts as this node's commit for retention (not a replay)."""
 
 
 class _ExecuteFuture(Future[ExecuteResult]):

@@ -126,10 +126,10 @@ def show(title: str, rows: Sequence[Any], columns: Sequence[str]) -> None:
 def ddl_part(root: Path) -> None:
     """Build and evolve a catalog through SQL; two versions side by side."""
     with almanac.connect(str(root)) as cat:
-        first = cat.sql(SETUP)
+        first = cat.sql(SETUP).version
         print(f"Setup script committed as one version: {first}")
         for statement in EVOLUTION:
-            version = cat.sql(statement)
+            version = cat.sql(statement).version
             print(f"  v{version}: {statement}")
         latest = encode_catalog(cat.catalog())
     with almanac.connect(str(root)) as cat:
@@ -189,7 +189,7 @@ def pipeline(root: Path, scale: float) -> None:
             )
 
             before = cat.latest_version
-            added = cat.sql("ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
+            added = cat.sql("ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)").version
             print(f"  v{added}: ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
             before_backfill = cat.clock.now()
             almanac.spark.attach(spark, target)  # the view gains C_TIER

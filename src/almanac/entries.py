@@ -477,12 +477,21 @@ class VersionedUpdate:
 
     ``commit_time`` is the hybrid timestamp of the committing node; the
     version becomes active ``delay_ms`` later (see ``activation_time``).
+    ``node`` names the committing node ("" in entries older than the field).
+    ``request_id`` is the caller's idempotency key, ``request_digest`` a
+    digest of the commands it named and ``applied[i]`` whether command ``i``
+    changed anything: what a retry of the request gets back, on any node,
+    without a side table that could disagree with the log.
     """
 
     version: int
     commit_time: int
     delay_ms: int
     entries: tuple[UpdateEntry, ...]
+    node: str = ""
+    request_id: str | None = None
+    request_digest: bytes = b""
+    applied: tuple[bool, ...] = ()
 
 
 def activation_time(base: CatalogVersion, update: VersionedUpdate) -> int:

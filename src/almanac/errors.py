@@ -136,10 +136,11 @@ class VersionNotFoundError(InputError):
 
 
 class ConflictError(RetryableError):
-    """A commit kept losing the compare-and-swap race to other writers."""
+    """A commit kept losing the compare-and-swap race to other writers, or
+    its request id was already used for other commands."""
 
-    def __init__(self, message: str, *, attempts: int) -> None:
-        super().__init__(message, attempts=attempts)
+    def __init__(self, message: str, *, attempts: int, **context: Any) -> None:
+        super().__init__(message, attempts=attempts, **context)
         self.attempts = attempts
 
 

@@ -79,8 +79,15 @@ from almanac.errors import (
     WaitTimeoutError,
 )
 from almanac.identity import IdentityRecord, identity_path_for, new_catalog_id, parse_catalog_id
-from almanac.log_format import frame_checkpoint, frame_update, parse_number, read_entry
+from almanac.log_format import (
+    frame_checkpoint,
+    frame_update,
+    parse_number,
+    read_checkpoint,
+    read_entry,
+)
 from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, SqliteMetastore, Watch
+from almanac.requests import Checkpoint, RequestRecord
 
 __all__ = [
     "KEY_ID",
@@ -137,7 +144,9 @@ class LogFollower(Protocol):
 
     def on_update(self, update: VersionedUpdate, token: int) -> None: ...
 
-    def on_checkpoint(self, snapshot: CatalogVersion, token: int) -> None: ...
+    def on_checkpoint(
+        self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
+    ) -> None: ...
 
     def on_truncate(self, earliest: int) -> None: ...
 
@@ -251,8 +260,10 @@ class UpdateLog:
         known = self._check_identity(identity, held, by_key, latest) if identity else None
         start = applied + 1
         if earliest > 0 and applied < earliest:
-            snapshot = _read_checkpoint(by_key, earliest)
-            follower.on_checkpoint(snapshot, by_key[update_key(earliest)].mod_revision)
+            checkpoint = _read_checkpoint(by_key, earliest)
+            follower.on_checkpoint(
+                checkpoint.catalog, by_key[update_key(earliest)].mod_revision, checkpoint.requests
+            )
             start = earliest + 1
         elif earliest > 0:
             follower.on_truncate(earliest)
@@ -509,9 +520,15 @@ class UpdateLog:
         versions = [_int(kv) for kv in result.kvs]
         return (min(versions) if versions else None), (pins_kv.mod_revision if pins_kv else 0)
 
-    def truncate(self, snapshot: CatalogVersion, pins_revision: int) -> bool:
-        """Make version ``snapshot.version`` the checkpoint (the whole catalog)
-        and delete the older entries; False, changing nothing, if another
+    def truncate(
+        self,
+        snapshot: CatalogVersion,
+        pins_revision: int,
+        requests: tuple[RequestRecord, ...] = (),
+    ) -> bool:
+        """Make version ``snapshot.version`` the checkpoint (the whole catalog,
+        and the ``requests`` it carries past the versions it replaces) and
+        delete the older entries; False, changing nothing, if another
         checkpoint or a pin (taken or released since the pins key had
         ``pins_revision``) raced it. The caller has checked the pins in the
         same read that gave ``pins_revision``.
@@ -541,7 +558,7 @@ class UpdateLog:
             if marker is None
             else Compare.mod_revision(KEY_TRUNCATING, "==", marker.mod_revision),
         ]
-        ops: list[Op] = [Put(update_key(s), frame_checkpoint(snapshot))]
+        ops: list[Op] = [Put(update_key(s), frame_checkpoint(snapshot, requests))]
         ops.extend(Delete(key) for key in first)
         if rest:
             ops.append(Put(KEY_TRUNCATING, _encode_int(low)))
@@ -680,20 +697,24 @@ def _truncating(marker: KeyValue, earliest: int) -> int:
     return low
 
 
-def _entry(by_key: dict[str, KeyValue], version: int) -> VersionedUpdate | CatalogVersion:
+def _stored(by_key: dict[str, KeyValue], version: int) -> bytes:
     key = update_key(version)
     kv = by_key.get(key)
     if kv is None:
         raise CorruptLogError(
             f"Update log entry '{key}' of version {version} is missing", key=key, version=version
         )
-    return read_entry(key, version, kv.value)
+    return kv.value
 
 
-def _read_checkpoint(by_key: dict[str, KeyValue], version: int) -> CatalogVersion:
-    value = _entry(by_key, version)
-    if not isinstance(value, CatalogVersion):
-        key = update_key(version)
+def _entry(by_key: dict[str, KeyValue], version: int) -> VersionedUpdate | CatalogVersion:
+    return read_entry(update_key(version), version, _stored(by_key, version))
+
+
+def _read_checkpoint(by_key: dict[str, KeyValue], version: int) -> Checkpoint:
+    key = update_key(version)
+    value = read_checkpoint(key, version, _stored(by_key, version))
+    if not isinstance(value, Checkpoint):
         raise CorruptLogError(
             f"The checkpoint version {version} in '{KEY_CHECKPOINT_VERSION}' points at "
             f"'{key}', which holds an update of version {version}, not a checkpoint",

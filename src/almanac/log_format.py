@@ -6,7 +6,8 @@ checkpoint that truncation writes) is a *frame* around the serialized object::
     offset  size  field
     0       4     magic  A1 4D C3 7E
     4       1     frame format (1)
-    5       1     kind: 'U' (a VersionedUpdate) or 'C' (a checkpoint: a whole CatalogVersion)
+    5       1     kind: 'U' (a VersionedUpdate) or 'C' (a checkpoint: a whole
+                  CatalogVersion, or a Checkpoint when it carries request ids)
     6       8     the version N of the key, big-endian
     14      4     payload length, big-endian
     18      4     CRC-32 (zlib) of bytes 0..17 followed by the payload
@@ -45,7 +46,8 @@ from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate
 from almanac.errors import CorruptLogError, SerializationError
 from almanac.metastore import KeyValue
-from almanac.serialization import decode, encode_catalog, encode_update
+from almanac.requests import Checkpoint, RequestRecord
+from almanac.serialization import decode, encode, encode_catalog, encode_update
 
 __all__ = [
     "FRAME_MAGIC",
@@ -57,6 +59,7 @@ __all__ = [
     "frame_checkpoint",
     "frame_update",
     "parse_number",
+    "read_checkpoint",
     "read_entry",
 ]
 
@@ -88,9 +91,11 @@ def frame_update(update: VersionedUpdate) -> bytes:
     return _frame(KIND_UPDATE, update.version, encode_update(update))
 
 
-def frame_checkpoint(snapshot: CatalogVersion) -> bytes:
-    """The stored form of a checkpoint (the whole catalog of its version)."""
-    return _frame(KIND_CHECKPOINT, snapshot.version, encode_catalog(snapshot))
+def frame_checkpoint(snapshot: CatalogVersion, requests: tuple[RequestRecord, ...] = ()) -> bytes:
+    """The stored form of a checkpoint (the whole catalog of its version):
+    the bare catalog, or a ``Checkpoint`` when it carries request ids."""
+    payload = encode(Checkpoint(snapshot, requests)) if requests else encode_catalog(snapshot)
+    return _frame(KIND_CHECKPOINT, snapshot.version, payload)
 
 
 def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:
@@ -152,16 +157,31 @@ def read_entry(key: str, version: int, data: bytes) -> LogEntry:
     """Check and decode the entry stored under ``key`` for ``version``.
 
     Returns a ``VersionedUpdate`` or a ``CatalogVersion`` of exactly that
-    version; anything else raises ``CorruptLogError`` naming key and version.
+    version (a checkpoint's catalog; ``read_checkpoint`` also gives its
+    request ids); anything else raises ``CorruptLogError`` naming key and
+    version.
     """
+    value = _read(key, version, data)
+    return value.catalog if isinstance(value, Checkpoint) else value
+
+
+def read_checkpoint(key: str, version: int, data: bytes) -> Checkpoint | VersionedUpdate:
+    """``read_entry``, with a checkpoint whole (its catalog and request ids)."""
+    value = _read(key, version, data)
+    return Checkpoint(value) if isinstance(value, CatalogVersion) else value
+
+
+def _read(key: str, version: int, data: bytes) -> LogEntry | Checkpoint:
     kind, payload = _unframe(key, version, data)
     try:
         value = decode(payload)
     except SerializationError as exc:
         raise _corrupt(key, version, str(exc)) from exc
-    expected = VersionedUpdate if kind == KIND_UPDATE else CatalogVersion
-    if not isinstance(value, expected) or value.version != version:
-        found = getattr(value, "version", "?")
+    expected = VersionedUpdate if kind == KIND_UPDATE else (CatalogVersion, Checkpoint)
+    found = (
+        value.catalog.version if isinstance(value, Checkpoint) else getattr(value, "version", "?")
+    )
+    if not isinstance(value, expected) or found != version:
         raise CorruptLogError(
             f"Update log entry '{key}' does not hold version {version} "
             f"(found {type(value).__name__} of version {found})",

@@ -62,6 +62,12 @@ USER_BUILT: tuple[type, ...] = (
 NOT_CALLED = {
     "Catalog": "made by connect; its public methods are called instead",
     "CatalogVersion": "a snapshot the catalog hands out",
+    "CatalogDiff": "returned by Catalog.diff; CatalogDiff.from_json is called",
+    "FieldChange": "part of a CatalogDiff",
+    "JsonValue": "a type alias of the values of a FieldChange",
+    "ObjectChange": "part of a CatalogDiff",
+    "ObjectRef": "part of a CatalogDiff",
+    "Cell": "a type alias of the cells of an SqlResult",
     "Column": "a descriptor the catalog builds (users build ColumnDef)",
     "DefaultValue": "a type alias (ConstantDefault | FunctionDefault), both called",
     "Listener": "a type alias of listener callables",
@@ -73,6 +79,7 @@ NOT_CALLED = {
     "Index": "a descriptor the catalog builds",
     "NodeInfo": "returned by Catalog.nodes",
     "Schema": "a descriptor the catalog builds",
+    "SqlResult": "returned by Catalog.sql",
     "Table": "a descriptor the catalog builds",
     "Target": "made by parse_target, which is called",
     "Preview": "returned by preview, which is called",
@@ -103,11 +110,18 @@ def constructors() -> list[Callable[..., Any]]:
     return found
 
 
+STATIC_METHODS: tuple[Callable[..., Any], ...] = (almanac.CatalogDiff.from_json,)
+"""Public static methods that read user input (exported classes' own functions)."""
+
+
 def functions() -> list[Callable[..., Any]]:
     return [
-        obj
-        for name in almanac.__all__
-        if isinstance(obj := getattr(almanac, name), types.FunctionType)
+        *(
+            obj
+            for name in almanac.__all__
+            if isinstance(obj := getattr(almanac, name), types.FunctionType)
+        ),
+        *STATIC_METHODS,
     ]
 
 

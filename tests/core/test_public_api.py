@@ -62,8 +62,10 @@ PUBLIC_MODULES = (
     "almanac.commands",
     "almanac.datatypes",
     "almanac.descriptors",
+    "almanac.diff",
     "almanac.errors",
     "almanac.events",
+    "almanac.sql.results",
     "almanac.targets",
 )
 """The modules whose names a user of the Python API meets."""
@@ -76,6 +78,9 @@ NOT_EXPORTED = {
     "almanac.clock.from_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.clock.physical_ms": "hybrid-clock arithmetic; reach it as almanac.clock",
     "almanac.clock.to_datetime": "hybrid-clock arithmetic; reach it as almanac.clock",
+    "almanac.diff.OBJECT_KINDS": "the kinds a diff names, listed in the diff's docs",
+    "almanac.diff.JsonScalar": "a type alias inside JsonValue",
+    "almanac.diff.diff_catalogs": "the pure comparison; Catalog.diff is the user's call",
     "almanac.datatypes.MAX_DECIMAL_PRECISION": "a type rule the commands apply",
     "almanac.datatypes.shown": "how the type rules describe a value in their messages",
     "almanac.datatypes.MAX_LENGTH": "a type rule the commands apply",

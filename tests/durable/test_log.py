@@ -231,7 +231,9 @@ class _Follower:
         self.latest_version = update.version
         self.delivered.append(("update", update.version))
 
-    def on_checkpoint(self, snapshot: almanac.CatalogVersion, token: int) -> None:
+    def on_checkpoint(
+        self, snapshot: almanac.CatalogVersion, token: int, requests: tuple[object, ...] = ()
+    ) -> None:
         self.latest_version = snapshot.version
         self.delivered.append(("checkpoint", snapshot.version))
 

@@ -9,6 +9,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -410,9 +411,11 @@ def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it() -> None:
         assert reader.catalog_ready(300, timeout=30)
         original = cat.log.truncate
 
-        def pin_first(snapshot: almanac.CatalogVersion, pins_revision: int) -> bool:
+        def pin_first(
+            snapshot: almanac.CatalogVersion, pins_revision: int, requests: tuple[Any, ...] = ()
+        ) -> bool:
             reader.log.pin(10)  # after checkpoint_log read the pins
-            return original(snapshot, pins_revision)
+            return original(snapshot, pins_revision, requests)
 
         cat.log.truncate = pin_first  # type: ignore[method-assign]
         assert cat.checkpoint_log(200) == 0

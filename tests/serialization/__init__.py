@@ -34,6 +34,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
+from almanac.requests import Checkpoint, RequestRecord
 from almanac.serialization import encode
 from almanac.serialization.io import INT64_MAX, INT64_MIN
 
@@ -168,7 +169,23 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
-    e.VersionedUpdate, int64s, int64s, int64s, st.lists(update_entries, max_size=6).map(tuple)
+    e.VersionedUpdate,
+    int64s,
+    int64s,
+    int64s,
+    st.lists(update_entries, max_size=6).map(tuple),
+    node=names,
+    request_id=st.none() | names,
+    request_digest=st.binary(max_size=40),
+    applied=st.lists(st.booleans(), max_size=8).map(tuple),
+)
+request_records = st.builds(
+    RequestRecord,
+    names,
+    int64s,
+    int64s,
+    st.binary(max_size=40),
+    st.lists(st.booleans(), max_size=8).map(tuple),
 )
 
 
@@ -194,6 +211,14 @@ snapshots = st.builds(
     zone_names=_maps(names, int64s),
 )
 
+checkpoints = st.builds(
+    Checkpoint,
+    snapshots,
+    st.lists(request_records, max_size=4, unique_by=lambda r: r.request_id).map(
+        lambda rs: tuple(sorted(rs, key=lambda r: r.request_id))
+    ),
+)
+
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Schema: schemas,
     Column: columns,
@@ -206,6 +231,7 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     **ENTRY_STRATEGIES,
     e.VersionedUpdate: versioned_updates,
     CatalogVersion: snapshots,
+    Checkpoint: checkpoints,
 }
 """One strategy per serialized type; a test checks it covers the registry."""
 
@@ -371,6 +397,10 @@ UPDATE = e.VersionedUpdate(
     commit_time=1_700_000_000_123 << 16 | 7,
     delay_ms=250,
     entries=tuple(ENTRY_EXAMPLES.values()),
+    node="node-a",
+    request_id="req-0042",
+    request_digest=bytes(range(32)),
+    applied=(True, False, True),
 )
 SNAPSHOT = CatalogVersion(
     version=9,
@@ -388,6 +418,14 @@ SNAPSHOT = CatalogVersion(
     zone_names=Map({"EU": 2, "Default": 3}),
 )
 
+CHECKPOINT = Checkpoint(
+    SNAPSHOT,
+    (
+        RequestRecord("a-1", 8, (1_700_000_000_000 + 250) << 16, bytes(32), (True,)),
+        RequestRecord("req-0042", 9, SNAPSHOT.activation_time, bytes(range(32)), (True, False)),
+    ),
+)
+
 EXAMPLES: dict[str, object] = {
     "Schema": SCHEMA,
     "Column": PRICE,
@@ -403,6 +441,7 @@ EXAMPLES: dict[str, object] = {
     **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
+    "Checkpoint": CHECKPOINT,
 }
 """Golden-file name stem (``Type`` or ``Type-variant``) → fully populated example."""
 

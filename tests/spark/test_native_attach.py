@@ -94,7 +94,7 @@ def test_attach_fills_defaults_and_follows_changes(spark: Any, cat: Catalog, tar
     _fill(cat)
     almanac.spark.attach(spark, target)
     first = _hidden(spark) - others
-    v_add = cat.sql("ALTER TABLE SALES.ORDERS ADD COLUMN PRIORITY INT32 DEFAULT 3")
+    v_add = cat.sql("ALTER TABLE SALES.ORDERS ADD COLUMN PRIORITY INT32 DEFAULT 3").version
     write_table(
         cat,
         "ORDERS",

@@ -48,13 +48,13 @@ def test_time_travel_through_add_drop_widen_rename(spark: Any, cat: Catalog, tar
     )
     _write(cat, "S.T", ID=[1, 2], A=[10, 20], B=["x", "y"])
     v_base = cat.latest_version
-    v_add = cat.sql("ALTER TABLE S.T ADD COLUMN C INT32 DEFAULT 7")
+    v_add = cat.sql("ALTER TABLE S.T ADD COLUMN C INT32 DEFAULT 7").version
     _write(cat, "S.T", ID=[3], A=[30], B=["z"], C=[9])
-    v_drop = cat.sql("ALTER TABLE S.T DROP COLUMN A")
-    v_widen = cat.sql("ALTER TABLE S.T ALTER COLUMN C SET DATA TYPE INT64")
+    v_drop = cat.sql("ALTER TABLE S.T DROP COLUMN A").version
+    v_widen = cat.sql("ALTER TABLE S.T ALTER COLUMN C SET DATA TYPE INT64").version
     _write(cat, "S.T", ID=[4], B=["w"], C=[2**40])
-    v_late = cat.sql("ALTER TABLE S.T ADD COLUMN D VARCHAR(3)")
-    v_rename = cat.sql("ALTER TABLE S.T RENAME TO U")
+    v_late = cat.sql("ALTER TABLE S.T ADD COLUMN D VARCHAR(3)").version
+    v_rename = cat.sql("ALTER TABLE S.T RENAME TO U").version
 
     four = [(1, "x", 7), (2, "y", 7), (3, "z", 9), (4, "w", 2**40)]
     expected = {

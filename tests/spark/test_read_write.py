@@ -86,16 +86,16 @@ def test_reads_at_older_versions_follow_schema_changes(
     cat.sql("CREATE SCHEMA S; CREATE TABLE S.T (ID INT64 PRIMARY KEY, A INT32, B VARCHAR(5))")
     save(spark.createDataFrame([(1, 10, "x")], "ID long, A int, B string"), target, "S.T")
     v_base = cat.latest_version
-    v_add = cat.sql("ALTER TABLE S.T ADD COLUMN C DOUBLE")
+    v_add = cat.sql("ALTER TABLE S.T ADD COLUMN C DOUBLE").version
     save(
         spark.createDataFrame([(2, 20, "y", 2.5)], "ID long, A int, B string, C double"),
         target,
         "S.T",
     )
-    v_drop = cat.sql("ALTER TABLE S.T DROP COLUMN B")
-    v_widen = cat.sql("ALTER TABLE S.T ALTER COLUMN A SET DATA TYPE INT64")
+    v_drop = cat.sql("ALTER TABLE S.T DROP COLUMN B").version
+    v_widen = cat.sql("ALTER TABLE S.T ALTER COLUMN A SET DATA TYPE INT64").version
     save(spark.createDataFrame([(3, 2**40, 3.5)], "ID long, A long, C double"), target, "S.T")
-    v_rename = cat.sql("ALTER TABLE S.T RENAME TO U")
+    v_rename = cat.sql("ALTER TABLE S.T RENAME TO U").version
 
     # A read at version v sees the data committed while v was the latest version.
     assert load(spark, target, "S.T", version=v_base).columns == ["ID", "A", "B"]

@@ -780,7 +780,7 @@ class Fuzzer:
         """The problem with what ``cat.sql(text)`` did, or ``None``."""
         before = cat.catalog()
         try:
-            version = cat.sql(text)
+            version = cat.sql(text).version
         except CatalogError as exc:
             report.refused[type(exc).__name__] += 1
             if cat.catalog() is not before or cat.latest_version != before.version:

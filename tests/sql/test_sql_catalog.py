@@ -42,7 +42,7 @@ def test_a_script_is_one_version(cat: Catalog) -> None:
         ) COLOCATE BY (region) ZONE hot STORAGE PROFILE 'hdd';
         CREATE INDEX orders_placed ON app.orders USING HASH (placed);
         """
-    )
+    ).version
     assert version == before + 1
     snap = cat.catalog()
     table = snap.table("ORDERS", "APP")

@@ -1,4 +1,5 @@
-"""Serializer of a whole ``CatalogVersion``: the snapshot entry of the update log.
+"""Serializers of a whole ``CatalogVersion`` and of a ``Checkpoint`` (the
+catalog plus the request ids it carries): the snapshot entry of the update log.
 
 Every map is written in full, in ascending key order, including the name
 maps and ``table_indexes`` that could in principle be derived from the
@@ -21,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 from immutables import Map
 
 from almanac.catalog_version import CatalogVersion
+from almanac.requests import Checkpoint, RequestRecord
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
 from almanac.serialization.types import read_index, read_schema, read_table, read_zone
@@ -129,3 +131,41 @@ def _read_snapshot_v1(r: Reader) -> CatalogVersion:
 
 
 REGISTRY.register(SerializerInfo(CatalogVersion, 1, "0.1.0", _read_snapshot_v1, _write_snapshot_v1))
+
+_read_catalog = REGISTRY.nested_reader(CatalogVersion)
+
+
+def _write_checkpoint_v1(w: Writer, c: Checkpoint) -> None:
+    """The nested catalog, then the requests in strictly increasing id order."""
+    _nested(w, c.catalog)
+    w.uvarint(len(c.requests))
+    for record in sorted(c.requests, key=_request_id):
+        w.string(record.request_id)
+        w.svarint(record.version)
+        w.svarint(record.activation_time)
+        w.blob(record.digest)
+        w.uvarint(len(record.applied))
+        for applied in record.applied:
+            w.boolean(applied)
+
+
+def _read_checkpoint_v1(r: Reader) -> Checkpoint:
+    catalog = _read_catalog(r)
+    records: list[RequestRecord] = []
+    for _ in range(r.count("request", 5)):
+        start = r.pos
+        request_id = r.string()
+        if records and request_id <= records[-1].request_id:
+            r.fail("Request ids of a checkpoint are not in strictly increasing order", start)
+        version, activation = r.svarint(), r.svarint()
+        digest = r.blob()
+        applied = tuple([r.boolean() for _ in range(r.count("applied flag", 1))])
+        records.append(RequestRecord(request_id, version, activation, digest, applied))
+    return Checkpoint(catalog, tuple(records))
+
+
+def _request_id(record: RequestRecord) -> str:
+    return record.request_id
+
+
+REGISTRY.register(SerializerInfo(Checkpoint, 1, "0.2.0", _read_checkpoint_v1, _write_checkpoint_v1))

@@ -43,6 +43,7 @@ from almanac.descriptors import (
     Zone,
 )
 from almanac.errors import SerializationError, ValidationError
+from almanac.requests import Checkpoint
 from almanac.serialization.io import Reader, Writer
 
 __all__ = [
@@ -98,6 +99,7 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         # containers: 200..299
         e.VersionedUpdate: 200,
         CatalogVersion: 201,
+        Checkpoint: 202,
     }
 )
 """The wire id of every object type. An id, once released, names its type

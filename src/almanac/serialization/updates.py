@@ -8,6 +8,7 @@ version, so a new ``Table`` format never needs a new ``TableCreated`` format.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from almanac import entries as e
@@ -20,6 +21,7 @@ __all__: list[str] = []
 
 _T = TypeVar("_T")
 _R010 = "0.1.0"
+_R020 = "0.2.0"
 _nested = REGISTRY.write_nested
 _read_properties = REGISTRY.nested_reader(TableProperties)
 
@@ -157,4 +159,37 @@ def _read_versioned_update_v1(r: Reader) -> e.VersionedUpdate:
     )
 
 
-_register_v1(e.VersionedUpdate, _read_versioned_update_v1, _write_versioned_update_v1)
+def _write_versioned_update_v2(w: Writer, obj: e.VersionedUpdate) -> None:
+    """v1's fields, then who committed it and the request it answered: the
+    node name, the request id (a flag, then the id), the digest of the
+    request's commands and one applied flag per command."""
+    _write_versioned_update_v1(w, obj)
+    w.string(obj.node)
+    if obj.request_id is None:
+        w.boolean(False)
+    else:
+        w.boolean(True)
+        w.string(obj.request_id)
+    w.blob(obj.request_digest)
+    w.uvarint(len(obj.applied))
+    for applied in obj.applied:
+        w.boolean(applied)
+
+
+def _read_versioned_update_v2(r: Reader) -> e.VersionedUpdate:
+    base = _read_versioned_update_v1(r)
+    node = r.string()
+    request_id = r.string() if r.boolean() else None
+    digest = r.blob()
+    applied = tuple([r.boolean() for _ in range(r.count("applied flag", 1))])
+    return replace(base, node=node, request_id=request_id, request_digest=digest, applied=applied)
+
+
+REGISTRY.register(
+    SerializerInfo(
+        e.VersionedUpdate, 1, _R010, _read_versioned_update_v1, _write_versioned_update_v1
+    ),
+    SerializerInfo(
+        e.VersionedUpdate, 2, _R020, _read_versioned_update_v2, _write_versioned_update_v2
+    ),
+)

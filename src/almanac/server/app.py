@@ -9,13 +9,11 @@ one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Request, Security
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyCookie, HTTPBearer
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -23,16 +21,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from almanac.catalog import Catalog
 from almanac.console import router as console_router
 from almanac.errors import CatalogError
-from almanac.server.auth import COOKIE, Role, Tokens, request_token
+from almanac.server.api import api_router
+from almanac.server.auth import ADMIN, READ, AuthError, Tokens, require
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
+from almanac.server.sse import EventStreams
 
-__all__ = ["AuthError", "create_app", "require", "stop_streams"]
+__all__ = ["ADMIN", "READ", "AuthError", "create_app", "require", "stop_streams"]
 
 _access = logging.getLogger("almanac.server.access")
-_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer TOKEN`")
-_cookie = APIKeyCookie(
-    name=COOKIE, auto_error=False, description="set by the console's login page; GET/HEAD only"
-)
 
 
 class ErrorBody(BaseModel):
@@ -42,58 +38,6 @@ class ErrorBody(BaseModel):
     message: str
     details: dict[str, Any]
 
-
-class AuthError(Exception):
-    """A request without a valid token (401) or with too weak a role (403)."""
-
-    def __init__(self, status: int, error: str, message: str, challenge: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error = error
-        self.message = message
-        self.challenge = challenge
-
-
-def require(needed: Role) -> Callable[..., Role]:
-    """A dependency that admits a request whose token has the ``needed`` role."""
-
-    def authorize(
-        request: Request,
-        _bearer_doc: Annotated[object, Security(_bearer)] = None,
-        _cookie_doc: Annotated[object, Security(_cookie)] = None,
-    ) -> Role:
-        tokens: Tokens | None = request.app.state.tokens
-        if tokens is None:
-            return Role.ADMIN
-        token = request_token(
-            request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
-        )
-        if token is None:
-            raise AuthError(
-                401, "Unauthorized", "This request needs a bearer token", 'Bearer realm="almanac"'
-            )
-        role = tokens.role_of(token)
-        if role is None:
-            raise AuthError(
-                401,
-                "Unauthorized",
-                "The bearer token is not valid",
-                'Bearer realm="almanac", error="invalid_token"',
-            )
-        if not role.allows(needed):
-            raise AuthError(
-                403,
-                "Forbidden",
-                f"A {role.value} token cannot make changes; this needs an {needed.value} token",
-                'Bearer realm="almanac", error="insufficient_scope"',
-            )
-        return role
-
-    return authorize
-
-
-READ = Depends(require(Role.READ))
-ADMIN = Depends(require(Role.ADMIN))
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": why}
@@ -187,9 +131,10 @@ class Readiness(BaseModel):
 
 
 def stop_streams(app: Any) -> None:
-    """End the open event streams (the server is shutting down)."""
+    """End the open event streams of an app ``create_app`` made (the server
+    is shutting down, and would otherwise wait for them)."""
     streams = getattr(getattr(app, "state", None), "streams", None)
-    if streams is not None:
+    if isinstance(streams, EventStreams):
         streams.close_all()
 
 
@@ -222,5 +167,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
         status = 200 if body.ready else 503
         return JSONResponse(body.model_dump(), status)
 
+    app.state.streams = EventStreams(cat)
+    app.include_router(api_router(cat, app.state.streams))
     app.include_router(console_router(cat, tokens=tokens))
     return app

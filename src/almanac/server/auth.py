@@ -12,13 +12,27 @@ from __future__ import annotations
 import enum
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyCookie, HTTPBearer
 
 from almanac.errors import ValidationError
 
-__all__ = ["COOKIE", "ENV_VARIABLE", "Role", "Tokens", "request_token"]
+__all__ = [
+    "ADMIN",
+    "COOKIE",
+    "ENV_VARIABLE",
+    "READ",
+    "AuthError",
+    "Role",
+    "Tokens",
+    "request_token",
+    "require",
+]
 
 ENV_VARIABLE = "ALMANAC_TOKENS"
 COOKIE = "almanac_token"
@@ -145,3 +159,62 @@ def request_token(method: str, authorization: str | None, cookie: str | None) ->
     if cookie and method in ("GET", "HEAD"):
         return cookie
     return None
+
+
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer TOKEN`")
+_cookie = APIKeyCookie(
+    name=COOKIE, auto_error=False, description="set by the console's login page; GET/HEAD only"
+)
+
+
+class AuthError(Exception):
+    """A request without a valid token (401) or with too weak a role (403)."""
+
+    def __init__(self, status: int, error: str, message: str, challenge: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.challenge = challenge
+
+
+def require(needed: Role) -> Callable[..., Role]:
+    """A dependency that admits a request whose token has the ``needed`` role."""
+
+    def authorize(
+        request: Request,
+        _bearer_doc: Annotated[object, Security(_bearer)] = None,
+        _cookie_doc: Annotated[object, Security(_cookie)] = None,
+    ) -> Role:
+        tokens: Tokens | None = request.app.state.tokens
+        if tokens is None:
+            return Role.ADMIN
+        token = request_token(
+            request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
+        )
+        if token is None:
+            raise AuthError(
+                401, "Unauthorized", "This request needs a bearer token", 'Bearer realm="almanac"'
+            )
+        role = tokens.role_of(token)
+        if role is None:
+            raise AuthError(
+                401,
+                "Unauthorized",
+                "The bearer token is not valid",
+                'Bearer realm="almanac", error="invalid_token"',
+            )
+        if not role.allows(needed):
+            raise AuthError(
+                403,
+                "Forbidden",
+                f"A {role.value} token cannot make changes; this needs an {needed.value} token",
+                'Bearer realm="almanac", error="insufficient_scope"',
+            )
+        return role
+
+    return authorize
+
+
+READ = Depends(require(Role.READ))
+ADMIN = Depends(require(Role.ADMIN))

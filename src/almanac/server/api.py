@@ -1,0 +1,214 @@
+"""The ``/v1`` endpoints over one catalog node.
+
+Plain ``def`` endpoints: FastAPI runs them in its threadpool, so a commit
+waiting for the store never holds up the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from almanac import _check as check
+from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
+from almanac.errors import SqlParseError, ValidationError
+from almanac.serialization import encode_catalog
+from almanac.server.auth import READ, AuthError, Role, require
+from almanac.server.commands_json import commands_from_json
+from almanac.server.models import (
+    CatalogSummary,
+    CommandsRequest,
+    DiffResponse,
+    ExecuteResponse,
+    HistoryResponse,
+    SqlRequest,
+    SqlResponse,
+    TableResponse,
+    dump,
+)
+from almanac.server.sse import EventStreams
+from almanac.server.views import catalog_summary, parse_timestamp, table_view, version_view
+
+__all__ = ["HISTORY_LIMIT", "KEEPALIVE_S", "api_router"]
+
+HISTORY_LIMIT = 1000
+"""The most versions one ``/v1/history`` answer lists."""
+
+KEEPALIVE_S = 15.0
+"""Seconds between ``: keep-alive`` comments of an idle event stream."""
+EVENTS_DOC = (
+    "Server-Sent Events: `id: VERSION` and `data: {version, commit_time, activation_time, "
+    "activated_at, node, request_id, summary, events: [{type, object_id}]}` per version; "
+    "`: keep-alive` comments while idle; a resume point that was truncated gets "
+    "`event: error` with `{error, message, details, status: 410}` and the stream ends."
+)
+
+Version = Annotated[int | None, Query(description="a catalog version (default: the latest)")]
+
+
+def _changes_catalog(text: str, default_schema: str) -> bool:
+    """Whether a script holds DDL (a read token may only run reads). A script
+    that does not parse changes nothing; running it reports the parse error."""
+    from almanac.sql import parse_script
+
+    try:
+        return bool(parse_script(text, default_schema=default_schema))
+    except SqlParseError:
+        return False
+
+
+def _resume_point(last_event_id: str | None, after: int | None, latest: int) -> int:
+    """Where a stream starts: after ``Last-Event-ID`` (a reconnect), else
+    after ``?after=``, else after the latest version."""
+    if last_event_id is not None:
+        text = last_event_id.strip()
+        if not text.isascii() or not text.isdigit():
+            raise ValidationError(
+                f"Header 'Last-Event-ID' must be a version number, got {last_event_id[:40]!r}",
+                parameter="Last-Event-ID",
+            )
+        return check.integer(int(text), "Header 'Last-Event-ID'", lo=0)
+    if after is not None:
+        return check.integer(after, "Query parameter 'after'", lo=0)
+    return latest
+
+
+def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
+    router = APIRouter(prefix="/v1")
+
+    def at(version: int | None, timestamp: str | None = None) -> CatalogVersion:
+        if version is not None and timestamp is not None:
+            raise check.fail("Query parameters 'version' and 'timestamp'", "given alone", "both")
+        if timestamp is not None:
+            return cat.catalog_at(parse_timestamp(timestamp))
+        check.optional_int(version, "Query parameter 'version'")
+        return cat.catalog(version)
+
+    @router.post("/sql", response_model=SqlResponse, tags=["change"])
+    def sql(body: SqlRequest, role: Annotated[Role, READ]) -> dict[str, Any]:
+        """Run a DDL script as one version, or one read statement (a read token
+        may run reads only)."""
+        if not role.allows(Role.ADMIN) and _changes_catalog(body.sql, body.default_schema):
+            raise AuthError(
+                403,
+                "Forbidden",
+                "A read token cannot run DDL; this script needs an admin token",
+                'Bearer realm="almanac", error="insufficient_scope"',
+            )
+        result = cat.sql(body.sql, default_schema=body.default_schema, request_id=body.request_id)
+        return {
+            "version": result.version,
+            "columns": list(result.columns),
+            "rows": [list(row) for row in result.rows],
+        }
+
+    @router.post(
+        "/commands",
+        response_model=ExecuteResponse,
+        tags=["change"],
+        dependencies=[Depends(require(Role.ADMIN))],
+    )
+    def commands(body: CommandsRequest) -> dict[str, Any]:
+        """Apply commands (tagged by ``kind``) in order as one version, or none."""
+        batch = commands_from_json([dump(c) for c in body.commands])
+        result = cat.execute(batch, request_id=body.request_id)
+        return {
+            "version": result.version,
+            "applied": list(result.applied),
+            "created": result.created,
+        }
+
+    @router.get("/catalog", response_model=CatalogSummary, tags=["read"], dependencies=[READ])
+    def catalog(
+        version: Version = None,
+        timestamp: Annotated[
+            str | None, Query(description="ISO-8601 instant; the version active then")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Every object of one version: by number, at a time, or the latest."""
+        return catalog_summary(at(version, timestamp))
+
+    @router.get(
+        "/catalog/snapshot",
+        tags=["read"],
+        dependencies=[READ],
+        response_class=Response,
+        responses={200: {"content": {"application/octet-stream": {}}}},
+    )
+    def snapshot(version: Version = None) -> Response:
+        """One version in the catalog's binary serialization (``decode_catalog``)."""
+        cv = at(version)
+        return Response(
+            encode_catalog(cv),
+            media_type="application/octet-stream",
+            headers={"X-Almanac-Version": str(cv.version)},
+        )
+
+    @router.get(
+        "/tables/{schema}/{table}",
+        response_model=TableResponse,
+        response_model_by_alias=True,
+        tags=["read"],
+        dependencies=[READ],
+    )
+    def table(schema: str, table: str, version: Version = None) -> dict[str, Any]:
+        """One table with its columns and indexes."""
+        return table_view(at(version), schema, table)
+
+    @router.get("/history", response_model=HistoryResponse, tags=["read"], dependencies=[READ])
+    def history(
+        since: Annotated[
+            int | None, Query(description="the first version (default: the newest `limit`)")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=HISTORY_LIMIT)] = 100,
+    ) -> dict[str, Any]:
+        """What each available version changed, oldest first."""
+        check.optional_int(since, "Query parameter 'since'")
+        latest = cat.latest_version
+        first = max(latest - limit + 1, 0) if since is None else since
+        infos = cat.history(first)[:limit]
+        return {
+            "earliest": cat.earliest_version,
+            "latest": latest,
+            "versions": [version_view(cat, info) for info in infos],
+        }
+
+    @router.get("/diff", response_model=DiffResponse, tags=["read"], dependencies=[READ])
+    def diff(
+        from_: Annotated[int, Query(alias="from", description="the earlier version")],
+        to: Annotated[int | None, Query(description="the later version (default: latest)")] = None,
+    ) -> dict[str, Any]:
+        """Objects added, removed and changed between two versions (either order)."""
+        check.integer(from_, "Query parameter 'from'")
+        check.optional_int(to, "Query parameter 'to'")
+        return cat.diff(from_, cat.latest_version if to is None else to).to_json()
+
+    @router.get(
+        "/events",
+        tags=["read"],
+        dependencies=[READ],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": EVENTS_DOC}},
+    )
+    async def events(
+        request: Request,
+        after: Annotated[
+            int | None, Query(description="send the versions after this one (default: latest)")
+        ] = None,
+        keepalive: Annotated[
+            float, Query(ge=0.1, le=300, description="seconds between keep-alive comments")
+        ] = KEEPALIVE_S,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> StreamingResponse:
+        """Every version as a Server-Sent Event (``id:`` = version), resumable."""
+        start = _resume_point(last_event_id, after, cat.latest_version)
+        return StreamingResponse(
+            streams.stream(request, start, keepalive),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    return router

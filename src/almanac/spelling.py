@@ -1,0 +1,59 @@
+"""How descriptor values read as SQL text: one spelling for ``DESCRIBE``,
+``SHOW`` and the diff's default values, so the three never disagree.
+
+A spelled type or default is text the SQL dialect reads back as the same
+value (``STRING(100)``, ``DECIMAL(10, 2)``, ``'EU'``, ``RAND_UUID()``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+
+from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault
+
+__all__ = ["constant_sql", "default_sql", "type_sql"]
+
+
+def type_sql(column: Column) -> str:
+    """``STRING(100)``, ``DECIMAL(10, 2)``, ``INT64``: the type with the
+    parameters it holds."""
+    params = [p for p in (column.precision, column.scale, column.length) if p is not None]
+    name = column.type.sql_name
+    return f"{name}({', '.join(map(str, params))})" if params else name
+
+
+def default_sql(default: DefaultValue | None) -> str | None:
+    """The ``DEFAULT`` clause's expression, or ``None`` when the column has none."""
+    if default is None:
+        return None
+    if isinstance(default, FunctionDefault):
+        return f"{default.name}()"
+    return constant_sql(default)
+
+
+def constant_sql(default: ConstantDefault) -> str:
+    """A constant as an SQL literal (``NULL``, ``TRUE``, ``7``, ``'it''s'``,
+    ``X'00ff'``); dates, times and UUIDs as quoted ISO text, which the
+    dialect reads into the column's type."""
+    value = default.value
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | decimal.Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, dt.date | dt.time):
+        return _quoted(value.isoformat())
+    if isinstance(value, uuid.UUID):
+        return _quoted(str(value))
+    return _quoted(str(value))
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
