@@ -4,7 +4,6 @@ a table named ``<script>`` is shown as text, never run."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -13,8 +12,8 @@ from urllib.parse import quote
 import jinja2
 
 from almanac.catalog_version import CatalogVersion
-from almanac.clock import to_datetime
 from almanac.descriptors import Column, ConstantDefault, Index, Schema, Table, Zone
+from almanac.server.views import iso
 
 __all__ = [
     "Chrome",
@@ -29,7 +28,6 @@ __all__ = [
     "render_login",
     "render_table",
     "render_tree",
-    "timestamp_text",
     "type_text",
 ]
 
@@ -90,12 +88,6 @@ class DiffRow:
     after: str
 
 
-def timestamp_text(ts: int) -> str:
-    """A hybrid timestamp as ISO-8601 UTC to the millisecond."""
-    moment = to_datetime(ts)
-    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def type_text(column: Column) -> str:
     """The column's SQL type with its parameters, as DDL would spell it."""
     ctype = column.type
@@ -146,7 +138,7 @@ def _environment() -> jinja2.Environment:
     env.filters["type_text"] = type_text
     env.filters["default_text"] = _default_text
     env.filters["index_columns"] = _index_columns
-    env.filters["timestamp"] = timestamp_text
+    env.filters["timestamp"] = iso
     env.filters["thousands"] = lambda n: f"{n:,}"
     env.filters["segment"] = path_segment
     return env
@@ -169,7 +161,7 @@ def render_tree(snapshot: CatalogVersion, chrome: Chrome) -> str:
         schemas=schemas,
         zones=snapshot.zones(),
         default_zone=snapshot.default_zone,
-        activated=timestamp_text(snapshot.activation_time),
+        activated=iso(snapshot.activation_time),
     )
 
 

@@ -9,6 +9,7 @@ an HttpOnly, SameSite=Strict cookie that the API honours for GET only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from importlib import resources
 from urllib.parse import parse_qs, quote, unquote
@@ -21,20 +22,23 @@ from almanac.catalog_version import CatalogVersion
 from almanac.console.pages import (
     Chrome,
     DataSnapshots,
+    DiffRow,
     HistoryRow,
     SnapshotRow,
+    render_diff,
     render_error,
     render_history,
     render_login,
     render_table,
     render_tree,
-    timestamp_text,
 )
+from almanac.diff import CatalogDiff
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
+from almanac.server.views import iso, version_view
 
-__all__ = ["HISTORY_PAGE", "SNAPSHOTS_SHOWN", "router"]
+__all__ = ["HISTORY_PAGE", "SNAPSHOTS_SHOWN", "diff_rows", "router", "table_data"]
 
 HISTORY_PAGE = 100
 """Versions per history page."""
@@ -53,6 +57,23 @@ _HEADERS = {
 """No script but the console's own file runs, whatever a page shows."""
 
 _TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 503: "Unavailable"}
+
+
+def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
+    """The diff as side-by-side lines: one per added or removed object, one
+    per changed field, each with its value before and after as JSON."""
+    rows = [DiffRow("removed", r.kind, r.name, "", "present", "") for r in diff.removed]
+    rows += [DiffRow("added", r.kind, r.name, "", "", "present") for r in diff.added]
+    for change in diff.changed:
+        rows += [
+            DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
+            for f in change.fields
+        ]
+    return rows
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _int_param(request: Request, name: str) -> int | None:
@@ -97,7 +118,8 @@ def _table_names(request: Request) -> tuple[str, str]:
     return unquote(parts[2], errors="replace"), unquote(parts[3], errors="replace")
 
 
-def _data_snapshots(cat: Catalog, table_id: int) -> DataSnapshots:
+def table_data(cat: Catalog, table_id: int) -> DataSnapshots:
+    """The table's newest data snapshots, or why the catalog has none to show."""
     try:
         from almanac.data.commits import TableData
     except ImportError:
@@ -118,7 +140,7 @@ def _data_snapshots(cat: Catalog, table_id: int) -> DataSnapshots:
             SnapshotRow(
                 snapshot_id=s.snapshot_id,
                 catalog_version=s.catalog_version,
-                committed=timestamp_text(s.commit_time),
+                committed=iso(s.commit_time),
                 operation=s.operation,
                 files=len(s.files),
                 rows=sum(f.rows for f in s.files),
@@ -186,7 +208,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
                 table=table_name,
                 version=snapshot.version,
             )
-        return render_table(snapshot, schema, found, _data_snapshots(cat, found.id), frame)
+        return render_table(snapshot, schema, found, table_data(cat, found.id), frame)
 
     @pages.get("/history", response_class=HTMLResponse)
     def history(request: Request) -> Response:
@@ -198,18 +220,24 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         before = latest if before is None else max(earliest, min(before, latest))
         since = max(earliest, before - HISTORY_PAGE + 1)
         infos = [i for i in cat.history(since) if i.version <= before]
-        rows = [
-            HistoryRow(
-                version=i.version,
-                activated=timestamp_text(i.activation_time),
-                node="",
-                summary=cat.describe(i.version).partition(": ")[2],
-            )
-            for i in reversed(infos)
-        ]
+        views = [version_view(cat, info) for info in reversed(infos)]
+        rows = [HistoryRow(v["version"], v["activated_at"], v["node"], v["summary"]) for v in views]
         older = since - 1 if since > earliest else None
         newer = min(before + HISTORY_PAGE, latest) if before < latest else None
         return render_history(rows, chrome(latest, False), older=older, newer=newer)
+
+    @pages.get("/diff", response_class=HTMLResponse)
+    def diff(request: Request) -> Response:
+        return respond(request, lambda: diff_page(request))
+
+    def diff_page(request: Request) -> str:
+        latest = cat.latest_version
+        after = _int_param(request, "to")
+        after = latest if after is None else after
+        before = _int_param(request, "from")
+        before = max(after - 1, cat.earliest_version) if before is None else before
+        found = cat.diff(before, after)
+        return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
     @pages.get("/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:
