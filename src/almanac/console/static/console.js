@@ -69,6 +69,9 @@
       arrived(Number(event.lastEventId));
     }
   };
+  // Leaving the page ends its stream at once: a stream left to the browser
+  // would hold one of the few connections it opens to a server.
+  window.addEventListener("pagehide", function () { events.close(); });
   events.addEventListener("error", function (event) {
     // A server-sent "error" event (its data says why) ends the stream: the
     // versions after ours were truncated, so only a reload can catch up.
