@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -112,9 +112,8 @@ def chromium() -> Iterator[webdriver.Chrome]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def wait_for(condition: object, what: str, deadline_s: float = WAIT_S) -> None:
-    """Poll ``condition()`` (a plain callable) until true; fail naming ``what``."""
-    assert callable(condition)
+def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = WAIT_S) -> None:
+    """Poll ``condition()`` until true; fail naming ``what`` after the deadline."""
     end = time.monotonic() + deadline_s
     while not condition():
         if time.monotonic() > end:
