@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from almanac import console
 from almanac.catalog import Catalog
-from almanac.console import router as console_router
 from almanac.errors import CatalogError
 from almanac.server.api import api_router
 from almanac.server.auth import ADMIN, READ, AuthError, Tokens, require
@@ -169,5 +169,5 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
 
     app.state.streams = EventStreams(cat)
     app.include_router(api_router(cat, app.state.streams))
-    app.include_router(console_router(cat, tokens=tokens))
+    app.include_router(console.router(cat, tokens=tokens))
     return app
