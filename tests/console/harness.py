@@ -123,8 +123,10 @@ def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = WAIT_
 
 def screenshot(driver: webdriver.Chrome, folder: Path, name: str) -> Path:
     """Save the whole page as ``name.png`` in ``folder`` (and in ``$ALMANAC_CONSOLE_SHOTS``)."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, max(600, min(int(height) + 40, 4000)))
+    height = driver.execute_script(
+        "return document.documentElement.scrollHeight + window.outerHeight - window.innerHeight"
+    )
+    driver.set_window_size(1280, max(600, min(int(height) + 8, 4000)))
     path = folder / f"{name}.png"
     assert driver.save_screenshot(str(path)), f"no screenshot of {name}"
     extra = os.environ.get(SHOTS_ENV)

@@ -94,6 +94,7 @@ def test_tree_to_table_to_history_to_diff(site: Site, browser: webdriver.Chrome)
         "DECIMAL(12, 2)",
         "STRING(200)",
     ]
+    assert _cells(browser, "columns", 5) == ["", "", "0", ""]
     assert "ORDERS_BY_CUSTOMER" in _cells(browser, "indexes", 1)
     assert browser.find_element(By.CSS_SELECTOR, "#zone dd").text == "Default"
     # Two appends: the second snapshot holds every file, 5 rows in all.

@@ -17,9 +17,11 @@ from almanac import (
     CatalogVersion,
     ColumnDef,
     ColumnType,
+    ConstantDefault,
     CreateIndex,
     CreateSchema,
     CreateTable,
+    FunctionDefault,
     RenameTable,
     connect,
     preview,
@@ -195,20 +197,34 @@ def test_path_segments_escape_every_reserved_character() -> None:
 def test_type_text_spells_parameters() -> None:
     cols = {
         "ID": ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+        "U": ColumnDef(
+            name="U", type=ColumnType.UUID, nullable=False, default=FunctionDefault("RAND_UUID")
+        ),
         "S": ColumnDef(name="S", type=ColumnType.STRING, length=100),
         "D": ColumnDef(name="D", type=ColumnType.DECIMAL, precision=12, scale=2),
         "T": ColumnDef(name="T", type=ColumnType.TIMESTAMP, precision=3),
+        "Q": ColumnDef(name="Q", type=ColumnType.STRING, default=ConstantDefault("it's <b>")),
     }
-    cmd = CreateTable(name="T", columns=tuple(cols.values()), primary_key=("ID",))
+    cmd = CreateTable(name="T", columns=tuple(cols.values()), primary_key=("ID", "U"))
     with connect("memory://") as cat:
-        table = preview(cat.catalog(), [cmd]).catalog.table("T")
-    assert table is not None
+        snapshot = preview(cat.catalog(), [cmd]).catalog
+    table, table_schema = snapshot.table("T"), snapshot.schema("PUBLIC")
+    assert table is not None and table_schema is not None
     assert [type_text(c) for c in table.columns] == [
         "INT64",
+        "UUID",
         "STRING(100)",
         "DECIMAL(12, 2)",
         "TIMESTAMP(3)",
+        "STRING(65536)",
     ]
+    page = parse(render_table(snapshot, table_schema, table, DataSnapshots(), CHROME))
+    defaults = [
+        tr.children[4].all_text()
+        for tr in page.find("table", id="columns")[0].walk()
+        if tr.tag == "tr" and tr.children[0].tag == "td"
+    ]
+    assert defaults == ["", "RAND_UUID()", "", "", "", "'it''s <b>'"]
 
 
 def test_data_snapshots_are_summed_per_snapshot(base: CatalogVersion) -> None:
@@ -253,7 +269,7 @@ def test_diff_rows_put_both_sides_next_to_each_other(base: CatalogVersion) -> No
         ],
     ).catalog
     rows = diff_rows(diff_catalogs(before, after))
-    assert ("added", "column", "S.<U>.N", "", "", "present") in [
+    assert ("added", "column", "S.<U>.N", "", "—", "present") in [
         (r.change, r.kind, r.name, r.field, r.before, r.after) for r in rows
     ]
     renamed = [r for r in rows if r.change == "changed" and r.field == "name" and r.kind == "table"]

@@ -4,6 +4,8 @@ a table named ``<script>`` is shown as text, never run."""
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -109,12 +111,23 @@ def path_segment(name: str) -> str:
 
 
 def _default_text(column: Column) -> str:
+    """The default as a SQL literal (or function call), as DDL would spell it."""
     default = column.default
     if default is None:
         return ""
-    if isinstance(default, ConstantDefault):
-        return "NULL" if default.value is None else repr(default.value)
-    return f"{default.name}()"
+    if not isinstance(default, ConstantDefault):
+        return f"{default.name}()"
+    value = default.value
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float | decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex().upper()}'"
+    text = value.isoformat() if isinstance(value, dt.date | dt.time) else str(value)
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _index_columns(index: Index) -> str:

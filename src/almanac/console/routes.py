@@ -62,8 +62,8 @@ _TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 5
 def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
     """The diff as side-by-side lines: one per added or removed object, one
     per changed field, each with its value before and after as JSON."""
-    rows = [DiffRow("removed", r.kind, r.name, "", "present", "") for r in diff.removed]
-    rows += [DiffRow("added", r.kind, r.name, "", "", "present") for r in diff.added]
+    rows = [DiffRow("removed", r.kind, r.name, "", "present", "—") for r in diff.removed]
+    rows += [DiffRow("added", r.kind, r.name, "", "—", "present") for r in diff.added]
     for change in diff.changed:
         rows += [
             DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
