@@ -709,14 +709,19 @@ class Catalog:
     ) -> SqlResult:
         """Run a DDL script atomically as one version (the result's ``version``
         is the resulting one), or answer one read statement (``SHOW …``,
-        ``DESCRIBE …``) with rows. ``request_id``: see ``execute``."""
-        from almanac.sql import parse_script
+        ``DESCRIBE …``) with rows. ``request_id``: see ``execute``; a read
+        changes nothing, so it needs none and ignores one."""
+        from almanac.sql import parse_sql
+        from almanac.sql.reads import ReadStatement, run_read
 
         check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
         request_id = check_request_id(request_id, "Parameter 'request_id' of Catalog.sql")
-        commands = parse_script(text, default_schema=default_schema)
-        return SqlResult(self.execute(commands, request_id=request_id).version)
+        parsed = parse_sql(text, default_schema=default_schema)
+        if isinstance(parsed, ReadStatement):
+            self._check_open()
+            return run_read(parsed, self)
+        return SqlResult(self.execute(parsed, request_id=request_id).version)
 
     def _explain_race(
         self, exc: CatalogError, batch: Sequence[Command], seen: int, base: CatalogVersion

@@ -15,6 +15,7 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
+from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
@@ -31,6 +32,7 @@ def connect(
     janitor_interval_s: float | None = None,
     durability: str = "full",
     node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
 ) -> Catalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane.
@@ -63,6 +65,7 @@ def connect(
         retention=retention,
         durability=durability,
         node_name=node_name,
+        request_window_s=request_window_s,
     )
     if location is None:
         return cat
@@ -105,6 +108,7 @@ def open_catalog(
     retention: RetentionPolicy | None = None,
     durability: str = "full",
     node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
 ) -> Catalog:
     """Open a catalog node, without its data plane (``almanac.connect``
     opens both).
@@ -124,6 +128,10 @@ def open_catalog(
     ``node_name`` names the node among the live nodes of the catalog
     (default ``<hostname>-<pid>``; see ``almanac.nodes``); a name that a
     live node holds is refused with ``AlreadyExistsError``.
+
+    ``request_window_s`` is how long a request id (``execute(...,
+    request_id=...)``) stays known after its version became active, even
+    once a checkpoint truncated that version (default 24 hours).
     """
     parsed = parse_target(target)
     check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
@@ -131,6 +139,7 @@ def open_catalog(
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
     if node_name is not None:
         check_node_name(node_name, "Parameter 'node_name' of connect")
+    check.number(request_window_s, "Parameter 'request_window_s' of connect", lo=0, hi=2**40)
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise ValidationError(
             f"Parameter 'durability' of connect must be one of "
@@ -157,4 +166,5 @@ def open_catalog(
         root=parsed.root,
         target=str(parsed),
         node_name=node_name,
+        request_window_s=request_window_s,
     )

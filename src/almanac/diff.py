@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from immutables import Map
 
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Column, Index, Schema, Table, Zone
@@ -143,19 +145,22 @@ def diff_catalogs(before: CatalogVersion, after: CatalogVersion) -> CatalogDiff:
     each list ordered by kind (``OBJECT_KINDS``) and id."""
     if not isinstance(before, CatalogVersion) or not isinstance(after, CatalogVersion):
         raise ValidationError("diff_catalogs compares two CatalogVersion values")
-    old, new = _objects(before), _objects(after)
-    added = [_ref_of(new[k]) for k in sorted(new.keys() - old.keys())]
-    removed = [_ref_of(old[k]) for k in sorted(old.keys() - new.keys())]
-    changed = []
-    for key in sorted(old.keys() & new.keys()):
-        was, now = old[key], new[key]
-        fields = tuple(
-            FieldChange(name, value, now.fields[name])
-            for name, value in was.fields.items()
-            if value != now.fields[name]
-        )
-        if fields:
-            changed.append(ObjectChange(now.kind, now.id, now.name, fields))
+    added: list[ObjectRef] = []
+    removed: list[ObjectRef] = []
+    changed: list[ObjectChange] = []
+    for _, was, now in sorted(_differing(before, after), key=lambda pair: pair[0]):
+        if was is None and now is not None:
+            added.append(ObjectRef(now.kind, now.id, now.name))
+        elif now is None and was is not None:
+            removed.append(ObjectRef(was.kind, was.id, was.name))
+        elif was is not None and now is not None:
+            fields = tuple(
+                FieldChange(name, value, now.fields[name])
+                for name, value in was.fields.items()
+                if value != now.fields[name]
+            )
+            if fields:
+                changed.append(ObjectChange(now.kind, now.id, now.name, fields))
     return CatalogDiff(before.version, after.version, tuple(added), tuple(removed), tuple(changed))
 
 
@@ -173,33 +178,85 @@ class _Object:
 _Key = tuple[int, int, int]
 """(kind's place in OBJECT_KINDS, owner id (a column's table, else 0), id)."""
 
-
-def _objects(cat: CatalogVersion) -> dict[_Key, _Object]:
-    out: dict[_Key, _Object] = {}
-    for kind, key, obj in _walk(cat):
-        out[(OBJECT_KINDS.index(kind), *key)] = obj
-    return out
+_T = TypeVar("_T")
 
 
-def _walk(cat: CatalogVersion) -> Iterator[tuple[str, tuple[int, int], _Object]]:
-    def schema_name(schema_id: int) -> str:
-        schema = cat.schemas_by_id.get(schema_id)
-        return schema.name if schema is not None else f"#{schema_id}"
+def _pairs(old: Map[int, _T], new: Map[int, _T]) -> Iterator[tuple[int, _T | None, _T | None]]:
+    """Ids whose descriptors may differ. Versions share every descriptor they
+    did not change, so an identical one is skipped without a look inside:
+    a diff costs in proportion to what changed (plus a pass over the ids)."""
+    if old is new:
+        return
+    for key in set(old.keys()) | set(new.keys()):
+        was, now = old.get(key), new.get(key)
+        if was is not now:
+            yield key, was, now
 
-    for s in cat.schemas_by_id.values():
-        yield "schema", (0, s.id), _Object("schema", s.id, s.name, _schema_fields(s))
-    for z in cat.zones_by_id.values():
-        fields = _zone_fields(z, default=z.id == cat.default_zone_id)
-        yield "zone", (0, z.id), _Object("zone", z.id, z.name, fields)
-    for t in cat.tables_by_id.values():
-        table_name = f"{schema_name(t.schema_id)}.{t.name}"
-        yield "table", (0, t.id), _Object("table", t.id, table_name, _table_fields(t))
-        for c in t.columns:
-            name = f"{table_name}.{c.name}"
-            yield "column", (t.id, c.id), _Object("column", c.id, name, _column_fields(c))
-    for i in cat.indexes_by_id.values():
-        name = f"{schema_name(i.schema_id)}.{i.name}"
-        yield "index", (0, i.id), _Object("index", i.id, name, _index_fields(i))
+
+def _differing(
+    before: CatalogVersion, after: CatalogVersion
+) -> Iterator[tuple[_Key, _Object | None, _Object | None]]:
+    """Every object that is added, removed or possibly changed, on both sides."""
+    kind = OBJECT_KINDS.index
+    for key, s0, s1 in _pairs(before.schemas_by_id, after.schemas_by_id):
+        yield (kind("schema"), 0, key), _schema(s0), _schema(s1)
+    for key, z0, z1 in _pairs(before.zones_by_id, after.zones_by_id):
+        yield (kind("zone"), 0, key), _zone(before, z0), _zone(after, z1)
+    defaults = (before.default_zone_id, after.default_zone_id)
+    for zone_id in {z for z in defaults if z is not None}:
+        # The default flag lives outside the zone: a zone that stayed the same
+        # object may still have become (or stopped being) the default.
+        z0, z1 = before.zones_by_id.get(zone_id), after.zones_by_id.get(zone_id)
+        if z0 is not None and z0 is z1 and before.default_zone_id != after.default_zone_id:
+            yield (kind("zone"), 0, z0.id), _zone(before, z0), _zone(after, z1)
+    for key, t0, t1 in _pairs(before.tables_by_id, after.tables_by_id):
+        yield (kind("table"), 0, key), _table(before, t0), _table(after, t1)
+        columns0 = {c.id: c for c in t0.columns} if t0 is not None else {}
+        columns1 = {c.id: c for c in t1.columns} if t1 is not None else {}
+        for column_id in columns0.keys() | columns1.keys():
+            c0, c1 = columns0.get(column_id), columns1.get(column_id)
+            if c0 != c1:
+                yield (
+                    (kind("column"), key, column_id),
+                    _column(before, t0, c0),
+                    _column(after, t1, c1),
+                )
+    for key, i0, i1 in _pairs(before.indexes_by_id, after.indexes_by_id):
+        yield (kind("index"), 0, key), _index(before, i0), _index(after, i1)
+
+
+def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
+    schema = cat.schemas_by_id.get(schema_id)
+    return schema.name if schema is not None else f"#{schema_id}"
+
+
+def _schema(s: Schema | None) -> _Object | None:
+    return None if s is None else _Object("schema", s.id, s.name, _schema_fields(s))
+
+
+def _zone(cat: CatalogVersion, z: Zone | None) -> _Object | None:
+    if z is None:
+        return None
+    return _Object("zone", z.id, z.name, _zone_fields(z, default=z.id == cat.default_zone_id))
+
+
+def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
+    if t is None:
+        return None
+    return _Object("table", t.id, f"{_schema_name(cat, t.schema_id)}.{t.name}", _table_fields(t))
+
+
+def _column(cat: CatalogVersion, t: Table | None, c: Column | None) -> _Object | None:
+    if t is None or c is None:
+        return None
+    name = f"{_schema_name(cat, t.schema_id)}.{t.name}.{c.name}"
+    return _Object("column", c.id, name, _column_fields(c))
+
+
+def _index(cat: CatalogVersion, i: Index | None) -> _Object | None:
+    if i is None:
+        return None
+    return _Object("index", i.id, f"{_schema_name(cat, i.schema_id)}.{i.name}", _index_fields(i))
 
 
 def _schema_fields(s: Schema) -> dict[str, JsonValue]:

@@ -313,6 +313,8 @@ def legal_values(annotation: Any, param: str) -> list[object]:
         return ["memory://"]
     if param in ("timeout",):
         return [0, 0.0]
+    if param == "request_id":
+        return [None, "req-1", "req-2"]
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Union or origin is types.UnionType:

@@ -26,6 +26,8 @@ from almanac import (
     VersionNotFoundError,
 )
 from almanac.diff import diff_catalogs
+from almanac.serialization import decode_catalog, encode_catalog
+from almanac.sql.reads import diff_rows
 
 from .test_properties import commands
 
@@ -92,6 +94,17 @@ def test_zones_show_the_default_flag_and_lists(cat: Catalog) -> None:
     assert json.loads(json.dumps(cat.diff(before, after.version).to_json()))["changed"][0][
         "fields"
     ][list(fields).index("storage_profiles")]["before"] == ["a", "b"]
+
+
+def test_moving_the_default_changes_both_zones(cat: Catalog) -> None:
+    first = cat.sql("CREATE ZONE A; CREATE ZONE B; ALTER ZONE A SET DEFAULT").version
+    second = cat.sql("ALTER ZONE B SET DEFAULT").version
+    d = cat.diff(first, second)
+    assert [(c.name, c.fields) for c in d.changed] == [
+        ("A", (FieldChange("default", True, False),)),
+        ("B", (FieldChange("default", False, True),)),
+    ]
+    assert d.added == d.removed == ()
 
 
 def test_a_later_first_version_gives_the_inverse_diff(cat: Catalog) -> None:
@@ -161,6 +174,9 @@ def test_diff_properties_over_random_histories(batch: list[Command], data: st.Da
         b = data.draw(st.sampled_from(versions))
         d = diff_catalogs(a, b)
         assert d.is_empty == (_bare(a) == _bare(b))
+        # A copy shares no descriptor with b: the shortcut for shared ones
+        # must not change the answer.
+        assert diff_catalogs(decode_catalog(encode_catalog(a)), b) == d
         back = diff_catalogs(b, a)
         assert back.added == d.removed and back.removed == d.added
         assert [(c.kind, c.id) for c in back.changed] == [(c.kind, c.id) for c in d.changed]
@@ -168,6 +184,11 @@ def test_diff_properties_over_random_histories(batch: list[Command], data: st.Da
             assert here.fields == tuple(
                 FieldChange(f.field, f.after, f.before) for f in there.fields
             )
+        shown = [(r[3], r[4], r[5]) for r in diff_rows(d) if r[0] == "changed"]
+        fields = [f for c in d.changed for f in c.fields]
+        assert [(f, json.loads(str(b)), json.loads(str(a))) for f, b, a in shown] == [
+            (f.field, _listed(f.before), _listed(f.after)) for f in fields
+        ]
         text = json.dumps(d.to_json(), allow_nan=False)
         assert CatalogDiff.from_json(json.loads(text)) == d
         assert CatalogDiff.from_json(d.to_json()) == d
@@ -176,6 +197,10 @@ def test_diff_properties_over_random_histories(batch: list[Command], data: st.Da
         whole = [r for r in d.added if r.kind != "column"]
         assert {r.id for r in whole} == ids_b - ids_a
         assert {r.id for r in d.removed if r.kind != "column"} == ids_a - ids_b
+
+
+def _listed(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
 
 
 JSON = st.recursive(

@@ -25,15 +25,13 @@ import pytest
 from almanac.serialization import REGISTRY, decode, encode
 from almanac.serialization.io import Reader
 
-from . import EXAMPLES, assert_same
+from . import EXAMPLES, UPDATE, assert_same
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("ALMANAC_REGEN_GOLDEN") == "1"
 _NAME = re.compile(r"(?P<stem>[A-Za-z]+(?:-\w+)?)\.v(?P<version>\d+)\.bin")
 
-_UPDATE_V1 = replace(
-    EXAMPLES["VersionedUpdate"], node="", request_id=None, request_digest=b"", applied=()
-)
+_UPDATE_V1 = replace(UPDATE, node="", request_id=None, request_digest=b"", applied=())
 OLD_VERSION_EXPECTED: dict[tuple[str, int], object] = {
     ("VersionedUpdate", 1): _UPDATE_V1,
     ("VersionedUpdate-column_v1", 1): _UPDATE_V1,

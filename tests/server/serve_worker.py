@@ -1,5 +1,5 @@
-"""Runs ``almanac.server.serve`` in a subprocess: ``serve_worker.py TARGET
-[--tokens-file F] [--host H] [--insecure]`` on a free port."""
+"""Runs ``almanac.server.serve`` in a subprocess: ``serve_worker TARGET
+[--host H] [--port P] [--tokens-file F] [--insecure]``, port 0 by default."""
 
 from __future__ import annotations
 

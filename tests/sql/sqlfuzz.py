@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import almanac
-from almanac import Catalog
+from almanac import Catalog, CatalogVersion, SqlResult
 from almanac.errors import CatalogError, InputError, SqlParseError
 from almanac.serialization import decode_catalog, decode_update, encode_catalog, encode_update
 from almanac.sql.dialect import AlmanacParser, AlmanacTokenizer
@@ -498,6 +498,26 @@ class Grammar:
     def drop_zone(self) -> str:
         return f"DROP ZONE {self.maybe('IF EXISTS ')}{self.zone()}"
 
+    def read(self) -> str:
+        text = self.pick(
+            [
+                "SHOW SCHEMAS",
+                "SHOW ZONES",
+                f"SHOW TABLES{self.maybe(f' IN {self.schema()}')}",
+                f"SHOW INDEXES{self.maybe(f' ON {self.table()}')}",
+                f"DESCRIBE {self.maybe('TABLE ', 0.5)}{self.table()}",
+                f"SHOW HISTORY{self.maybe(f' LIMIT {self.integer()}')}",
+                f"SHOW DIFF {self.integer()} {self.integer()}",
+            ]
+        )
+        if self.rng.random() < 0.3:
+            text += f" AS OF VERSION {self.integer()}"
+        elif self.rng.random() < 0.15:
+            moment = self.pick(["2026-11-23T01:02:03Z", "1999-01-01T00:00:00+05:00"])
+            quoted = self.pick([f"'{moment}'", self.string()])
+            text += f" AS OF TIMESTAMP {quoted}"
+        return text
+
     KINDS: ClassVar[list[Callable[[Grammar], str]]] = [
         create_schema,
         drop_schema,
@@ -516,6 +536,7 @@ class Grammar:
         create_zone,
         alter_zone,
         drop_zone,
+        read,
     ]
 
 
@@ -700,6 +721,7 @@ class Report:
     inputs: int = 0
     committed: int = 0
     noops: int = 0
+    reads: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
@@ -708,7 +730,8 @@ class Report:
         kinds = ", ".join(f"{k} {n}" for k, n in self.refused.most_common())
         return (
             f"{self.inputs} inputs in {self.seconds:.1f}s: {self.committed} committed, "
-            f"{self.noops} no-ops, refused: {kinds}; {len(self.findings)} findings"
+            f"{self.noops} no-ops, {self.reads} reads, refused: {kinds}; "
+            f"{len(self.findings)} findings"
         )
 
 
@@ -776,11 +799,27 @@ class Fuzzer:
             return f"catalog version {snapshot.version} does not round-trip: {exc}"
         return None
 
+    @staticmethod
+    def check_read(cat: Catalog, before: CatalogVersion, result: SqlResult) -> str | None:
+        """A read changes nothing and answers rows of JSON scalars, as wide as
+        its columns, from a version the node holds."""
+        if cat.catalog() is not before:
+            return "a read changed the catalog"
+        if not cat.earliest_version <= result.version <= before.version:
+            return f"a read answered from version {result.version}, not one the node holds"
+        for row in result.rows:
+            if len(row) != len(result.columns):
+                return f"a row of {len(row)} cells under {len(result.columns)} columns"
+            if not all(c is None or type(c) in (str, int, float, bool) for c in row):
+                return f"a row with a cell that is not a JSON scalar: {row!r}"
+        return None
+
     def check(self, cat: Catalog, text: str, report: Report) -> str | None:
         """The problem with what ``cat.sql(text)`` did, or ``None``."""
         before = cat.catalog()
         try:
-            version = cat.sql(text).version
+            result = cat.sql(text)
+            version = result.version
         except CatalogError as exc:
             report.refused[type(exc).__name__] += 1
             if cat.catalog() is not before or cat.latest_version != before.version:
@@ -798,6 +837,9 @@ class Fuzzer:
             return "RecursionError"
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-6)}"
+        if result.is_query:
+            report.reads += 1
+            return self.check_read(cat, before, result)
         if version == before.version:
             report.noops += 1
             return None if cat.catalog() is before else "a no-op changed the catalog"

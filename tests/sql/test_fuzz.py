@@ -1,5 +1,6 @@
-"""Whatever the text, ``parse_script`` returns commands or raises ``SqlParseError``
-with a position inside the text: no sqlglot exception, KeyError, … escapes."""
+"""Whatever the text, ``parse_sql`` returns commands or one read statement, or
+raises ``SqlParseError`` with a position inside the text: no sqlglot
+exception, KeyError, … escapes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from hypothesis import strategies as st
 
 from almanac.commands import Command
 from almanac.errors import SqlParseError
-from almanac.sql import parse_script
+from almanac.sql import parse_script, parse_sql
+from almanac.sql.reads import ReadStatement
 
 EXAMPLES = int(os.environ.get("ALMANAC_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -42,26 +44,38 @@ VALID = [
     "DROP ZONE IF EXISTS z",
 ]
 
+READS = [
+    "SHOW SCHEMAS AS OF VERSION 3",
+    "SHOW TABLES IN s AS OF TIMESTAMP '2026-11-23T01:02:03Z'",
+    "SHOW INDEXES ON s.t",
+    "SHOW ZONES",
+    "DESCRIBE TABLE s.t AS OF VERSION 2",
+    "SHOW HISTORY LIMIT 5",
+    "SHOW DIFF 1 2",
+]
+
 ODD_TOKENS = [
     *["(", ")", ",", ";", ".", "=", "-", "+", "*", "'", '"', "X'", "--", "/*", "*/"],
     *["[", "]", "{", "}", "::", "$", "?", "@", "#", "\n", "''", "1e999", "1\u00b2", "\u0663"],
     *["SELECT", "FROM", "AS", "CAST", "CHECK", "UNIQUE", "PRIMARY KEY", "NULLS FIRST"],
     "9" * 5000,
 ]
-VOCABULARY = sorted({word for sql in VALID for word in sql.split()} | set(ODD_TOKENS))
+VOCABULARY = sorted({word for sql in VALID + READS for word in sql.split()} | set(ODD_TOKENS))
 """Words of the valid statements plus punctuation, stray keywords and odd literals."""
 
 
 def check(text: str) -> None:
     try:
-        commands = parse_script(text)
+        parsed = parse_sql(text)
     except SqlParseError as exc:
         assert 1 <= exc.line <= text.count("\n") + 1
         assert exc.column >= 1
         assert isinstance(exc.text, str)
         return
-    assert isinstance(commands, list)
-    assert all(isinstance(c, Command) for c in commands)
+    if isinstance(parsed, ReadStatement):
+        return
+    assert isinstance(parsed, list)
+    assert all(isinstance(c, Command) for c in parsed)
 
 
 @FUZZ
@@ -80,7 +94,7 @@ def test_random_token_soup(words: list[str]) -> None:
 def mutated(draw: st.DrawFn) -> str:
     """A valid script with a few random edits: deletions, insertions of SQL
     words or characters, duplicated slices, truncation."""
-    text = ";\n".join(draw(st.lists(st.sampled_from(VALID), min_size=1, max_size=3)))
+    text = ";\n".join(draw(st.lists(st.sampled_from(VALID + READS), min_size=1, max_size=3)))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(text)))
         edit = draw(st.sampled_from(["delete", "word", "char", "duplicate", "truncate"]))
@@ -106,3 +120,5 @@ def test_mutated_valid_scripts(text: str) -> None:
 def test_every_valid_statement_parses() -> None:
     for sql in VALID:
         assert len(parse_script(sql)) == 1, sql
+    for sql in READS:
+        assert isinstance(parse_sql(sql), ReadStatement), sql

@@ -52,12 +52,13 @@ Version = Annotated[int | None, Query(description="a catalog version (default: t
 def _changes_catalog(text: str, default_schema: str) -> bool:
     """Whether a script holds DDL (a read token may only run reads). A script
     that does not parse changes nothing; running it reports the parse error."""
-    from almanac.sql import parse_script
+    from almanac.sql import parse_sql
 
     try:
-        return bool(parse_script(text, default_schema=default_schema))
+        parsed = parse_sql(text, default_schema=default_schema)
     except SqlParseError:
         return False
+    return isinstance(parsed, list) and bool(parsed)
 
 
 def _resume_point(last_event_id: str | None, after: int | None, latest: int) -> int:

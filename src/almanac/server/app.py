@@ -87,6 +87,13 @@ def _request_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    """A bug, not the caller's doing: the usual shape, no internals (the log has them)."""
+    return JSONResponse(
+        error_body("InternalError", "The server failed to answer this request; see its log"), 500
+    )
+
+
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     name = {404: "NotFoundError", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
@@ -117,7 +124,7 @@ class _AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            _access.info("%s %s %d", scope["method"], scope["path"], status)
+            _access.info("%s %s %d", scope["method"], scope["path"], status or 500)
 
 
 class Health(BaseModel):
@@ -153,6 +160,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.add_exception_handler(AuthError, _auth_error)
     app.add_exception_handler(RequestValidationError, _request_error)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(_AccessLog)
 
     @app.get("/health", response_model=Health, tags=["service"])

@@ -11,17 +11,12 @@ from typing import Any
 
 from almanac.catalog import Catalog, VersionInfo
 from almanac.catalog_version import CatalogVersion
-from almanac.clock import to_datetime
 from almanac.errors import NotFoundError, ValidationError, VersionNotFoundError
 from almanac.server.commands_json import value_to_json
+from almanac.sql.reads import iso_utc as iso
 from almanac.summary import summarize_update
 
 __all__ = ["catalog_summary", "iso", "parse_timestamp", "table_view", "version_view"]
-
-
-def iso(ts: int) -> str:
-    """A hybrid timestamp as ISO-8601 UTC text, to the millisecond."""
-    return to_datetime(ts).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_timestamp(text: str) -> dt.datetime:

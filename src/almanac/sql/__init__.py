@@ -18,10 +18,11 @@ from sqlglot.tokenizer_core import Token, TokenType
 from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.commands import Command
 from almanac.errors import SqlParseError
-from almanac.sql.dialect import AlmanacDialect, Untranslatable
-from almanac.sql.translate import translate
+from almanac.sql.dialect import AlmanacDialect, ReadStatementTree, Untranslatable
+from almanac.sql.reads import ReadStatement
+from almanac.sql.translate import translate, translate_read
 
-__all__ = ["parse_script"]
+__all__ = ["parse_script", "parse_sql"]
 
 _DIALECT = AlmanacDialect()
 _MAX_SHOWN = 60
@@ -32,17 +33,42 @@ def parse_script(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Com
     """The commands of a ``;``-separated DDL script, in statement order.
 
     Unqualified names go to ``default_schema``. Nothing is executed: the caller
-    runs the commands, atomically, as one catalog version.
+    runs the commands, atomically, as one catalog version. A read statement
+    is refused here; ``parse_sql`` takes it.
     """
+    parsed = parse_sql(text, default_schema=default_schema)
+    if isinstance(parsed, ReadStatement):
+        raise SqlParseError(
+            f"{parsed.kind} reads the catalog: run it through Catalog.sql",
+            line=1,
+            column=1,
+            text=text[:_MAX_SHOWN],
+        )
+    return parsed
+
+
+def parse_sql(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Command] | ReadStatement:
+    """A DDL script's commands (as ``parse_script``), or the one read statement
+    (``SHOW …``, ``DESCRIBE …``) the script holds. A read must be alone in
+    its script: it answers from one version, while DDL makes a new one."""
     if not isinstance(text, str):
         raise SqlParseError(
             f"SQL text must be a string, not {type(text).__name__}", line=1, column=1, text=""
         )
+    statements = list(_statements(_tokenize(text)))
     commands: list[Command] = []
-    for statement in _statements(_tokenize(text)):
+    for statement in statements:
         first = statement[0]
         try:
             tree = _parse(text, statement)
+            if isinstance(tree, ReadStatementTree):
+                read = translate_read(tree, default_schema=default_schema)
+                if len(statements) > 1:
+                    raise Untranslatable(
+                        f"{read.kind} must be the only statement of its script: a read "
+                        "answers from one version, and DDL makes a new one"
+                    )
+                return read
             commands.extend(translate(tree, default_schema=default_schema))
         except Untranslatable as exc:
             start, end = _node_span(exc.node) or (first.start, first.end)

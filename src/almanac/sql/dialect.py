@@ -35,11 +35,14 @@ __all__ = [
     "AlmanacTokenizer",
     "AlterIndexStatement",
     "AlterZoneStatement",
+    "AsOfClause",
     "ColocateProperty",
     "CreateZoneStatement",
     "DropZoneStatement",
     "INDEX_KINDS",
     "KeyColumn",
+    "READ_KINDS",
+    "ReadStatementTree",
     "StorageProfileProperty",
     "TablePrimaryKey",
     "TypeSpec",
@@ -114,6 +117,35 @@ class AlterIndexStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "rename_to": True}
 
 
+READ_KINDS = ("SCHEMAS", "TABLES", "INDEXES", "ZONES", "HISTORY", "DIFF")
+"""What ``SHOW`` shows; ``DESCRIBE [TABLE]`` is the read of kind ``DESCRIBE``."""
+
+
+class AsOfClause(exp.Expression):
+    """``AS OF VERSION n`` or ``AS OF TIMESTAMP '…'``; ``kind`` is ``VERSION``
+    or ``TIMESTAMP``, ``this`` the value as written."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "kind": True}
+
+
+class ReadStatementTree(exp.Expression):
+    """``SHOW kind …`` or ``DESCRIBE [TABLE] t``, then an optional ``AS OF``.
+
+    ``kind`` is one of ``READ_KINDS`` or ``DESCRIBE``; ``this`` is the schema
+    (an identifier, ``SHOW TABLES IN s``) or table (``SHOW INDEXES ON t``,
+    ``DESCRIBE t``) named; ``limit`` is ``SHOW HISTORY``'s, ``expressions``
+    the two versions of ``SHOW DIFF``.
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {
+        "kind": True,
+        "this": False,
+        "limit": False,
+        "expressions": False,
+        "as_of": False,
+    }
+
+
 class DropZoneStatement(exp.Expression):
     """``DROP ZONE [IF EXISTS] z``."""
 
@@ -132,7 +164,10 @@ integer) next to ``BYTES``, would mislead."""
 
 class AlmanacTokenizer(tokens.Tokenizer):
     """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` type
-    names; drops other dialects' type names."""
+    names; drops other dialects' type names. ``SHOW`` is a statement like any
+    other here, not an opaque command whose rest is one string."""
+
+    COMMANDS: ClassVar[set[TokenType]] = tokens.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     HEX_STRINGS: ClassVar[list[str | tuple[str, str]]] = [("x'", "'"), ("X'", "'")]
     KEYWORDS: ClassVar[dict[str, TokenType]] = {
@@ -157,6 +192,8 @@ class AlmanacParser(parser.Parser):
         TokenType.CREATE: lambda self: self._parse_create_statement(),
         TokenType.ALTER: lambda self: self._parse_alter_statement(),
         TokenType.DROP: lambda self: self._parse_drop_statement(),
+        TokenType.SHOW: lambda self: self._parse_show_statement(),
+        TokenType.DESCRIBE: lambda self: self._parse_describe_statement(),
     }
 
     FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {}
@@ -203,6 +240,73 @@ class AlmanacParser(parser.Parser):
     def _parse_command(self) -> exp.Command:
         """Statements sqlglot only knows as opaque commands (SHOW, GRANT, …)."""
         self.raise_error(f"Unsupported statement {self._prev.text.upper()}", self._prev)
+
+    # -- reads ----------------------------------------------------------------
+
+    def _parse_show_statement(self) -> exp.Expr:
+        if not self._match_texts(READ_KINDS):
+            self.raise_error(
+                f"Expecting {', '.join(READ_KINDS[:-1])} or {READ_KINDS[-1]} after SHOW"
+            )
+        kind = self._prev.text.upper()
+        target: exp.Expr | None = None
+        limit: exp.Expr | None = None
+        versions: list[exp.Expr] | None = None
+        if kind == "TABLES" and self._match(TokenType.IN):
+            target = self._parse_id_var(any_token=False)
+            if target is None:
+                self.raise_error("Expecting a schema name")
+        elif kind == "INDEXES" and self._match(TokenType.ON):
+            target = self._parse_table_parts()
+        elif kind == "HISTORY" and self._match(TokenType.LIMIT):
+            limit = self._parse_read_number("Expecting the number of versions after LIMIT")
+        elif kind == "DIFF":
+            versions = [
+                self._parse_read_number(f"Expecting the {which} version of SHOW DIFF")
+                for which in ("first", "second")
+            ]
+        return self.expression(
+            ReadStatementTree(
+                kind=exp.var(kind),
+                this=target,
+                limit=limit,
+                expressions=versions,
+                as_of=self._parse_as_of(),
+            )
+        )
+
+    def _parse_describe_statement(self) -> exp.Expr:
+        self._match(TokenType.TABLE)
+        if not self._curr:
+            self.raise_error("Expecting a table name")
+        table = self._parse_table_parts()
+        return self.expression(
+            ReadStatementTree(kind=exp.var("DESCRIBE"), this=table, as_of=self._parse_as_of())
+        )
+
+    def _parse_read_number(self, message: str) -> exp.Expr:
+        if not self._curr or self._curr.token_type not in (TokenType.NUMBER, TokenType.DASH):
+            self.raise_error(message)
+        start = self._curr
+        number = self._parse_unary()
+        if number is None:
+            self.raise_error(message, start)
+        return number.update_positions(start)
+
+    def _parse_as_of(self) -> exp.Expr | None:
+        if not self._match_text_seq("AS", "OF"):
+            return None
+        if self._match_text_seq("VERSION"):
+            value = self._parse_read_number("Expecting a version number after AS OF VERSION")
+            return self.expression(AsOfClause(this=value, kind="VERSION"))
+        if not self._match_text_seq("TIMESTAMP"):
+            self.raise_error("Expecting VERSION or TIMESTAMP after AS OF")
+        start = self._curr
+        if not start or start.token_type != TokenType.STRING:
+            self.raise_error("Expecting a quoted timestamp such as '2026-11-23T01:02:03Z'")
+        self._advance()
+        text = exp.Literal.string(start.text).update_positions(start)
+        return self.expression(AsOfClause(this=text, kind="TIMESTAMP"))
 
     # -- statements -----------------------------------------------------------
 

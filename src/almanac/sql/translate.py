@@ -11,12 +11,14 @@ so that the caller can point at it in the source.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
+from almanac.clock import from_datetime
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -39,13 +41,16 @@ from almanac.commands import (
     SetTableProperties,
 )
 from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
+from almanac.errors import ValidationError
 from almanac.sql.dialect import (
     AlterIndexStatement,
     AlterZoneStatement,
+    AsOfClause,
     ColocateProperty,
     CreateZoneStatement,
     DropZoneStatement,
     KeyColumn,
+    ReadStatementTree,
     StorageProfileProperty,
     TablePrimaryKey,
     Untranslatable,
@@ -56,8 +61,9 @@ from almanac.sql.dialect import (
     integer_literal,
     number_text,
 )
+from almanac.sql.reads import AsOf, ReadStatement
 
-__all__ = ["translate"]
+__all__ = ["translate", "translate_read"]
 
 
 def translate(tree: exp.Expr, *, default_schema: str) -> list[Command]:
@@ -69,6 +75,68 @@ def translate(tree: exp.Expr, *, default_schema: str) -> list[Command]:
     if handler is None:
         raise Untranslatable(f"Unsupported statement {_words(type(tree).__name__)} {kind}".rstrip())
     return handler(tree, default_schema)
+
+
+def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadStatement:
+    """A read statement's tree as the value ``run_read`` answers."""
+    kind = str(tree.args["kind"].name)
+    as_of = _as_of(tree.args.get("as_of"))
+    target = tree.args.get("this")
+    if kind == "DESCRIBE":
+        schema, table = _table_name(target, default_schema, "table")
+        return ReadStatement("DESCRIBE TABLE", schema=schema, table=table, as_of=as_of)
+    if kind == "TABLES" and target is not None:
+        return ReadStatement("SHOW TABLES", schema=_ident(target, "schema"), as_of=as_of)
+    if kind == "INDEXES" and target is not None:
+        schema, table = _table_name(target, default_schema, "table")
+        return ReadStatement("SHOW INDEXES", schema=schema, table=table, as_of=as_of)
+    if kind == "HISTORY":
+        limit = tree.args.get("limit")
+        count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
+        return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+    if kind == "DIFF":
+        if as_of is not None:
+            raise Untranslatable(
+                "SHOW DIFF names both of its versions and takes no AS OF", tree.args["as_of"]
+            )
+        first, second = (_read_number(v, "SHOW DIFF", "a version") for v in tree.expressions)
+        return ReadStatement("SHOW DIFF", versions=(first, second))
+    return ReadStatement(f"SHOW {kind}", as_of=as_of)
+
+
+def _read_number(node: exp.Expr, where: str, what: str) -> int:
+    value = integer_literal(node)
+    if value is None or not 0 <= value < 2**63:
+        raise Untranslatable(f"{where} takes {what}: a non-negative 64-bit integer", node)
+    return value
+
+
+def _as_of(node: object) -> AsOf | None:
+    if not isinstance(node, AsOfClause):
+        return None
+    value = node.this
+    if node.args["kind"] == "VERSION":
+        return AsOf(version=_read_number(value, "AS OF VERSION", "a version"))
+    text = str(value.this)
+    try:
+        moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise Untranslatable(
+            f"'{text}' is not an ISO-8601 timestamp such as '2026-11-23T01:02:03Z'", value
+        ) from None
+    if moment.utcoffset() is None:
+        raise Untranslatable(
+            f"Timestamp '{text}' has no UTC offset: end it with Z or +HH:MM (without one its "
+            "instant would depend on the machine's time zone)",
+            value,
+        )
+    try:
+        from_datetime(moment)
+    except ValidationError:
+        raise Untranslatable(
+            f"Timestamp '{text}' is outside the hybrid clock's range (1970 to 6429)", value
+        ) from None
+    return AsOf(timestamp=moment)
 
 
 # -- names ---------------------------------------------------------------------

@@ -1,0 +1,345 @@
+"""The read statements: ``SHOW …``, ``DESCRIBE TABLE``, ``SHOW HISTORY`` and
+``SHOW DIFF``, each answered as columns and rows of JSON scalars.
+
+Every answer is a pure function of one ``CatalogVersion`` (plus, for the
+history and the diff, what the node keeps of its versions), so that a read
+``AS OF`` an old version is the same code as a read of the latest one.
+``run_read`` picks the version and calls them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from almanac.catalog_version import CatalogVersion
+from almanac.clock import to_datetime
+from almanac.commands.base import require_schema, require_table
+from almanac.descriptors import Collation, Index, IndexKind, Table
+from almanac.diff import CatalogDiff, JsonValue
+from almanac.errors import VersionNotFoundError
+from almanac.spelling import default_sql, type_sql
+from almanac.sql.results import Cell, SqlResult
+from almanac.summary import summarize_update
+
+if TYPE_CHECKING:
+    from almanac.catalog import VersionInfo
+
+__all__ = [
+    "AsOf",
+    "ReadSource",
+    "ReadStatement",
+    "Rows",
+    "describe_table",
+    "diff_rows",
+    "history_rows",
+    "run_read",
+    "show_indexes",
+    "show_schemas",
+    "show_tables",
+    "show_zones",
+]
+
+Rows = tuple[tuple[Cell, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AsOf:
+    """``AS OF VERSION n`` (``version``) or ``AS OF TIMESTAMP '…'`` (an aware
+    ``timestamp``)."""
+
+    version: int | None = None
+    timestamp: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadStatement:
+    """One read statement as written; ``kind`` is ``SHOW SCHEMAS``, ``SHOW
+    TABLES``, ``SHOW INDEXES``, ``SHOW ZONES``, ``SHOW HISTORY``, ``SHOW DIFF``
+    or ``DESCRIBE TABLE``.
+
+    ``schema``/``table`` name what ``IN``, ``ON`` or ``DESCRIBE`` names
+    (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
+    ``versions`` the two of ``SHOW DIFF``.
+    """
+
+    kind: str
+    schema: str | None = None
+    table: str | None = None
+    limit: int | None = None
+    versions: tuple[int, int] | None = None
+    as_of: AsOf | None = None
+
+
+class ReadSource(Protocol):
+    """What a read needs of a catalog node (``Catalog`` is one)."""
+
+    @property
+    def earliest_version(self) -> int: ...
+
+    def catalog(self, version: int | None = None) -> CatalogVersion: ...
+
+    def catalog_at(self, timestamp: int | dt.datetime) -> CatalogVersion: ...
+
+    def history(self, since: int = 1) -> list[VersionInfo]: ...
+
+    def diff(self, v1: int, v2: int) -> CatalogDiff: ...
+
+
+def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
+    """The answer to ``statement``; its ``version`` is the version read (for
+    ``SHOW DIFF``, the second version named)."""
+    if statement.kind == "SHOW DIFF":
+        assert statement.versions is not None  # the translation always sets them
+        first, second = (_existing(v) for v in statement.versions)
+        return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
+    cat = _version_read(statement.as_of, source)
+    if statement.kind == "SHOW HISTORY":
+        rows = history_rows(source, cat.version, statement.limit)
+        return SqlResult(cat.version, HISTORY_COLUMNS, rows)
+    columns, answer = _ANSWERS[statement.kind]
+    return SqlResult(cat.version, columns, answer(cat, statement))
+
+
+def _version_read(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
+    if as_of is None:
+        return source.catalog()
+    if as_of.timestamp is not None:
+        cat = source.catalog_at(as_of.timestamp)
+        if cat.version == 0:
+            raise VersionNotFoundError(
+                f"No catalog version was active at {as_of.timestamp.isoformat()}: the catalog "
+                "did not exist yet",
+                version=0,
+                earliest=source.earliest_version,
+            )
+        return cat
+    assert as_of.version is not None  # one of the two is always set
+    return source.catalog(_existing(as_of.version))
+
+
+def _existing(version: int) -> int:
+    """Version 0 is the empty catalog before the first version: no catalog
+    existed then, so a read names version 1 or later."""
+    if version == 0:
+        raise VersionNotFoundError(
+            "Catalog version 0 does not exist: versions start at 1", version=0
+        )
+    return version
+
+
+# -- the catalog's objects ------------------------------------------------------------
+
+SCHEMA_COLUMNS = ("NAME", "ID", "TABLES")
+
+
+def show_schemas(cat: CatalogVersion) -> Rows:
+    """Schemas by name, with how many tables each holds."""
+    counts: dict[int, int] = {}
+    for t in cat.tables_by_id.values():
+        counts[t.schema_id] = counts.get(t.schema_id, 0) + 1
+    return tuple(
+        (s.name, s.id, counts.get(s.id, 0)) for s in sorted(cat.schemas(), key=lambda s: s.name)
+    )
+
+
+TABLE_COLUMNS = ("SCHEMA", "NAME", "ID", "TABLE_VERSION", "ZONE", "COLUMNS", "PRIMARY_KEY")
+
+
+def show_tables(cat: CatalogVersion, schema: str | None) -> Rows:
+    """Tables by schema and name, of one schema when ``schema`` is given
+    (``NotFoundError`` if it does not exist)."""
+    tables = cat.tables() if schema is None else cat.tables(require_schema(cat, schema).name)
+    return tuple(
+        (
+            _schema_name(cat, t.schema_id),
+            t.name,
+            t.id,
+            t.table_version,
+            _zone_name(cat, t.zone_id),
+            len(t.columns),
+            ", ".join(t.primary_key),
+        )
+        for t in sorted(tables, key=lambda t: (_schema_name(cat, t.schema_id), t.name))
+    )
+
+
+INDEX_COLUMNS = ("SCHEMA", "TABLE", "NAME", "ID", "KIND", "UNIQUE", "COLUMNS", "STATUS")
+
+
+def show_indexes(cat: CatalogVersion, table: tuple[str, str] | None) -> Rows:
+    """Indexes (primary keys and STOPPING ones included) by schema, table and
+    name; of one ``(schema, table)`` when given (``NotFoundError`` if missing)."""
+    if table is None:
+        indexes = cat.indexes()
+    else:
+        indexes = cat.indexes(require_table(cat, table[0], table[1]).id)
+    rows = []
+    for i in indexes:
+        owner = cat.tables_by_id.get(i.table_id)
+        schema, table_name = _schema_name(cat, i.schema_id), owner.name if owner else ""
+        row = (schema, table_name, i.name, i.id, i.kind.name, i.unique, _key_columns(i))
+        rows.append(((schema, table_name, i.name, i.id), (*row, i.status.name)))
+    return tuple(row for _, row in sorted(rows))
+
+
+ZONE_COLUMNS = (
+    "NAME",
+    "ID",
+    "PARTITIONS",
+    "REPLICAS",
+    "STORAGE_PROFILES",
+    "NODE_FILTER",
+    "DEFAULT",
+    "QUORUM_SIZE",
+    "CONSISTENCY_MODE",
+)
+
+
+def show_zones(cat: CatalogVersion) -> Rows:
+    """Zones by name; ``STORAGE_PROFILES`` as ``CREATE ZONE`` takes them."""
+    return tuple(
+        (
+            z.name,
+            z.id,
+            z.partitions,
+            z.replicas,
+            ",".join(z.storage_profiles),
+            z.node_filter,
+            z.id == cat.default_zone_id,
+            z.quorum_size,
+            z.consistency_mode.name,
+        )
+        for z in sorted(cat.zones(), key=lambda z: z.name)
+    )
+
+
+DESCRIBE_COLUMNS = ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID")
+
+
+def describe_table(cat: CatalogVersion, schema: str, name: str) -> Rows:
+    """One row per column, in table order: ``TYPE`` and ``DEFAULT`` as SQL
+    text the dialect reads back, ``PRIMARY_KEY`` the column's 1-based place
+    in the key (``None`` outside it)."""
+    table = require_table(cat, schema, name)
+    return tuple(
+        (
+            c.name,
+            type_sql(c),
+            c.nullable,
+            default_sql(c.default),
+            _key_place(table, c.name),
+            c.id,
+        )
+        for c in table.columns
+    )
+
+
+def _key_place(table: Table, column: str) -> int | None:
+    return table.primary_key.index(column) + 1 if column in table.primary_key else None
+
+
+def _key_columns(index: Index) -> str:
+    """``A, B DESC``: the columns as ``CREATE INDEX`` takes them, with the
+    null order only where it is not the direction's default."""
+    if index.kind is IndexKind.HASH or not index.collations:
+        return ", ".join(index.columns)
+    return ", ".join(
+        _collated(c, collation)
+        for c, collation in zip(index.columns, index.collations, strict=False)
+    )
+
+
+def _collated(column: str, collation: Collation) -> str:
+    text = column if collation.ascending else f"{column} DESC"
+    if collation.nulls_first != (not collation.ascending):
+        text += " NULLS FIRST" if collation.nulls_first else " NULLS LAST"
+    return text
+
+
+def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
+    schema = cat.schemas_by_id.get(schema_id)
+    return schema.name if schema is not None else f"#{schema_id}"
+
+
+def _zone_name(cat: CatalogVersion, zone_id: int) -> str | None:
+    zone = cat.zones_by_id.get(zone_id)
+    return zone.name if zone is not None else None
+
+
+_Answer = Callable[[CatalogVersion, ReadStatement], Rows]
+
+
+def _tables_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_tables(cat, s.schema)
+
+
+def _indexes_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_indexes(cat, None if s.schema is None or s.table is None else (s.schema, s.table))
+
+
+def _describe_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
+    assert s.schema is not None and s.table is not None  # DESCRIBE always names a table
+    return describe_table(cat, s.schema, s.table)
+
+
+_ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {
+    "SHOW SCHEMAS": (SCHEMA_COLUMNS, lambda cat, _: show_schemas(cat)),
+    "SHOW TABLES": (TABLE_COLUMNS, _tables_answer),
+    "SHOW INDEXES": (INDEX_COLUMNS, _indexes_answer),
+    "SHOW ZONES": (ZONE_COLUMNS, lambda cat, _: show_zones(cat)),
+    "DESCRIBE TABLE": (DESCRIBE_COLUMNS, _describe_answer),
+}
+
+
+# -- history and diff -------------------------------------------------------------------
+
+HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
+
+
+def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
+    """The available versions up to ``up_to``, newest first, at most ``limit``
+    of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
+    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
+    infos = newest if limit is None else newest[:limit]
+    return tuple(
+        (i.version, iso_utc(i.activation_time), i.node, _summary(source, i)) for i in infos
+    )
+
+
+def _summary(source: ReadSource, info: VersionInfo) -> str:
+    after = source.catalog(info.version)
+    before = (
+        source.catalog(info.version - 1) if info.version - 1 >= source.earliest_version else after
+    )
+    return summarize_update(info.update, before, after)
+
+
+def iso_utc(timestamp: int) -> str:
+    """A hybrid timestamp as ``2026-11-23T01:02:03.456Z``."""
+    return to_datetime(timestamp).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")
+
+
+def diff_rows(diff: CatalogDiff) -> Rows:
+    """One row per added or removed object, and one per changed field;
+    ``BEFORE``/``AFTER`` as compact JSON text."""
+    rows: list[tuple[Cell, ...]] = []
+    rows += [("added", r.kind, r.name, None, None, None) for r in diff.added]
+    rows += [("removed", r.kind, r.name, None, None, None) for r in diff.removed]
+    for c in diff.changed:
+        rows += [
+            ("changed", c.kind, c.name, f.field, _json(f.before), _json(f.after)) for f in c.fields
+        ]
+    return tuple(rows)
+
+
+def _json(value: JsonValue) -> str:
+    shown = list(value) if isinstance(value, tuple) else value
+    return json.dumps(shown, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,77 @@
+"""Idempotent requests on a SQLite catalog shared by real processes: a retry
+after a crash between commit and reply, and processes racing with one id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import almanac
+from almanac import ExecuteResult
+from almanac.metastore import open_metastore
+from almanac.requests import request_digest
+from tests.durable.helpers import child, replay_store
+from tests.durable.worker_request import request_commands, result_json
+
+PATIENCE = 120.0
+"""A failure guard for waits on other processes, never a duration."""
+
+
+def _versions_of(cat: almanac.Catalog, request_id: str) -> list[int]:
+    return [info.version for info in cat.history() if info.request_id == request_id]
+
+
+def test_a_retry_after_a_crash_between_commit_and_reply_gets_the_original_result(
+    tmp_path: Path,
+) -> None:
+    target = str(tmp_path / "data")
+    with almanac.connect(target) as cat:
+        before = cat.latest_version
+    proc = child("tests.durable.worker_request", target, "crash-1", "T", "crash")
+    out, _ = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == -9, "the worker was to die by SIGKILL after its commit"
+    assert out.strip().splitlines() == ["ready"], "it must die before replying"
+    with almanac.connect(target, delay_ms=0, max_clock_skew_ms=0) as cat:
+        assert cat.latest_version == before + 1, "the version was committed before the crash"
+        retry = cat.execute(request_commands("T"), request_id="crash-1")
+        assert retry == ExecuteResult(before + 1, (True, True, False), created=True)
+        assert cat.latest_version == before + 1
+        assert _versions_of(cat, "crash-1") == [before + 1]
+        info = cat.history(before + 1)[0]
+        assert info.node and info.node != cat.node_name, "the dead process committed it"
+        assert info.update.request_digest == request_digest(request_commands("T"))
+    # And a second process retrying gets the same answer, from the log alone.
+    again = child("tests.durable.worker_request", target, "crash-1", "T", "plain")
+    out, _ = again.communicate(timeout=PATIENCE)
+    assert again.returncode == 0
+    assert json.loads(out.strip().splitlines()[-1]) == result_json(retry)
+
+
+def test_processes_racing_with_one_request_id_make_one_version(tmp_path: Path) -> None:
+    target = str(tmp_path / "data")
+    with almanac.connect(target) as cat:
+        before = cat.latest_version
+    procs = [child("tests.durable.worker_request", target, "race-1", "T", "race") for _ in range(3)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        answers = []
+        for p in procs:
+            out, _ = p.communicate(timeout=PATIENCE)
+            assert p.returncode == 0, "a worker failed (see its stderr above)"
+            answers.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    expected = {"version": before + 1, "applied": [True, True, False], "created": True}
+    assert answers == [expected] * 3
+    with open_metastore(f"sqlite:///{tmp_path / 'data' / 'catalog.db'}") as store:
+        final = replay_store(store)
+        assert final.version == before + 1
+        assert [t.name for t in final.tables()] == ["T"]
