@@ -38,7 +38,6 @@ from almanac.console.pages import (
     render_login,
     render_table,
     render_tree,
-    type_text,
 )
 from almanac.console.routes import diff_rows, table_data
 from almanac.diff import diff_catalogs
@@ -194,7 +193,7 @@ def test_path_segments_escape_every_reserved_character() -> None:
         assert segment.isascii()
 
 
-def test_type_text_spells_parameters() -> None:
+def test_types_and_defaults_are_spelled_as_ddl() -> None:
     cols = {
         "ID": ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
         "U": ColumnDef(
@@ -210,7 +209,12 @@ def test_type_text_spells_parameters() -> None:
         snapshot = preview(cat.catalog(), [cmd]).catalog
     table, table_schema = snapshot.table("T"), snapshot.schema("PUBLIC")
     assert table is not None and table_schema is not None
-    assert [type_text(c) for c in table.columns] == [
+    page = parse(render_table(snapshot, table_schema, table, DataSnapshots(), CHROME))
+    assert [
+        tr.children[2].all_text()
+        for tr in page.find("table", id="columns")[0].walk()
+        if tr.tag == "tr" and tr.children[0].tag == "td"
+    ] == [
         "INT64",
         "UUID",
         "STRING(100)",
@@ -218,7 +222,6 @@ def test_type_text_spells_parameters() -> None:
         "TIMESTAMP(3)",
         "STRING(65536)",
     ]
-    page = parse(render_table(snapshot, table_schema, table, DataSnapshots(), CHROME))
     defaults = [
         tr.children[4].all_text()
         for tr in page.find("table", id="columns")[0].walk()

@@ -4,8 +4,6 @@ a table named ``<script>`` is shown as text, never run."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -14,8 +12,9 @@ from urllib.parse import quote
 import jinja2
 
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Column, ConstantDefault, Index, Schema, Table, Zone
+from almanac.descriptors import Index, Schema, Table, Zone
 from almanac.server.views import iso
+from almanac.spelling import default_sql, type_sql
 
 __all__ = [
     "Chrome",
@@ -30,7 +29,6 @@ __all__ = [
     "render_login",
     "render_table",
     "render_tree",
-    "type_text",
 ]
 
 
@@ -90,44 +88,10 @@ class DiffRow:
     after: str
 
 
-def type_text(column: Column) -> str:
-    """The column's SQL type with its parameters, as DDL would spell it."""
-    ctype = column.type
-    params: list[int] = []
-    if ctype.takes_length and column.length is not None:
-        params.append(column.length)
-    if ctype.takes_precision and column.precision is not None:
-        params.append(column.precision)
-        if ctype.takes_scale and column.scale is not None:
-            params.append(column.scale)
-    text = ctype.sql_name
-    return f"{text}({', '.join(map(str, params))})" if params else text
-
-
 def path_segment(name: str) -> str:
     """A name as one URL path segment: every reserved character escaped,
     ``/`` included, so any legal name routes to its own page."""
     return quote(name, safe="")
-
-
-def _default_text(column: Column) -> str:
-    """The default as a SQL literal (or function call), as DDL would spell it."""
-    default = column.default
-    if default is None:
-        return ""
-    if not isinstance(default, ConstantDefault):
-        return f"{default.name}()"
-    value = default.value
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float | decimal.Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return f"X'{value.hex().upper()}'"
-    text = value.isoformat() if isinstance(value, dt.date | dt.time) else str(value)
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _index_columns(index: Index) -> str:
@@ -148,8 +112,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["type_text"] = type_text
-    env.filters["default_text"] = _default_text
+    env.filters["type_sql"] = type_sql
+    env.filters["default_sql"] = lambda column: default_sql(column.default) or ""
     env.filters["index_columns"] = _index_columns
     env.filters["timestamp"] = iso
     env.filters["thousands"] = lambda n: f"{n:,}"
