@@ -115,6 +115,11 @@ def test_a_login_goes_back_only_to_this_server(site: Site) -> None:
             answer = client.post("/login", data={"token": READ_TOKEN, "next": next_path})
             assert answer.status_code == 303
             assert answer.headers["location"] == landing
+        odd = client.post("/login", data={f"f{i}": "x" for i in range(10)})
+        assert odd.status_code == 400
+        huge = client.post("/login", data={"token": "x" * 10_000})
+        assert huge.status_code == 413
+        assert "almanac_token" not in huge.cookies
 
 
 def test_a_truncated_version_is_gone(site: Site, browser: webdriver.Chrome) -> None:

@@ -38,12 +38,22 @@ from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
 from almanac.server.views import iso, version_view
 
-__all__ = ["HISTORY_PAGE", "SNAPSHOTS_SHOWN", "diff_rows", "router", "table_data"]
+__all__ = [
+    "HISTORY_PAGE",
+    "MAX_LOGIN_BYTES",
+    "SNAPSHOTS_SHOWN",
+    "diff_rows",
+    "router",
+    "table_data",
+]
 
 HISTORY_PAGE = 100
 """Versions per history page."""
 SNAPSHOTS_SHOWN = 50
 """The newest data snapshots a table page lists (each reads Iceberg metadata)."""
+
+MAX_LOGIN_BYTES = 8192
+"""The most a login form may send; the server reads no more."""
 
 _HEADERS = {
     "Content-Security-Policy": (
@@ -249,7 +259,15 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
     async def login(request: Request) -> Response:
         if tokens is None:
             return RedirectResponse("/", 303)
-        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_LOGIN_BYTES:
+                return _html(render_login("That form is too large.", "/"), 413)
+        try:
+            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        except ValueError:  # more fields than a login form has
+            return _html(render_login("That is not the login form.", "/"), 400)
         token = (form.get("token") or [""])[0].strip()
         next_path = _safe_next((form.get("next") or ["/"])[0])
         if not token or tokens.role_of(token) is None:
