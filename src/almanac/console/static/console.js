@@ -30,6 +30,10 @@
       const response = await fetch(window.location.href, {
         credentials: "same-origin", headers: { "Accept": "text/html" }, cache: "no-store",
       });
+      if (response.redirected) {  // to the login form: the token no longer opens pages
+        offer("Version " + latest + " is available; log in again to see it.", "/login");
+        return;
+      }
       if (!response.ok) {
         offer("Version " + latest + " is available; this page cannot show it (" + response.status + ").", "/");
         return;
