@@ -115,8 +115,15 @@ def _canonical(value: object) -> str:
         return f"{type(value).__qualname__}.{value.name}"
     if isinstance(value, tuple | list):
         return "(" + "".join(_canonical(v) + "," for v in value) + ")"
+    # A str or int subclass (a name type, say) means what its value means.
+    if isinstance(value, bool):
+        return f"bool:{value}"
+    if isinstance(value, int):
+        return f"int:{int(value)}"
+    if isinstance(value, str):
+        return f"str:{str.__repr__(value)}"
     if isinstance(value, float):
-        return f"float:{value.hex()}"
+        return f"float:{float(value).hex()}"
     return f"{type(value).__qualname__}:{value!r}"
 
 

@@ -22,6 +22,7 @@ from almanac import (
 )
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
+from almanac.requests import request_digest
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import table
 
@@ -239,3 +240,19 @@ def test_any_interleaving_of_retries_applies_each_request_once(
     finally:
         for cat in nodes:
             cat.close()
+
+
+def test_the_digest_is_the_same_for_equal_commands_however_they_were_built() -> None:
+    class Name(str):
+        pass
+
+    listed = almanac.CreateIndex(name="I", table="T", columns=["A", "B"])  # type: ignore[arg-type]
+    assert request_digest([listed]) == request_digest(
+        [almanac.CreateIndex(name=Name("I"), table="T", columns=("A", "B"))]
+    )
+    assert request_digest([listed]) != request_digest(
+        [almanac.CreateIndex(name="I", table="T", columns=("B", "A"))]
+    )
+    assert request_digest([CreateSchema("S"), CreateSchema("T")]) != request_digest(
+        [CreateSchema("T"), CreateSchema("S")]
+    )

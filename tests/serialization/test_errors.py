@@ -12,6 +12,7 @@ import pytest
 from almanac import entries as e
 from almanac.descriptors import ConstantDefault, Schema
 from almanac.errors import SerializationError
+from almanac.requests import Checkpoint
 from almanac.serialization import REGISTRY, decode, decode_catalog, decode_update, encode
 from almanac.serialization.io import Writer
 
@@ -192,3 +193,17 @@ def test_unencodable_objects(obj: object, pattern: str | None) -> None:
         return
     with pytest.raises(SerializationError, match=pattern):
         encode(obj)
+
+
+def test_a_checkpoint_with_a_repeated_request_id_is_refused() -> None:
+    checkpoint = cast(Checkpoint, EXAMPLES["Checkpoint"])
+    record = checkpoint.requests[0]
+    data = encode(replace(checkpoint, requests=(record, record)))
+    second = data.rindex(b"\x03a-1")  # the repeated id's length byte, then the id
+    _raises(data, "Request ids of a checkpoint are not in strictly increasing order", second)
+
+
+def test_an_update_with_a_bad_applied_flag_is_refused() -> None:
+    data = bytearray(encode(EXAMPLES["VersionedUpdate"]))
+    data[-1] = 2  # the last applied flag
+    _raises(bytes(data), "Invalid boolean byte 0x02", len(data) - 1)

@@ -5,6 +5,7 @@ refuse to start."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,20 @@ def test_error_details_are_json_safe() -> None:
     assert body["details"]["ids"] == [1, 2] and body["details"]["names"] == ["a", "b"]
     assert body["details"]["nested"] == {"1": [None, True]}
     assert body["details"]["role"] == "read" and body["details"]["big"] == str(2**100)
+
+
+def test_serve_checks_its_arguments_and_a_busy_port(tmp_path: Path) -> None:
+    from almanac.server import serve
+
+    with pytest.raises(ValidationError, match="'port'"):
+        serve("memory://", port=70000)
+    with pytest.raises(ValidationError, match="'host'"):
+        serve("memory://", host="")
+    with pytest.raises(ValidationError, match="'insecure'"):
+        serve("memory://", insecure="yes")  # type: ignore[arg-type]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CatalogError, match=f"Cannot listen on http://127.0.0.1:{port}"):
+            serve("memory://", port=port)

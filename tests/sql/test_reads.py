@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from almanac import (
 )
 from almanac.clock import to_datetime
 from almanac.sql import parse_script, parse_sql
-from almanac.sql.reads import ReadStatement
+from almanac.sql.reads import AsOf, ReadStatement
 
 SETUP = [
     "CREATE SCHEMA S; CREATE ZONE Z WITH (PARTITIONS=4, REPLICAS=3, STORAGE_PROFILES='a,b')",
@@ -321,7 +321,7 @@ def test_a_read_makes_no_version_and_checks_its_arguments(cat: Catalog) -> None:
 
 def test_parse_sql_returns_the_read_and_parse_script_refuses_it() -> None:
     assert parse_sql("SHOW TABLES IN s AS OF VERSION 3") == ReadStatement(
-        "SHOW TABLES", schema="S", as_of=almanac.sql.reads.AsOf(version=3)
+        "SHOW TABLES", schema="S", as_of=AsOf(version=3)
     )
     assert parse_sql("SHOW INDEXES ON t", default_schema="X") == ReadStatement(
         "SHOW INDEXES", schema="X", table="T"
@@ -360,3 +360,20 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             left.sql("SHOW DIFF 2 4")
         assert left.sql("SHOW DIFF 3 4").rows == (("added", "schema", "C", None, None, None),)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ReadStatement("SHOW VIEWS"), "Unknown read statement 'SHOW VIEWS'"),
+        (lambda: ReadStatement("SHOW DIFF"), "SHOW DIFF, and only it, names two versions"),
+        (lambda: ReadStatement("SHOW ZONES", versions=(1, 2)), "SHOW DIFF, and only it"),
+        (lambda: ReadStatement("DESCRIBE TABLE", table="T"), "DESCRIBE TABLE names a schema"),
+        (lambda: AsOf(), "AS OF names a version or a timestamp, exactly one"),
+    ],
+)
+def test_read_statement_values_refuse_what_no_statement_says(
+    build: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        build()

@@ -9,10 +9,12 @@ one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
@@ -135,6 +137,7 @@ class Readiness(BaseModel):
     ready: bool
     version: int
     node: str
+    event_streams: int
 
 
 def stop_streams(app: Any) -> None:
@@ -143,6 +146,25 @@ def stop_streams(app: Any) -> None:
     streams = getattr(getattr(app, "state", None), "streams", None)
     if isinstance(streams, EventStreams):
         streams.close_all()
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema without its 422 responses: a request that does not
+    match its model is a 400 here, in the shape of every other error."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            summary=app.summary,
+            routes=app.routes,
+        )
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                operation.get("responses", {}).pop("422", None)
+        for unused in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(unused, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
@@ -156,12 +178,14 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     )
     app.state.catalog = cat
     app.state.tokens = tokens
+    app.state.streams = streams = EventStreams(cat)
     app.add_exception_handler(CatalogError, _catalog_error)
     app.add_exception_handler(AuthError, _auth_error)
     app.add_exception_handler(RequestValidationError, _request_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(_AccessLog)
+    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
 
     @app.get("/health", response_model=Health, tags=["service"])
     def health() -> Health:
@@ -171,11 +195,15 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     @app.get("/ready", response_model=Readiness, tags=["service"])
     def ready() -> JSONResponse:
         """Readiness: the node follows its log and can serve (503 when not). Needs no token."""
-        body = Readiness(ready=not cat.closed, version=cat.latest_version, node=cat.node_name)
+        body = Readiness(
+            ready=not cat.closed,
+            version=cat.latest_version,
+            node=cat.node_name,
+            event_streams=streams.open_streams,
+        )
         status = 200 if body.ready else 503
         return JSONResponse(body.model_dump(), status)
 
-    app.state.streams = EventStreams(cat)
-    app.include_router(api_router(cat, app.state.streams))
+    app.include_router(api_router(cat, streams))
     app.include_router(console.router(cat, tokens=tokens))
     return app

@@ -112,6 +112,7 @@ class EventStreams:
         """The SSE text of every version after ``after``, as they come."""
         sub = self._subscribe()
         disconnected = asyncio.ensure_future(_disconnect(request))
+        waiting: list[asyncio.Task[bool]] = []
         try:
             yield "retry: 1000\n\n"
             last = after
@@ -127,14 +128,18 @@ class EventStreams:
                 if batch:
                     continue
                 woken = asyncio.ensure_future(sub.wake.wait())
+                waiting.append(woken)
                 done, _ = await asyncio.wait(
                     (woken, disconnected), timeout=keepalive_s, return_when=asyncio.FIRST_COMPLETED
                 )
                 woken.cancel()
+                waiting.remove(woken)
                 if not done:
                     yield ": keep-alive\n\n"
         finally:
             disconnected.cancel()
+            for task in waiting:
+                task.cancel()
             self._unsubscribe(sub)
 
 

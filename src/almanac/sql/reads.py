@@ -20,7 +20,7 @@ from almanac.clock import to_datetime
 from almanac.commands.base import require_schema, require_table
 from almanac.descriptors import Collation, Index, IndexKind, Table
 from almanac.diff import CatalogDiff, JsonValue
-from almanac.errors import VersionNotFoundError
+from almanac.errors import ValidationError, VersionNotFoundError
 from almanac.spelling import default_sql, type_sql
 from almanac.sql.results import Cell, SqlResult
 from almanac.summary import summarize_update
@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from almanac.catalog import VersionInfo
 
 __all__ = [
+    "DESCRIBE_COLUMNS",
+    "DIFF_COLUMNS",
+    "HISTORY_COLUMNS",
+    "INDEX_COLUMNS",
+    "READ_KINDS",
+    "SCHEMA_COLUMNS",
+    "TABLE_COLUMNS",
+    "ZONE_COLUMNS",
     "AsOf",
     "ReadSource",
     "ReadStatement",
@@ -36,6 +44,7 @@ __all__ = [
     "describe_table",
     "diff_rows",
     "history_rows",
+    "iso_utc",
     "run_read",
     "show_indexes",
     "show_schemas",
@@ -53,6 +62,10 @@ class AsOf:
 
     version: int | None = None
     timestamp: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        if (self.version is None) == (self.timestamp is None):
+            raise ValidationError("AS OF names a version or a timestamp, exactly one of them")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +86,25 @@ class ReadStatement:
     versions: tuple[int, int] | None = None
     as_of: AsOf | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in READ_KINDS:
+            raise ValidationError(f"Unknown read statement {self.kind!r}")
+        if (self.kind == "SHOW DIFF") != (self.versions is not None):
+            raise ValidationError("SHOW DIFF, and only it, names two versions")
+        if self.kind == "DESCRIBE TABLE" and (self.schema is None or self.table is None):
+            raise ValidationError("DESCRIBE TABLE names a schema and a table")
+
+
+READ_KINDS = (
+    "SHOW SCHEMAS",
+    "SHOW TABLES",
+    "SHOW INDEXES",
+    "SHOW ZONES",
+    "SHOW HISTORY",
+    "SHOW DIFF",
+    "DESCRIBE TABLE",
+)
+
 
 class ReadSource(Protocol):
     """What a read needs of a catalog node (``Catalog`` is one)."""
@@ -92,8 +124,7 @@ class ReadSource(Protocol):
 def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     """The answer to ``statement``; its ``version`` is the version read (for
     ``SHOW DIFF``, the second version named)."""
-    if statement.kind == "SHOW DIFF":
-        assert statement.versions is not None  # the translation always sets them
+    if statement.versions is not None:  # SHOW DIFF
         first, second = (_existing(v) for v in statement.versions)
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
     cat = _version_read(statement.as_of, source)
@@ -117,8 +148,7 @@ def _version_read(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
                 earliest=source.earliest_version,
             )
         return cat
-    assert as_of.version is not None  # one of the two is always set
-    return source.catalog(_existing(as_of.version))
+    return source.catalog(_existing(as_of.version or 0))
 
 
 def _existing(version: int) -> int:
@@ -282,8 +312,7 @@ def _indexes_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
 
 
 def _describe_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
-    assert s.schema is not None and s.table is not None  # DESCRIBE always names a table
-    return describe_table(cat, s.schema, s.table)
+    return describe_table(cat, s.schema or "", s.table or "")  # both set (__post_init__)
 
 
 _ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {
