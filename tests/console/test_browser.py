@@ -19,7 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 import almanac
 from almanac.data import write_table
 
-from .harness import WAIT_S, chromium, running_server, screenshot
+from .harness import WAIT_S, chromium, running_server, screenshot, wait_for
 
 XSS_TABLE = "<script>window.__xss = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 2">'
@@ -204,3 +204,19 @@ def test_failures_are_pages_with_their_status(site: Site, browser: webdriver.Chr
     browser.get(site.url + "/tables/PUBLIC/NO_SUCH_TABLE")
     assert "404" in browser.find_element(By.CSS_SELECTOR, "#error h1").text
     screenshot(browser, site.shots, "error-404")
+
+
+def test_leaving_a_page_ends_its_event_stream(site: Site, browser: webdriver.Chrome) -> None:
+    """A stream the browser kept for a page left behind would hold one of its
+    few connections to the server: six such pages and the next one hangs."""
+    with httpx.Client(base_url=site.url) as client:
+
+        def streams() -> int:
+            return int(client.get("/ready").json()["event_streams"])
+
+        browser.get(site.url + "/history")
+        wait_for(lambda: streams() == 1, "the page's event stream to open")
+        browser.get(site.url + "/health")
+        # Chrome itself drops a left page's stream after 60 s; the page's own
+        # pagehide handler ends it at once (measured: under a second idle).
+        wait_for(lambda: streams() == 0, "the left page's event stream to end", deadline_s=30)
