@@ -100,6 +100,7 @@ def test_tree_to_table_to_history_to_diff(site: Site, browser: webdriver.Chrome)
     # Two appends: the second snapshot holds every file, 5 rows in all.
     assert _cells(browser, "snapshots", 4) == ["append", "append"]
     assert _cells(browser, "snapshots", 6) == ["3", "5"]
+    assert browser.find_elements(By.ID, "data-later") == []
     files = [int(n) for n in _cells(browser, "snapshots", 5)]
     sizes = [int(n.replace(",", "")) for n in _cells(browser, "snapshots", 7)]
     assert files[0] >= 1 and files[1] > files[0] and sizes[1] > sizes[0] > 0
@@ -142,6 +143,11 @@ def test_version_picker_shows_an_old_version(site: Site, browser: webdriver.Chro
     browser.find_element(By.LINK_TEXT, "ORDERS").click()
     _wait(browser).until(ec.presence_of_element_located((By.ID, "columns")))
     assert _cells(browser, "columns", 2) == ["ID", "CUSTOMER", "TOTAL"]
+    # Both snapshots were written against a later catalog version.
+    assert browser.find_element(By.ID, "data-missing").text == (
+        f"No data at catalog version {site.before_sales}."
+    )
+    assert browser.find_element(By.ID, "data-later").text.startswith("2 later snapshots")
     screenshot(browser, site.shots, "table-old-version")
 
 

@@ -65,6 +65,9 @@ class DataSnapshots:
 
     rows: tuple[SnapshotRow, ...] = ()
     missing: str | None = None
+    later: int = 0
+    """Snapshots left out because their rows were written against a catalog
+    version after the one shown (what ``snapshot_at(version=N)`` skips too)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,8 +128,9 @@ def _table_names(request: Request) -> tuple[str, str]:
     return unquote(parts[2], errors="replace"), unquote(parts[3], errors="replace")
 
 
-def table_data(cat: Catalog, table_id: int) -> DataSnapshots:
-    """The table's newest data snapshots, or why the catalog has none to show."""
+def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataSnapshots:
+    """The table's newest data snapshots (as of catalog ``version`` when
+    given), or why the catalog has none to show."""
     try:
         from almanac.data.commits import TableData
     except ImportError:
@@ -142,10 +143,13 @@ def table_data(cat: Catalog, table_id: int) -> DataSnapshots:
     except CatalogError:
         return DataSnapshots(missing="This catalog has no warehouse: its tables hold no data.")
     try:
-        snapshots = [data.load(r) for r in data.records(table_id)[-SNAPSHOTS_SHOWN:]]
+        records = data.records(table_id)
+        kept = [r for r in records if version is None or r.catalog_version <= version]
+        snapshots = [data.load(r) for r in kept[-SNAPSHOTS_SHOWN:]]
     except CatalogError as exc:
         return DataSnapshots(missing=f"The table's data snapshots cannot be read: {exc}")
     return DataSnapshots(
+        later=len(records) - len(kept),
         rows=tuple(
             SnapshotRow(
                 snapshot_id=s.snapshot_id,
@@ -157,7 +161,7 @@ def table_data(cat: Catalog, table_id: int) -> DataSnapshots:
                 bytes=sum(f.size for f in s.files),
             )
             for s in snapshots
-        )
+        ),
     )
 
 
@@ -218,7 +222,8 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
                 table=table_name,
                 version=snapshot.version,
             )
-        return render_table(snapshot, schema, found, table_data(cat, found.id), frame)
+        upto = snapshot.version if frame.pinned else None
+        return render_table(snapshot, schema, found, table_data(cat, found.id, upto), frame)
 
     @pages.get("/history", response_class=HTMLResponse)
     def history(request: Request) -> Response:
