@@ -361,6 +361,19 @@ def test_events_resume_without_loss_or_duplicate_while_ddl_runs(
     assert all(data["summary"] for _, data in stream.events)
 
 
+def test_a_stream_without_a_resume_point_starts_after_the_latest_version(
+    server: Server, admin: httpx.Client
+) -> None:
+    stream = EventReader(server, READ_TOKEN)
+    try:
+        wait_for(lambda: stream.comments >= 1, "the stream to be open")  # the first keep-alive
+        made = _sql(admin, "CREATE SCHEMA FROM_NOW").json()["version"]
+        wait_for(lambda: bool(stream.events), "the new version's event")
+    finally:
+        stream.close()
+    assert stream.events[0][0] == made
+
+
 def test_an_idle_stream_sends_keep_alive_comments(server: Server) -> None:
     stream = EventReader(server, READ_TOKEN, params={"keepalive": 0.1, "after": 10**9})
     try:

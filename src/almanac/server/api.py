@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from almanac import _check as check
@@ -16,7 +16,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.errors import SqlParseError, ValidationError
 from almanac.serialization import encode_catalog
-from almanac.server.auth import READ, AuthError, Role, require
+from almanac.server.auth import ADMIN, READ, Role, forbidden
 from almanac.server.commands_json import commands_from_json
 from almanac.server.models import (
     CatalogSummary,
@@ -82,7 +82,11 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
 
     def at(version: int | None, timestamp: str | None = None) -> CatalogVersion:
         if version is not None and timestamp is not None:
-            raise check.fail("Query parameters 'version' and 'timestamp'", "given alone", "both")
+            raise ValidationError(
+                "Give query parameter 'version' or 'timestamp', not both",
+                parameter="version",
+                rule="one of",
+            )
         if timestamp is not None:
             return cat.catalog_at(parse_timestamp(timestamp))
         check.optional_int(version, "Query parameter 'version'")
@@ -93,12 +97,7 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
         """Run a DDL script as one version, or one read statement (a read token
         may run reads only)."""
         if not role.allows(Role.ADMIN) and _changes_catalog(body.sql, body.default_schema):
-            raise AuthError(
-                403,
-                "Forbidden",
-                "A read token cannot run DDL; this script needs an admin token",
-                'Bearer realm="almanac", error="insufficient_scope"',
-            )
+            raise forbidden("A read token cannot run DDL; this script needs an admin token")
         result = cat.sql(body.sql, default_schema=body.default_schema, request_id=body.request_id)
         return {
             "version": result.version,
@@ -110,7 +109,7 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
         "/commands",
         response_model=ExecuteResponse,
         tags=["change"],
-        dependencies=[Depends(require(Role.ADMIN))],
+        dependencies=[ADMIN],
     )
     def commands(body: CommandsRequest) -> dict[str, Any]:
         """Apply commands (tagged by ``kind``) in order as one version, or none."""

@@ -24,11 +24,11 @@ from almanac import console
 from almanac.catalog import Catalog
 from almanac.errors import CatalogError
 from almanac.server.api import api_router
-from almanac.server.auth import ADMIN, READ, AuthError, Tokens, require
+from almanac.server.auth import AuthError, Tokens
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
 from almanac.server.sse import EventStreams
 
-__all__ = ["ADMIN", "READ", "AuthError", "create_app", "require", "stop_streams"]
+__all__ = ["create_app", "stop_streams"]
 
 _access = logging.getLogger("almanac.server.access")
 

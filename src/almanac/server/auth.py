@@ -5,6 +5,7 @@ A tokens file (or ``$ALMANAC_TOKENS``) holds one ``ROLE TOKEN`` pair a line;
 every configured token in constant time, so neither timing nor an early exit
 tells a caller how close a guess came. Tokens never appear in an error
 message or a log line: a bad line is named by its file and line number.
+``require(role)`` is the FastAPI dependency that admits a request.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import enum
 import hmac
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -30,6 +31,7 @@ __all__ = [
     "AuthError",
     "Role",
     "Tokens",
+    "forbidden",
     "request_token",
     "require",
 ]
@@ -178,10 +180,16 @@ class AuthError(Exception):
         self.challenge = challenge
 
 
-def require(needed: Role) -> Callable[..., Role]:
+def forbidden(message: str) -> AuthError:
+    """The 403 of a valid token whose role is too weak for the request."""
+    challenge = 'Bearer realm="almanac", error="insufficient_scope"'
+    return AuthError(403, "Forbidden", message, challenge)
+
+
+def require(needed: Role) -> Callable[..., Awaitable[Role]]:
     """A dependency that admits a request whose token has the ``needed`` role."""
 
-    def authorize(
+    async def authorize(  # async: a cheap check that needs no threadpool hop
         request: Request,
         _bearer_doc: Annotated[object, Security(_bearer)] = None,
         _cookie_doc: Annotated[object, Security(_cookie)] = None,
@@ -205,12 +213,7 @@ def require(needed: Role) -> Callable[..., Role]:
                 'Bearer realm="almanac", error="invalid_token"',
             )
         if not role.allows(needed):
-            raise AuthError(
-                403,
-                "Forbidden",
-                f"A {role.value} token cannot make changes; this needs an {needed.value} token",
-                'Bearer realm="almanac", error="insufficient_scope"',
-            )
+            raise forbidden(f"A {role.value} token cannot make changes; this needs an admin token")
         return role
 
     return authorize
