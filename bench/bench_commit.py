@@ -7,8 +7,10 @@ transaction per version that reads ``catalog.version``, inserts
 ``catalog.update.{N}`` with a payload as large as the catalog's stored entry
 of the same DDL, and moves ``catalog.version`` on if it still holds N-1.
 Against it: ``execute`` of a 3-column CREATE TABLE (a new table each time)
-on a directory target with ``delay_ms=0, max_clock_skew_ms=0``, and
-``cat.sql`` of the same DDL, at ``durability="full"`` and ``"normal"``.
+on a directory target with ``delay_ms=0, max_clock_skew_ms=0``, the same
+under a fresh request id each time (the digest of the commands and the
+request index), and ``cat.sql`` of the same DDL, at ``durability="full"``
+and ``"normal"``.
 
 Run: ``.venv/bin/python bench/bench_commit.py [commits]``.
 """
@@ -48,15 +50,17 @@ def create_sql(name: str) -> str:
     return f"CREATE TABLE {name} (ID INT64 PRIMARY KEY, NAME VARCHAR(100), EMAIL VARCHAR(200))"
 
 
-def catalog_rate(target: Path, durability: str, commits: int, via_sql: bool) -> tuple[float, int]:
+def catalog_rate(target: Path, durability: str, commits: int, how: str) -> tuple[float, int]:
     """Commits/s through the catalog, and the size of the last stored entry."""
     with almanac.connect(
         str(target), delay_ms=0, max_clock_skew_ms=0, durability=durability
     ) as cat:
         start = time.perf_counter()
         for i in range(commits):
-            if via_sql:
+            if how == "sql":
                 cat.sql(create_sql(f"T{i}"))
+            elif how == "execute+id":
+                cat.execute([create_table(f"T{i}")], request_id=f"request-{i}")
             else:
                 cat.execute([create_table(f"T{i}")])
         rate = commits / (time.perf_counter() - start)
@@ -97,12 +101,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for durability in DURABILITY_LEVELS:
-            rates: dict[str, list[float]] = {"execute": [], "sql": [], "floor": []}
+            rates: dict[str, list[float]] = {
+                "execute": [],
+                "execute+id": [],
+                "sql": [],
+                "floor": [],
+            }
             for run in range(RUNS):
-                rate, size = catalog_rate(root / f"e-{durability}{run}", durability, commits, False)
-                rates["execute"].append(rate)
-                rate, _ = catalog_rate(root / f"s-{durability}{run}", durability, commits, True)
-                rates["sql"].append(rate)
+                sizes = {}
+                for i, how in enumerate(("execute", "execute+id", "sql")):
+                    rate, sizes[how] = catalog_rate(
+                        root / f"{i}-{durability}{run}", durability, commits, how
+                    )
+                    rates[how].append(rate)
+                size = sizes["execute"]
                 floor = floor_rate(
                     root / f"f-{durability}{run}.db", durability, commits, b"x" * size
                 )
@@ -112,9 +124,9 @@ def main() -> None:
                 f"durability={durability!r}, {commits:,} CREATE TABLE commits, median of {RUNS}: "
                 f"floor (sqlite3 CAS loop, {size}-byte entries) {floor:,.0f}/s"
             )
-            for what in ("execute", "sql"):
+            for what in ("execute", "execute+id", "sql"):
                 rate = statistics.median(rates[what])
-                print(f"  cat.{what:<8} {rate:8,.0f}/s  {rate / floor:5.0%} of the floor")
+                print(f"  cat.{what:<10} {rate:8,.0f}/s  {rate / floor:5.0%} of the floor")
 
 
 if __name__ == "__main__":

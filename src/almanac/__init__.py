@@ -79,6 +79,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
@@ -139,6 +140,10 @@ __all__ = [
     "ObjectChange",
     "ObjectRef",
     "Preview",
+    "RemoteCatalog",
+    "RemoteEvent",
+    "RemoteListener",
+    "RemoteVersionInfo",
     "RemoveIndex",
     "RenameIndex",
     "RenameTable",

@@ -1,12 +1,14 @@
 """Opening a catalog from a target: ``open_catalog`` opens the store the
 target names and starts a node on it; ``almanac.connect`` also attaches the
-node's data plane where it has a warehouse. The catalog never imports the
-data plane; this is the one place that puts the two together."""
+node's data plane where it has a warehouse, or reaches a server over HTTP
+for an ``http://`` target. The catalog never imports the data plane; this is
+the one place that puts the two together."""
 
 from __future__ import annotations
 
 import os
 import threading
+from typing import Final, overload
 
 from almanac import _check as check
 from almanac.catalog import Catalog, RetentionPolicy
@@ -15,6 +17,7 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
+from almanac.remote import RemoteCatalog, check_token
 from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
@@ -22,6 +25,25 @@ from almanac.targets import Target, parse_target
 __all__ = ["connect", "open_catalog"]
 
 
+class _Local:
+    """The default of ``connect``'s ``token``: not given, a local catalog."""
+
+    def __repr__(self) -> str:
+        return "<local>"
+
+
+_LOCAL: Final = _Local()
+
+
+@overload
+def connect(
+    target: str | Target,
+    *,
+    token: str | None,
+) -> RemoteCatalog: ...
+
+
+@overload
 def connect(
     target: str | os.PathLike[str] | Target,
     *,
@@ -33,9 +55,30 @@ def connect(
     durability: str = "full",
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
-) -> Catalog:
+) -> Catalog: ...
+
+
+def connect(
+    target: str | os.PathLike[str] | Target,
+    *,
+    token: str | _Local | None = _LOCAL,
+    delay_ms: int | None = None,
+    max_clock_skew_ms: int | None = None,
+    retention: RetentionPolicy | None = None,
+    warehouse: str | None = None,
+    janitor_interval_s: float | None = None,
+    durability: str = "full",
+    node_name: str | None = None,
+    request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
+) -> Catalog | RemoteCatalog:
     """Open a catalog node (see ``open_catalog``) with its
-    data plane.
+    data plane, or reach a catalog server.
+
+    ``http://host:port`` (or ``https://``) is a server started by ``almanac
+    serve``: with ``token=`` (the bearer token, or ``None`` for a server
+    without auth) this returns a ``RemoteCatalog``. The keyword is required
+    for a server and refused otherwise, so that the type checker knows which
+    of the two it gets; the other options belong to local nodes.
 
     ``memory://`` is a fresh catalog in this process; a directory path (created
     on first use) or ``sqlite:///path/file.db`` is a durable catalog that the
@@ -48,6 +91,21 @@ def connect(
     ``almanac.metastore.sqlite``).
     """
     parsed = parse_target(target)
+    if parsed.kind == "http" or not isinstance(token, _Local):
+        local = {
+            "delay_ms": delay_ms,
+            "max_clock_skew_ms": max_clock_skew_ms,
+            "retention": retention,
+            "warehouse": warehouse,
+            "janitor_interval_s": janitor_interval_s,
+            "node_name": node_name,
+            "durability": None if durability == "full" else durability,
+            "request_window_s": None
+            if request_window_s == DEFAULT_REQUEST_WINDOW_S
+            else request_window_s,
+        }
+        given = [name for name, value in local.items() if value is not None]
+        return _connect_remote(parsed, token, given)
     check.optional_str(warehouse, "Parameter 'warehouse' of connect", nonblank=True)
     check.optional_float(
         janitor_interval_s,
@@ -83,6 +141,32 @@ def connect(
         cat.close()
         raise
     return cat
+
+
+def _connect_remote(target: Target, token: object, local_options: list[str]) -> RemoteCatalog:
+    if target.kind != "http":
+        raise ValidationError(
+            f"Parameter 'token' of connect is for a catalog server (http:// or https://), "
+            f"not for '{target}'",
+            parameter="token",
+            target=str(target),
+        )
+    if isinstance(token, _Local):
+        raise ValidationError(
+            f"Catalog target '{target}' is a server: pass token= to connect (the bearer "
+            "token, or None for a server without auth)",
+            parameter="token",
+            target=str(target),
+        )
+    if local_options:
+        raise ValidationError(
+            f"Parameter '{local_options[0]}' of connect belongs to a local catalog node; "
+            f"'{target}' is a server",
+            parameter=local_options[0],
+            target=str(target),
+        )
+    checked = None if token is None else check_token(token, "Parameter 'token' of connect")
+    return RemoteCatalog(target.url, token=checked)
 
 
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:
@@ -134,6 +218,13 @@ def open_catalog(
     once a checkpoint truncated that version (default 24 hours).
     """
     parsed = parse_target(target)
+    if parsed.kind == "http":
+        raise ValidationError(
+            f"Catalog target '{parsed}' is a server: open_catalog opens a local node "
+            "(almanac.connect reaches a server)",
+            target=str(parsed),
+            rule="remote-target",
+        )
     check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
     check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")

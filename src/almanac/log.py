@@ -4,8 +4,10 @@ Keys:
 
 * ``catalog.version`` - the latest version, as canonical decimal text;
 * ``catalog.update.{N}`` - the serialized ``VersionedUpdate`` of version N, or,
-  for N equal to the checkpoint version, the whole serialized catalog of N,
-  each in a checksummed frame that also names N (see ``almanac.log_format``);
+  for N equal to the checkpoint version, the whole serialized catalog of N
+  (with the request ids of the versions it replaced that are still inside
+  the request window, see ``almanac.requests``), each in a checksummed frame
+  that also names N (see ``almanac.log_format``);
 * ``catalog.snapshot.version`` - the checkpoint version, the earliest still
   available (the key keeps its original name so existing stores still open);
 * ``catalog.truncating`` - while a truncation is unfinished: the lowest

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -98,33 +99,47 @@ def check_request_id(value: object, what: str) -> str | None:
 def request_digest(commands: Sequence[object]) -> bytes:
     """SHA-256 of a canonical text of the commands: equal batches give equal
     digests in every process (no hash order, no addresses)."""
-    h = hashlib.sha256()
+    parts: list[str] = []
     for command in commands:
-        h.update(_canonical(command).encode("utf-8", "backslashreplace"))
-        h.update(b"\n")
-    return h.digest()
+        _canonical(command, parts)
+        parts.append("\n")
+    return hashlib.sha256("".join(parts).encode("utf-8", "backslashreplace")).digest()
 
 
-def _canonical(value: object) -> str:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = ",".join(
-            f"{f.name}={_canonical(getattr(value, f.name))}" for f in dataclasses.fields(value)
-        )
-        return f"{type(value).__qualname__}({fields})"
-    if isinstance(value, enum.Enum):
-        return f"{type(value).__qualname__}.{value.name}"
-    if isinstance(value, tuple | list):
-        return "(" + "".join(_canonical(v) + "," for v in value) + ")"
+def _canonical(value: object, out: list[str]) -> None:
     # A str or int subclass (a name type, say) means what its value means.
-    if isinstance(value, bool):
-        return f"bool:{value}"
-    if isinstance(value, int):
-        return f"int:{int(value)}"
-    if isinstance(value, str):
-        return f"str:{str.__repr__(value)}"
-    if isinstance(value, float):
-        return f"float:{float(value).hex()}"
-    return f"{type(value).__qualname__}:{value!r}"
+    if isinstance(value, enum.Enum):
+        out.append(f"{type(value).__qualname__}.{value.name}")
+    elif isinstance(value, str):
+        out.append(str.__repr__(value))
+    elif isinstance(value, bool) or value is None:
+        out.append(repr(value))
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, tuple | list):
+        out.append("(")
+        for item in value:
+            _canonical(item, out)
+            out.append(",")
+        out.append(")")
+    elif isinstance(value, float):
+        out.append(float(value).hex())
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out.append(type(value).__qualname__)
+        out.append("(")
+        for name in _field_names(type(value)):
+            out.append(name)
+            out.append("=")
+            _canonical(getattr(value, name), out)
+            out.append(",")
+        out.append(")")
+    else:
+        out.append(f"{type(value).__qualname__}:{value!r}")
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def record_of(update: VersionedUpdate, activation_time: int) -> RequestRecord | None:

@@ -9,6 +9,8 @@ target                         kind       the metastore behind it
 ``./data``, ``/abs/dir``       directory  ``<dir>/catalog.db`` (SQLite)
 ``sqlite:///abs/path/file.db`` sqlite     that SQLite file (percent-decoded)
 ``etcd://h1:p1,h2:p2/ns``      etcd       an etcd cluster, keys under ``ns/``
+``http://host:port``           http       an ``almanac serve`` server (also
+                                          ``https://``); no metastore here
 =============================  =========  ======================================
 
 An etcd target lists one or more ``host:port`` client endpoints (or
@@ -18,8 +20,14 @@ joined by ``/``; several catalogs share a cluster under different namespaces) an
 It has no directory, so no default warehouse: pass
 ``almanac.connect(uri, warehouse=...)`` for table data.
 
+An http target is ``http://`` or ``https://``, a host (name, IPv4, or
+``[ipv6]``), an optional port and an optional path prefix (a server behind a
+reverse proxy); no user, query or fragment. It names a server, not a store:
+``almanac.connect`` returns a ``RemoteCatalog`` for it, and it has no
+``store_uri``.
+
 A string with a URI scheme (``word:``) is never read as a directory: only the
-three schemes above are known, so ``memory:/`` or ``foo://x`` is refused instead
+schemes above are known, so ``memory:/`` or ``foo://x`` is refused instead
 of quietly making a folder of that name (write ``./memory:`` if you mean one).
 Blank targets, surrounding whitespace, NUL characters and text that is not
 valid Unicode are refused too. :func:`parse_target` is pure: it touches no
@@ -52,6 +60,8 @@ MAX_TIMEOUT_S = 86400.0
 threads' clocks overflow (or a call waits past any useful time)."""
 _SQLITE = "sqlite://"
 _ETCD = "etcd://"
+_HTTP = ("http://", "https://")
+_HTTP_PATH = re.compile(r"^(?:/[A-Za-z0-9_.~\-]+)+\Z")
 # \Z, not $: $ also matches before a final line break
 _ENDPOINT = re.compile(
     r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?|\[(?P<ipv6>[0-9A-Fa-f:.]+)\])"
@@ -62,11 +72,11 @@ _RESERVED_SEGMENT = re.compile(r"(?:^|/)(catalog|data)\.")
 _SECONDS = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _FORMS = (
-    "memory://, sqlite:///abs/path/file.db, etcd://host:port[,host:port...][/namespace] "
-    "or a directory path"
+    "memory://, sqlite:///abs/path/file.db, etcd://host:port[,host:port...][/namespace], "
+    "http[s]://host[:port][/prefix] or a directory path"
 )
 
-TargetKind = Literal["memory", "directory", "sqlite", "etcd"]
+TargetKind = Literal["memory", "directory", "sqlite", "etcd", "http"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +84,8 @@ class Target:
     """A parsed catalog target. ``path`` is the catalog directory (directory),
     the database file (sqlite), or ``None`` (memory, etcd); it is always
     absolute. An etcd target has its ``endpoints``, ``namespace`` and call
-    bound ``timeout_s`` (``None``: the backend's default).
+    bound ``timeout_s`` (``None``: the backend's default). An http target
+    has its ``url``, the server's base address.
     ``str(target)`` is the canonical text, and ``parse_target(str(t)) == t``."""
 
     kind: TargetKind
@@ -82,6 +93,7 @@ class Target:
     endpoints: tuple[str, ...] = ()
     namespace: str = ""
     timeout_s: float | None = None
+    url: str = ""
 
     @property
     def durable(self) -> bool:
@@ -97,7 +109,15 @@ class Target:
 
     @property
     def store_uri(self) -> str:
-        """The metastore URI another process opens (``open_metastore`` reads it)."""
+        """The metastore URI another process opens (``open_metastore`` reads it);
+        ``ValidationError`` for an http target, which names a server, not a store."""
+        if self.kind == "http":
+            raise ValidationError(
+                f"Catalog target '{self.url}' is a server: it has no metastore to open "
+                "(almanac.connect reaches it over HTTP)",
+                target=self.url,
+                rule="remote-target",
+            )
         if self.kind == "etcd":
             return str(self)
         store = self.store_path
@@ -122,6 +142,8 @@ class Target:
             return MEMORY
         if self.kind == "sqlite":
             return _SQLITE + quote(str(self.path))
+        if self.kind == "http":
+            return self.url
         if self.kind == "etcd":
             text = _ETCD + ",".join(self.endpoints)
             if self.namespace:
@@ -181,7 +203,9 @@ def parse_target(target: object) -> Target:
             return Target("sqlite", _sqlite_path(text))
         if text.startswith(_ETCD):
             return _etcd_target(text)
-        if scheme.group(1).lower() in ("memory", "sqlite", "etcd"):
+        if text.startswith(_HTTP):
+            return _http_target(text)
+        if scheme.group(1).lower() in ("memory", "sqlite", "etcd", "http", "https"):
             raise _refuse(target, "is malformed", "target-form")
         raise _refuse(target, f"has the unsupported scheme '{scheme.group(1)}:'", "target-scheme")
     return Target("directory", Path(os.path.abspath(text)))
@@ -236,6 +260,28 @@ def _etcd_target(text: str) -> Target:
     if (problem := reserved_segment(namespace)) is not None:
         raise _refuse(text, f"has the namespace {namespace!r}: {problem}", "target-namespace")
     return Target("etcd", endpoints=endpoints, namespace=namespace, timeout_s=_timeout(text, query))
+
+
+def _http_target(text: str) -> Target:
+    scheme, _, rest = text.partition("://")
+    if any(c in rest for c in "?#@"):
+        raise _refuse(text, "has a user, query or fragment (only host, port, path)", "target-form")
+    netloc, slash, path = rest.partition("/")
+    path = (slash + path).removesuffix("/")
+    match = _ENDPOINT.match(netloc) or _ENDPOINT.match(netloc + ":0")
+    if match is None or (match["ipv6"] is not None and not _is_ipv6(match["ipv6"])):
+        raise _refuse(text, f"has the host {netloc!r}, which is not host[:port]", "target-form")
+    port = int(match["port"])
+    if netloc.endswith(":" + match["port"]) and not 1 <= port <= 65535:
+        raise _refuse(text, f"has the port {match['port']}, outside 1..65535", "target-port")
+    if path and not _HTTP_PATH.match(path):
+        raise _refuse(
+            text,
+            f"has the path {path!r}: use segments of letters, digits, '_', '.', '~' or '-' "
+            "separated by single '/'",
+            "target-form",
+        )
+    return Target("http", url=f"{scheme}://{netloc}{path}")
 
 
 def _is_ipv6(text: str) -> bool:

@@ -77,12 +77,16 @@ def test_a_node_follows_logs_checkpoints_and_stops_cleanly(
         assert cat.execute([table("AFTER")]).version == latest + 1
 
 
-def test_a_node_without_a_store_is_refused(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_node_without_a_catalog_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.delenv("ALMANAC_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
     assert main(["node", "--name", "n1"]) == 1
-    assert "needs --store or $ALMANAC_STORE" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: No catalog at {tmp_path / 'almanac-data'}: create one")
+    assert "--store or $ALMANAC_STORE" in err
+    assert not (tmp_path / "almanac-data").exists()
 
 
 def test_a_taken_name_fails_the_node_with_a_message(

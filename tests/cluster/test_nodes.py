@@ -67,7 +67,7 @@ def test_a_second_live_node_of_the_same_name_is_refused(target: str) -> None:
 @pytest.mark.parametrize("name", ["", " n1", "n 1", "a/b", "-a", ".a", "x" * 129, "é", 5, b"n1"])
 def test_a_bad_node_name_is_a_validation_error(name: object) -> None:
     with pytest.raises(ValidationError, match="node_name"):
-        almanac.connect("memory://", node_name=name)  # type: ignore[arg-type]
+        almanac.connect("memory://", node_name=name)  # type: ignore[call-overload]
 
 
 def test_a_node_whose_lease_expired_registers_again() -> None:

@@ -65,6 +65,7 @@ PUBLIC_MODULES = (
     "almanac.diff",
     "almanac.errors",
     "almanac.events",
+    "almanac.remote",
     "almanac.sql.results",
     "almanac.targets",
 )
@@ -91,6 +92,7 @@ NOT_EXPORTED = {
     "almanac.datatypes.python_value_fits": "a type rule the commands apply",
     "almanac.datatypes.validate_params": "a type rule the commands apply",
     "almanac.events.Listeners": "the catalog's listener registry",
+    "almanac.remote.error_from_reply": "how the remote client reads a server's error reply",
     "almanac.targets.MAX_TIMEOUT_S": "the bound parse_target and the etcd store check",
     "almanac.targets.MEMORY": "the text of the memory target",
     "almanac.targets.STORE_FILE": "the file name inside a directory target",

@@ -521,7 +521,7 @@ def test_durable_by_default_and_normal_on_request(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["fast", "FULL", "", None, 2])
 def test_bad_durability_is_a_validation_error(tmp_path: Path, value: object) -> None:
     with pytest.raises(almanac.ValidationError) as info:
-        almanac.connect(str(tmp_path / "d"), durability=value)  # type: ignore[arg-type]
+        almanac.connect(str(tmp_path / "d"), durability=value)  # type: ignore[call-overload]
     assert "durability" in str(info.value)
     assert "'full'" in str(info.value) and "'normal'" in str(info.value)
     assert info.value.context["parameter"] == "durability"

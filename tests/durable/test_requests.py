@@ -6,10 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import almanac
 from almanac import ExecuteResult
-from almanac.metastore import open_metastore
+from almanac.entries import VersionedUpdate
+from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
+from almanac.metastore import Put, SqliteMetastore, open_metastore
 from almanac.requests import request_digest
+from almanac.serialization import REGISTRY
+from almanac.serialization.io import Writer
+from almanac.serialization.registry import PROTOCOL_VERSION
 from tests.durable.helpers import child, replay_store
 from tests.durable.worker_request import request_commands, result_json
 
@@ -75,3 +82,43 @@ def test_processes_racing_with_one_request_id_make_one_version(tmp_path: Path) -
         final = replay_store(store)
         assert final.version == before + 1
         assert [t.name for t in final.tables()] == ["T"]
+
+
+def _v1_bytes(update: VersionedUpdate) -> bytes:
+    """The update as a release before nodes and request ids wrote it."""
+    v1 = REGISTRY.serializers(VersionedUpdate)[0]
+    assert (v1.version, v1.release) == (1, "0.1.0") and v1.write is not None
+    w = Writer()
+    w.u16(PROTOCOL_VERSION)
+    w.u16(REGISTRY.type_id(VersionedUpdate))
+    w.uvarint(1)
+    v1.write(w, update)
+    return bytes(w)
+
+
+def test_a_log_of_v1_updates_reads_as_no_node_and_no_request(tmp_path: Path) -> None:
+    with almanac.connect("memory://") as mem:
+        mem.execute([almanac.CreateSchema("S")], request_id="lost-in-v1")
+        updates = [info.update for info in mem.history()]
+    target = tmp_path / "old"
+    target.mkdir()
+    with SqliteMetastore(target / "catalog.db") as store:
+        store.txn(
+            [],
+            [
+                *(Put(update_key(u.version), _v1_bytes(u)) for u in updates),
+                Put(KEY_VERSION, str(updates[-1].version).encode()),
+                Put(KEY_CHECKPOINT_VERSION, b"0"),
+            ],
+        )
+    with almanac.connect(str(target), delay_ms=0, node_name="new-node") as cat:
+        assert [(i.node, i.request_id) for i in cat.history()] == [("", None), ("", None)]
+        assert cat.history()[1].update.applied == ()
+        # The id was not stored by the old format: a retry runs anew.
+        with pytest.raises(almanac.AlreadyExistsError):
+            cat.execute([almanac.CreateSchema("S")], request_id="lost-in-v1")
+        result = cat.execute([almanac.CreateSchema("T")], request_id="now-kept")
+    with almanac.connect(str(target), delay_ms=0) as cat:
+        info = cat.history(result.version)[0]
+        assert (info.node, info.request_id) == ("new-node", "now-kept")
+        assert cat.execute([almanac.CreateSchema("T")], request_id="now-kept") == result

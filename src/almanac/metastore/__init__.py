@@ -90,6 +90,11 @@ def open_metastore(uri: str, *, durability: str = "full") -> Metastore:
         target = parse_target(uri)
     except ValidationError as exc:
         raise InvalidArgumentError(f"Invalid metastore URI: {exc}", uri=repr(uri)) from None
+    if target.kind == "http":
+        raise InvalidArgumentError(
+            f"Invalid metastore URI {uri!r}: it names a catalog server, not a store",
+            uri=repr(uri),
+        )
     if target.kind == "etcd":
         from almanac.metastore.etcd import DEFAULT_TIMEOUT_S, EtcdMetastore
 

@@ -1,0 +1,42 @@
+"""The ``almanac`` command line (click, with rich output on a terminal).
+
+``almanac [--store URI] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
+``describe``, ``history``, ``diff``, ``watch``, ``compact``, ``janitor``,
+``upgrade-warehouse``, ``node`` and ``serve``. ``--store`` defaults to
+``$ALMANAC_STORE``, else ``./almanac-data``. A catalog error prints one line,
+``error: <message>``, on stderr and exits 1; ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from almanac.cli.app import almanac_group, run
+from almanac.cli.maintenance import compact, init, janitor, upgrade_warehouse
+from almanac.cli.node import node
+from almanac.cli.reads import describe, diff, history, show, sql
+from almanac.cli.serve import serve
+from almanac.cli.watch import watch
+
+__all__ = ["main"]
+
+for _command in (
+    init,
+    sql,
+    show,
+    describe,
+    history,
+    diff,
+    watch,
+    compact,
+    janitor,
+    upgrade_warehouse,
+    node,
+    serve,
+):
+    almanac_group.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; returns the exit status."""
+    return run(almanac_group, argv)

@@ -1,0 +1,182 @@
+"""``almanac node``: one catalog node in the foreground.
+
+It follows the log, logs every version it applies and every event,
+optionally checkpoints the log by a retention policy, and on SIGTERM or
+SIGINT closes (its node key goes away at once) and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import click
+
+from almanac.cli.app import open_node, store_option
+
+if TYPE_CHECKING:
+    from almanac.catalog import Catalog, RetentionPolicy
+
+__all__ = ["node"]
+
+_FOLLOW_TICK_S = 0.25
+"""How long the node waits for a version before it looks at its stop flag."""
+
+
+class _NodeName(logging.Filter):
+    """Stamps every log record with the node's name (known once it opened)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.node = name
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.node = self.node
+        return True
+
+
+def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
+    """Log each version applied after ``after``; returns the latest logged."""
+    from almanac.errors import VersionNotFoundError
+
+    for info in cat.history(after + 1):
+        try:
+            log.info("applied %s", cat.describe(info.version))
+        except VersionNotFoundError:  # checkpointed away meanwhile
+            log.info("applied version %d", info.version)
+        after = info.version
+    return max(after, cat.earliest_version)
+
+
+@click.command()
+@click.option("--name", help="The node's name (default <hostname>-<pid>).")
+@click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
+@click.option("--delay-ms", type=int, help="Schema sync: activation delay.")
+@click.option("--max-clock-skew-ms", type=int, help="Schema sync: maximum clock skew.")
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="What to log on stderr.",
+)
+@click.option("--keep-versions", type=int, help="Retention: keep the last N versions.")
+@click.option(
+    "--keep-seconds", type=float, help="Retention: keep the versions active within S seconds."
+)
+@click.option(
+    "--checkpoint-every",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often to apply the retention policy.",
+)
+@store_option
+def node(
+    name: str | None,
+    warehouse: str | None,
+    delay_ms: int | None,
+    max_clock_skew_ms: int | None,
+    log_level: str,
+    keep_versions: int | None,
+    keep_seconds: float | None,
+    checkpoint_every: float,
+    store: str | None,
+) -> int:
+    """Run a catalog node in the foreground until SIGTERM or SIGINT."""
+    import almanac
+    from almanac.errors import ValidationError
+
+    if not checkpoint_every > 0:
+        raise ValidationError(f"--checkpoint-every must be positive, got {checkpoint_every}")
+    retention = None
+    if keep_versions is not None or keep_seconds is not None:
+        retention = almanac.RetentionPolicy(keep_versions=keep_versions, keep_seconds=keep_seconds)
+    stamp = _NodeName(name or "-")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(stamp)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s [%(node)s] %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(log_level.upper())
+    log = logging.getLogger("almanac.node")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("%s received: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        cat = open_node(
+            store,
+            data=True,
+            warehouse=warehouse,
+            delay_ms=delay_ms,
+            max_clock_skew_ms=max_clock_skew_ms,
+            retention=retention,
+            node_name=name,
+        )
+        with cat:
+            stamp.node = cat.node_name
+            _run_node(cat, retention, checkpoint_every, stop, log)
+        log.info("node %s stopped", cat.node_name)
+        return 0
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def _run_node(
+    cat: Catalog,
+    retention: RetentionPolicy | None,
+    checkpoint_every: float,
+    stop: threading.Event,
+    log: logging.Logger,
+) -> None:
+    import almanac
+    from almanac.errors import CatalogError, WaitTimeoutError
+
+    for event_type in almanac.EventType:
+        cat.listen(
+            event_type,
+            lambda e: log.info(
+                "event %s: version %d, object #%d", e.type.name, e.version, e.object_id
+            ),
+        )
+    seen = cat.latest_version
+    log.info(
+        "node %s following %s from version %d (delay %d ms, max clock skew %d ms)",
+        cat.node_name,
+        cat.target,
+        seen,
+        cat.delay_ms,
+        cat.max_clock_skew_ms,
+    )
+    checkpoint_at = time.monotonic() + checkpoint_every
+    while not stop.is_set():
+        with contextlib.suppress(WaitTimeoutError):
+            cat.catalog_ready(seen + 1, timeout=_FOLLOW_TICK_S, applied_only=True)
+        seen = _log_versions(cat, log, seen)
+        if retention is not None and time.monotonic() >= checkpoint_at:
+            before = cat.earliest_version
+            try:
+                earliest = cat.apply_retention()
+            except CatalogError as exc:  # the store is down, say: try again later
+                log.warning("checkpoint failed: %s", exc)
+                earliest = before
+            if earliest != before:
+                log.info("checkpointed the log: earliest version now %d", earliest)
+            checkpoint_at = time.monotonic() + checkpoint_every

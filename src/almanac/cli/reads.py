@@ -1,0 +1,245 @@
+"""``almanac sql``, and the reads that are SQL underneath: ``show``,
+``describe``, ``history`` and ``diff`` each write their statement and run it
+through ``Catalog.sql`` like any other script, so the command line, the HTTP
+API and the library answer a read the same way.
+
+Names are SQL names, as in a script: ``orders`` is ``ORDERS``, and a name
+with other cases or characters is double-quoted (``'"Mixed Case"'``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from almanac.cli.app import open_node, store_option
+from almanac.cli.output import Output
+
+if TYPE_CHECKING:
+    from almanac.sql.results import SqlResult
+
+__all__ = [
+    "describe",
+    "diff",
+    "history",
+    "read_statement",
+    "show",
+    "show_result",
+    "sql",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def read_statement(head: str, *, version: int | None = None, time: str | None = None) -> str:
+    """The read statement a subcommand stands for: ``head``, then ``AS OF
+    VERSION n`` or ``AS OF TIMESTAMP '…'`` (the instant as a SQL literal).
+    Usage error for both: a statement reads one catalog version."""
+    if version is not None and time is not None:
+        raise click.UsageError("Give --as-of-version or --as-of-time, not both")
+    if version is not None:
+        return f"{head} AS OF VERSION {version}"
+    if time is not None:
+        return f"{head} AS OF TIMESTAMP '" + time.replace("'", "''") + "'"
+    return head
+
+
+def show_result(result: SqlResult, out: Output) -> None:
+    """``version N`` for a change, the rows for a read; in JSON, the same
+    document the HTTP API's ``POST /v1/sql`` answers."""
+    if out.as_json:
+        out.record(
+            {
+                "version": result.version,
+                "columns": list(result.columns),
+                "rows": [list(row) for row in result.rows],
+            }
+        )
+    elif result.is_query:
+        out.table(result.columns, result.rows)
+    else:
+        out.line(f"version {result.version}")
+
+
+def _json_option(command: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document (for scripts)."
+    )(command)
+
+
+def _as_of_options(command: F) -> F:
+    command = click.option(
+        "--as-of-time",
+        metavar="ISO-8601",
+        help="Read the catalog active at this instant (e.g. 2026-11-23T01:02:03Z).",
+    )(command)
+    return click.option(
+        "--as-of-version",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Read catalog version N.",
+    )(command)
+
+
+def _run_read(
+    store: str | None,
+    head: str,
+    as_json: bool,
+    version: int | None = None,
+    time: str | None = None,
+) -> int:
+    statement = read_statement(head, version=version, time=time)
+    with open_node(store) as cat:
+        result = cat.sql(statement)
+    show_result(result, Output.for_stdout(as_json))
+    return 0
+
+
+@click.command()
+@click.argument("text", required=False)
+@click.option(
+    "-f",
+    "--file",
+    "script",
+    type=click.File("r", encoding="utf-8"),
+    metavar="FILE",
+    help="Read the script from FILE ('-' for stdin).",
+)
+@click.option(
+    "--default-schema", default="PUBLIC", show_default=True, help="The schema of unqualified names."
+)
+@click.option(
+    "--request-id",
+    metavar="ID",
+    help="Make the script idempotent: a retry with the same id applies nothing again.",
+)
+@_json_option
+@store_option
+def sql(
+    text: str | None,
+    script: IO[str] | None,
+    default_schema: str,
+    request_id: str | None,
+    as_json: bool,
+    store: str | None,
+) -> int:
+    """Run a SQL script as one catalog version, or one read statement.
+
+    TEXT is the script; without it (or with '-') the script is read from
+    stdin. Prints `version N` for DDL, the rows for a read.
+    """
+    if text is not None and script is not None:
+        raise click.UsageError("Give the script as TEXT or with --file, not both")
+    if script is not None:
+        text = script.read()
+    elif text is None or text == "-":
+        if sys.stdin.isatty():
+            click.echo("Reading SQL from the terminal; end it with Ctrl-D.", err=True)
+        text = sys.stdin.read()
+    with open_node(store, data=True) as cat:
+        result = cat.sql(text, default_schema=default_schema, request_id=request_id)
+    show_result(result, Output.for_stdout(as_json))
+    return 0
+
+
+@click.group()
+def show() -> None:
+    """List the schemas, tables, indexes or zones of a catalog version."""
+
+
+@show.command("schemas")
+@_as_of_options
+@_json_option
+@store_option
+def show_schemas(
+    as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
+) -> int:
+    """The schemas."""
+    return _run_read(store, "SHOW SCHEMAS", as_json, as_of_version, as_of_time)
+
+
+@show.command("tables")
+@click.argument("schema", required=False)
+@_as_of_options
+@_json_option
+@store_option
+def show_tables(
+    schema: str | None,
+    as_of_version: int | None,
+    as_of_time: str | None,
+    as_json: bool,
+    store: str | None,
+) -> int:
+    """The tables, of every schema or of SCHEMA."""
+    head = "SHOW TABLES" if schema is None else f"SHOW TABLES IN {schema}"
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
+
+
+@show.command("indexes")
+@click.argument("table", required=False)
+@_as_of_options
+@_json_option
+@store_option
+def show_indexes(
+    table: str | None,
+    as_of_version: int | None,
+    as_of_time: str | None,
+    as_json: bool,
+    store: str | None,
+) -> int:
+    """The indexes, of every table or of TABLE."""
+    head = "SHOW INDEXES" if table is None else f"SHOW INDEXES ON {table}"
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
+
+
+@show.command("zones")
+@_as_of_options
+@_json_option
+@store_option
+def show_zones(
+    as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
+) -> int:
+    """The zones."""
+    return _run_read(store, "SHOW ZONES", as_json, as_of_version, as_of_time)
+
+
+@click.command()
+@click.argument("table")
+@_as_of_options
+@_json_option
+@store_option
+def describe(
+    table: str, as_of_version: int | None, as_of_time: str | None, as_json: bool, store: str | None
+) -> int:
+    """The columns of TABLE (SCHEMA.TABLE, or a table of PUBLIC)."""
+    return _run_read(store, f"DESCRIBE TABLE {table}", as_json, as_of_version, as_of_time)
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the newest N.")
+@_as_of_options
+@_json_option
+@store_option
+def history(
+    limit: int | None,
+    as_of_version: int | None,
+    as_of_time: str | None,
+    as_json: bool,
+    store: str | None,
+) -> int:
+    """The catalog's versions, newest first: when, on which node, what changed."""
+    head = "SHOW HISTORY" if limit is None else f"SHOW HISTORY LIMIT {limit}"
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
+
+
+@click.command()
+@click.argument("v1", type=click.IntRange(min=0))
+@click.argument("v2", type=click.IntRange(min=0))
+@_json_option
+@store_option
+def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:
+    """What was added, removed and changed from version V1 to V2."""
+    return _run_read(store, f"SHOW DIFF {v1} {v2}", as_json)

@@ -1,0 +1,146 @@
+"""``almanac watch``: print each catalog version, with its events, as it
+arrives, from any available version on, until Ctrl-C (exit status 0).
+
+A script that saw version N resumes with ``--from N+1`` and misses nothing:
+the versions come from the catalog's own history, in order, whatever was
+committed while nobody watched. ``--json`` prints one document a line, the
+same fields as an event of the HTTP API's stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING, TypedDict
+
+import click
+
+from almanac.cli.app import open_node, store_option
+from almanac.cli.output import Output
+
+if TYPE_CHECKING:
+    from almanac.catalog import Catalog, VersionInfo
+
+__all__ = ["EventRecord", "VersionRecord", "version_record", "watch"]
+
+_TICK_S = 0.25
+"""How long a wait for the next version lasts before the stop flag is read."""
+
+
+class EventRecord(TypedDict):
+    type: str
+    object_id: int
+
+
+class VersionRecord(TypedDict):
+    """One version, as ``watch --json`` prints it: the fields of an event
+    of the HTTP API's stream."""
+
+    version: int
+    activation_time: str
+    node: str
+    request_id: str | None
+    events: list[EventRecord]
+    summary: str
+
+
+def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
+    """One version as JSON: its number, activation time (ISO-8601, UTC),
+    node, request id, events and the one-line summary."""
+    from almanac.errors import VersionNotFoundError
+    from almanac.sql.reads import iso_utc
+
+    try:
+        summary = cat.describe(info.version).partition(": ")[2]
+    except VersionNotFoundError:  # checkpointed away while we printed
+        summary = ""
+    return {
+        "version": info.version,
+        "activation_time": iso_utc(info.activation_time),
+        "node": info.node,
+        "request_id": info.request_id,
+        "events": [
+            {"type": entry.event_type.value, "object_id": entry.object_id()}
+            for entry in info.update.entries
+            if entry.event_type is not None
+        ],
+        "summary": summary,
+    }
+
+
+def _named(cat: Catalog, version: int, object_id: int) -> str:
+    """``PUBLIC.T (#7)``: the object as the version left it, or as the one
+    before had it (a drop); ``#7`` once neither is available."""
+    from almanac.errors import VersionNotFoundError
+    from almanac.summary import object_name
+
+    for number in (version, version - 1):
+        with contextlib.suppress(VersionNotFoundError):
+            name = object_name(cat.catalog(number), object_id)
+            if name is not None:
+                return f"{name} (#{object_id})"
+    return f"#{object_id}"
+
+
+def _show(cat: Catalog, info: VersionInfo, out: Output) -> None:
+    record = version_record(cat, info)
+    if out.as_json:
+        out.record(record)
+        return
+    node = record["node"] or "-"
+    out.line(
+        f"version {record['version']}  {record['activation_time']}  {node}  {record['summary']}"
+    )
+    for event in record["events"]:
+        out.line(f"  event {event['type']} {_named(cat, info.version, event['object_id'])}")
+
+
+@click.command()
+@click.option(
+    "--from",
+    "start",
+    type=click.IntRange(min=1),
+    metavar="VERSION",
+    help="Print the versions from VERSION on (default: only new ones).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document a line.")
+@store_option
+def watch(start: int | None, as_json: bool, store: str | None) -> int:
+    """Print catalog versions and their events as they arrive; Ctrl-C stops."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    # Handlers of our own: a child started with SIGINT ignored still stops on it.
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with open_node(store) as cat:
+            _follow(cat, start, stop, Output.for_stdout(as_json))
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+    return 0
+
+
+def _follow(cat: Catalog, start: int | None, stop: threading.Event, out: Output) -> None:
+    from almanac.errors import WaitTimeoutError
+
+    if start is not None and start <= cat.latest_version:
+        cat.catalog(start)  # still available? (else VersionNotFoundError names the earliest)
+    seen = cat.latest_version if start is None else start - 1
+    while not stop.is_set():
+        if cat.earliest_version > seen + 1:
+            click.echo(
+                f"warning: versions {seen + 1} to {cat.earliest_version - 1} were checkpointed "
+                "away before they could be printed",
+                err=True,
+            )
+            seen = cat.earliest_version - 1
+        for info in cat.history(seen + 1):
+            _show(cat, info, out)
+            seen = info.version
+        with contextlib.suppress(WaitTimeoutError):
+            cat.catalog_ready(seen + 1, timeout=_TICK_S, applied_only=True)
