@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup spark-helpers demo demo-cluster test lint typecheck unit bench clean
+.PHONY: setup browser spark-helpers demo demo-cluster test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -12,7 +12,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# The console's browser tests drive Debian's chromium through its chromedriver.
+# Installed as root, or with sudo; when neither works the tests fail, saying so.
+CHROMEDRIVER := /usr/bin/chromedriver
+browser:
+	@if [ ! -x $(CHROMEDRIVER) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  { $$SUDO apt-get update && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+	      chromium chromium-driver; } || \
+	  echo "*** Could not install chromium and chromium-driver: tests/console will fail" >&2; \
+	fi
 
 # Optional: Spark writes build their Java helpers on first use anyway.
 spark-helpers: setup

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from almanac import console
 from almanac.catalog import Catalog
 from almanac.errors import CatalogError
 from almanac.server.api import api_router
@@ -303,4 +304,5 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
         return JSONResponse(body.model_dump(), status)
 
     app.include_router(api_router(cat, streams))
+    app.include_router(console.router(cat, tokens=tokens))
     return app

@@ -1,0 +1,184 @@
+"""The console's pages as pure functions of catalog values: same input, same
+HTML. Every value reaches the page through Jinja2 with autoescaping on, so
+a table named ``<script>`` is shown as text, never run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from urllib.parse import quote
+
+import jinja2
+
+from almanac.catalog_version import CatalogVersion
+from almanac.descriptors import Index, Schema, Table, Zone
+from almanac.server.views import iso
+from almanac.spelling import default_sql, type_sql
+
+__all__ = [
+    "Chrome",
+    "DataSnapshots",
+    "DiffRow",
+    "HistoryRow",
+    "path_segment",
+    "SnapshotRow",
+    "render_diff",
+    "render_error",
+    "render_history",
+    "render_login",
+    "render_table",
+    "render_tree",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Chrome:
+    """What every page's frame shows: the versions a reader can pick from,
+    the one shown, and whether a login is in force."""
+
+    version: int
+    latest: int
+    earliest: int
+    pinned: bool
+    """True when the URL names the version: live updates then only offer a
+    reload instead of changing the page under the reader."""
+    auth: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRow:
+    """One data snapshot of a table, summed over its files."""
+
+    snapshot_id: int
+    catalog_version: int
+    committed: str
+    operation: str
+    files: int
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class DataSnapshots:
+    """A table's kept data snapshots, oldest first, or why there are none to show."""
+
+    rows: tuple[SnapshotRow, ...] = ()
+    missing: str | None = None
+    later: int = 0
+    """Snapshots left out because their rows were written against a catalog
+    version after the one shown (what ``snapshot_at(version=N)`` skips too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    version: int
+    activated: str
+    node: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRow:
+    """One line of the side-by-side diff: what ``name`` was before and after."""
+
+    change: str
+    """``added``, ``removed`` or ``changed``."""
+    kind: str
+    name: str
+    field: str
+    before: str
+    after: str
+
+
+def path_segment(name: str) -> str:
+    """A name as one URL path segment: every reserved character escaped,
+    ``/`` included, so any legal name routes to its own page."""
+    return quote(name, safe="")
+
+
+def _index_columns(index: Index) -> str:
+    if not index.collations:
+        return ", ".join(index.columns)
+    return ", ".join(
+        f"{name} {'ASC' if c.ascending else 'DESC'}"
+        for name, c in zip(index.columns, index.collations, strict=True)
+    )
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("almanac.console", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["type_sql"] = type_sql
+    env.filters["default_sql"] = lambda column: default_sql(column.default) or ""
+    env.filters["index_columns"] = _index_columns
+    env.filters["timestamp"] = iso
+    env.filters["thousands"] = lambda n: f"{n:,}"
+    env.filters["segment"] = path_segment
+    return env
+
+
+def _render(template: str, chrome: Chrome | None, **values: object) -> str:
+    return _environment().get_template(template).render(chrome=chrome, **values)
+
+
+def render_tree(snapshot: CatalogVersion, chrome: Chrome) -> str:
+    """Schemas, each with its tables, and the zones, at ``snapshot``."""
+    by_schema: dict[int, list[Table]] = {}
+    for table in snapshot.tables_by_id.values():  # one pass, however many schemas
+        by_schema.setdefault(table.schema_id, []).append(table)
+    schemas: list[tuple[Schema, list[Table]]] = [
+        (schema, sorted(by_schema.get(schema.id, ()), key=lambda t: t.name))
+        for schema in sorted(snapshot.schemas(), key=lambda s: s.name)
+    ]
+    return _render(
+        "tree.html",
+        chrome,
+        snapshot=snapshot,
+        schemas=schemas,
+        zones=snapshot.zones(),
+        default_zone=snapshot.default_zone,
+        activated=iso(snapshot.activation_time),
+    )
+
+
+def render_table(
+    snapshot: CatalogVersion, schema: Schema, table: Table, data: DataSnapshots, chrome: Chrome
+) -> str:
+    """One table: columns, primary key, indexes, zone and data snapshots."""
+    zone: Zone | None = snapshot.zone_by_id(table.zone_id)
+    return _render(
+        "table.html",
+        chrome,
+        schema=schema,
+        table=table,
+        indexes=snapshot.indexes(table.id),
+        zone=zone,
+        data=data,
+    )
+
+
+def render_history(
+    rows: Sequence[HistoryRow], chrome: Chrome, *, older: int | None, newer: int | None
+) -> str:
+    """The timeline, newest first; ``older``/``newer`` are the ``before=``
+    bounds of the neighbouring pages, None at either end."""
+    return _render("history.html", chrome, rows=rows, older=older, newer=newer)
+
+
+def render_diff(before: int, after: int, rows: Sequence[DiffRow], chrome: Chrome) -> str:
+    return _render("diff.html", chrome, before=before, after=after, rows=rows)
+
+
+def render_error(status: int, title: str, message: str, chrome: Chrome | None) -> str:
+    return _render("error.html", chrome, status=status, title=title, message=message)
+
+
+def render_login(message: str | None, next_path: str) -> str:
+    return _render("login.html", None, message=message, next_path=next_path)

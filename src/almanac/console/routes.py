@@ -1,0 +1,306 @@
+"""The console's routes: read-only HTML pages over one catalog node.
+
+Every failure a reader can cause (an unknown table, a truncated version, a
+malformed parameter) is a ``CatalogError`` rendered as a page with the HTTP
+status the API would give it, never a traceback. With tokens configured a
+page needs a ``read`` (or ``admin``) token, which the login form stores in
+an HttpOnly, SameSite=Strict cookie that the API honours for GET only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from urllib.parse import parse_qs, quote, unquote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
+from almanac.console.pages import (
+    Chrome,
+    DataSnapshots,
+    DiffRow,
+    HistoryRow,
+    SnapshotRow,
+    render_diff,
+    render_error,
+    render_history,
+    render_login,
+    render_table,
+    render_tree,
+)
+from almanac.diff import CatalogDiff
+from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.server.auth import COOKIE, Tokens, request_token
+from almanac.server.errors import status_of
+from almanac.server.views import iso, version_view
+
+__all__ = [
+    "HISTORY_PAGE",
+    "MAX_LOGIN_BYTES",
+    "SNAPSHOTS_SHOWN",
+    "diff_rows",
+    "router",
+    "table_data",
+]
+
+HISTORY_PAGE = 100
+"""Versions per history page."""
+SNAPSHOTS_SHOWN = 50
+"""The newest data snapshots a table page lists (each reads Iceberg metadata)."""
+
+MAX_LOGIN_BYTES = 8192
+"""The most a login form may send; the server reads no more."""
+
+_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+"""No script but the console's own file runs, whatever a page shows."""
+
+_TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 503: "Unavailable"}
+
+
+def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
+    """The diff as side-by-side lines: one per added or removed object, one
+    per changed field, each with its value before and after as JSON."""
+    rows = [DiffRow("removed", r.kind, r.name, "", "present", "—") for r in diff.removed]
+    rows += [DiffRow("added", r.kind, r.name, "", "—", "present") for r in diff.added]
+    for change in diff.changed:
+        rows += [
+            DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
+            for f in change.fields
+        ]
+    return rows
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    """An optional whole-number query parameter; ``ValidationError`` naming it otherwise."""
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return None
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
+        raise ValidationError(
+            f"Query parameter '{name}' must be a version number, got {text[:40]!r}",
+            parameter=name,
+            rule="version-number",
+        )
+    return int(text)
+
+
+def _safe_next(path: str | None) -> str:
+    """Where a login returns to: only a path on this server."""
+    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return "/"
+    return path
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=_HEADERS)
+
+
+def _static(name: str) -> bytes:
+    return resources.files("almanac.console").joinpath("static", name).read_bytes()
+
+
+def _table_names(request: Request) -> tuple[str, str]:
+    """Schema and table from the raw path, so a name holding ``/`` (sent as
+    ``%2F``) stays one name."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    parts = bytes(raw).decode("latin-1").split("/")
+    if len(parts) != 4 or not parts[2] or not parts[3]:
+        raise NotFoundError(
+            "A table page is /tables/<schema>/<table>, each name percent-encoded",
+            rule="table-path",
+        )
+    return unquote(parts[2], errors="replace"), unquote(parts[3], errors="replace")
+
+
+def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataSnapshots:
+    """The table's newest data snapshots (as of catalog ``version`` when
+    given), or why the catalog has none to show."""
+    try:
+        from almanac.data.commits import TableData
+    except ImportError:
+        return DataSnapshots(
+            missing="This server has no data-plane packages (pyarrow, pyiceberg installed "
+            "with almanac[spark]), so table data is not shown."
+        )
+    try:
+        data = TableData.for_catalog(cat)
+    except CatalogError:
+        return DataSnapshots(missing="This catalog has no warehouse: its tables hold no data.")
+    try:
+        records = data.records(table_id)
+        kept = [r for r in records if version is None or r.catalog_version <= version]
+        snapshots = [data.load(r) for r in kept[-SNAPSHOTS_SHOWN:]]
+    except CatalogError as exc:
+        return DataSnapshots(missing=f"The table's data snapshots cannot be read: {exc}")
+    return DataSnapshots(
+        later=len(records) - len(kept),
+        rows=tuple(
+            SnapshotRow(
+                snapshot_id=s.snapshot_id,
+                catalog_version=s.catalog_version,
+                committed=iso(s.commit_time),
+                operation=s.operation,
+                files=len(s.files),
+                rows=sum(f.rows for f in s.files),
+                bytes=sum(f.size for f in s.files),
+            )
+            for s in snapshots
+        ),
+    )
+
+
+def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
+    """The console's pages over ``cat``; ``tokens`` None means no login."""
+    pages = APIRouter(include_in_schema=False)
+    css, js = _static("console.css"), _static("console.js")
+
+    def chrome(version: int, pinned: bool) -> Chrome:
+        latest = max(cat.latest_version, version)
+        return Chrome(version, latest, cat.earliest_version, pinned, auth=tokens is not None)
+
+    def snapshot_of(request: Request) -> tuple[CatalogVersion, Chrome]:
+        version = _int_param(request, "version")
+        snapshot = cat.catalog(version)
+        return snapshot, chrome(snapshot.version, version is not None)
+
+    def respond(request: Request, build: Callable[[], str]) -> Response:
+        """The page ``build`` makes, after the log-in check; a ``CatalogError``
+        becomes an error page with the status the API gives it."""
+        if tokens is not None:
+            token = request_token(
+                request.method, request.headers.get("authorization"), request.cookies.get(COOKIE)
+            )
+            if token is None or tokens.role_of(token) is None:
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?next={quote(target, safe='')}", 303)
+        try:
+            return _html(build())
+        except CatalogError as exc:
+            status = status_of(exc)
+            frame = chrome(cat.latest_version, True) if status != 503 else None
+            title = _TITLES.get(status, "Error")
+            return _html(render_error(status, title, str(exc), frame), status)
+
+    @pages.get("/", response_class=HTMLResponse)
+    def tree(request: Request) -> Response:
+        def build() -> str:
+            snapshot, frame = snapshot_of(request)
+            return render_tree(snapshot, frame)
+
+        return respond(request, build)
+
+    @pages.get("/tables/{rest:path}", response_class=HTMLResponse)
+    def table(request: Request, rest: str) -> Response:
+        return respond(request, lambda: table_page(request))
+
+    def table_page(request: Request) -> str:
+        schema_name, table_name = _table_names(request)
+        snapshot, frame = snapshot_of(request)
+        schema = snapshot.schema(schema_name)
+        found = snapshot.table(table_name, schema_name)
+        if schema is None or found is None:
+            raise NotFoundError(
+                f"Table {schema_name}.{table_name} does not exist at catalog version "
+                f"{snapshot.version}",
+                schema=schema_name,
+                table=table_name,
+                version=snapshot.version,
+            )
+        upto = snapshot.version if frame.pinned else None
+        return render_table(snapshot, schema, found, table_data(cat, found.id, upto), frame)
+
+    @pages.get("/history", response_class=HTMLResponse)
+    def history(request: Request) -> Response:
+        return respond(request, lambda: history_page(request))
+
+    def history_page(request: Request) -> str:
+        latest, earliest = cat.latest_version, cat.earliest_version
+        before = _int_param(request, "before")
+        before = latest if before is None else max(earliest, min(before, latest))
+        since = max(earliest, before - HISTORY_PAGE + 1)
+        infos = [i for i in cat.history(since) if i.version <= before]
+        views = [version_view(cat, info) for info in reversed(infos)]
+        rows = [HistoryRow(v["version"], v["activated_at"], v["node"], v["summary"]) for v in views]
+        older = since - 1 if since > earliest else None
+        newer = min(before + HISTORY_PAGE, latest) if before < latest else None
+        return render_history(rows, chrome(latest, False), older=older, newer=newer)
+
+    @pages.get("/diff", response_class=HTMLResponse)
+    def diff(request: Request) -> Response:
+        return respond(request, lambda: diff_page(request))
+
+    def diff_page(request: Request) -> str:
+        latest = cat.latest_version
+        after = _int_param(request, "to")
+        after = latest if after is None else after
+        before = _int_param(request, "from")
+        before = max(after - 1, cat.earliest_version) if before is None else before
+        found = cat.diff(before, after)
+        return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
+
+    @pages.get("/login", response_class=HTMLResponse)
+    def login_form(request: Request) -> Response:
+        if tokens is None:
+            return RedirectResponse("/", 303)
+        return _html(render_login(None, _safe_next(request.query_params.get("next"))))
+
+    @pages.post("/login", response_class=HTMLResponse)
+    async def login(request: Request) -> Response:
+        if tokens is None:
+            return RedirectResponse("/", 303)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_LOGIN_BYTES:
+                return _html(render_login("That form is too large.", "/"), 413)
+        try:
+            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        except ValueError:  # more fields than a login form has
+            return _html(render_login("That is not the login form.", "/"), 400)
+        token = (form.get("token") or [""])[0].strip()
+        next_path = _safe_next((form.get("next") or ["/"])[0])
+        if not token or tokens.role_of(token) is None:
+            message = "That token is not valid here. Ask for a token with the read role."
+            return _html(render_login(message, next_path), 401)
+        response = RedirectResponse(next_path, 303)
+        response.set_cookie(
+            COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    @pages.post("/logout")
+    def logout() -> Response:
+        response = RedirectResponse("/login" if tokens is not None else "/", 303)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    @pages.get("/static/console.css")
+    def stylesheet() -> Response:
+        return Response(css, media_type="text/css; charset=utf-8")
+
+    @pages.get("/static/console.js")
+    def script() -> Response:
+        return Response(js, media_type="text/javascript; charset=utf-8")
+
+    return pages
