@@ -376,7 +376,10 @@ class Catalog:
         check.integer(since, "Parameter 'since' of Catalog.history")
         state = self._state
         out = []
-        for offset, update in enumerate(state.updates):
+        # Versions are stored by offset from the earliest, so a stream asking
+        # for what is new reads only that, however long the kept log.
+        for offset in range(max(since - state.earliest, 0), len(state.updates)):
+            update = state.updates[offset]
             if update is not None and update.version >= since:
                 out.append(
                     VersionInfo(

@@ -1,6 +1,8 @@
-"""Reading a Server-Sent Events stream (the WHATWG ``text/event-stream`` rules).
+"""The Server-Sent Events wire format (the WHATWG ``text/event-stream`` rules):
+``format_sse`` writes one message, ``parse_sse`` reads a stream.
 
-The remote client follows the server's event stream with it. Kept apart from
+The server writes its event stream with one and the remote client reads it
+with the other. Kept apart from
 the HTTP code so that the rules (multi-line data, comments, the last event id
 that persists across messages, what is never dispatched) are one pure
 function, tested without a socket.
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["SseMessage", "parse_sse"]
+__all__ = ["SseMessage", "format_sse", "parse_sse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,12 @@ class SseMessage:
     data: str
     id: str | None
     retry_ms: int | None
+
+
+def format_sse(data: str, *, id: str | None = None, event: str | None = None) -> str:
+    """One message: a ``data:`` line per line of ``data``, ended by a blank line."""
+    head = (f"event: {event}\n" if event else "") + (f"id: {id}\n" if id is not None else "")
+    return head + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
 
 
 def parse_sse(lines: Iterable[str]) -> Iterator[SseMessage]:

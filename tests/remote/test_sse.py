@@ -1,12 +1,12 @@
 """The event-stream reader against the WHATWG rules, and a round trip of
-any messages a server may write."""
+any messages the server's writer makes."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from almanac.sse import SseMessage, parse_sse
+from almanac.sse import SseMessage, format_sse, parse_sse
 
 
 def _lines(text: str) -> list[str]:
@@ -56,8 +56,7 @@ def test_what_a_server_writes_is_what_is_read(
     messages: list[tuple[str, list[str], str]],
 ) -> None:
     wire = "".join(
-        f"event: {event}\n" + "".join(f"data: {d}\n" for d in data) + f"id: {mid}\n\n"
-        for event, data, mid in messages
+        format_sse("\n".join(data), id=mid, event=event) for event, data, mid in messages
     )
     assert list(parse_sse(_lines(wire))) == [
         SseMessage(event, "\n".join(data), mid, None) for event, data, mid in messages

@@ -29,7 +29,7 @@ from almanac.server.models import (
     TableResponse,
     dump,
 )
-from almanac.server.sse import EventStreams
+from almanac.server.streams import EventStreams
 from almanac.server.views import catalog_summary, parse_timestamp, table_view, version_view
 
 __all__ = ["HISTORY_LIMIT", "KEEPALIVE_S", "api_router"]

@@ -27,7 +27,7 @@ from almanac.errors import CatalogError
 from almanac.server.api import api_router
 from almanac.server.auth import AuthError, Tokens
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
-from almanac.server.sse import EventStreams
+from almanac.server.streams import EventStreams
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "stop_streams"]
 

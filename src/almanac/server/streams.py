@@ -30,6 +30,7 @@ from almanac.catalog import Catalog
 from almanac.errors import CatalogError, VersionNotFoundError, WaitTimeoutError
 from almanac.server.errors import error_body
 from almanac.server.views import version_view
+from almanac.sse import format_sse
 
 __all__ = ["BATCH", "EventStreams"]
 
@@ -123,7 +124,7 @@ class EventStreams:
                     yield gone
                     return
                 for version, text in batch:
-                    yield f"id: {version}\ndata: {text}\n\n"
+                    yield format_sse(text, id=str(version))
                     last = version
                 if batch:
                     continue
@@ -166,5 +167,5 @@ def _next_batch(cat: Catalog, last: int) -> tuple[list[tuple[int, str]], str | N
         )
         body: dict[str, Any] = {**error_body(type(error).__name__, error.message, error.context)}
         body["status"] = 410
-        return [], f"event: error\ndata: {json.dumps(body)}\n\n"
+        return [], format_sse(json.dumps(body), event="error")
     return [(info.version, json.dumps(version_view(cat, info))) for info in infos], None
