@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
 
-setup: $(STAMP) browser
+setup: $(STAMP)
 
 # The console's browser tests drive Debian's chromium through its chromedriver.
 # Installed as root, or with sudo; when neither works the tests fail, saying so.
@@ -44,7 +44,7 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
-unit: setup
+unit: setup browser
 	$(PY) -m pytest -q
 
 test: lint typecheck unit
