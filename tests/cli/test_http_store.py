@@ -108,6 +108,7 @@ def test_a_wrong_token_or_role_is_one_error_line_without_the_token(
         ["upgrade-warehouse"],
         ["node"],
         ["serve"],
+        ["watch"],  # it follows a node's log
     ],
 )
 def test_commands_of_a_local_node_refuse_a_server(
