@@ -5,6 +5,10 @@ for the module."""
 from __future__ import annotations
 
 import json
+import queue
+import signal
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +16,7 @@ import pytest
 
 import almanac
 from almanac.cli import main
+from tests.cli.support import PATIENCE, start
 from tests.cli.support import almanac as run
 from tests.server.harness import Server
 
@@ -108,7 +113,6 @@ def test_a_wrong_token_or_role_is_one_error_line_without_the_token(
         ["upgrade-warehouse"],
         ["node"],
         ["serve"],
-        ["watch"],  # it follows a node's log
     ],
 )
 def test_commands_of_a_local_node_refuse_a_server(
@@ -121,3 +125,56 @@ def test_commands_of_a_local_node_refuse_a_server(
         f"'{server.url}' is reached over HTTP; run it where the catalog's store is\n"
     )
     assert ADMIN_TOKEN not in err
+
+
+def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    """A child's stdout lines as they come, read on a thread so that a wait
+    for one can give up."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_watch_prints_the_versions_a_server_makes(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALMANAC_TOKEN", READ_TOKEN)
+    with almanac.connect(server.url, token=ADMIN_TOKEN) as remote:
+        first = remote.sql("CREATE SCHEMA watched").version
+        procs = [
+            start("watch", "--from", str(first), "--json", cwd=tmp_path, store=server.url),
+            start("watch", "--from", str(first + 1), cwd=tmp_path, store=server.url),
+        ]
+        try:
+            as_json, plain = (_lines(proc) for proc in procs)
+            seen = json.loads(as_json.get(timeout=PATIENCE))
+            assert (seen["version"], seen["events"]) == (first, [])  # a schema has no events
+            assert "WATCHED" in seen["summary"]
+            made = remote.sql("CREATE TABLE watched.t (id INT64 PRIMARY KEY)", request_id="w-9")
+            new = json.loads(as_json.get(timeout=PATIENCE))
+            created = remote.catalog(made.version).table("T", "WATCHED")
+            assert created is not None
+            assert (new["version"], new["request_id"]) == (made.version, "w-9")
+            assert new["events"][0] == {"type": "TABLE_CREATE", "object_id": created.id}
+            assert "WATCHED.T" in new["summary"]
+            head = plain.get(timeout=PATIENCE).rstrip("\n").split("  ")
+            assert head[:2] == [f"version {made.version}", new["activation_time"]]
+            assert head[3] == new["summary"]
+            assert plain.get(timeout=PATIENCE) == (
+                f"  event TABLE_CREATE WATCHED.T (#{created.id})\n"
+            )
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+            assert [proc.wait(timeout=PATIENCE) for proc in procs] == [0, 0]
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    assert [proc.stderr.read() for proc in procs if proc.stderr is not None] == ["", ""]

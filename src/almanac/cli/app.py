@@ -3,7 +3,7 @@
 and exit status 1, and the one way every subcommand opens its catalog.
 
 An ``http://`` or ``https://`` store is a catalog server (``almanac
-serve``): the reads and ``sql`` reach it as a ``RemoteCatalog`` with the
+serve``): the reads, ``sql`` and ``watch`` reach it as a ``RemoteCatalog`` with the
 bearer token of ``--token`` or ``$ALMANAC_TOKEN``, which is never printed;
 the commands that run a node on the catalog itself refuse it.
 
@@ -25,6 +25,7 @@ from almanac._check import INT64_MAX
 
 if TYPE_CHECKING:
     from almanac.catalog import Catalog
+    from almanac.remote import RemoteCatalog
     from almanac.sql.results import SqlResult
     from almanac.targets import Target
 
@@ -38,6 +39,7 @@ __all__ = [
     "int64_at_least",
     "local_target",
     "open_node",
+    "open_remote",
     "open_sql",
     "require_catalog",
     "resolve_target",
@@ -216,13 +218,17 @@ def open_node(
 def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
     """The catalog ``sql`` and the reads run on: a ``RemoteCatalog`` for a
     server (with the ``--token``), else the local node of ``open_node``."""
-    target = resolve_target(store)
-    if target.kind != "http":
+    if resolve_target(store).kind != "http":
         return open_node(store, data=data)
+    return open_remote(store)
+
+
+def open_remote(store: str | None) -> RemoteCatalog:
+    """The catalog server of an ``http(s)://`` store, with the ``--token``."""
     from almanac.connection import connect
 
     settings = click.get_current_context().find_object(Settings)
-    return connect(target, token=settings.token if settings is not None else None)
+    return connect(resolve_target(store), token=None if settings is None else settings.token)
 
 
 def run(group: click.Group, argv: Sequence[str] | None) -> int:
