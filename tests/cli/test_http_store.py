@@ -94,6 +94,12 @@ def test_a_wrong_token_or_role_is_one_error_line_without_the_token(
     assert (status, out) == (1, "")
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert wrong not in err
+    status, out, err = _call(capsys, "--store", server.url, "--token", "a b", "history")
+    assert (status, out) == (1, "")
+    assert err == (
+        "error: --token (or $ALMANAC_TOKEN) must be printable ASCII without spaces "
+        "(a bearer token)\n"
+    )
     status, out, err = _call(capsys, "--store", server.url, "history")  # no token at all
     assert (status, out) == (1, "") and len(err.splitlines()) == 1, err
     status, out, err = _call(

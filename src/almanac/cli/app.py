@@ -224,11 +224,16 @@ def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
 
 
 def open_remote(store: str | None) -> RemoteCatalog:
-    """The catalog server of an ``http(s)://`` store, with the ``--token``."""
+    """The catalog server of an ``http(s)://`` store, with the ``--token``
+    (checked here, so that a bad one is named as the user gave it)."""
     from almanac.connection import connect
+    from almanac.remote import check_token
 
     settings = click.get_current_context().find_object(Settings)
-    return connect(resolve_target(store), token=None if settings is None else settings.token)
+    token = None if settings is None else settings.token
+    if token is not None:
+        token = check_token(token, f"--token (or ${TOKEN_VARIABLE})")
+    return connect(resolve_target(store), token=token)
 
 
 def run(group: click.Group, argv: Sequence[str] | None) -> int:
