@@ -88,8 +88,9 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 class RemoteVersionInfo:
     """One version of ``RemoteCatalog.history``: the fields of a local
     ``VersionInfo`` and its ``node`` and ``request_id``, with the one-line
-    ``summary`` of what it changed (a local ``VersionInfo`` holds the stored
-    update instead, which the HTTP API does not send)."""
+    ``summary`` of what it changed and its ``events``, each an event type and
+    object id (a local ``VersionInfo`` holds the stored update instead, which
+    the HTTP API does not send)."""
 
     version: int
     commit_time: int
@@ -97,6 +98,7 @@ class RemoteVersionInfo:
     node: str
     request_id: str | None
     summary: str
+    events: tuple[tuple[EventType, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +302,13 @@ class RemoteCatalog:
         reply = self._request("GET", "/v1/history", params={"limit": 1})
         with _readable(self.url, "/v1/history"):
             return int(self._json(reply)["latest"])
+
+    @property
+    def earliest_version(self) -> int:
+        """The server's earliest available version (asked for on every read)."""
+        reply = self._request("GET", "/v1/history", params={"limit": 1})
+        with _readable(self.url, "/v1/history"):
+            return int(self._json(reply)["earliest"])
 
     def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``, as the server holds it."""
@@ -617,4 +626,7 @@ def _version_info(item: Mapping[str, Any]) -> RemoteVersionInfo:
         node=str(item.get("node") or ""),
         request_id=item.get("request_id"),
         summary=str(item.get("summary") or ""),
+        events=tuple(
+            (EventType(event["type"]), int(event["object_id"])) for event in item.get("events", ())
+        ),
     )

@@ -85,6 +85,12 @@ def test_history_and_diff_are_the_local_ones(remote: RemoteCatalog, local: Catal
         (v.version, v.node, v.request_id) for v in theirs
     ]
     assert all(v.request_id for v in mine)  # the client sent one with each DDL
+    assert [v.events for v in mine] == [
+        tuple((e.event_type, e.object_id()) for e in v.update.entries if e.event_type is not None)
+        for v in theirs
+    ]
+    assert mine[0].events, "a created table has events"
+    assert remote.earliest_version == local.earliest_version
 
 
 def test_read_statements_answer_rows(remote: RemoteCatalog, local: Catalog) -> None:

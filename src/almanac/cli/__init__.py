@@ -1,9 +1,11 @@
 """The ``almanac`` command line (click, with rich output on a terminal).
 
-``almanac [--store URI] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
+``almanac [--store URI] [--token TOKEN] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
 ``describe``, ``history``, ``diff``, ``watch``, ``compact``, ``janitor``,
 ``upgrade-warehouse``, ``node`` and ``serve``. ``--store`` defaults to
-``$ALMANAC_STORE``, else ``./almanac-data``. A catalog error prints one line,
+``$ALMANAC_STORE``, else ``./almanac-data``; an ``http(s)://`` store is a
+catalog server, reached with the token of ``--token`` or ``$ALMANAC_TOKEN``
+(see ``almanac.cli.app``). A catalog error prints one line,
 ``error: <message>``, on stderr and exits 1; ``--debug`` adds the traceback.
 """
 

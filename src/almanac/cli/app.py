@@ -1,6 +1,11 @@
-"""The ``almanac`` command group: the global ``--store`` and ``--debug``, the
-one place where a catalog error becomes one line on stderr and exit status
-1, and the one way every subcommand opens its catalog.
+"""The ``almanac`` command group: the global ``--store``, ``--token`` and
+``--debug``, the one place where a catalog error becomes one line on stderr
+and exit status 1, and the one way every subcommand opens its catalog.
+
+An ``http://`` or ``https://`` store is a catalog server (``almanac
+serve``): the reads, ``sql`` and ``watch`` reach it as a ``RemoteCatalog`` with the
+bearer token of ``--token`` or ``$ALMANAC_TOKEN``, which is never printed;
+the commands that run a node on the catalog itself refuse it.
 
 Importing this stays cheap (click only): the catalog, rich, Spark and the
 HTTP server are imported by the subcommands that use them.
@@ -10,8 +15,9 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import click
 
@@ -19,15 +25,22 @@ from almanac._check import INT64_MAX
 
 if TYPE_CHECKING:
     from almanac.catalog import Catalog
+    from almanac.remote import RemoteCatalog
+    from almanac.sql.results import SqlResult
     from almanac.targets import Target
 
 __all__ = [
     "DEFAULT_STORE",
     "STORE_VARIABLE",
+    "TOKEN_VARIABLE",
     "Settings",
+    "SqlCatalog",
     "almanac_group",
     "int64_at_least",
+    "local_target",
     "open_node",
+    "open_remote",
+    "open_sql",
     "require_catalog",
     "resolve_target",
     "run",
@@ -35,6 +48,7 @@ __all__ = [
 ]
 
 STORE_VARIABLE = "ALMANAC_STORE"
+TOKEN_VARIABLE = "ALMANAC_TOKEN"
 DEFAULT_STORE = "./almanac-data"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,6 +60,26 @@ class Settings:
 
     store: str
     debug: bool = False
+    token: str | None = field(default=None, repr=False)
+    """The bearer token for a catalog server; kept out of every message."""
+
+
+class SqlCatalog(Protocol):
+    """What ``sql`` and the reads need of a catalog: a local ``Catalog``
+    and a ``RemoteCatalog`` both answer it, the same way."""
+
+    def sql(
+        self, text: str, *, default_schema: str = ..., request_id: str | None = None
+    ) -> SqlResult: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 
 class _Group(click.Group):
@@ -75,15 +109,22 @@ class _Group(click.Group):
     envvar=STORE_VARIABLE,
     default=DEFAULT_STORE,
     metavar="URI",
-    help=f"The catalog: a directory, sqlite:///file.db or etcd://host:port/ns "
-    f"(default ${STORE_VARIABLE}, else {DEFAULT_STORE}).",
+    help=f"The catalog: a directory, sqlite:///file.db, etcd://host:port/ns or a "
+    f"server, http(s)://host:port (default ${STORE_VARIABLE}, else {DEFAULT_STORE}).",
+)
+@click.option(
+    "--token",
+    envvar=TOKEN_VARIABLE,
+    default=None,
+    metavar="TOKEN",
+    help=f"The bearer token of an http(s) store (default ${TOKEN_VARIABLE}); never printed.",
 )
 @click.option("--debug", is_flag=True, help="Print the traceback of an error.")
 @click.version_option(package_name="almanac", prog_name="almanac")
 @click.pass_context
-def almanac_group(ctx: click.Context, store: str, debug: bool) -> None:
+def almanac_group(ctx: click.Context, store: str, token: str | None, debug: bool) -> None:
     """Almanac: a versioned, transactional table catalog."""
-    ctx.obj = Settings(store=store, debug=debug)
+    ctx.obj = Settings(store=store, debug=debug, token=token)
 
 
 def int64_at_least(lo: int) -> click.IntRange:
@@ -115,6 +156,23 @@ def resolve_target(store: str | None) -> Target:
     return parse_target(store)
 
 
+def local_target(store: str | None) -> Target:
+    """``resolve_target`` for a command that runs a node on the catalog
+    itself: a catalog server is refused, naming the command."""
+    from almanac.errors import ValidationError
+
+    target = resolve_target(store)
+    if target.kind == "http":
+        command = click.get_current_context().command_path
+        raise ValidationError(
+            f"`{command}` needs the catalog itself, not a server: '{target}' is reached "
+            "over HTTP; run it where the catalog's store is",
+            target=str(target),
+            rule="local-only",
+        )
+    return target
+
+
 def require_catalog(target: Target) -> None:
     """Refuse a local path that holds no catalog (an etcd cluster can only
     tell once opened), so that a typo in ``--store`` does not quietly start
@@ -143,7 +201,7 @@ def open_node(
     new catalog (see ``require_catalog``)."""
     from almanac.cli.output import progress
 
-    target = resolve_target(store)
+    target = local_target(store)
     if not create:
         require_catalog(target)
     with progress(f"Opening the catalog at {target}"):
@@ -155,6 +213,27 @@ def open_node(
         from almanac.connection import open_catalog
 
         return open_catalog(target, **options)
+
+
+def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
+    """The catalog ``sql`` and the reads run on: a ``RemoteCatalog`` for a
+    server (with the ``--token``), else the local node of ``open_node``."""
+    if resolve_target(store).kind != "http":
+        return open_node(store, data=data)
+    return open_remote(store)
+
+
+def open_remote(store: str | None) -> RemoteCatalog:
+    """The catalog server of an ``http(s)://`` store, with the ``--token``
+    (checked here, so that a bad one is named as the user gave it)."""
+    from almanac.connection import connect
+    from almanac.remote import check_token
+
+    settings = click.get_current_context().find_object(Settings)
+    token = None if settings is None else settings.token
+    if token is not None:
+        token = check_token(token, f"--token (or ${TOKEN_VARIABLE})")
+    return connect(resolve_target(store), token=token)
 
 
 def run(group: click.Group, argv: Sequence[str] | None) -> int:

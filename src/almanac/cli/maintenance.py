@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from almanac.cli.app import int64_at_least, open_node, resolve_target, store_option
+from almanac.cli.app import int64_at_least, local_target, open_node, store_option
 from almanac.cli.output import progress
 
 __all__ = ["compact", "init", "janitor", "upgrade_warehouse"]
@@ -23,7 +23,7 @@ def init(store: str | None) -> int:
     """Create the catalog at the store (nothing happens if one is there)."""
     from almanac.errors import ValidationError
 
-    target = resolve_target(store)
+    target = local_target(store)
     if not target.durable:
         raise ValidationError(
             f"Catalog target {target} lives only inside one process: there is nothing to "

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from almanac.cli.app import int64_at_least, open_node, store_option
+from almanac.cli.app import int64_at_least, open_sql, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _run_read(
     time: str | None = None,
 ) -> int:
     statement = read_statement(head, version=version, time=time)
-    with open_node(store) as cat:
+    with open_sql(store) as cat:
         result = cat.sql(statement)
     show_result(result, Output.for_stdout(as_json))
     return 0
@@ -139,7 +139,7 @@ def sql(
         if sys.stdin.isatty():
             click.echo("Reading SQL from the terminal; end it with Ctrl-D.", err=True)
         text = sys.stdin.read()
-    with open_node(store, data=True) as cat:
+    with open_sql(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
     show_result(result, Output.for_stdout(as_json))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from almanac.cli.app import require_catalog, resolve_target, store_option
+from almanac.cli.app import local_target, require_catalog, store_option
 
 __all__ = ["serve"]
 
@@ -43,7 +43,7 @@ def serve(
     """Serve the HTTP API (under /v1) and the web console (at /)."""
     from almanac.server import serve as run_server
 
-    target = resolve_target(store)
+    target = local_target(store)
     require_catalog(target)
     run_server(
         str(target),

@@ -5,6 +5,9 @@ A script that saw version N resumes with ``--from N+1`` and misses nothing:
 the versions come from the catalog's own history, in order, whatever was
 committed while nobody watched. ``--json`` prints one document a line, the
 same fields as an event of the HTTP API's stream.
+
+On a catalog server (an ``http(s)://`` store) the versions come from its
+history, asked for every quarter second: the same lines, the same order.
 """
 
 from __future__ import annotations
@@ -12,18 +15,21 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import click
 
-from almanac.cli.app import int64_at_least, open_node, store_option
+from almanac.cli.app import int64_at_least, open_node, open_remote, resolve_target, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
     from almanac.catalog import Catalog, VersionInfo
+    from almanac.catalog_version import CatalogVersion
+    from almanac.remote import RemoteCatalog, RemoteVersionInfo
 
-__all__ = ["EventRecord", "VersionRecord", "version_record", "watch"]
+__all__ = ["EventRecord", "VersionRecord", "remote_version_record", "version_record", "watch"]
 
 _TICK_S = 0.25
 """How long a wait for the next version lasts before the stop flag is read."""
@@ -70,7 +76,34 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
     }
 
 
-def _named(cat: Catalog, version: int, object_id: int) -> str:
+def remote_version_record(info: RemoteVersionInfo) -> VersionRecord:
+    """``version_record`` of a version a catalog server listed: the server
+    already wrote its summary and events."""
+    from almanac.sql.reads import iso_utc
+
+    return {
+        "version": info.version,
+        "activation_time": iso_utc(info.activation_time),
+        "node": info.node,
+        "request_id": info.request_id,
+        "events": [{"type": kind.value, "object_id": oid} for kind, oid in info.events],
+        "summary": info.summary,
+    }
+
+
+class _Watched(Protocol):
+    """What ``watch`` reads of a catalog, local or remote, besides its versions."""
+
+    @property
+    def latest_version(self) -> int: ...
+
+    @property
+    def earliest_version(self) -> int: ...
+
+    def catalog(self, version: int | None = None) -> CatalogVersion: ...
+
+
+def _named(cat: _Watched, version: int, object_id: int) -> str:
     """``PUBLIC.T (#7)``: the object as the version left it, or as the one
     before had it (a drop); ``#7`` once neither is available."""
     from almanac.errors import VersionNotFoundError
@@ -84,8 +117,7 @@ def _named(cat: Catalog, version: int, object_id: int) -> str:
     return f"#{object_id}"
 
 
-def _show(cat: Catalog, info: VersionInfo, out: Output) -> None:
-    record = version_record(cat, info)
+def _show(cat: _Watched, record: VersionRecord, out: Output) -> None:
     if out.as_json:
         out.record(record)
         return
@@ -94,7 +126,7 @@ def _show(cat: Catalog, info: VersionInfo, out: Output) -> None:
         f"version {record['version']}  {record['activation_time']}  {node}  {record['summary']}"
     )
     for event in record["events"]:
-        out.line(f"  event {event['type']} {_named(cat, info.version, event['object_id'])}")
+        out.line(f"  event {event['type']} {_named(cat, record['version'], event['object_id'])}")
 
 
 @click.command()
@@ -117,30 +149,64 @@ def watch(start: int | None, as_json: bool, store: str | None) -> int:
     # Handlers of our own: a child started with SIGINT ignored still stops on it.
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with open_node(store) as cat:
-            _follow(cat, start, stop, Output.for_stdout(as_json))
+        out = Output.for_stdout(as_json)
+        if resolve_target(store).kind == "http":
+            with open_remote(store) as remote:
+                _follow_remote(remote, start, stop, out)
+        else:
+            with open_node(store) as cat:
+                _follow_local(cat, start, stop, out)
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
     return 0
 
 
-def _follow(cat: Catalog, start: int | None, stop: threading.Event, out: Output) -> None:
+def _follow_local(cat: Catalog, start: int | None, stop: threading.Event, out: Output) -> None:
     from almanac.errors import WaitTimeoutError
 
+    def wait(seen: int) -> None:
+        with contextlib.suppress(WaitTimeoutError):
+            cat.catalog_ready(seen + 1, timeout=_TICK_S, applied_only=True)
+
+    def records(since: int) -> list[VersionRecord]:
+        return [version_record(cat, info) for info in cat.history(since)]
+
+    _follow(cat, records, wait, start, stop, out)
+
+
+def _follow_remote(
+    remote: RemoteCatalog, start: int | None, stop: threading.Event, out: Output
+) -> None:
+    def records(since: int) -> list[VersionRecord]:
+        return [remote_version_record(info) for info in remote.history(since)]
+
+    _follow(remote, records, lambda seen: stop.wait(_TICK_S), start, stop, out)
+
+
+def _follow(
+    cat: _Watched,
+    records: Callable[[int], list[VersionRecord]],
+    wait: Callable[[int], object],
+    start: int | None,
+    stop: threading.Event,
+    out: Output,
+) -> None:
+    """Print the versions after the last one seen, then wait for more
+    (``wait(seen)``), until ``stop``."""
     if start is not None and start <= cat.latest_version:
         cat.catalog(start)  # still available? (else VersionNotFoundError names the earliest)
     seen = cat.latest_version if start is None else start - 1
     while not stop.is_set():
-        if cat.earliest_version > seen + 1:
+        earliest = cat.earliest_version
+        if earliest > seen + 1:
             click.echo(
-                f"warning: versions {seen + 1} to {cat.earliest_version - 1} were checkpointed "
+                f"warning: versions {seen + 1} to {earliest - 1} were checkpointed "
                 "away before they could be printed",
                 err=True,
             )
-            seen = cat.earliest_version - 1
-        for info in cat.history(seen + 1):
-            _show(cat, info, out)
-            seen = info.version
-        with contextlib.suppress(WaitTimeoutError):
-            cat.catalog_ready(seen + 1, timeout=_TICK_S, applied_only=True)
+            seen = earliest - 1
+        for record in records(seen + 1):
+            _show(cat, record, out)
+            seen = record["version"]
+        wait(seen)
