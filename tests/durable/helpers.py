@@ -78,10 +78,16 @@ def race_ddl_workers(
     """Start one ``worker_ddl`` per prefix, let them all go at once, and
     return their reports; each commits ``count`` tables."""
     total = 1 + len(prefixes) * count
-    procs = [
-        child("tests.durable.worker_ddl", target, p, str(count), str(total), *extra)
-        for p in prefixes
-    ]
+    return race_children(
+        [("tests.durable.worker_ddl", target, p, str(count), str(total), *extra) for p in prefixes],
+        timeout=timeout,
+    )
+
+
+def race_children(commands: list[tuple[str, ...]], *, timeout: float) -> list[dict[str, object]]:
+    """Start one ``child(*command)`` per command; once every one printed
+    ``ready``, let them all go at once and return the JSON each printed last."""
+    procs = [child(*command) for command in commands]
     try:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline().strip() == "ready"

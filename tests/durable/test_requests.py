@@ -17,7 +17,7 @@ from almanac.requests import request_digest
 from almanac.serialization import REGISTRY
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import PROTOCOL_VERSION
-from tests.durable.helpers import child, replay_store
+from tests.durable.helpers import child, race_children, replay_store
 from tests.durable.worker_request import request_commands, result_json
 
 PATIENCE = 120.0
@@ -58,24 +58,8 @@ def test_processes_racing_with_one_request_id_make_one_version(tmp_path: Path) -
     target = str(tmp_path / "data")
     with almanac.connect(target) as cat:
         before = cat.latest_version
-    procs = [child("tests.durable.worker_request", target, "race-1", "T", "race") for _ in range(3)]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        answers = []
-        for p in procs:
-            out, _ = p.communicate(timeout=PATIENCE)
-            assert p.returncode == 0, "a worker failed (see its stderr above)"
-            answers.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    command = ("tests.durable.worker_request", target, "race-1", "T", "race")
+    answers = race_children([command] * 3, timeout=PATIENCE)
     expected = {"version": before + 1, "applied": [True, True, False], "created": True}
     assert answers == [expected] * 3
     with open_metastore(f"sqlite:///{tmp_path / 'data' / 'catalog.db'}") as store:

@@ -56,11 +56,8 @@ from almanac.sql.dialect import (
     Untranslatable,
     ZoneProperty,
     check_clauses,
-    column_type,
-    default_value,
-    integer_literal,
-    number_text,
 )
+from almanac.sql.literals import column_type, default_value, integer_literal, number_text
 from almanac.sql.reads import AsOf, ReadStatement
 
 __all__ = ["translate", "translate_read"]
