@@ -107,7 +107,17 @@ def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
 
 
 def test_the_command_line_imports_no_heavy_package_until_a_command_needs_it() -> None:
-    heavy = ("rich", "fastapi", "uvicorn", "httpx", "pyarrow", "pyspark", "pyiceberg", "pandas")
+    heavy = (
+        "rich",
+        "fastapi",
+        "uvicorn",
+        "httpx",
+        "pyarrow",
+        "pyspark",
+        "pyiceberg",
+        "pandas",
+        "sqlglot",
+    )
     probe = (
         "import sys\n"
         "from almanac.cli import main\n"

@@ -10,7 +10,7 @@ import pytest
 from almanac.commands import AlterColumn
 from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, SqlParseError
-from almanac.sql import parse_script
+from almanac.sql.parsing import parse_script
 
 
 def error_of(sql: str) -> SqlParseError:

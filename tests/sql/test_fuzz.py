@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from almanac.commands import Command
 from almanac.errors import SqlParseError
-from almanac.sql import parse_script, parse_sql
+from almanac.sql.parsing import parse_script, parse_sql
 from almanac.sql.reads import ReadStatement
 
 EXAMPLES = int(os.environ.get("ALMANAC_FUZZ_EXAMPLES", "300"))

@@ -26,8 +26,8 @@ from almanac.commands import (
 from almanac.datatypes import ColumnType
 from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, SqlParseError, ValidationError
-from almanac.sql import parse_script
 from almanac.sql.dialect import AlmanacParser
+from almanac.sql.parsing import parse_script
 
 BEYOND_64_BITS = 2**63
 """One more than the largest signed 64-bit integer."""

@@ -26,7 +26,7 @@ from almanac.commands import (
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Collation, ConsistencyMode, ConstantDefault, IndexKind
 from almanac.errors import SqlParseError
-from almanac.sql import parse_script
+from almanac.sql.parsing import parse_script
 
 INT = ColumnType.INT32
 

@@ -21,7 +21,7 @@ from almanac import (
     VersionNotFoundError,
 )
 from almanac.clock import to_datetime
-from almanac.sql import parse_script, parse_sql
+from almanac.sql.parsing import parse_script, parse_sql
 from almanac.sql.reads import AsOf, ReadStatement
 
 SETUP = [

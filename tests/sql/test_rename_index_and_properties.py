@@ -6,7 +6,7 @@ import pytest
 
 import almanac
 from almanac import RenameIndex, SetTableProperties, SqlParseError
-from almanac.sql import parse_script
+from almanac.sql.parsing import parse_script
 
 
 def test_alter_index_rename() -> None:

@@ -12,7 +12,7 @@ from almanac.commands import AlterColumn, ColumnDef, CreateTable
 from almanac.datatypes import ColumnType
 from almanac.descriptors import ConstantDefault, DefaultValue, FunctionDefault
 from almanac.errors import SqlParseError
-from almanac.sql import parse_script
+from almanac.sql.parsing import parse_script
 
 T = ColumnType
 

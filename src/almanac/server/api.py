@@ -55,7 +55,7 @@ Version = Annotated[int | None, Query(description="a catalog version (default: t
 def _changes_catalog(text: str, default_schema: str) -> bool:
     """Whether a script holds DDL (a read token may only run reads). A script
     that does not parse changes nothing; running it reports the parse error."""
-    from almanac.sql import parse_sql
+    from almanac.sql.parsing import parse_sql
 
     try:
         parsed = parse_sql(text, default_schema=default_schema)
