@@ -55,6 +55,14 @@ def _log_in(driver: webdriver.Chrome, token: str) -> None:
     field.clear()
     field.send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "form.login button").click()
+    # Wait for the form's reply: a navigation started before it lands would
+    # cancel the POST, and with it the login.
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: (
+            d.get_cookie("almanac_token") is not None
+            or bool(d.find_elements(By.ID, "login-problem"))
+        )
+    )
 
 
 def test_pages_need_a_login_that_sets_a_strict_cookie(
