@@ -1,0 +1,223 @@
+"""pyiceberg's ``RestCatalog`` against a real ``almanac serve``: rows an
+Iceberg client writes read the same through pyiceberg and through
+Almanac's Spark path; an Iceberg schema change is the catalog version the
+equivalent ALTER TABLE makes, and time travel reaches the version before
+it; two clients racing on one table lose no snapshot."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.types import LongType, StringType
+
+import almanac
+import almanac.spark
+from almanac.catalog import Catalog
+from almanac.data import read_table
+from almanac.datatypes import ColumnType
+from almanac.iceberg import metadata_location
+from almanac.sql.parsing import parse_script
+from tests.server.harness import PATIENCE, Server
+
+from .conftest import rest_catalog
+from .tables import ARROW, SCHEMA, Row, arrow_rows, batch, ordered, scanned
+
+
+@pytest.fixture(scope="module")
+def cat(server: Server, target: str) -> Iterator[Catalog]:
+    """A second node of the served catalog: what Almanac itself sees."""
+    with almanac.connect(target) as node:
+        yield node
+
+
+def _spark_rows(spark: Any, target: str, name: str, **options: Any) -> list[Row]:
+    df = almanac.spark.read_table(spark, target, name, **options)
+    return ordered([tuple(r) for r in df.collect()])
+
+
+def test_rows_written_through_rest_read_the_same_in_pyiceberg_almanac_and_spark(
+    admin: RestCatalog, reader: RestCatalog, cat: Catalog, spark: Any, target: str
+) -> None:
+    admin.create_namespace("RT", {"owner": "sales"})
+    table = admin.create_table(("RT", "ORDERS"), SCHEMA)
+    table.append(batch([(1, "a", 1), (2, "b", 2), (3, "c", 3), (4, "d", 4), (5, None, None)]))
+    table.overwrite(batch([(2, "b2", 20)]), overwrite_filter="ID = 2")
+    table.delete("ID = 4")
+    expected = [(1, "a", 1), (2, "b2", 20), (3, "c", 3), (5, None, None)]
+
+    assert scanned(table) == expected
+    assert scanned(admin.load_table(("RT", "ORDERS"))) == expected
+    assert scanned(reader.load_table(("RT", "ORDERS"))) == expected
+
+    cat.catch_up()
+    described = cat.catalog().table("ORDERS", "RT")
+    assert described is not None
+    assert [(c.id, c.name, c.type, c.nullable) for c in described.columns] == [
+        (1, "ID", ColumnType.INT64, False),
+        (2, "NAME", ColumnType.STRING, True),
+        (3, "QTY", ColumnType.INT32, True),
+    ]
+    assert described.primary_key == ("ID",)
+    assert arrow_rows(read_table(cat, "ORDERS", "RT")) == expected
+    assert _spark_rows(spark, target, "RT.ORDERS") == expected
+    # Almanac's Iceberg pointer is the one the REST catalog hands out.
+    loaded = admin.load_table(("RT", "ORDERS"))
+    assert metadata_location(target, "RT.ORDERS") == loaded.metadata_location
+    assert len(loaded.snapshots()) >= 3  # append, overwrite, delete
+
+
+_EVOLUTION: list[tuple[str, Callable[[Any], None], str]] = [
+    ("add", lambda u: u.add_column("EMAIL", StringType()), "ADD COLUMN EMAIL STRING"),
+    ("rename", lambda u: u.rename_column("NAME", "LABEL"), "RENAME COLUMN NAME TO LABEL"),
+    ("widen", lambda u: u.update_column("QTY", LongType()), "ALTER COLUMN QTY SET DATA TYPE INT64"),
+    ("drop", lambda u: u.delete_column("EMAIL"), "DROP COLUMN EMAIL"),
+]
+
+
+def test_a_schema_change_through_rest_is_the_version_alter_table_makes(
+    admin: RestCatalog, cat: Catalog, spark: Any, target: str
+) -> None:
+    admin.create_namespace("EVO")
+    table = admin.create_table(("EVO", "T"), SCHEMA)
+    table.append(batch([(1, "a", 1), (2, "b", 2)]))
+    cat.catch_up()
+    versions = {"created": cat.latest_version}
+    for step, change, alter in _EVOLUTION:
+        before = cat.latest_version
+        with table.update_schema() as update:
+            change(update)
+        cat.catch_up()
+        assert cat.latest_version == before + 1, f"{step}: one catalog version per commit"
+        (made,) = cat.history(before + 1)
+        equivalent = almanac.preview(
+            cat.catalog(before), parse_script(f"ALTER TABLE EVO.T {alter}")
+        ).entries
+        assert made.update.entries == equivalent, step
+        versions[step] = before + 1
+        if step == "add":
+            table.append(batch([(3, "c", 3, "c@x")], ARROW.append(pa.field("EMAIL", pa.string()))))
+
+    final = cat.catalog().table("T", "EVO")
+    assert final is not None
+    assert [(c.name, c.type) for c in final.columns] == [
+        ("ID", ColumnType.INT64),
+        ("LABEL", ColumnType.STRING),
+        ("QTY", ColumnType.INT64),
+    ]
+    now = [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
+    assert scanned(admin.load_table(("EVO", "T"))) == now
+    assert _spark_rows(spark, target, "EVO.T") == now
+    # Time travel through Almanac to the version before each change.
+    before_add = _spark_rows(spark, target, "EVO.T", version=versions["created"])
+    assert before_add == [(1, "a", 1), (2, "b", 2)]
+    old = almanac.spark.read_table(spark, target, "EVO.T", version=versions["created"])
+    assert old.columns == ["ID", "NAME", "QTY"]
+    # A data commit is stamped with the catalog version it was written under.
+    at_add = _spark_rows(spark, target, "EVO.T", version=versions["add"])
+    assert at_add == [(1, "a", 1, None), (2, "b", 2, None), (3, "c", 3, "c@x")]
+    before_drop = read_table(cat, "T", "EVO", version=versions["widen"])
+    assert before_drop.column_names == ["ID", "LABEL", "QTY", "EMAIL"]
+    assert arrow_rows(before_drop) == [(1, "a", 1, None), (2, "b", 2, None), (3, "c", 3, "c@x")]
+
+    # An ALTER made through Almanac shows in the next load, field id = column id.
+    cat.sql("ALTER TABLE EVO.T ADD COLUMN NOTE INT32")
+    altered = cat.catalog().table("T", "EVO")
+    assert altered is not None
+    note = altered.column("NOTE")
+    assert note is not None
+    field = admin.load_table(("EVO", "T")).schema().find_field("NOTE")
+    assert field.field_id == note.id and not field.required
+
+
+def _race(clients: list[RestCatalog], attempt: Callable[[Table, int], None]) -> list[str]:
+    """Both clients load the table, then commit at once; each loser refreshes
+    and retries until it lands. Returns what happened, per client."""
+    barrier = threading.Barrier(len(clients), timeout=PATIENCE)
+    outcomes: list[str] = ["" for _ in clients]
+    failures: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            table = clients[i].load_table(("RACE", "T"))
+            barrier.wait()
+            try:
+                attempt(table, i)
+                outcomes[i] = "won"
+            except CommitFailedException:
+                for _ in range(20):
+                    table.refresh()
+                    try:
+                        attempt(table, i)
+                        outcomes[i] = "retried"
+                        return
+                    except CommitFailedException:
+                        continue
+                outcomes[i] = "gave up"
+        except BaseException as exc:  # reported by the test thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(PATIENCE)
+    assert not failures, failures
+    return outcomes
+
+
+def test_two_clients_committing_at_once_one_wins_the_other_retries_and_nothing_is_lost(
+    server: Server, admin: RestCatalog, cat: Catalog
+) -> None:
+    admin.create_namespace("RACE")
+    admin.create_table(("RACE", "T"), SCHEMA)
+    clients = [rest_catalog(server), rest_catalog(server)]
+    expected: list[Row] = []
+    for round_ in range(3):
+        rows: list[list[Row]] = [[(round_ * 10 + i, f"r{round_}c{i}", i)] for i in range(2)]
+
+        def append(table: Table, i: int, rows: list[list[Row]] = rows) -> None:
+            table.append(batch(rows[i]))
+
+        outcomes = _race(clients, append)
+        assert sorted(outcomes) == ["retried", "won"], outcomes
+        expected += rows[0] + rows[1]
+    table = admin.load_table(("RACE", "T"))
+    assert scanned(table) == ordered(expected)
+    # Every commit is on the current branch: one chain of six appends.
+    chain = []
+    snapshot = table.current_snapshot()
+    while snapshot is not None:
+        chain.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else table.snapshot_by_id(parent)
+    assert len(chain) == 6 and all(s.summary is not None for s in chain)
+    assert {s.summary.operation.value for s in chain if s.summary is not None} == {"append"}
+
+    # A schema race: both add a column against the same schema; one version each.
+    cat.catch_up()
+    before = cat.latest_version
+    names = ["A0", "A1"]
+
+    def add(table: Table, i: int) -> None:
+        with table.update_schema() as update:
+            update.add_column(names[i], StringType())
+
+    outcomes = _race(clients, add)
+    assert sorted(outcomes) == ["retried", "won"], outcomes
+    cat.catch_up()
+    assert cat.latest_version == before + 2
+    described = cat.catalog().table("T", "RACE")
+    assert described is not None
+    assert {"A0", "A1"} <= {c.name for c in described.columns}
+    schema: Schema = admin.load_table(("RACE", "T")).schema()
+    assert {schema.find_field(n).field_id for n in names} == {
+        c.id for c in described.columns if c.name in names
+    }
