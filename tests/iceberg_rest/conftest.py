@@ -13,6 +13,8 @@ import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+import almanac
+from almanac.catalog import Catalog
 from tests.server.harness import PATIENCE, Server
 from tests.spark.conftest import spark  # noqa: F401  (the one session of the run)
 
@@ -41,6 +43,13 @@ def server(server_dir: Path, target: str) -> Iterator[Server]:
         yield srv
     finally:
         assert srv.stop() == 0, srv.log_text()
+
+
+@pytest.fixture(scope="module")
+def cat(server: Server, target: str) -> Iterator[Catalog]:
+    """A second node of the served catalog: what Almanac itself sees."""
+    with almanac.connect(target) as node:
+        yield node
 
 
 def rest_catalog(server: Server, token: str | None = ADMIN_TOKEN) -> RestCatalog:

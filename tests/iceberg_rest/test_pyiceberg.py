@@ -7,11 +7,10 @@ it; two clients racing on one table lose no snapshot."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
@@ -29,13 +28,6 @@ from tests.server.harness import PATIENCE, Server
 
 from .conftest import rest_catalog
 from .tables import ARROW, SCHEMA, Row, arrow_rows, batch, ordered, scanned
-
-
-@pytest.fixture(scope="module")
-def cat(server: Server, target: str) -> Iterator[Catalog]:
-    """A second node of the served catalog: what Almanac itself sees."""
-    with almanac.connect(target) as node:
-        yield node
 
 
 def _spark_rows(spark: Any, target: str, name: str, **options: Any) -> list[Row]:

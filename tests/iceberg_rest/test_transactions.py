@@ -5,7 +5,7 @@ pyiceberg's own request, requirement and update models."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -23,18 +23,11 @@ from pyiceberg.types import NestedField, StringType
 import almanac
 from almanac.catalog import Catalog
 from almanac.sql.parsing import parse_script
-from tests.server.harness import Server
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned
 
 NAMESPACE = "TX"
-
-
-@pytest.fixture(scope="module")
-def cat(server: Server, target: str) -> Iterator[Catalog]:
-    with almanac.connect(target) as node:
-        yield node
 
 
 def _identifier(name: str) -> TableIdentifier:
