@@ -129,12 +129,14 @@ def test_table_endpoints_answer_in_the_spec_models(
     assert created.status_code == 200, created.text
     table = TableResponse.model_validate_json(created.text)
     assert table.metadata_location is not None
+    cat.catch_up()
+    described = cat.catalog().table("T", "CT")
+    assert described is not None
     assert [(f.field_id, f.name) for f in table.metadata.schema().fields] == [
-        (1, "ID"),
-        (2, "NAME"),
-        (3, "QTY"),
+        (c.id, c.name) for c in described.columns
     ]
-    assert table.metadata.schema().identifier_field_ids == [1]
+    assert [f.name for f in table.metadata.schema().fields] == ["ID", "NAME", "QTY"]
+    assert table.metadata.schema().identifier_field_ids == [described.columns[0].id]
     assert spec_error(_post(client, "/v1/namespaces/CT/tables", body), 409)["type"] == (
         "AlreadyExistsException"
     )

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.exceptions import BadRequestError, CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import LongType, StringType
@@ -52,12 +53,18 @@ def test_rows_written_through_rest_read_the_same_in_pyiceberg_almanac_and_spark(
     cat.catch_up()
     described = cat.catalog().table("ORDERS", "RT")
     assert described is not None
-    assert [(c.id, c.name, c.type, c.nullable) for c in described.columns] == [
-        (1, "ID", ColumnType.INT64, False),
-        (2, "NAME", ColumnType.STRING, True),
-        (3, "QTY", ColumnType.INT32, True),
+    assert [(c.name, c.type, c.nullable) for c in described.columns] == [
+        ("ID", ColumnType.INT64, False),
+        ("NAME", ColumnType.STRING, True),
+        ("QTY", ColumnType.INT32, True),
     ]
     assert described.primary_key == ("ID",)
+    # Iceberg field ids are the catalog's column ids.
+    fields = admin.load_table(("RT", "ORDERS")).schema()
+    assert [(f.field_id, f.name) for f in fields.fields] == [
+        (c.id, c.name) for c in described.columns
+    ]
+    assert fields.identifier_field_ids == [described.columns[0].id]
     assert arrow_rows(read_table(cat, "ORDERS", "RT")) == expected
     assert _spark_rows(spark, target, "RT.ORDERS") == expected
     # Almanac's Iceberg pointer is the one the REST catalog hands out.
@@ -68,7 +75,6 @@ def test_rows_written_through_rest_read_the_same_in_pyiceberg_almanac_and_spark(
 
 _EVOLUTION: list[tuple[str, Callable[[Any], None], str]] = [
     ("add", lambda u: u.add_column("EMAIL", StringType()), "ADD COLUMN EMAIL STRING"),
-    ("rename", lambda u: u.rename_column("NAME", "LABEL"), "RENAME COLUMN NAME TO LABEL"),
     ("widen", lambda u: u.update_column("QTY", LongType()), "ALTER COLUMN QTY SET DATA TYPE INT64"),
     ("drop", lambda u: u.delete_column("EMAIL"), "DROP COLUMN EMAIL"),
 ]
@@ -101,7 +107,7 @@ def test_a_schema_change_through_rest_is_the_version_alter_table_makes(
     assert final is not None
     assert [(c.name, c.type) for c in final.columns] == [
         ("ID", ColumnType.INT64),
-        ("LABEL", ColumnType.STRING),
+        ("NAME", ColumnType.STRING),
         ("QTY", ColumnType.INT64),
     ]
     now = [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
@@ -116,8 +122,16 @@ def test_a_schema_change_through_rest_is_the_version_alter_table_makes(
     at_add = _spark_rows(spark, target, "EVO.T", version=versions["add"])
     assert at_add == [(1, "a", 1, None), (2, "b", 2, None), (3, "c", 3, "c@x")]
     before_drop = read_table(cat, "T", "EVO", version=versions["widen"])
-    assert before_drop.column_names == ["ID", "LABEL", "QTY", "EMAIL"]
+    assert before_drop.column_names == ["ID", "NAME", "QTY", "EMAIL"]
     assert arrow_rows(before_drop) == [(1, "a", 1, None), (2, "b", 2, None), (3, "c", 3, "c@x")]
+
+    # The catalog has no column rename: the Iceberg rename is refused, not dropped.
+    latest = cat.latest_version
+    with pytest.raises(BadRequestError, match="NAME"), table.update_schema() as update:
+        update.rename_column("NAME", "LABEL")
+    cat.catch_up()
+    assert cat.latest_version == latest
+    assert admin.load_table(("EVO", "T")).schema().find_field("NAME").name == "NAME"
 
     # An ALTER made through Almanac shows in the next load, field id = column id.
     cat.sql("ALTER TABLE EVO.T ADD COLUMN NOTE INT32")
