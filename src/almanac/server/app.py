@@ -9,6 +9,7 @@ one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
@@ -24,6 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from almanac import console
 from almanac.catalog import Catalog
 from almanac.errors import CatalogError
+from almanac.iceberg_rest import PREFIX as ICEBERG_PREFIX
+from almanac.iceberg_rest import iceberg_exception, iceberg_router
 from almanac.server.api import api_router
 from almanac.server.auth import AuthError, Tokens
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
@@ -213,7 +216,12 @@ class _HeadAsGet:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] == "/v1/events":
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "HEAD"
+            or scope["path"] == "/v1/events"
+            or scope["path"].startswith(f"{ICEBERG_PREFIX}/")  # it has HEAD endpoints
+        ):
             await self.app(scope, receive, send)
             return
 
@@ -242,6 +250,20 @@ def stop_streams(app: Any) -> None:
     streams = getattr(getattr(app, "state", None), "streams", None)
     if isinstance(streams, EventStreams):
         streams.close_all()
+
+
+def _or_iceberg(
+    handler: Callable[[Request, Exception], JSONResponse],
+) -> Callable[[Request, Exception], JSONResponse]:
+    """``handler``, except under ``/iceberg``, whose errors take the Iceberg
+    REST spec's error model."""
+
+    def handle(request: Request, exc: Exception) -> JSONResponse:
+        if request.url.path.startswith(f"{ICEBERG_PREFIX}/"):
+            return iceberg_exception(request, exc)
+        return handler(request, exc)
+
+    return handle
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -275,11 +297,14 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.state.catalog = cat
     app.state.tokens = tokens
     app.state.streams = streams = EventStreams(cat)
-    app.add_exception_handler(CatalogError, _catalog_error)
-    app.add_exception_handler(AuthError, _auth_error)
-    app.add_exception_handler(RequestValidationError, _request_error)
-    app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
+    for kind, handler in (
+        (CatalogError, _catalog_error),
+        (AuthError, _auth_error),
+        (RequestValidationError, _request_error),
+        (HTTPException, _http_error),
+        (Exception, _unexpected),
+    ):
+        app.add_exception_handler(kind, _or_iceberg(handler))
     app.add_middleware(_BodyLimit)
     app.add_middleware(_HeadAsGet)
     app.add_middleware(_OneValuePerParameter)
@@ -305,4 +330,5 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
 
     app.include_router(api_router(cat, streams))
     app.include_router(console.router(cat, tokens=tokens))
+    app.include_router(iceberg_router(cat))
     return app
