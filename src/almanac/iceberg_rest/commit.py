@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata
@@ -27,17 +28,25 @@ from pyiceberg.table.update import AssertCreate, update_table_metadata
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
+from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
-from almanac.data.iceberg import CATALOG_VERSION_PROPERTY
-from almanac.data.iceberg_schema import same_spec
+from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
+from almanac.data.iceberg_schema import partition_spec, same_spec
 from almanac.data.snapshots import table_key
+from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
-from almanac.iceberg_rest.mapping import check_expressed, schema_commands
+from almanac.iceberg_rest.mapping import (
+    check_expressed,
+    check_spec,
+    create_command,
+    schema_commands,
+)
+from almanac.iceberg_rest.properties import Properties, properties_key
 from almanac.iceberg_rest.tables import Loaded, load
 from almanac.metastore import Compare, Op
 
-__all__ = ["Change", "commit", "one_namespace", "plan"]
+__all__ = ["Change", "commit", "created", "one_namespace", "plan"]
 
 _OPERATIONS = {
     Operation.APPEND: "append",
@@ -46,6 +55,7 @@ _OPERATIONS = {
     Operation.DELETE: "overwrite",
 }
 _RESERVED_PREFIX = "almanac."
+_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,8 @@ class Change:
     """The data snapshot's operation, None when no snapshot is added."""
     properties: dict[str, str] | None
     """The table's new Iceberg properties, None when they do not change."""
+    creates: bool = False
+    """The table does not exist yet: ``commands`` create it (a staged create)."""
 
     @property
     def full_name(self) -> str:
@@ -82,7 +94,12 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     """Check the request's requirements and apply its updates to the table's
     metadata; a 400 for anything the catalog cannot express."""
     namespace = one_namespace(request.identifier.namespace.root)
-    loaded = load(cat, namespace, request.identifier.name, version)
+    name = request.identifier.name
+    if version.table(name, namespace) is None and any(
+        isinstance(r, AssertCreate) for r in request.requirements
+    ):
+        return _plan_create(cat, version, namespace, name, request)
+    loaded = load(cat, namespace, name, version)
     full = f"{namespace}.{loaded.table.name}"
     base = loaded.metadata
     for requirement in request.requirements:
@@ -114,6 +131,79 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
         }
     return Change(loaded, wanted, commands, operation, properties)
+
+
+def _plan_create(
+    cat: Catalog, version: CatalogVersion, namespace: str, name: str, request: CommitTableRequest
+) -> Change:
+    """A staged create's commit: the updates build the table from nothing."""
+    full = f"{namespace}.{name}"
+    for requirement in request.requirements:
+        try:
+            requirement.validate(None)
+        except CommitFailedException as exc:
+            raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    try:
+        wanted = update_table_metadata(MetastoreCatalog._empty_table_metadata(), request.updates)
+    except CatalogError:
+        raise
+    except Exception as exc:  # pyiceberg refuses an update: the client's doing
+        raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
+    return created(cat, version, namespace, name, wanted)
+
+
+def created(
+    cat: Catalog,
+    version: CatalogVersion,
+    namespace: str,
+    name: str,
+    wanted: TableMetadata,
+    *,
+    relocate: bool = False,
+) -> Change:
+    """The change that creates table ``namespace.name`` as ``wanted`` says,
+    with its snapshot if it has one (a staged create, a registration): its
+    field ids must be the column ids the catalog gives, and its location the
+    table's (``relocate``, for a registration, moves it there: files already
+    written keep their paths, new ones go to the table's location)."""
+    full = f"{namespace}.{name}"
+    create = create_command(namespace, name, wanted.schema(), wanted.spec(), wanted.sort_order())
+    planned = preview(version, [create]).catalog
+    made = planned.table(name, namespace)
+    if made is None:  # pragma: no cover - preview either makes it or raises
+        raise refused(f"Table '{full}' cannot be created")
+    check_expressed(full, made, wanted.schema())
+    check_spec(full, partition_spec(made, table_partitions(planned, made)), wanted.spec())
+    if wanted.format_version != _FORMAT_VERSION:
+        raise refused(
+            f"Table '{full}' must be Iceberg format version {_FORMAT_VERSION}, "
+            f"not {wanted.format_version}",
+            table=full,
+            rule="format-version",
+        )
+    data = TableData.for_catalog(cat)
+    location = data.warehouse.table_dir(made.id)
+    if relocate:
+        wanted = wanted.model_copy(update={"location": location})
+    if wanted.location.rstrip("/") != location:
+        raise CommitFailedError(
+            f"Table '{full}' was staged at '{wanted.location}', but it would be created at "
+            f"'{location}' (another table was created meanwhile); stage it again",
+            table=full,
+        )
+    snapshot = wanted.current_snapshot()
+    operation = None
+    if snapshot is not None:
+        operation = (
+            "append" if snapshot.summary is None else _OPERATIONS[snapshot.summary.operation]
+        )
+    properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    wanted = wanted.model_copy(
+        update={"properties": {**wanted.properties, TABLE_ID_PROPERTY: str(made.id)}}
+    )
+    stored = Properties(properties_key("table", made.id), {}, 0)
+    loaded = Loaded(namespace, made, planned, None, stored, wanted)
+    return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
 
 
 def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
@@ -222,7 +312,15 @@ def _publish(
 ) -> tuple[list[Compare], list[Op]]:
     loaded = change.loaded
     table_id = loaded.table.id
-    if base.tables_by_id.get(table_id) != loaded.table:
+    if change.creates:
+        now = new.table(loaded.table.name, loaded.namespace)
+        if now is None or now.id != table_id or base.tables_by_id.get(table_id) is not None:
+            raise CommitFailedError(
+                f"Table '{change.full_name}' would be created with another id than it was "
+                "staged for (a concurrent change); stage it again",
+                table=change.full_name,
+            )
+    elif base.tables_by_id.get(table_id) != loaded.table:
         raise CommitFailedError(
             f"Table '{change.full_name}' was changed by another commit; refresh and retry",
             table=change.full_name,

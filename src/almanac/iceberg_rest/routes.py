@@ -37,7 +37,8 @@ from almanac.commands.preview import preview
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape, partition_spec
 from almanac.data.tablets import table_partitions
-from almanac.iceberg_rest.commit import commit, one_namespace, plan
+from almanac.errors import CatalogError
+from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import check_expressed, create_command
 from almanac.iceberg_rest.models import (
@@ -46,14 +47,15 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
-from almanac.iceberg_rest.properties import Properties
-from almanac.iceberg_rest.tables import find_table, load, namespace_of, with_snapshots
+from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
 from almanac.metastore import Compare, Op
+from almanac.server.app import ICEBERG_PREFIX
 from almanac.server.auth import ADMIN, READ
 
 __all__ = ["PREFIX", "iceberg_router"]
 
-PREFIX = "/iceberg"
+PREFIX = ICEBERG_PREFIX
 """Where the Iceberg REST catalog is mounted: a client's ``uri``."""
 _SEPARATOR = "\x1f"
 _M = TypeVar("_M", bound=BaseModel)
@@ -325,16 +327,41 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     @router.post("/namespaces/{namespace}/register", dependencies=[ADMIN])
     def register_table(namespace: str, body: Json) -> Response:
-        """Refused: a registered table's field ids are another catalog's."""
+        """CREATE TABLE from an Iceberg ``metadata.json``, its current snapshot
+        the table's first data snapshot, in one catalog version. Its field ids
+        must be the column ids the catalog gives (0, 1, ... in order), since
+        its data files carry them; its files keep their paths."""
         name = _namespace(namespace)
         request = _parse(RegisterTableRequest, body)
-        namespace_of(cat.catalog(), name)
-        raise refused(
-            f"Table '{name}.{request.name}' cannot be registered from "
-            f"'{request.metadata_location}': Almanac assigns a table's column ids itself, and "
-            "its data files must carry them; create the table and append the data instead",
-            rule="register",
-        )
+        version = cat.catalog()
+        namespace_of(version, name)
+        if request.overwrite:
+            raise refused(
+                f"Table '{name}.{request.name}': registering over a table is not supported; "
+                "drop it first",
+                rule="register-overwrite",
+            )
+        data = TableData.for_catalog(cat)
+        location = request.metadata_location
+        root = data.warehouse.root.rstrip("/")
+        if location == root or location.startswith(f"{root}/") or "/../" in location:
+            # The janitor owns the warehouse: it would collect the files of a
+            # table registered from there once their own table lets go of them.
+            raise refused(
+                f"Table '{name}.{request.name}': register a table from outside the catalog's "
+                f"warehouse ('{root}'), not from '{location}'",
+                rule="register-location",
+            )
+        try:
+            wanted = data.iceberg.metadata(location)
+        except CatalogError:  # no content of a file that is not Iceberg metadata goes out
+            raise refused(
+                f"Table '{name}.{request.name}': '{location}' is not a readable Iceberg "
+                "metadata file",
+                rule="register-location",
+            ) from None
+        commit(cat, [created(cat, version, name, request.name, wanted, relocate=True)])
+        return _table_response(cat, name, request.name)
 
     @router.post("/transactions/commit", dependencies=[ADMIN], status_code=204)
     def commit_transaction(body: Json) -> Response:
@@ -395,4 +422,5 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
             table=full,
             rule="location",
         )
-    return data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
+    initial = data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
+    return shown(initial, made, Properties(properties_key("table", made.id), {}, 0))

@@ -20,7 +20,7 @@ from almanac.descriptors import Table
 from almanac.errors import NotFoundError
 from almanac.iceberg_rest.properties import Properties
 
-__all__ = ["Loaded", "find_table", "load", "namespace_of"]
+__all__ = ["Loaded", "find_table", "load", "namespace_of", "shown", "with_snapshots"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +73,11 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
         )
     else:
         base = data.iceberg.metadata(record.metadata)
-    return Loaded(namespace, table, version, record, properties, _shown(base, table, properties))
+    return Loaded(namespace, table, version, record, properties, shown(base, table, properties))
 
 
-def _shown(metadata: TableMetadata, table: Table, properties: Properties) -> TableMetadata:
+def shown(metadata: TableMetadata, table: Table, properties: Properties) -> TableMetadata:
+    """``metadata`` as clients see it (see the module docstring)."""
     keys = [c.id for c in table.columns if c.name in table.primary_key]
     current = metadata.schema()
     schema = Schema(*current.fields, schema_id=current.schema_id, identifier_field_ids=keys)

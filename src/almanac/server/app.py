@@ -8,6 +8,7 @@ one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -25,8 +26,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from almanac import console
 from almanac.catalog import Catalog
 from almanac.errors import CatalogError
-from almanac.iceberg_rest import PREFIX as ICEBERG_PREFIX
-from almanac.iceberg_rest import iceberg_exception, iceberg_router
 from almanac.server.api import api_router
 from almanac.server.auth import AuthError, Tokens
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
@@ -252,6 +251,13 @@ def stop_streams(app: Any) -> None:
         streams.close_all()
 
 
+ICEBERG_PREFIX = "/iceberg"
+
+
+def _has_pyiceberg() -> bool:
+    return importlib.util.find_spec("pyiceberg") is not None
+
+
 def _or_iceberg(
     handler: Callable[[Request, Exception], JSONResponse],
 ) -> Callable[[Request, Exception], JSONResponse]:
@@ -259,7 +265,9 @@ def _or_iceberg(
     REST spec's error model."""
 
     def handle(request: Request, exc: Exception) -> JSONResponse:
-        if request.url.path.startswith(f"{ICEBERG_PREFIX}/"):
+        if request.url.path.startswith(f"{ICEBERG_PREFIX}/") and _has_pyiceberg():
+            from almanac.iceberg_rest import iceberg_exception
+
             return iceberg_exception(request, exc)
         return handler(request, exc)
 
@@ -330,5 +338,8 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
 
     app.include_router(api_router(cat, streams))
     app.include_router(console.router(cat, tokens=tokens))
-    app.include_router(iceberg_router(cat))
+    if _has_pyiceberg():  # the Iceberg REST catalog needs the spark extra's pyiceberg
+        from almanac.iceberg_rest import iceberg_router
+
+        app.include_router(iceberg_router(cat))
     return app
