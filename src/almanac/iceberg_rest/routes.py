@@ -28,6 +28,7 @@ from pyiceberg.catalog.rest import (
     TableResponse,
     UpdateNamespacePropertiesResponse,
 )
+from pyiceberg.catalog.rest.response import ErrorResponse
 from pyiceberg.table import CommitTableRequest, CommitTableResponse
 
 from almanac.catalog import Catalog
@@ -73,6 +74,23 @@ _ENDPOINTS = sorted(
         Endpoint(http_method=HttpMethod.POST, path="/v1/{prefix}/transactions/commit"),
     )
 )
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": f"{why} (the Iceberg REST error model)"}
+    for status, why in (
+        (400, "BadRequestException: malformed, or not expressible in the catalog"),
+        (401, "NotAuthorizedException: no token, or one that is not valid"),
+        (403, "ForbiddenException: a read token asked for a change"),
+        (404, "NoSuchNamespaceException, NoSuchTableException"),
+        (409, "AlreadyExistsException, NamespaceNotEmptyException, CommitFailedException"),
+        (503, "ServiceUnavailableException: retry"),
+    )
+}
+
+
+def _ok(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    return {200: {"model": model, "description": "success"}}
+
+
 Json = Annotated[dict[str, Any], Body(description="JSON as the Iceberg REST spec gives it")]
 
 
@@ -113,9 +131,9 @@ def _no_content() -> Response:
 
 def iceberg_router(cat: Catalog) -> APIRouter:
     """The ``/iceberg`` routes over ``cat`` (which needs a warehouse for tables)."""
-    router = APIRouter(prefix=f"{PREFIX}/v1", tags=["iceberg"])
+    router = APIRouter(prefix=f"{PREFIX}/v1", tags=["iceberg"], responses=_ERRORS)
 
-    @router.get("/config", dependencies=[READ])
+    @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
     def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:
         """Catalog configuration: the endpoints this server implements."""
         body = {"defaults": {}, "overrides": {}, "endpoints": _ENDPOINTS}
@@ -124,7 +142,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     # -- namespaces -----------------------------------------------------------
 
-    @router.get("/namespaces", dependencies=[READ])
+    @router.get("/namespaces", dependencies=[READ], responses=_ok(ListNamespaceResponse))
     def list_namespaces(
         parent: Annotated[str | None, Query()] = None,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
@@ -139,7 +157,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             names = [(s.name,) for s in sorted(version.schemas(), key=lambda s: s.name)]
         return _json(ListNamespaceResponse(namespaces=names))
 
-    @router.post("/namespaces", dependencies=[ADMIN])
+    @router.post("/namespaces", dependencies=[ADMIN], responses=_ok(NamespaceResponse))
     def create_namespace(body: Json) -> Response:
         """CREATE SCHEMA, with its properties, as one catalog version."""
         request = _parse(CreateNamespaceRequest, body)
@@ -154,7 +172,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([CreateSchema(name)], attach=attach)
         return _json(NamespaceResponse(namespace=(name,), properties=request.properties))
 
-    @router.get("/namespaces/{namespace}", dependencies=[READ])
+    @router.get("/namespaces/{namespace}", dependencies=[READ], responses=_ok(NamespaceResponse))
     def load_namespace(namespace: str) -> Response:
         name = _namespace(namespace)
         schema_id = namespace_of(cat.catalog(), name)
@@ -178,7 +196,11 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([DropSchema(name)], attach=attach)
         return _no_content()
 
-    @router.post("/namespaces/{namespace}/properties", dependencies=[ADMIN])
+    @router.post(
+        "/namespaces/{namespace}/properties",
+        dependencies=[ADMIN],
+        responses=_ok(UpdateNamespacePropertiesResponse),
+    )
     def update_namespace_properties(namespace: str, body: Json) -> Response:
         request = _parse(UpdateNamespacePropertiesRequest, body)
         name = _namespace(namespace)
@@ -207,7 +229,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     # -- tables ---------------------------------------------------------------
 
-    @router.get("/namespaces/{namespace}/tables", dependencies=[READ])
+    @router.get(
+        "/namespaces/{namespace}/tables", dependencies=[READ], responses=_ok(ListTablesResponse)
+    )
     def list_tables(
         namespace: str,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
@@ -223,7 +247,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         )
 
-    @router.post("/namespaces/{namespace}/tables", dependencies=[ADMIN])
+    @router.post(
+        "/namespaces/{namespace}/tables", dependencies=[ADMIN], responses=_ok(TableResponse)
+    )
     def create_table(namespace: str, body: Json) -> Response:
         """CREATE TABLE as one catalog version; with ``stage-create`` nothing is
         created: the table it would be comes back for a later commit."""
@@ -249,7 +275,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([create], attach=attach)
         return _table_response(cat, name, request.name)
 
-    @router.get("/namespaces/{namespace}/tables/{table}", dependencies=[READ])
+    @router.get(
+        "/namespaces/{namespace}/tables/{table}", dependencies=[READ], responses=_ok(TableResponse)
+    )
     def load_table(
         namespace: str,
         table: str,
@@ -263,7 +291,11 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         find_table(cat.catalog(), _namespace(namespace), table)
         return _no_content()
 
-    @router.post("/namespaces/{namespace}/tables/{table}", dependencies=[ADMIN])
+    @router.post(
+        "/namespaces/{namespace}/tables/{table}",
+        dependencies=[ADMIN],
+        responses=_ok(CommitTableResponse),
+    )
     def commit_table(namespace: str, table: str, body: Json) -> Response:
         """Requirements, then updates: a schema change is the ALTER TABLE it
         amounts to, a snapshot a data snapshot; one transaction."""
@@ -325,7 +357,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([RenameTable(request.source.name, request.destination.name, source)])
         return _no_content()
 
-    @router.post("/namespaces/{namespace}/register", dependencies=[ADMIN])
+    @router.post(
+        "/namespaces/{namespace}/register", dependencies=[ADMIN], responses=_ok(TableResponse)
+    )
     def register_table(namespace: str, body: Json) -> Response:
         """CREATE TABLE from an Iceberg ``metadata.json``, its current snapshot
         the table's first data snapshot, in one catalog version. Its field ids
