@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from pyiceberg.table.metadata import TableMetadata
 
 from almanac import _check as check
 from almanac.catalog import Catalog
@@ -341,15 +342,9 @@ class TableData:
         self._check_files_exist(write_id, new)
         if parent is not None:
             self.iceberg.check_current(parent.metadata, parent.write_id)
-        if parent is None:
-            snapshot_id, origin = 1, None
-            commit_time = self.clock.update(shape.activated_at)
-            version = shape.catalog_version
-        else:
-            snapshot_id = parent.snapshot_id + 1
-            commit_time = self.clock.update(max(parent.commit_time, shape.activated_at))
-            version = max(shape.catalog_version, parent.catalog_version)
-            origin = parent.origin
+        snapshot_id, commit_time, version, origin = self._stamp(
+            parent, shape.catalog_version, shape.activated_at
+        )
         metadata, written = self.iceberg.write_commit(
             table_id,
             self.warehouse.table_dir(table_id),
@@ -374,21 +369,84 @@ class TableData:
             metadata=metadata,
             origin=origin or (version, commit_time),
         )
-        pointer = table_key(table_id)
+        compares, ops = self._publish_ops(record, parent)
+        compares.append(Compare.mod_revision(staging.key, "==", staging.mod_revision))
+        ops.append(Delete(staging.key))
+        return compares, ops, self.load(record)
+
+    def _stamp(
+        self, parent: Record | None, catalog_version: int, activated_at: int
+    ) -> tuple[int, int, int, tuple[int, int] | None]:
+        """(snapshot id, commit time, catalog version, origin) of the snapshot
+        after ``parent``: never stamped before the version it was written
+        against activated, nor before its parent."""
+        if parent is None:
+            return 1, self.clock.update(activated_at), catalog_version, None
+        return (
+            parent.snapshot_id + 1,
+            self.clock.update(max(parent.commit_time, activated_at)),
+            max(catalog_version, parent.catalog_version),
+            parent.origin,
+        )
+
+    def _publish_ops(self, record: Record, parent: Record | None) -> tuple[list[Compare], list[Op]]:
+        """What makes ``record`` the table's current snapshot, on ``parent``."""
+        pointer = table_key(record.table_id)
         compares = [
             Compare.absent(pointer)
             if parent is None
             else Compare.value(pointer, "==", str(parent.snapshot_id).encode()),
-            Compare.absent(write_key(write_id)),
-            Compare.mod_revision(staging.key, "==", staging.mod_revision),
+            Compare.absent(write_key(record.write_id)),
         ]
         ops: list[Op] = [
-            Put(pointer, str(snapshot_id).encode()),
-            Put(snapshot_key(table_id, snapshot_id), encode_record(record)),
-            Put(write_key(write_id), f"{table_id}.{snapshot_id}".encode()),
-            Delete(staging.key),
+            Put(pointer, str(record.snapshot_id).encode()),
+            Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(record)),
+            Put(write_key(record.write_id), f"{record.table_id}.{record.snapshot_id}".encode()),
         ]
-        return compares, ops, self.load(record)
+        return compares, ops
+
+    def adopt_ops(
+        self,
+        table_id: int,
+        parent: Record | None,
+        metadata: TableMetadata,
+        *,
+        operation: str,
+        catalog_version: int,
+        activated_at: int,
+    ) -> tuple[list[Compare], list[Op], Record]:
+        """Publish what an Iceberg client's commit made: ``metadata`` (its new
+        snapshot's files and manifests are the client's, written where the
+        table's location said) becomes the snapshot after ``parent``. Writes
+        its ``metadata.json``, its current snapshot stamped with a new write
+        id and its catalog version like every snapshot Almanac writes, and
+        returns the transaction that publishes it, alone or riding a catalog
+        version (``Catalog.execute(attach=...)``); on failure the caller
+        removes ``record.metadata``."""
+        _check_operation(operation)
+        write_id = new_write_id()
+        snapshot_id, commit_time, version, origin = self._stamp(
+            parent, catalog_version, activated_at
+        )
+        location = self.iceberg.write_adopted(
+            self.warehouse.table_dir(table_id),
+            metadata,
+            write_id=write_id,
+            snapshot_version=version,
+        )
+        record = Record(
+            table_id=table_id,
+            snapshot_id=snapshot_id,
+            parent_id=None if parent is None else parent.snapshot_id,
+            commit_time=commit_time,
+            catalog_version=version,
+            operation=operation,
+            write_id=write_id,
+            metadata=location,
+            origin=origin or (version, commit_time),
+        )
+        compares, ops = self._publish_ops(record, parent)
+        return compares, ops, record
 
     def published(self, snapshot: DataSnapshot) -> None:
         """Forget the files written for a snapshot that was published."""

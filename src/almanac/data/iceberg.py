@@ -320,12 +320,16 @@ class IcebergFiles:
 
     # -- writing ---------------------------------------------------------------
 
-    def _initial(self, shape: CommitShape, location: str, table_id: int) -> TableMetadata:
+    def initial(self, shape: CommitShape, location: str, table_id: int) -> TableMetadata:
+        """The table before its first snapshot (never written: the first
+        snapshot's ``metadata.json`` is the table's first file). Its uuid
+        follows from its location, so every reader of the empty table, and
+        the first commit to it, agree on it."""
         schema = iceberg_schema(shape.table)
         spec = partition_spec(shape.table, shape.partitions)
         fields: dict[str, Any] = {
             "location": location,
-            "table-uuid": uuid.uuid4(),
+            "table-uuid": uuid.uuid5(uuid.NAMESPACE_URL, location),
             "last-updated-ms": int(time.time() * 1000),
             "last-column-id": max([c.id for c in shape.table.columns], default=0),
             "schemas": [schema],
@@ -368,7 +372,7 @@ class IcebergFiles:
         if parent is None:
             # The empty table is never written: its first snapshot's
             # metadata.json is the first file of the table.
-            base = self._initial(shape, location, table_id)
+            base = self.initial(shape, location, table_id)
             base_location = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         else:
             base, base_location = _current_only(self.metadata(parent)), parent
@@ -485,6 +489,42 @@ class IcebergFiles:
         location, metadata = writer.written[-1]
         self._remember(self._metadata, location, metadata)
         return location, [location]
+
+    def write_adopted(
+        self, location: str, metadata: TableMetadata, *, write_id: str, snapshot_version: int
+    ) -> str:
+        """Write ``metadata`` (an Iceberg client's commit, applied by
+        pyiceberg's own update code) as the next ``metadata.json`` of the table
+        at ``location``, its current snapshot carrying ``write_id`` and the
+        catalog version in its summary as every snapshot Almanac writes does
+        (``check_current`` relies on it). Returns the file's location."""
+        current = metadata.current_snapshot()
+        if current is None or current.summary is None:
+            raise CatalogError(
+                f"Iceberg metadata for '{location}' has no current snapshot to publish",
+                path=location,
+            )
+        extra = {
+            **current.summary.additional_properties,
+            WRITE_ID_PROPERTY: write_id,
+            CATALOG_VERSION_PROPERTY: str(snapshot_version),
+        }
+        stamped = current.model_copy(
+            update={"summary": Summary(current.summary.operation, **extra)}
+        )
+        metadata = metadata.model_copy(
+            update={
+                "snapshots": [
+                    stamped if s.snapshot_id == stamped.snapshot_id else s
+                    for s in metadata.snapshots
+                ]
+            }
+        )
+        number = len(metadata.metadata_log) + 1
+        path = f"{location}/metadata/{number:05d}-{uuid.uuid4()}.metadata.json"
+        MetastoreCatalog._write_metadata(metadata, self.io, path)
+        self._remember(self._metadata, path, metadata)
+        return path
 
     def snapshot_id(self, location: str) -> int | None:
         """The Iceberg id of the current snapshot of ``location``."""

@@ -8,7 +8,9 @@ one ``async`` endpoint, and it never blocks the loop either (see ``sse``).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
@@ -213,7 +215,12 @@ class _HeadAsGet:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] == "/v1/events":
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "HEAD"
+            or scope["path"] == "/v1/events"
+            or scope["path"].startswith(f"{ICEBERG_PREFIX}/")  # it has HEAD endpoints
+        ):
             await self.app(scope, receive, send)
             return
 
@@ -242,6 +249,29 @@ def stop_streams(app: Any) -> None:
     streams = getattr(getattr(app, "state", None), "streams", None)
     if isinstance(streams, EventStreams):
         streams.close_all()
+
+
+ICEBERG_PREFIX = "/iceberg"
+
+
+def _has_pyiceberg() -> bool:
+    return importlib.util.find_spec("pyiceberg") is not None
+
+
+def _or_iceberg(
+    handler: Callable[[Request, Exception], JSONResponse],
+) -> Callable[[Request, Exception], JSONResponse]:
+    """``handler``, except under ``/iceberg``, whose errors take the Iceberg
+    REST spec's error model."""
+
+    def handle(request: Request, exc: Exception) -> JSONResponse:
+        if request.url.path.startswith(f"{ICEBERG_PREFIX}/") and _has_pyiceberg():
+            from almanac.iceberg_rest import iceberg_exception
+
+            return iceberg_exception(request, exc)
+        return handler(request, exc)
+
+    return handle
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -275,11 +305,14 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.state.catalog = cat
     app.state.tokens = tokens
     app.state.streams = streams = EventStreams(cat)
-    app.add_exception_handler(CatalogError, _catalog_error)
-    app.add_exception_handler(AuthError, _auth_error)
-    app.add_exception_handler(RequestValidationError, _request_error)
-    app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
+    for kind, handler in (
+        (CatalogError, _catalog_error),
+        (AuthError, _auth_error),
+        (RequestValidationError, _request_error),
+        (HTTPException, _http_error),
+        (Exception, _unexpected),
+    ):
+        app.add_exception_handler(kind, _or_iceberg(handler))
     app.add_middleware(_BodyLimit)
     app.add_middleware(_HeadAsGet)
     app.add_middleware(_OneValuePerParameter)
@@ -305,4 +338,8 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
 
     app.include_router(api_router(cat, streams))
     app.include_router(console.router(cat, tokens=tokens))
+    if _has_pyiceberg():  # the Iceberg REST catalog needs the spark extra's pyiceberg
+        from almanac.iceberg_rest import iceberg_router
+
+        app.include_router(iceberg_router(cat))
     return app

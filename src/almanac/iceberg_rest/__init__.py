@@ -1,0 +1,9 @@
+"""The Iceberg REST catalog on ``almanac serve``, under ``/iceberg``: any
+Iceberg client (pyiceberg, Spark, Trino, Flink, DuckDB) uses Almanac as its
+catalog. Routes in ``routes``, the catalog mapping in ``mapping``, commit
+application in ``commit``, the spec's error model in ``errors``."""
+
+from almanac.iceberg_rest.errors import iceberg_exception
+from almanac.iceberg_rest.routes import PREFIX, iceberg_router
+
+__all__ = ["PREFIX", "iceberg_exception", "iceberg_router"]

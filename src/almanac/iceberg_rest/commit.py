@@ -1,0 +1,368 @@
+"""Applying Iceberg commits: requirements checked with pyiceberg's own
+``TableRequirement.validate``, updates applied with pyiceberg's own
+``update_table_metadata``, then what the result means for Almanac.
+
+A schema change becomes the ALTER TABLE commands the equivalent DDL runs
+(``mapping``); a new snapshot becomes a data snapshot (``TableData.adopt_ops``),
+so Almanac's time travel, retention and janitor see it; properties go to
+their metastore key. Everything of one request, for one table or for many
+(``/v1/transactions/commit``), commits in one metastore transaction: one
+``Catalog.execute`` with the data snapshots riding its version when there
+are catalog commands, else one compare-and-swap. A requirement that fails,
+or a table that moved between the check and the commit, is a 409
+``CommitFailedException``; nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import CommitTableRequest
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update import AssertCreate, update_table_metadata
+
+from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
+from almanac.commands import Command
+from almanac.commands.preview import preview
+from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
+from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
+from almanac.data.iceberg_schema import partition_spec, same_spec
+from almanac.data.snapshots import table_key
+from almanac.data.tablets import table_partitions
+from almanac.errors import CatalogError
+from almanac.iceberg_rest.errors import CommitFailedError, refused
+from almanac.iceberg_rest.mapping import (
+    check_expressed,
+    check_spec,
+    create_command,
+    schema_commands,
+)
+from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.tables import Loaded, load
+from almanac.metastore import Compare, Op
+
+__all__ = ["Change", "commit", "created", "one_namespace", "plan"]
+
+_OPERATIONS = {
+    Operation.APPEND: "append",
+    Operation.REPLACE: "replace",
+    Operation.OVERWRITE: "overwrite",
+    Operation.DELETE: "overwrite",
+}
+_RESERVED_PREFIX = "almanac."
+_FORMAT_VERSION = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One table's commit, checked and applied to its metadata, not yet published."""
+
+    loaded: Loaded
+    wanted: TableMetadata
+    commands: tuple[Command, ...]
+    operation: str | None
+    """The data snapshot's operation, None when no snapshot is added."""
+    properties: dict[str, str] | None
+    """The table's new Iceberg properties, None when they do not change."""
+    creates: bool = False
+    """The table does not exist yet: ``commands`` create it (a staged create)."""
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.loaded.namespace}.{self.loaded.table.name}"
+
+
+def one_namespace(parts: Sequence[str]) -> str:
+    """The catalog schema of an Iceberg namespace: exactly one level."""
+    if len(parts) != 1 or not parts[0]:
+        shown = ".".join(parts) or "(empty)"
+        raise refused(
+            f"Namespace '{shown}' has {len(parts)} levels: a namespace is a catalog schema, "
+            "so namespaces have exactly one level",
+            namespace=list(parts),
+            rule="namespace-levels",
+        )
+    return parts[0]
+
+
+def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> Change:
+    """Check the request's requirements and apply its updates to the table's
+    metadata; a 400 for anything the catalog cannot express."""
+    namespace = one_namespace(request.identifier.namespace.root)
+    name = request.identifier.name
+    if version.table(name, namespace) is None and any(
+        isinstance(r, AssertCreate) for r in request.requirements
+    ):
+        return _plan_create(cat, version, namespace, name, request)
+    loaded = load(cat, namespace, name, version)
+    full = f"{namespace}.{loaded.table.name}"
+    base = loaded.metadata
+    for requirement in request.requirements:
+        if isinstance(requirement, AssertCreate):
+            raise CommitFailedError(f"Table '{full}' already exists", table=full)
+        try:
+            requirement.validate(base)
+        except CommitFailedException as exc:
+            raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    try:
+        wanted = update_table_metadata(base, request.updates)
+    except CatalogError:
+        raise
+    except Exception as exc:  # pyiceberg refuses an update: the client's doing
+        raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
+    _check_expressible(full, base, wanted)
+    commands: tuple[Command, ...] = ()
+    if wanted.schema() != base.schema():
+        commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
+    operation = None
+    snapshot = wanted.current_snapshot()
+    if wanted.current_snapshot_id != base.current_snapshot_id and snapshot is not None:
+        summary = snapshot.summary
+        operation = "append" if summary is None else _OPERATIONS[summary.operation]
+    properties = None
+    if wanted.properties != base.properties:
+        _check_properties(full, base.properties, wanted.properties)
+        properties = {
+            k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
+        }
+    return Change(loaded, wanted, commands, operation, properties)
+
+
+def _plan_create(
+    cat: Catalog, version: CatalogVersion, namespace: str, name: str, request: CommitTableRequest
+) -> Change:
+    """A staged create's commit: the updates build the table from nothing."""
+    full = f"{namespace}.{name}"
+    for requirement in request.requirements:
+        try:
+            requirement.validate(None)
+        except CommitFailedException as exc:
+            raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    try:
+        wanted = update_table_metadata(MetastoreCatalog._empty_table_metadata(), request.updates)
+    except CatalogError:
+        raise
+    except Exception as exc:  # pyiceberg refuses an update: the client's doing
+        raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
+    return created(cat, version, namespace, name, wanted)
+
+
+def created(
+    cat: Catalog,
+    version: CatalogVersion,
+    namespace: str,
+    name: str,
+    wanted: TableMetadata,
+    *,
+    relocate: bool = False,
+) -> Change:
+    """The change that creates table ``namespace.name`` as ``wanted`` says,
+    with its snapshot if it has one (a staged create, a registration): its
+    field ids must be the column ids the catalog gives, and its location the
+    table's (``relocate``, for a registration, moves it there: files already
+    written keep their paths, new ones go to the table's location)."""
+    full = f"{namespace}.{name}"
+    create = create_command(namespace, name, wanted.schema(), wanted.spec(), wanted.sort_order())
+    planned = preview(version, [create]).catalog
+    made = planned.table(name, namespace)
+    if made is None:  # pragma: no cover - preview either makes it or raises
+        raise refused(f"Table '{full}' cannot be created")
+    check_expressed(full, made, wanted.schema())
+    check_spec(full, partition_spec(made, table_partitions(planned, made)), wanted.spec())
+    if wanted.format_version != _FORMAT_VERSION:
+        raise refused(
+            f"Table '{full}' must be Iceberg format version {_FORMAT_VERSION}, "
+            f"not {wanted.format_version}",
+            table=full,
+            rule="format-version",
+        )
+    data = TableData.for_catalog(cat)
+    location = data.warehouse.table_dir(made.id)
+    if relocate:
+        wanted = wanted.model_copy(update={"location": location})
+    if wanted.location.rstrip("/") != location:
+        raise CommitFailedError(
+            f"Table '{full}' was staged at '{wanted.location}', but it would be created at "
+            f"'{location}' (another table was created meanwhile); stage it again",
+            table=full,
+        )
+    snapshot = wanted.current_snapshot()
+    operation = None
+    if snapshot is not None:
+        operation = (
+            "append" if snapshot.summary is None else _OPERATIONS[snapshot.summary.operation]
+        )
+    properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    wanted = wanted.model_copy(
+        update={"properties": {**wanted.properties, TABLE_ID_PROPERTY: str(made.id)}}
+    )
+    stored = Properties(properties_key("table", made.id), {}, 0)
+    loaded = Loaded(namespace, made, planned, None, stored, wanted)
+    return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
+
+
+def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
+    def no(what: str, rule: str) -> CatalogError:
+        return refused(f"Table '{full}': {what}", table=full, rule=rule)
+
+    if wanted.table_uuid != base.table_uuid:
+        raise no("its table uuid cannot change", "table-uuid")
+    if wanted.location != base.location:
+        raise no("its location is the catalog's and cannot change", "location")
+    if wanted.format_version != base.format_version:
+        raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
+    if wanted.sort_order().fields:
+        raise no("catalog tables are unsorted; a sort order cannot be set", "sort-order")
+    if not same_spec(wanted.spec(), base.spec()):
+        raise no(
+            f"its partitioning ({base.spec()}) follows its colocation column and zone and "
+            f"cannot become {wanted.spec()}",
+            "partition-spec",
+        )
+    before = {s.snapshot_id for s in base.snapshots}
+    after = {s.snapshot_id for s in wanted.snapshots}
+    if not before <= after:
+        raise no(
+            "snapshots are expired by Almanac's retention, not removed by a commit", "snapshots"
+        )
+    current = wanted.current_snapshot_id
+    if current != base.current_snapshot_id and (current is None or current in before):
+        raise no(
+            "its current snapshot can only move to a snapshot the commit adds (time travel "
+            "reads older ones)",
+            "rollback",
+        )
+    if set(wanted.refs) - {"main"}:
+        raise no("branches and tags other than 'main' are not kept", "refs")
+
+
+def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
+    if reserved:
+        raise refused(
+            f"Table '{full}': property '{reserved[0]}' is Almanac's own and cannot be set",
+            table=full,
+            property=reserved[0],
+            rule="reserved-property",
+        )
+
+
+def commit(cat: Catalog, changes: Sequence[Change]) -> None:
+    """Publish every change at once, or none (see the module docstring)."""
+    seen: set[int] = set()
+    for change in changes:
+        if change.loaded.table.id in seen:
+            raise refused(
+                f"Table '{change.full_name}' appears twice in one transaction",
+                table=change.full_name,
+                rule="transaction-tables",
+            )
+        seen.add(change.loaded.table.id)
+    data = TableData.for_catalog(cat)
+    commands = [c for change in changes for c in change.commands]
+    attempts: list[list[str]] = []
+
+    def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+        written: list[str] = []
+        attempts.append(written)
+        compares: list[Compare] = []
+        ops: list[Op] = []
+        for change in changes:
+            more = _publish(data, change, base, new, written)
+            compares += more[0]
+            ops += more[1]
+        return compares, ops
+
+    try:
+        if commands:
+            cat.execute(commands, attach=attach)
+        else:
+            store = cat.metastore
+            with store.exclusive(COMMIT_SECTION_TIMEOUT_S):
+                version = cat.catalog()
+                compares, ops = attach(version, version)
+                if not ops:
+                    return
+                if not store.txn(compares, ops).succeeded:
+                    raise CommitFailedError(
+                        "Another commit changed "
+                        + ", ".join(f"'{c.full_name}'" for c in changes)
+                        + " first; refresh and retry",
+                    )
+    except BaseException:
+        for written in attempts:
+            data.iceberg.remove(written)
+        raise
+    for stale in attempts[:-1]:
+        data.iceberg.remove(stale)
+
+
+def _publish(
+    data: TableData,
+    change: Change,
+    base: CatalogVersion,
+    new: CatalogVersion,
+    written: list[str],
+) -> tuple[list[Compare], list[Op]]:
+    loaded = change.loaded
+    table_id = loaded.table.id
+    if change.creates:
+        now = new.table(loaded.table.name, loaded.namespace)
+        if now is None or now.id != table_id or base.tables_by_id.get(table_id) is not None:
+            raise CommitFailedError(
+                f"Table '{change.full_name}' would be created with another id than it was "
+                "staged for (a concurrent change); stage it again",
+                table=change.full_name,
+            )
+    elif base.tables_by_id.get(table_id) != loaded.table:
+        raise CommitFailedError(
+            f"Table '{change.full_name}' was changed by another commit; refresh and retry",
+            table=change.full_name,
+        )
+    made = new.tables_by_id.get(table_id)
+    if made is None:  # a command of the same request dropped it
+        raise refused(f"Table '{change.full_name}' is dropped by its own commit")
+    if change.commands:
+        check_expressed(change.full_name, made, change.wanted.schema())
+    compares: list[Compare] = []
+    ops: list[Op] = []
+    parent = loaded.record
+    if change.operation is not None:
+        metadata = change.wanted
+        if change.commands:
+            metadata = metadata.model_copy(
+                update={
+                    "properties": {
+                        **metadata.properties,
+                        CATALOG_VERSION_PROPERTY: str(new.version),
+                    }
+                }
+            )
+        more = data.adopt_ops(
+            table_id,
+            parent,
+            metadata,
+            operation=change.operation,
+            catalog_version=new.version,
+            activated_at=new.activation_time,
+        )
+        written.append(more[2].metadata)
+        compares += more[0]
+        ops += more[1]
+    else:
+        pointer = table_key(table_id)
+        compares.append(
+            Compare.absent(pointer)
+            if parent is None
+            else Compare.value(pointer, "==", str(parent.snapshot_id).encode())
+        )
+    if change.properties is not None:
+        compares.append(loaded.properties.unchanged())
+        ops.append(loaded.properties.replace(change.properties))
+    return compares, ops

@@ -1,0 +1,286 @@
+"""Iceberg schemas, specs and sort orders as catalog commands, and back.
+
+Pure functions. A namespace is a catalog schema, an Iceberg table a catalog
+table, an Iceberg field id a column id; the identifier fields are the
+primary key and a ``bucket[N]`` spec names the colocation column. What an
+Iceberg client asks for is turned into the commands the equivalent DDL
+would run, and then checked the other way: the table those commands make,
+seen as Iceberg (``iceberg_schema``), must be exactly what the client asked
+for. Anything else (a column rename, a type the catalog lacks, a default, a
+doc string, another partitioning) is refused with a message naming it, so
+nothing a client sends is silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
+from pyiceberg.transforms import BucketTransform
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
+
+from almanac.commands import AddColumns, AlterColumn, ColumnDef, Command, CreateTable, DropColumns
+from almanac.data.iceberg_schema import iceberg_schema
+from almanac.datatypes import ColumnType
+from almanac.descriptors import Table
+from almanac.iceberg_rest.errors import refused
+
+__all__ = [
+    "check_expressed",
+    "check_spec",
+    "column_def",
+    "column_type",
+    "create_command",
+    "schema_commands",
+]
+
+_TYPES: tuple[tuple[type[IcebergType], ColumnType], ...] = (
+    (BooleanType, ColumnType.BOOLEAN),
+    (IntegerType, ColumnType.INT32),
+    (LongType, ColumnType.INT64),
+    (FloatType, ColumnType.FLOAT),
+    (DoubleType, ColumnType.DOUBLE),
+    (StringType, ColumnType.STRING),
+    (BinaryType, ColumnType.BYTES),
+    (DateType, ColumnType.DATE),
+    (TimeType, ColumnType.TIME),
+    (TimestampType, ColumnType.TIMESTAMP),
+    (TimestamptzType, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE),
+)
+
+
+def column_type(field: NestedField, table: str) -> tuple[ColumnType, int | None, int | None]:
+    """(type, precision, scale) of the column an Iceberg field becomes; a 400
+    for a type the catalog has no column type for (nested, fixed, uuid,
+    nanosecond timestamps, ...)."""
+    kind = field.field_type
+    if isinstance(kind, DecimalType):
+        return ColumnType.DECIMAL, kind.precision, kind.scale
+    for iceberg, ours in _TYPES:
+        if type(kind) is iceberg:
+            return ours, None, None
+    raise refused(
+        f"Field '{field.name}' of table '{table}' has Iceberg type {kind}, which the catalog "
+        "has no column type for (it holds boolean, int, long, float, double, decimal, string, "
+        "binary, date, time, timestamp and timestamptz)",
+        table=table,
+        column=field.name,
+        rule="iceberg-type",
+    )
+
+
+def column_def(field: NestedField, table: str) -> ColumnDef:
+    kind, precision, scale = column_type(field, table)
+    return ColumnDef(
+        name=field.name,
+        type=kind,
+        nullable=not field.required,
+        precision=precision,
+        scale=scale,
+    )
+
+
+def _name_of(schema: Schema, field_id: int, table: str, what: str) -> str:
+    try:
+        return schema.find_column_name(field_id) or ""
+    except ValueError:
+        pass
+    raise refused(
+        f"The {what} of table '{table}' names field id {field_id}, which its schema lacks",
+        table=table,
+        rule="field-id",
+    )
+
+
+def create_command(
+    namespace: str,
+    name: str,
+    schema: Schema,
+    spec: PartitionSpec | None,
+    order: SortOrder | None,
+) -> CreateTable:
+    """The CREATE TABLE of an Iceberg create request: its identifier fields are
+    the primary key (the catalog needs one), a ``bucket[N]`` field names the
+    colocation column (unpartitioned lets it default to the key), and the
+    table is unsorted. ``check_spec`` checks N once the zone is known."""
+    full = f"{namespace}.{name}"
+    for field in schema.fields:
+        if field.doc or field.initial_default is not None or field.write_default is not None:
+            raise refused(
+                f"Field '{field.name}' of table '{full}' has a doc or a default; create the "
+                "table without them (the catalog keeps defaults through ALTER TABLE)",
+                table=full,
+                column=field.name,
+                rule="iceberg-field",
+            )
+    key = tuple(_name_of(schema, i, full, "identifier fields") for i in schema.identifier_field_ids)
+    if not key:
+        raise refused(
+            f"Table '{full}' needs identifier fields: they are its primary key, which every "
+            "catalog table has (set identifier_field_ids on the schema; they must be required)",
+            table=full,
+            rule="primary-key",
+        )
+    colocation = None
+    if spec is not None and spec.fields:
+        bucket = spec.fields[0]
+        source = _name_of(schema, bucket.source_id, full, "partition spec")
+        if len(spec.fields) != 1 or not isinstance(bucket.transform, BucketTransform):
+            raise refused(_spec_message(full, spec), table=full, rule="partition-spec")
+        if source not in key:
+            raise refused(
+                f"Table '{full}' can only be bucketed on a primary key column; '{source}' is "
+                "not one of its identifier fields",
+                table=full,
+                column=source,
+                rule="partition-spec",
+            )
+        colocation = (source,)
+    if order is not None and order.fields:
+        raise refused(
+            f"Table '{full}' cannot have a sort order: catalog tables are unsorted (give "
+            "no write order)",
+            table=full,
+            rule="sort-order",
+        )
+    return CreateTable(
+        name=name,
+        columns=tuple(column_def(f, full) for f in schema.fields),
+        primary_key=key,
+        schema=namespace,
+        colocation=colocation,
+    )
+
+
+def _spec_message(table: str, spec: PartitionSpec) -> str:
+    return (
+        f"Table '{table}' cannot be partitioned by {spec}: a catalog table is either "
+        "unpartitioned or bucketed (bucket[N], N its zone's partition count) on its first "
+        "colocation column"
+    )
+
+
+def check_spec(table: str, expected: PartitionSpec, wanted: PartitionSpec) -> None:
+    """A 400 unless ``wanted`` is unpartitioned or partitions like ``expected``
+    (the table's own spec, from its colocation column and zone)."""
+    if not wanted.fields:
+        return
+    same = [(f.source_id, str(f.transform)) for f in wanted.fields] == [
+        (f.source_id, str(f.transform)) for f in expected.fields
+    ]
+    if not same:
+        raise refused(
+            _spec_message(table, wanted) + f"; this table's spec is {expected}",
+            table=table,
+            rule="partition-spec",
+        )
+
+
+def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> list[Command]:
+    """The ALTER TABLE commands that take ``old`` (the table as Iceberg sees
+    it) to ``new``: drops, type widenings and DROP NOT NULL, then additions.
+    A rename has no command; ``check_expressed`` refuses what is left over."""
+    full = f"{namespace}.{table.name}"
+    before = {f.field_id: f for f in old.fields}
+    after = {f.field_id: f for f in new.fields}
+    commands: list[Command] = []
+    dropped = tuple(f.name for i, f in before.items() if i not in after)
+    if dropped:
+        commands.append(DropColumns(table=table.name, columns=dropped, schema=namespace))
+    for field_id, field in after.items():
+        was = before.get(field_id)
+        if was is None:
+            continue
+        if was.name != field.name:
+            raise refused(
+                f"Column '{was.name}' of table '{full}' cannot be renamed to '{field.name}': "
+                "the catalog has no column rename (add a new column instead)",
+                table=full,
+                column=was.name,
+                rule="column-rename",
+            )
+        if was.field_type != field.field_type:
+            kind, precision, scale = column_type(field, full)
+            commands.append(
+                AlterColumn(
+                    table=table.name,
+                    column=field.name,
+                    schema=namespace,
+                    type=kind,
+                    precision=precision,
+                    scale=scale,
+                )
+            )
+        if was.required != field.required:
+            commands.append(
+                AlterColumn(
+                    table=table.name, column=field.name, schema=namespace, not_null=field.required
+                )
+            )
+    added = tuple(column_def(f, full) for i, f in after.items() if i not in before)
+    if added:
+        commands.append(AddColumns(table=table.name, columns=added, schema=namespace))
+    return commands
+
+
+def _shown(field: NestedField) -> str:
+    return str(field)
+
+
+def check_expressed(full: str, made: Table, wanted: Schema, *, same_ids: bool = True) -> None:
+    """A 400 unless ``made`` (the catalog table the commands produce) is, as an
+    Iceberg schema, exactly ``wanted`` (field ids too, unless ``same_ids`` is
+    off, as for a create, where the catalog assigns them), with the same
+    identifier fields (its primary key)."""
+    ours = iceberg_schema(made)
+    mine: Sequence[NestedField] = ours.fields
+    theirs: Sequence[NestedField] = wanted.fields
+    if not same_ids:
+        by_position = dict(
+            zip((f.field_id for f in theirs), (f.field_id for f in mine), strict=False)
+        )
+        theirs = [_with_id(f, by_position.get(f.field_id, -1)) for f in theirs]
+        keys = sorted(by_position.get(i, -1) for i in wanted.identifier_field_ids)
+    else:
+        keys = sorted(wanted.identifier_field_ids)
+    if len(mine) != len(theirs) or any(a != b for a, b in zip(mine, theirs, strict=False)):
+        diff = [
+            f"{_shown(b)} would be {_shown(a)}"
+            for a, b in zip(mine, theirs, strict=False)
+            if a != b
+        ]
+        what = "; ".join(diff[:3]) or f"{len(theirs)} fields would be {len(mine)}"
+        raise refused(
+            f"Table '{full}': the catalog cannot express this schema ({what})",
+            table=full,
+            rule="iceberg-schema",
+        )
+    pk = sorted(c.id for c in made.columns if c.name in made.primary_key)
+    if keys and keys != pk:
+        raise refused(
+            f"Table '{full}': the identifier fields are its primary key "
+            f"({', '.join(made.primary_key)}), which cannot change",
+            table=full,
+            rule="primary-key",
+        )
+
+
+def _with_id(field: NestedField, field_id: int) -> NestedField:
+    return field.model_copy(update={"field_id": field_id})

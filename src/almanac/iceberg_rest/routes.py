@@ -1,0 +1,460 @@
+"""The Iceberg REST catalog endpoints (``/iceberg/v1/...``), following the
+published OpenAPI spec, over one catalog node. Bodies are parsed with
+pyiceberg's own models and answered with them; the same bearer tokens and
+roles as ``/v1`` admit each call (a read token loads, never commits).
+
+Plain ``def`` endpoints: a commit waits for the store, so they run in the
+threadpool like the rest of the server's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticError
+from pyiceberg.catalog.rest import (
+    Capability,
+    ConfigResponse,
+    CreateTableRequest,
+    Endpoint,
+    HttpMethod,
+    ListNamespaceResponse,
+    ListTablesResponse,
+    NamespaceResponse,
+    RegisterTableRequest,
+    TableResponse,
+    UpdateNamespacePropertiesResponse,
+)
+from pyiceberg.catalog.rest.response import ErrorResponse
+from pyiceberg.table import CommitTableRequest, CommitTableResponse
+
+from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
+from almanac.commands import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable
+from almanac.commands.preview import preview
+from almanac.data.commits import TableData
+from almanac.data.iceberg_schema import CommitShape, partition_spec
+from almanac.data.tablets import table_partitions
+from almanac.errors import CatalogError
+from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
+from almanac.iceberg_rest.errors import CommitFailedError, refused
+from almanac.iceberg_rest.mapping import check_expressed, create_command
+from almanac.iceberg_rest.models import (
+    CommitTransactionRequest,
+    CreateNamespaceRequest,
+    RenameTableRequest,
+    UpdateNamespacePropertiesRequest,
+)
+from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
+from almanac.metastore import Compare, Op
+from almanac.server.app import ICEBERG_PREFIX
+from almanac.server.auth import ADMIN, READ
+
+__all__ = ["PREFIX", "iceberg_router"]
+
+PREFIX = ICEBERG_PREFIX
+"""Where the Iceberg REST catalog is mounted: a client's ``uri``."""
+_SEPARATOR = "\x1f"
+_M = TypeVar("_M", bound=BaseModel)
+_ENDPOINTS = sorted(
+    str(e)
+    for e in (
+        *(
+            getattr(Capability, name)
+            for name in dir(Capability)
+            if name.startswith("V1_")
+            and "VIEW" not in name
+            and "SCAN" not in name
+            and "CREDENTIALS" not in name
+        ),
+        Endpoint(http_method=HttpMethod.POST, path="/v1/{prefix}/transactions/commit"),
+    )
+)
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": f"{why} (the Iceberg REST error model)"}
+    for status, why in (
+        (400, "BadRequestException: malformed, or not expressible in the catalog"),
+        (401, "NotAuthorizedException: no token, or one that is not valid"),
+        (403, "ForbiddenException: a read token asked for a change"),
+        (404, "NoSuchNamespaceException, NoSuchTableException"),
+        (409, "AlreadyExistsException, NamespaceNotEmptyException, CommitFailedException"),
+        (503, "ServiceUnavailableException: retry"),
+    )
+}
+
+
+def _ok(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    return {200: {"model": model, "description": "success"}}
+
+
+Json = Annotated[dict[str, Any], Body(description="JSON as the Iceberg REST spec gives it")]
+
+
+def _json(model: BaseModel, status: int = 200) -> Response:
+    return Response(model.model_dump_json(), status, media_type="application/json")
+
+
+def _parse(model: type[_M], body: dict[str, Any]) -> _M:
+    try:
+        return model.model_validate(body)
+    except PydanticError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in exc.errors()[:5]
+        )
+        raise refused(f"Invalid {model.__name__}: {problems}", rule="request-body") from None
+
+
+def _namespace(path: str) -> str:
+    return one_namespace(path.split(_SEPARATOR))
+
+
+def _table_response(cat: Catalog, namespace: str, name: str, snapshots: str = "all") -> Response:
+    loaded = load(cat, namespace, name)
+    return _json(
+        TableResponse.model_validate(
+            {
+                "metadata-location": loaded.location,
+                "metadata": with_snapshots(loaded.metadata, snapshots),
+            }
+        )
+    )
+
+
+def _no_content() -> Response:
+    return Response(status_code=204)
+
+
+def iceberg_router(cat: Catalog) -> APIRouter:
+    """The ``/iceberg`` routes over ``cat`` (which needs a warehouse for tables)."""
+    router = APIRouter(prefix=f"{PREFIX}/v1", tags=["iceberg"], responses=_ERRORS)
+
+    @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
+    def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:
+        """Catalog configuration: the endpoints this server implements."""
+        body = {"defaults": {}, "overrides": {}, "endpoints": _ENDPOINTS}
+        ConfigResponse.model_validate(body)  # the spec's shape (it writes endpoints as objects)
+        return JSONResponse(body)
+
+    # -- namespaces -----------------------------------------------------------
+
+    @router.get("/namespaces", dependencies=[READ], responses=_ok(ListNamespaceResponse))
+    def list_namespaces(
+        parent: Annotated[str | None, Query()] = None,
+        page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+        page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
+    ) -> Response:
+        """Every schema; a namespace has no children (one level only)."""
+        version = cat.catalog()
+        if parent:
+            namespace_of(version, _namespace(parent))
+            names: list[tuple[str, ...]] = []
+        else:
+            names = [(s.name,) for s in sorted(version.schemas(), key=lambda s: s.name)]
+        return _json(ListNamespaceResponse(namespaces=names))
+
+    @router.post("/namespaces", dependencies=[ADMIN], responses=_ok(NamespaceResponse))
+    def create_namespace(body: Json) -> Response:
+        """CREATE SCHEMA, with its properties, as one catalog version."""
+        request = _parse(CreateNamespaceRequest, body)
+        name = one_namespace(request.namespace)
+
+        def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+            if not request.properties:
+                return [], []
+            stored = Properties.read(cat.metastore, "schema", namespace_of(new, name))
+            return [stored.unchanged()], [stored.replace(request.properties)]
+
+        cat.execute([CreateSchema(name)], attach=attach)
+        return _json(NamespaceResponse(namespace=(name,), properties=request.properties))
+
+    @router.get("/namespaces/{namespace}", dependencies=[READ], responses=_ok(NamespaceResponse))
+    def load_namespace(namespace: str) -> Response:
+        name = _namespace(namespace)
+        schema_id = namespace_of(cat.catalog(), name)
+        values = Properties.read(cat.metastore, "schema", schema_id).values
+        return _json(NamespaceResponse(namespace=(name,), properties=values))
+
+    @router.head("/namespaces/{namespace}", dependencies=[READ], status_code=204)
+    def namespace_exists(namespace: str) -> Response:
+        namespace_of(cat.catalog(), _namespace(namespace))
+        return _no_content()
+
+    @router.delete("/namespaces/{namespace}", dependencies=[ADMIN], status_code=204)
+    def drop_namespace(namespace: str) -> Response:
+        """DROP SCHEMA; refused (409) while it holds tables."""
+        name = _namespace(namespace)
+
+        def attach(base: CatalogVersion, _new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+            stored = Properties.read(cat.metastore, "schema", namespace_of(base, name))
+            return ([stored.unchanged()], [stored.replace({})]) if stored.revision else ([], [])
+
+        cat.execute([DropSchema(name)], attach=attach)
+        return _no_content()
+
+    @router.post(
+        "/namespaces/{namespace}/properties",
+        dependencies=[ADMIN],
+        responses=_ok(UpdateNamespacePropertiesResponse),
+    )
+    def update_namespace_properties(namespace: str, body: Json) -> Response:
+        request = _parse(UpdateNamespacePropertiesRequest, body)
+        name = _namespace(namespace)
+        both = sorted(set(request.removals) & set(request.updates))
+        if both:
+            raise refused(
+                f"Namespace '{name}': property '{both[0]}' is both removed and updated",
+                namespace=name,
+                rule="namespace-properties",
+            )
+        store = cat.metastore
+        stored = Properties.read(store, "schema", namespace_of(cat.catalog(), name))
+        values = {k: v for k, v in stored.values.items() if k not in request.removals}
+        values.update(request.updates)
+        if not store.txn([stored.unchanged()], [stored.replace(values)]).succeeded:
+            raise CommitFailedError(
+                f"The properties of namespace '{name}' changed meanwhile; retry", namespace=name
+            )
+        return _json(
+            UpdateNamespacePropertiesResponse(
+                removed=sorted(k for k in request.removals if k in stored.values),
+                updated=sorted(request.updates),
+                missing=sorted(k for k in request.removals if k not in stored.values),
+            )
+        )
+
+    # -- tables ---------------------------------------------------------------
+
+    @router.get(
+        "/namespaces/{namespace}/tables", dependencies=[READ], responses=_ok(ListTablesResponse)
+    )
+    def list_tables(
+        namespace: str,
+        page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+        page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
+    ) -> Response:
+        name = _namespace(namespace)
+        version = cat.catalog()
+        namespace_of(version, name)
+        tables = sorted(t.name for t in version.tables(name))
+        return _json(
+            ListTablesResponse.model_validate(
+                {"identifiers": [{"namespace": [name], "name": t} for t in tables]}
+            )
+        )
+
+    @router.post(
+        "/namespaces/{namespace}/tables", dependencies=[ADMIN], responses=_ok(TableResponse)
+    )
+    def create_table(namespace: str, body: Json) -> Response:
+        """CREATE TABLE as one catalog version; with ``stage-create`` nothing is
+        created: the table it would be comes back for a later commit."""
+        name = _namespace(namespace)
+        # Optional in the spec, required (though nullable) in pyiceberg's model.
+        optional = {"location": None, "partition-spec": None, "write-order": None}
+        request = _parse(CreateTableRequest, {**optional, **body})
+        create = create_command(
+            name, request.name, request.table_schema, request.partition_spec, request.write_order
+        )
+        staged = _check_create(cat, create, request)
+        if request.stage_create:
+            return _json(TableResponse.model_validate({"metadata": staged}))
+        properties = _user_properties(f"{name}.{request.name}", request.properties)
+
+        def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+            made = new.table(create.name, name)
+            if made is None or not properties:
+                return [], []
+            stored = Properties.read(cat.metastore, "table", made.id)
+            return [stored.unchanged()], [stored.replace(properties)]
+
+        cat.execute([create], attach=attach)
+        return _table_response(cat, name, request.name)
+
+    @router.get(
+        "/namespaces/{namespace}/tables/{table}", dependencies=[READ], responses=_ok(TableResponse)
+    )
+    def load_table(
+        namespace: str,
+        table: str,
+        snapshots: Annotated[str, Query(pattern="^(all|refs)$")] = "all",
+    ) -> Response:
+        """The table's metadata; ``metadata-location`` is null before its first snapshot."""
+        return _table_response(cat, _namespace(namespace), table, snapshots)
+
+    @router.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
+    def table_exists(namespace: str, table: str) -> Response:
+        find_table(cat.catalog(), _namespace(namespace), table)
+        return _no_content()
+
+    @router.post(
+        "/namespaces/{namespace}/tables/{table}",
+        dependencies=[ADMIN],
+        responses=_ok(CommitTableResponse),
+    )
+    def commit_table(namespace: str, table: str, body: Json) -> Response:
+        """Requirements, then updates: a schema change is the ALTER TABLE it
+        amounts to, a snapshot a data snapshot; one transaction."""
+        name = _namespace(namespace)
+        body = {
+            **body,
+            "identifier": body.get("identifier") or {"namespace": [name], "name": table},
+        }
+        request = _parse(CommitTableRequest, body)
+        named = (request.identifier.namespace.root, request.identifier.name)
+        if named != ([name], table):
+            raise refused(
+                f"The commit names table '{'.'.join(named[0])}.{named[1]}' but is posted to "
+                f"'{name}.{table}'",
+                rule="commit-identifier",
+            )
+        commit(cat, [plan(cat, cat.catalog(), request)])
+        loaded = load(cat, name, table)
+        return _json(
+            CommitTableResponse.model_validate(
+                {"metadata-location": loaded.location, "metadata": loaded.metadata}
+            )
+        )
+
+    @router.delete("/namespaces/{namespace}/tables/{table}", dependencies=[ADMIN], status_code=204)
+    def drop_table(
+        namespace: str,
+        table: str,
+        purge: Annotated[bool, Query(alias="purgeRequested")] = False,
+    ) -> Response:
+        """DROP TABLE as one catalog version. Its files stay readable by time
+        travel until retention expires them and the janitor removes them,
+        with or without ``purgeRequested``."""
+        name = _namespace(namespace)
+
+        def attach(base: CatalogVersion, _new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+            gone = find_table(base, name, table)
+            stored = Properties.read(cat.metastore, "table", gone.id)
+            return ([stored.unchanged()], [stored.replace({})]) if stored.revision else ([], [])
+
+        find_table(cat.catalog(), name, table)
+        cat.execute([DropTable(table, name)], attach=attach)
+        return _no_content()
+
+    @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
+    def rename_table(body: Json) -> Response:
+        request = _parse(RenameTableRequest, body)
+        source = one_namespace(request.source.namespace.root)
+        target = one_namespace(request.destination.namespace.root)
+        version = cat.catalog()
+        find_table(version, source, request.source.name)
+        namespace_of(version, target)
+        if source != target:
+            raise refused(
+                f"Table '{source}.{request.source.name}' cannot move to namespace '{target}': "
+                "a table is renamed within its schema",
+                rule="rename-namespace",
+            )
+        cat.execute([RenameTable(request.source.name, request.destination.name, source)])
+        return _no_content()
+
+    @router.post(
+        "/namespaces/{namespace}/register", dependencies=[ADMIN], responses=_ok(TableResponse)
+    )
+    def register_table(namespace: str, body: Json) -> Response:
+        """CREATE TABLE from an Iceberg ``metadata.json``, its current snapshot
+        the table's first data snapshot, in one catalog version. Its field ids
+        must be the column ids the catalog gives (0, 1, ... in order), since
+        its data files carry them; its files keep their paths."""
+        name = _namespace(namespace)
+        request = _parse(RegisterTableRequest, body)
+        version = cat.catalog()
+        namespace_of(version, name)
+        if request.overwrite:
+            raise refused(
+                f"Table '{name}.{request.name}': registering over a table is not supported; "
+                "drop it first",
+                rule="register-overwrite",
+            )
+        data = TableData.for_catalog(cat)
+        location = request.metadata_location
+        root = data.warehouse.root.rstrip("/")
+        if location == root or location.startswith(f"{root}/") or "/../" in location:
+            # The janitor owns the warehouse: it would collect the files of a
+            # table registered from there once their own table lets go of them.
+            raise refused(
+                f"Table '{name}.{request.name}': register a table from outside the catalog's "
+                f"warehouse ('{root}'), not from '{location}'",
+                rule="register-location",
+            )
+        try:
+            wanted = data.iceberg.metadata(location)
+        except CatalogError:  # no content of a file that is not Iceberg metadata goes out
+            raise refused(
+                f"Table '{name}.{request.name}': '{location}' is not a readable Iceberg "
+                "metadata file",
+                rule="register-location",
+            ) from None
+        commit(cat, [created(cat, version, name, request.name, wanted, relocate=True)])
+        return _table_response(cat, name, request.name)
+
+    @router.post("/transactions/commit", dependencies=[ADMIN], status_code=204)
+    def commit_transaction(body: Json) -> Response:
+        """Every table's requirements are checked, then all changes commit as
+        one catalog version (one metastore transaction), or none does."""
+        request = _parse(CommitTransactionRequest, body)
+        if not request.table_changes:
+            raise refused("A transaction needs at least one table change", rule="transaction")
+        version = cat.catalog()
+        commit(cat, [plan(cat, version, change) for change in request.table_changes])
+        return _no_content()
+
+    return router
+
+
+def _user_properties(full: str, properties: dict[str, str]) -> dict[str, str]:
+    reserved = sorted(k for k in properties if k.startswith("almanac."))
+    if reserved:
+        raise refused(
+            f"Table '{full}': property '{reserved[0]}' is Almanac's own and cannot be set",
+            table=full,
+            property=reserved[0],
+            rule="reserved-property",
+        )
+    return dict(properties)
+
+
+def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest) -> Any:
+    """The table ``create`` makes on the latest version, checked against the
+    request: the same schema, a bucket count equal to its zone's partitions,
+    no location of the client's choosing. Returns its Iceberg metadata."""
+    full = f"{create.schema}.{create.name}"
+    planned = preview(cat.catalog(), [create]).catalog
+    made = planned.table(create.name, create.schema)
+    if made is None:  # pragma: no cover - preview either makes it or raises
+        raise refused(f"Table '{full}' cannot be created")
+    check_expressed(full, made, request.table_schema, same_ids=False)
+    partitions = table_partitions(planned, made)
+    spec = partition_spec(made, partitions)
+    wanted = request.partition_spec
+    if (
+        wanted is not None
+        and wanted.fields
+        and (not spec.fields or str(wanted.fields[0].transform) != str(spec.fields[0].transform))
+    ):
+        raise refused(
+            f"Table '{full}' cannot be partitioned by {wanted}: its zone has "
+            f"{partitions} partitions, so its spec is {spec}",
+            table=full,
+            rule="partition-spec",
+        )
+    data = TableData.for_catalog(cat)
+    location = data.warehouse.table_dir(made.id)
+    if request.location is not None and request.location.rstrip("/") != location:
+        raise refused(
+            f"Table '{full}' is stored at the catalog's location ('{location}'), not at "
+            f"'{request.location}'",
+            table=full,
+            rule="location",
+        )
+    initial = data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
+    return shown(initial, made, Properties(properties_key("table", made.id), {}, 0))
