@@ -41,7 +41,10 @@ from pyiceberg.types import (
     TimestampType,
 )
 
+import almanac
 from almanac.catalog import Catalog
+from almanac.data import write_table
+from almanac.iceberg import metadata_location
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned
@@ -128,7 +131,6 @@ def test_table_endpoints_answer_in_the_spec_models(
     created = _post(client, "/v1/namespaces/CT/tables", body)
     assert created.status_code == 200, created.text
     table = TableResponse.model_validate_json(created.text)
-    assert table.metadata_location is not None
     cat.catch_up()
     described = cat.catalog().table("T", "CT")
     assert described is not None
@@ -166,6 +168,7 @@ def test_table_endpoints_answer_in_the_spec_models(
         client.get("/v1/namespaces/CT/tables/T?snapshots=refs").text
     )
     assert len(every.metadata.snapshots) == 2
+    assert every.metadata_location is not None and Path(every.metadata_location).is_file()
     current = every.metadata.current_snapshot_id
     assert current is not None and [s.snapshot_id for s in refs.metadata.snapshots] == [current]
     bad_mode = client.get("/v1/namespaces/CT/tables/T?snapshots=some")
@@ -224,8 +227,30 @@ def test_table_endpoints_answer_in_the_spec_models(
 
 
 def test_register_adopts_an_iceberg_table_written_elsewhere(
-    http: Client, admin: RestCatalog, tmp_path: Path
+    http: Client, admin: RestCatalog, cat: Catalog, tmp_path: Path
 ) -> None:
+    """Another catalog's table registers with its rows; a table whose field
+    ids are not the column ids the catalog would give (any table pyiceberg
+    creates: its ids start at 1) is a 400 naming them, not a silent remap."""
+    with almanac.connect(str(tmp_path / "other")) as other:
+        other.sql(
+            "CREATE SCHEMA X; CREATE TABLE X.T (ID INT64 PRIMARY KEY, NAME STRING, QTY INT32)"
+        )
+        write_table(other, "T", batch([(7, "seven", 7)]), "X")
+        location = metadata_location(other.target, "X.T")
+    client = http(ADMIN_TOKEN)
+    _post(client, "/v1/namespaces", {"namespace": ["REG"]}).raise_for_status()
+    body = {"name": "T", "metadata-location": location, "overwrite": False}
+    registered = _post(client, "/v1/namespaces/REG/register", body)
+    assert registered.status_code == 200, registered.text
+    TableResponse.model_validate_json(registered.text)
+    assert scanned(admin.load_table(("REG", "T"))) == [(7, "seven", 7)]
+    cat.catch_up()
+    assert cat.catalog().table("T", "REG") is not None
+    assert spec_error(_post(client, "/v1/namespaces/REG/register", body), 409)["type"] == (
+        "AlreadyExistsException"
+    )
+
     from pyiceberg.catalog.sql import SqlCatalog
 
     elsewhere = SqlCatalog(
@@ -233,19 +258,15 @@ def test_register_adopts_an_iceberg_table_written_elsewhere(
     )
     elsewhere.create_namespace("X")
     outside = elsewhere.create_table(("X", "T"), SCHEMA)
-    outside.append(batch([(7, "seven", 7)]))
-    client = http(ADMIN_TOKEN)
-    _post(client, "/v1/namespaces", {"namespace": ["REG"]}).raise_for_status()
-    body = {"name": "T", "metadata-location": outside.metadata_location, "overwrite": False}
-    registered = _post(client, "/v1/namespaces/REG/register", body)
-    assert registered.status_code == 200, registered.text
-    TableResponse.model_validate_json(registered.text)
-    assert scanned(admin.load_table(("REG", "T"))) == [(7, "seven", 7)]
-    assert spec_error(_post(client, "/v1/namespaces/REG/register", body), 409)["type"] == (
-        "AlreadyExistsException"
-    )
-    nothing = {**body, "name": "U", "metadata-location": str(tmp_path / "none.metadata.json")}
-    assert _post(client, "/v1/namespaces/REG/register", nothing).status_code in (400, 404)
+    outside.append(batch([(8, "eight", 8)]))
+    version = cat.latest_version
+    for where in (outside.metadata_location, "/etc/passwd", str(tmp_path / "none.json")):
+        answer = _post(
+            client, "/v1/namespaces/REG/register", {**body, "name": "U", "metadata-location": where}
+        )
+        spec_error(answer, 400)
+    cat.catch_up()
+    assert cat.latest_version == version and not admin.table_exists(("REG", "U"))
 
 
 def test_stage_create_makes_a_table_only_when_its_transaction_commits(

@@ -112,12 +112,11 @@ def test_a_schema_change_through_rest_is_the_version_alter_table_makes(
     ]
     now = [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
     assert scanned(admin.load_table(("EVO", "T"))) == now
-    assert _spark_rows(spark, target, "EVO.T") == now
+    assert arrow_rows(read_table(cat, "T", "EVO")) == now
     # Time travel through Almanac to the version before each change.
-    before_add = _spark_rows(spark, target, "EVO.T", version=versions["created"])
-    assert before_add == [(1, "a", 1), (2, "b", 2)]
     old = almanac.spark.read_table(spark, target, "EVO.T", version=versions["created"])
     assert old.columns == ["ID", "NAME", "QTY"]
+    assert ordered([tuple(r) for r in old.collect()]) == [(1, "a", 1), (2, "b", 2)]
     # A data commit is stamped with the catalog version it was written under.
     at_add = _spark_rows(spark, target, "EVO.T", version=versions["add"])
     assert at_add == [(1, "a", 1, None), (2, "b", 2, None), (3, "c", 3, "c@x")]
@@ -183,7 +182,8 @@ def test_two_clients_committing_at_once_one_wins_the_other_retries_and_nothing_i
     server: Server, admin: RestCatalog, cat: Catalog
 ) -> None:
     admin.create_namespace("RACE")
-    admin.create_table(("RACE", "T"), SCHEMA)
+    # pyiceberg retries a lost append by itself; the race is seen without it.
+    admin.create_table(("RACE", "T"), SCHEMA, properties={"commit.retry.num-retries": "0"})
     clients = [rest_catalog(server), rest_catalog(server)]
     expected: list[Row] = []
     for round_ in range(3):
