@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
@@ -124,6 +125,8 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     if wanted.current_snapshot_id != base.current_snapshot_id and snapshot is not None:
         summary = snapshot.summary
         operation = "append" if summary is None else _OPERATIONS[summary.operation]
+    if operation is not None:
+        _check_no_deletes(cat, full, wanted)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
@@ -194,6 +197,7 @@ def created(
     snapshot = wanted.current_snapshot()
     operation = None
     if snapshot is not None:
+        _check_no_deletes(cat, full, wanted)
         operation = (
             "append" if snapshot.summary is None else _OPERATIONS[snapshot.summary.operation]
         )
@@ -204,6 +208,30 @@ def created(
     stored = Properties(properties_key("table", made.id), {}, 0)
     loaded = Loaded(namespace, made, planned, None, stored, wanted)
     return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
+
+
+def _check_no_deletes(cat: Catalog, full: str, wanted: TableMetadata) -> None:
+    """Almanac reads data files only: a snapshot with delete files
+    (merge-on-read) would read deleted rows back, so it is refused."""
+    snapshot = wanted.current_snapshot()
+    if snapshot is None:
+        return
+    try:
+        manifests = snapshot.manifests(TableData.for_catalog(cat).iceberg.io)
+    except Exception as exc:  # the client's file: missing or damaged
+        raise refused(
+            f"Table '{full}': the manifest list '{snapshot.manifest_list}' of the new snapshot "
+            f"cannot be read ({type(exc).__name__})",
+            table=full,
+            rule="manifest-list",
+        ) from None
+    if any(m.content != ManifestContent.DATA for m in manifests):
+        raise refused(
+            f"Table '{full}': the new snapshot has delete files; Almanac tables take "
+            "copy-on-write commits only (write.delete.mode=copy-on-write)",
+            table=full,
+            rule="delete-files",
+        )
 
 
 def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
