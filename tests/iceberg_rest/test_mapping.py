@@ -177,7 +177,7 @@ def test_a_rename_is_refused_by_name() -> None:
     renamed = Schema(
         old.fields[0], old.fields[1].model_copy(update={"name": "other"}), identifier_field_ids=[0]
     )
-    with pytest.raises(ValidationError, match="'c0'.*cannot be renamed") as caught:
+    with pytest.raises(ValidationError, match=r"'c0'.*cannot be renamed") as caught:
         schema_commands("ns", made, old, renamed)
     assert caught.value.context["rule"] == "column-rename"
 

@@ -121,10 +121,8 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     if wanted.schema() != base.schema():
         commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
     operation = None
-    snapshot = wanted.current_snapshot()
-    if wanted.current_snapshot_id != base.current_snapshot_id and snapshot is not None:
-        summary = snapshot.summary
-        operation = "append" if summary is None else _OPERATIONS[summary.operation]
+    if wanted.current_snapshot_id != base.current_snapshot_id:
+        operation = _operation(base, wanted)
     if operation is not None:
         _check_no_deletes(cat, full, wanted)
     properties = None
@@ -208,6 +206,20 @@ def created(
     stored = Properties(properties_key("table", made.id), {}, 0)
     loaded = Loaded(namespace, made, planned, None, stored, wanted)
     return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
+
+
+def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
+    """The data snapshot's operation: what the snapshots the commit adds do
+    together (pyiceberg's overwrite adds a delete and then an append)."""
+    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    done = {
+        _OPERATIONS[s.summary.operation] if s.summary is not None else "append"
+        for s in wanted.snapshots
+        if s.snapshot_id not in known
+    }
+    if "overwrite" in done:
+        return "overwrite"
+    return "replace" if done == {"replace"} else "append"
 
 
 def _check_no_deletes(cat: Catalog, full: str, wanted: TableMetadata) -> None:
