@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
@@ -120,10 +121,10 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     if wanted.schema() != base.schema():
         commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
     operation = None
-    snapshot = wanted.current_snapshot()
-    if wanted.current_snapshot_id != base.current_snapshot_id and snapshot is not None:
-        summary = snapshot.summary
-        operation = "append" if summary is None else _OPERATIONS[summary.operation]
+    if wanted.current_snapshot_id != base.current_snapshot_id:
+        operation = _operation(base, wanted)
+    if operation is not None:
+        _check_no_deletes(cat, full, wanted)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
@@ -194,6 +195,7 @@ def created(
     snapshot = wanted.current_snapshot()
     operation = None
     if snapshot is not None:
+        _check_no_deletes(cat, full, wanted)
         operation = (
             "append" if snapshot.summary is None else _OPERATIONS[snapshot.summary.operation]
         )
@@ -204,6 +206,44 @@ def created(
     stored = Properties(properties_key("table", made.id), {}, 0)
     loaded = Loaded(namespace, made, planned, None, stored, wanted)
     return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
+
+
+def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
+    """The data snapshot's operation: what the snapshots the commit adds do
+    together (pyiceberg's overwrite adds a delete and then an append)."""
+    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    done = {
+        _OPERATIONS[s.summary.operation] if s.summary is not None else "append"
+        for s in wanted.snapshots
+        if s.snapshot_id not in known
+    }
+    if "overwrite" in done:
+        return "overwrite"
+    return "replace" if done == {"replace"} else "append"
+
+
+def _check_no_deletes(cat: Catalog, full: str, wanted: TableMetadata) -> None:
+    """Almanac reads data files only: a snapshot with delete files
+    (merge-on-read) would read deleted rows back, so it is refused."""
+    snapshot = wanted.current_snapshot()
+    if snapshot is None:
+        return
+    try:
+        manifests = snapshot.manifests(TableData.for_catalog(cat).iceberg.io)
+    except Exception as exc:  # the client's file: missing or damaged
+        raise refused(
+            f"Table '{full}': the manifest list '{snapshot.manifest_list}' of the new snapshot "
+            f"cannot be read ({type(exc).__name__})",
+            table=full,
+            rule="manifest-list",
+        ) from None
+    if any(m.content != ManifestContent.DATA for m in manifests):
+        raise refused(
+            f"Table '{full}': the new snapshot has delete files; Almanac tables take "
+            "copy-on-write commits only (write.delete.mode=copy-on-write)",
+            table=full,
+            rule="delete-files",
+        )
 
 
 def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) -> None:

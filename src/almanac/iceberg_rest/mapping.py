@@ -98,12 +98,13 @@ def column_def(field: NestedField, table: str) -> ColumnDef:
 
 
 def _name_of(schema: Schema, field_id: int, table: str, what: str) -> str:
-    try:
-        return schema.find_column_name(field_id) or ""
-    except ValueError:
-        pass
+    """The top-level field ``field_id`` names; a 400 when there is none."""
+    for field in schema.fields:
+        if field.field_id == field_id:
+            return field.name
     raise refused(
-        f"The {what} of table '{table}' names field id {field_id}, which its schema lacks",
+        f"The {what} of table '{table}' names field id {field_id}, which is not a column "
+        "of its schema",
         table=table,
         rule="field-id",
     )

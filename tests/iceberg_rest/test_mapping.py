@@ -1,0 +1,253 @@
+"""The Iceberg <-> catalog mapping, as pure functions: what a client asks for
+becomes the commands the equivalent DDL runs, and the table they make reads
+back, as Iceberg, exactly as asked; what the catalog cannot express is a
+``ValidationError`` naming the rule."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortField, SortOrder
+from pyiceberg.transforms import BucketTransform, IdentityTransform
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+import almanac
+from almanac import CreateSchema, ValidationError
+from almanac.catalog_version import CatalogVersion
+from almanac.commands import Command, preview
+from almanac.data.iceberg_schema import iceberg_schema
+from almanac.descriptors import Table
+from almanac.iceberg_rest.mapping import (
+    check_expressed,
+    check_spec,
+    create_command,
+    schema_commands,
+)
+
+EXPRESSIBLE: tuple[IcebergType, ...] = (
+    BooleanType(),
+    IntegerType(),
+    LongType(),
+    FloatType(),
+    DoubleType(),
+    DecimalType(12, 2),
+    StringType(),
+    BinaryType(),
+    DateType(),
+    TimeType(),
+    TimestampType(),
+    TimestamptzType(),
+)
+WIDER: dict[IcebergType, IcebergType] = {
+    IntegerType(): LongType(),
+    FloatType(): DoubleType(),
+    DecimalType(12, 2): DecimalType(20, 2),
+}
+
+
+@functools.cache
+def _version() -> CatalogVersion:
+    """An empty catalog version (immutable, so shared)."""
+    with almanac.connect("memory://") as cat:
+        return cat.catalog()
+
+
+def _apply(version: CatalogVersion, commands: list[Command]) -> CatalogVersion:
+    return preview(version, commands).catalog
+
+
+def _schema(types: list[tuple[IcebergType, bool]], first_id: int = 1) -> Schema:
+    fields = [NestedField(first_id, "k", LongType(), required=True)]
+    fields += [
+        NestedField(first_id + 1 + i, f"c{i}", kind, required=required)
+        for i, (kind, required) in enumerate(types)
+    ]
+    return Schema(*fields, identifier_field_ids=[first_id])
+
+
+def _created(version: CatalogVersion, schema: Schema, spec: PartitionSpec | None = None) -> Table:
+    create = create_command("ns", "t", schema, spec, None)
+    made = _apply(version, [CreateSchema("ns"), create]).table("t", "ns")
+    assert made is not None
+    return made
+
+
+columns = st.lists(st.tuples(st.sampled_from(EXPRESSIBLE), st.booleans()), max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(types=columns, first_id=st.integers(0, 50))
+def test_a_created_table_reads_back_as_asked(
+    types: list[tuple[IcebergType, bool]], first_id: int
+) -> None:
+    """Whatever ids the client chose, the catalog gives its own (0, 1, ... in
+    order) and the table is otherwise exactly the schema asked for."""
+    version = _version()
+    schema = _schema(types, first_id)
+    made = _created(version, schema)
+    check_expressed("ns.t", made, schema, same_ids=False)
+    ours = iceberg_schema(made)
+    assert [(f.name, f.field_type, f.required) for f in ours.fields] == [
+        (f.name, f.field_type, f.required) for f in schema.fields
+    ]
+    assert made.primary_key == ("k",)
+
+
+evolutions = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from(EXPRESSIBLE)),
+        st.tuples(st.just("drop"), st.integers(0, 20)),
+        st.tuples(st.just("widen"), st.integers(0, 20)),
+        st.tuples(st.just("optional"), st.integers(0, 20)),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(types=columns, steps=evolutions)
+def test_a_schema_change_is_the_alter_it_amounts_to(
+    types: list[tuple[IcebergType, bool]], steps: list[tuple[str, object]]
+) -> None:
+    """A client's evolved schema (ids from ``last-column-id``, as pyiceberg
+    assigns them) becomes ALTER commands whose table is exactly that schema."""
+    version = _version()
+    schema = _schema(types)
+    made = _created(version, schema)
+    version = _apply(version, [CreateSchema("ns"), create_command("ns", "t", schema, None, None)])
+    table = version.table("t", "ns")
+    assert table is not None
+    old = iceberg_schema(table)
+    fields = list(old.fields)
+    last = table.next_column_id - 1
+    original = {f.field_id for f in old.fields if f.name != "k"}
+    for step, arg in steps:
+        # What a client drops or changes is a column the table has: the
+        # catalog gives added columns the next ids, so an id added and
+        # dropped again in one commit could not be expressed.
+        others = [i for i, f in enumerate(fields) if f.field_id in original]
+        if step == "add":
+            last += 1
+            assert isinstance(arg, IcebergType)
+            fields.append(NestedField(last, f"n{last}", arg, required=False))
+        elif others and isinstance(arg, int):
+            i = others[arg % len(others)]
+            field = fields[i]
+            if step == "drop":
+                del fields[i]
+            elif step == "widen" and field.field_type in WIDER:
+                fields[i] = field.model_copy(update={"field_type": WIDER[field.field_type]})
+            elif step == "optional":
+                fields[i] = field.model_copy(update={"required": False})
+    wanted = Schema(*fields, identifier_field_ids=[0])
+    commands = schema_commands("ns", table, old, wanted)
+    after = _apply(version, commands).table("t", "ns") if commands else table
+    assert after is not None and after.id == made.id
+    check_expressed("ns.t", after, wanted)
+    assert iceberg_schema(after).fields == wanted.fields
+
+
+def test_a_rename_is_refused_by_name() -> None:
+    made = _created(_version(), _schema([(StringType(), False)]))
+    old = iceberg_schema(made)
+    renamed = Schema(
+        old.fields[0], old.fields[1].model_copy(update={"name": "other"}), identifier_field_ids=[0]
+    )
+    with pytest.raises(ValidationError, match=r"'c0'.*cannot be renamed") as caught:
+        schema_commands("ns", made, old, renamed)
+    assert caught.value.context["rule"] == "column-rename"
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [UUIDType(), FixedType(4), ListType(element_id=9, element_type=LongType())],
+    ids=str,
+)
+def test_a_type_the_catalog_lacks_is_refused(kind: IcebergType) -> None:
+    with pytest.raises(ValidationError, match="has Iceberg type") as caught:
+        create_command("ns", "t", _schema([(kind, False)]), None, None)
+    assert caught.value.context == {
+        "table": "ns.t",
+        "column": "c0",
+        "rule": "iceberg-type",
+    }
+
+
+def test_a_table_needs_identifier_fields() -> None:
+    schema = Schema(NestedField(1, "k", LongType(), required=True))
+    with pytest.raises(ValidationError, match="needs identifier fields"):
+        create_command("ns", "t", schema, None, None)
+
+
+def test_a_bucket_on_the_key_is_the_colocation() -> None:
+    schema = _schema([(StringType(), False)])
+    spec = PartitionSpec(PartitionField(1, 1000, BucketTransform(25), "b"))
+    assert create_command("ns", "t", schema, spec, None).colocation == ("k",)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (PartitionSpec(PartitionField(1, 1000, IdentityTransform(), "k")), "cannot be partitioned"),
+        (PartitionSpec(PartitionField(2, 1000, BucketTransform(4), "b")), "primary key column"),
+        (PartitionSpec(PartitionField(99, 1000, BucketTransform(4), "b")), "field id 99"),
+    ],
+)
+def test_other_partitionings_are_refused(spec: PartitionSpec, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        create_command("ns", "t", _schema([(StringType(), False)]), spec, None)
+
+
+def test_a_sort_order_is_refused() -> None:
+    order = SortOrder(SortField(source_id=1, transform=IdentityTransform()))
+    with pytest.raises(ValidationError, match="cannot have a sort order"):
+        create_command("ns", "t", _schema([]), None, order)
+
+
+def test_a_doc_or_default_is_refused_not_dropped() -> None:
+    schema = Schema(
+        NestedField(1, "k", LongType(), required=True, doc="the key"), identifier_field_ids=[1]
+    )
+    with pytest.raises(ValidationError, match="has a doc or a default"):
+        create_command("ns", "t", schema, None, None)
+
+
+def test_a_spec_must_be_the_tables_own() -> None:
+    made = _created(_version(), _schema([(StringType(), False)]))
+    own = PartitionSpec(PartitionField(0, 1000, BucketTransform(25), "tablet"))
+    check_spec("ns.t", own, PartitionSpec())
+    check_spec("ns.t", own, own)
+    with pytest.raises(ValidationError, match="bucket\\[7\\]"):
+        check_spec("ns.t", own, PartitionSpec(PartitionField(0, 1000, BucketTransform(7), "x")))
+    assert made.colocation == ("k",)
+
+
+def test_a_changed_key_is_refused() -> None:
+    made = _created(_version(), _schema([(LongType(), True)]))
+    ours = iceberg_schema(made)
+    with pytest.raises(ValidationError, match="primary key"):
+        check_expressed("ns.t", made, Schema(*ours.fields, identifier_field_ids=[1]))

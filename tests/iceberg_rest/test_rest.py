@@ -1,0 +1,335 @@
+"""The Iceberg REST catalog with pyiceberg's ``RestCatalog`` as the client,
+against the app served on a loopback port over a real SQLite catalog and
+warehouse (the process-level tests, auth matrix and compliance pass live
+with the other server tests): what a client commits is a catalog version or
+a data snapshot Almanac itself reads, and a failed requirement changes
+nothing."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+import uvicorn
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import (
+    BadRequestError,
+    ForbiddenError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+)
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table as IcebergTable
+from pyiceberg.table.update.schema import UpdateSchema
+from pyiceberg.types import IntegerType, LongType, NestedField, StringType, UUIDType
+
+import almanac
+from almanac import AddColumns, Catalog, ColumnDef, ColumnType
+from almanac.data import TableData, read_table
+from almanac.server.app import create_app
+from almanac.server.auth import Tokens
+
+ADMIN = "admin-iceberg-1"
+READ = "read-iceberg-2"
+PATIENCE_S = 120.0
+ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int32())])
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "v", IntegerType()),
+    identifier_field_ids=[1],
+)
+
+
+@dataclass
+class Served:
+    cat: Catalog
+    uri: str
+
+    def client(self, token: str = ADMIN) -> RestCatalog:
+        return RestCatalog("almanac", uri=self.uri, token=token)
+
+    def http(self, token: str | None = ADMIN) -> httpx.Client:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        return httpx.Client(base_url=self.uri, headers=headers, timeout=PATIENCE_S)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    directory = tmp_path_factory.mktemp("iceberg_rest")
+    cat = almanac.connect(f"sqlite:///{directory}/catalog.db", warehouse=str(directory / "wh"))
+    app = create_app(cat, tokens=Tokens.parse(f"admin {ADMIN}\nread {READ}\n", "test tokens"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + PATIENCE_S
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield Served(cat, f"http://127.0.0.1:{sock.getsockname()[1]}/iceberg")
+    finally:
+        server.should_exit = True
+        thread.join(PATIENCE_S)
+        cat.close()
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": ids, "v": [i * 10 for i in ids]}, schema=ROWS)
+
+
+def _ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+def _table(served: Served, namespace: str, name: str = "t") -> IcebergTable:
+    client = served.client()
+    client.create_namespace(namespace)
+    table: IcebergTable = client.create_table(f"{namespace}.{name}", SCHEMA)
+    return table
+
+
+def test_namespaces(served: Served) -> None:
+    client = served.client()
+    client.create_namespace("n1", {"owner": "ana"})
+    assert ("n1",) in client.list_namespaces()
+    assert client.load_namespace_properties("n1") == {"owner": "ana"}
+    change = client.update_namespace_properties(
+        "n1", removals={"owner", "gone"}, updates={"a": "1"}
+    )
+    assert (change.removed, change.updated, change.missing) == (["owner"], ["a"], ["gone"])
+    assert client.load_namespace_properties("n1") == {"a": "1"}
+    assert client.namespace_exists("n1") and not client.namespace_exists("n0")
+    with pytest.raises(NamespaceAlreadyExistsError):
+        client.create_namespace("n1")
+    client.create_table("n1.t", SCHEMA)
+    with pytest.raises(NamespaceNotEmptyError):
+        client.drop_namespace("n1")
+    client.drop_table("n1.t")
+    client.drop_namespace("n1")
+    assert served.cat.catalog().schema("n1") is None
+    with pytest.raises(NoSuchNamespaceError):
+        client.load_namespace_properties("n1")
+    client.create_namespace("n1")  # a new schema id: the old properties stay gone
+    assert client.load_namespace_properties("n1") == {}
+
+
+def test_errors_take_the_spec_model(served: Served) -> None:
+    with served.http() as http:
+        nested = http.get("/v1/namespaces/a%1Fb")
+        missing = http.get("/v1/namespaces/nope/tables/t")
+    with served.http(None) as anonymous:
+        unauthorized = anonymous.get("/v1/namespaces")
+    with served.http(READ) as reader:
+        forbidden = reader.post("/v1/namespaces", json={"namespace": ["x"]})
+    for response, code, kind in (
+        (nested, 400, "BadRequestException"),
+        (missing, 404, "NoSuchNamespaceException"),
+        (unauthorized, 401, "NotAuthorizedException"),
+        (forbidden, 403, "ForbiddenException"),
+    ):
+        assert response.status_code == code
+        error = response.json()["error"]
+        assert (error["type"], error["code"]) == (kind, code)
+        assert error["message"]
+    assert "exactly one level" in nested.json()["error"]["message"]
+    assert served.cat.catalog().schema("x") is None
+
+
+def test_client_writes_are_data_snapshots_almanac_reads(served: Served) -> None:
+    table = _table(served, "w")
+    table.append(_rows([1, 2, 3]))
+    table = served.client().load_table("w.t")
+    table.overwrite(_rows([4, 5]))
+    table = served.client().load_table("w.t")
+    table.append(_rows([6]))
+    table = served.client().load_table("w.t")
+    table.delete("id = 5")
+    table = served.client().load_table("w.t")
+    assert _ids(table.scan().to_arrow()) == [4, 6]
+    assert _ids(read_table(served.cat, "t", "w")) == [4, 6]
+    table_id = served.cat.catalog().table("t", "w").id  # type: ignore[union-attr]
+    history = TableData.for_catalog(served.cat).history(table_id)
+    assert [s.operation for s in history] == ["append", "overwrite", "append", "overwrite"]
+    assert [_ids(read_table(served.cat, "t", "w", timestamp=s.commit_time)) for s in history] == [
+        [1, 2, 3],
+        [4, 5],
+        [4, 5, 6],
+        [4, 6],
+    ]
+    with pytest.raises(ForbiddenError):
+        served.client(READ).load_table("w.t").append(_rows([7]))
+    assert _ids(read_table(served.cat, "t", "w")) == [4, 6]
+
+
+def test_a_schema_change_is_one_catalog_version(served: Served) -> None:
+    table = _table(served, "s")
+    table.append(_rows([1]))
+    before = served.cat.latest_version
+    with served.client().load_table("s.t").update_schema() as update:
+        update.add_column("extra", StringType())
+    assert served.cat.latest_version == before + 1
+    columns = served.cat.catalog().table("t", "s").columns  # type: ignore[union-attr]
+    assert [(c.name, c.type) for c in columns][-1] == ("extra", ColumnType.STRING)
+    assert read_table(served.cat, "t", "s", version=before).column_names == ["id", "v"]
+    assert read_table(served.cat, "t", "s").column("extra").to_pylist() == [None]
+    # An ALTER through Almanac shows up in the next load.
+    served.cat.execute(
+        [
+            AddColumns(
+                table="t", columns=(ColumnDef(name="more", type=ColumnType.INT64),), schema="s"
+            )
+        ]
+    )
+    fields = served.client().load_table("s.t").schema().fields
+    assert [(f.field_id, f.name) for f in fields] == [
+        (0, "id"),
+        (1, "v"),
+        (2, "extra"),
+        (3, "more"),
+    ]
+
+
+def test_what_the_catalog_cannot_express_is_refused(served: Served) -> None:
+    _table(served, "r")
+    version = served.cat.latest_version
+    changes: list[Callable[[UpdateSchema], object]] = [
+        lambda u: u.rename_column("v", "w"),
+        lambda u: u.add_column("u", UUIDType()),
+    ]
+    for change in changes:
+        with (
+            pytest.raises(BadRequestError),
+            served.client().load_table("r.t").update_schema() as update,
+        ):
+            change(update)
+    with pytest.raises(BadRequestError, match="identifier fields"):
+        served.client().create_table("r.nokey", Schema(NestedField(1, "id", LongType())))
+    assert served.cat.latest_version == version
+
+
+def _commit(table: IcebergTable, requirements: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    return {
+        "identifier": {"namespace": list(table.name()[:-1]), "name": table.name()[-1]},
+        "requirements": requirements,
+        "updates": [{"action": "set-properties", "updates": {key: "1"}}],
+    }
+
+
+def test_a_failed_requirement_is_a_409_and_changes_nothing(served: Served) -> None:
+    table = _table(served, "q")
+    table.append(_rows([1]))
+    stale = [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}]
+    with served.http() as http:
+        response = http.post("/v1/namespaces/q/tables/t", json=_commit(table, stale, "k"))
+    assert response.status_code == 409
+    assert response.json()["error"]["type"] == "CommitFailedException"
+    assert "k" not in served.client().load_table("q.t").properties
+
+
+def test_racing_clients_lose_no_snapshot(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    """Two clients append from the same snapshot: one commit wins, the other
+    gets CommitFailedException, which pyiceberg answers by refreshing and
+    retrying; both appends land."""
+    _table(served, "c").append(_rows([1]))
+    first = served.client().load_table("c.t")
+    second = served.client().load_table("c.t")
+
+    def statuses() -> list[object]:
+        return [
+            r.args[2]
+            for r in caplog.records
+            if r.name == "almanac.server.access"
+            and isinstance(r.args, tuple)
+            and r.args[:2] == ("POST", "/iceberg/v1/namespaces/c/tables/t")
+        ]
+
+    with caplog.at_level(logging.INFO, logger="almanac.server.access"):
+        first.append(_rows([2]))
+        second.append(_rows([3]))
+        # The access line is written once the reply went out: wait for it.
+        deadline = time.monotonic() + PATIENCE_S
+        while len(statuses()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert sorted(map(str, statuses())) == ["200", "200", "409"]
+    assert _ids(read_table(served.cat, "t", "c")) == [1, 2, 3]
+
+
+def test_a_transaction_is_one_version_or_nothing(served: Served) -> None:
+    a = _table(served, "x", "a")
+    b = served.client().create_table("x.b", SCHEMA)
+    version = served.cat.latest_version
+    good = [{"type": "assert-table-uuid", "uuid": str(a.metadata.table_uuid)}]
+    bad = [{"type": "assert-current-schema-id", "current-schema-id": 99}]
+    with served.http() as http:
+        failed = http.post(
+            "/v1/transactions/commit",
+            json={"table-changes": [_commit(a, good, "k"), _commit(b, bad, "k")]},
+        )
+        assert failed.status_code == 409
+        assert failed.json()["error"]["type"] == "CommitFailedException"
+        assert "k" not in served.client().load_table("x.a").properties
+
+        def add(table: IcebergTable, name: str) -> dict[str, Any]:
+            metadata = table.metadata
+            fields = [f.model_dump(by_alias=True) for f in metadata.schema().fields]
+            fields.append({"id": metadata.last_column_id + 1, "name": name, "type": "long"})
+            fields[-1]["required"] = False
+            schema = {"type": "struct", "schema-id": 1, "fields": fields}
+            return {
+                "identifier": {"namespace": ["x"], "name": table.name()[-1]},
+                "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 0}],
+                "updates": [
+                    {"action": "add-schema", "schema": schema},
+                    {"action": "set-current-schema", "schema-id": -1},
+                ],
+            }
+
+        done = http.post(
+            "/v1/transactions/commit", json={"table-changes": [add(a, "p"), add(b, "q")]}
+        )
+        assert done.status_code == 204, done.text
+    assert served.cat.latest_version == version + 1
+    after = served.cat.catalog()
+    assert [c.name for c in after.table("a", "x").columns] == ["id", "v", "p"]  # type: ignore[union-attr]
+    assert [c.name for c in after.table("b", "x").columns] == ["id", "v", "q"]  # type: ignore[union-attr]
+
+
+def test_a_staged_create_commits_with_its_first_snapshot(served: Served) -> None:
+    client = served.client()
+    client.create_namespace("g")
+    transaction = client.create_table_transaction("g.t", SCHEMA)
+    transaction.append(_rows([1, 2]))
+    assert served.cat.catalog().table("t", "g") is None
+    with pytest.raises(NoSuchTableError):
+        client.load_table("g.t")
+    version = served.cat.latest_version
+    transaction.commit_transaction()
+    assert served.cat.latest_version == version + 1
+    assert _ids(read_table(served.cat, "t", "g")) == [1, 2]
+    assert _ids(client.load_table("g.t").scan().to_arrow()) == [1, 2]
+
+
+def test_rename_and_drop(served: Served) -> None:
+    client = served.client()
+    _table(served, "m").append(_rows([1]))
+    client.rename_table("m.t", "m.u")
+    assert client.list_tables("m") == [("m", "u")]
+    assert _ids(client.load_table("m.u").scan().to_arrow()) == [1]
+    with pytest.raises(BadRequestError, match="within its schema"):
+        client.create_namespace("m2")
+        client.rename_table("m.u", "m2.u")
+    client.drop_table("m.u", purge_requested=True)
+    assert not client.table_exists("m.u")
