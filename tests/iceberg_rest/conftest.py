@@ -1,6 +1,7 @@
-"""One real ``almanac serve`` per test module, reached by pyiceberg's own
+"""One real ``almanac serve`` per test process, reached by pyiceberg's own
 ``RestCatalog`` under ``/iceberg``: an admin token that may change the
-catalog and a read token that may only look."""
+catalog and a read token that may only look. Each module works in its own
+namespaces, so the modules share the server (starting one costs seconds)."""
 
 from __future__ import annotations
 
@@ -23,18 +24,18 @@ READ_TOKEN = "iceberg-read-9a13f6e2c7b8"
 PREFIX = "/iceberg"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("iceberg-rest")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def target(server_dir: Path) -> str:
     """The served catalog, which the tests also open as a second node."""
     return str(server_dir / "catalog")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(server_dir: Path, target: str) -> Iterator[Server]:
     tokens = server_dir / "tokens"
     tokens.write_text(f"admin {ADMIN_TOKEN}\nread {READ_TOKEN}\n", encoding="utf-8")
@@ -45,7 +46,7 @@ def server(server_dir: Path, target: str) -> Iterator[Server]:
         assert srv.stop() == 0, srv.log_text()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cat(server: Server, target: str) -> Iterator[Catalog]:
     """A second node of the served catalog: what Almanac itself sees."""
     with almanac.connect(target) as node:
@@ -62,19 +63,19 @@ def rest_catalog(server: Server, token: str | None = ADMIN_TOKEN) -> RestCatalog
         return RestCatalog("almanac", **properties)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def admin(server: Server) -> RestCatalog:
     return rest_catalog(server, ADMIN_TOKEN)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reader(server: Server) -> RestCatalog:
     return rest_catalog(server, READ_TOKEN)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def http(server: Server) -> Iterator[Callable[[str | None], httpx.Client]]:
-    """Raw HTTP clients under ``/iceberg``, one per token, closed with the module."""
+    """Raw HTTP clients under ``/iceberg``, each on its own connection."""
     clients: list[httpx.Client] = []
 
     def make(token: str | None) -> httpx.Client:

@@ -27,24 +27,29 @@ def client(http: Client) -> httpx.Client:
     return http(ADMIN_TOKEN)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def nothing_changes(admin: RestCatalog, cat: Catalog, server: Server) -> Iterator[None]:
-    """Every hostile request of the module leaves the catalog as it was,
-    and the server's log holds no traceback."""
+@pytest.fixture(scope="module")
+def host(admin: RestCatalog) -> None:
+    """The namespace and table the hostile requests aim at."""
     admin.create_namespace("HOST")
     admin.create_table(("HOST", "T"), SCHEMA).append(batch([(1, "a", 1)]))
+
+
+@pytest.fixture(autouse=True)
+def nothing_changes(
+    host: None, admin: RestCatalog, cat: Catalog, server: Server
+) -> Iterator[list[int]]:
+    """Every hostile request leaves the catalog and the table as they were,
+    and puts no traceback in the server's log. Yields a counter of the
+    versions a test makes on purpose (a legal odd name)."""
     cat.catch_up()
     version = cat.latest_version
-    yield
+    logged = len(server.log_text())
+    made = [0]
+    yield made
     cat.catch_up()
-    assert cat.latest_version == version + _made_on_purpose[0]
+    assert cat.latest_version == version + made[0]
     assert scanned(admin.load_table(("HOST", "T"))) == [(1, "a", 1)]
-    assert "Traceback" not in server.log_text()
-
-
-_made_on_purpose = [0]
-"""Versions a test made deliberately (a legal odd name), counted so the
-module's check of ``nothing changes`` stays exact."""
+    assert "Traceback" not in server.log_text()[logged:]
 
 
 @pytest.mark.parametrize(
@@ -128,7 +133,7 @@ def test_a_body_over_the_limit_is_a_413_in_the_error_model(client: httpx.Client)
 
 
 def test_a_name_like_a_path_stays_inside_the_warehouse(
-    admin: RestCatalog, client: httpx.Client, target: str
+    admin: RestCatalog, client: httpx.Client, target: str, nothing_changes: list[int]
 ) -> None:
     """``../x`` is a legal quoted name: the table's files go under ids, never
     under the name; or the name is refused with a 400. (A bare ``..`` cannot
@@ -138,9 +143,10 @@ def test_a_name_like_a_path_stays_inside_the_warehouse(
         spec_error(created, 400)
         return
     assert created.status_code == 200, created.text
+    nothing_changes[0] = 1  # CREATE SCHEMA
     table = admin.create_table(("../x", "../y"), SCHEMA)
     table.append(batch([(5, "e", 5)]))
-    _made_on_purpose[0] += 2  # CREATE SCHEMA, CREATE TABLE
+    nothing_changes[0] = 2  # CREATE SCHEMA, CREATE TABLE
     assert scanned(admin.load_table(("../x", "../y"))) == [(5, "e", 5)]
     assert ("../x", "../y") in admin.list_tables("../x")
     root = (Path(target) / "warehouse").resolve()
