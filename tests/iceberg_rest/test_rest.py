@@ -333,3 +333,51 @@ def test_rename_and_drop(served: Served) -> None:
         client.rename_table("m.u", "m2.u")
     client.drop_table("m.u", purge_requested=True)
     assert not client.table_exists("m.u")
+
+
+def test_a_snapshot_of_another_tables_files_is_refused(served: Served) -> None:
+    """A commit may only add files below its table's location: a snapshot
+    naming another table's files would lose them to that table's janitor."""
+    _table(served, "f", "a")
+    other = served.client().create_table("f.b", SCHEMA)
+    other.append(_rows([1]))
+    stolen = served.client().load_table("f.b").metadata.current_snapshot()
+    assert stolen is not None
+    body = {
+        "identifier": {"namespace": ["f"], "name": "a"},
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": stolen.model_dump(mode="json", by_alias=True)},
+            {
+                "action": "set-snapshot-ref",
+                "ref-name": "main",
+                "type": "branch",
+                "snapshot-id": stolen.snapshot_id,
+            },
+        ],
+    }
+    with served.http() as http:
+        response = http.post("/v1/namespaces/f/tables/a", json=body)
+    assert response.status_code == 400
+    assert "is not where the table's files belong" in response.json()["error"]["message"]
+    assert served.client().load_table("f.a").metadata.current_snapshot() is None
+
+
+def test_register_reads_no_file_of_the_warehouse_and_no_other_file(
+    served: Served, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    table = _table(served, "reg")
+    table.append(_rows([1]))
+    inside = served.client().load_table("reg.t").metadata_location
+    stray = tmp_path_factory.mktemp("stray") / "plain.txt"
+    stray.write_text("not metadata: hunter2\n", encoding="utf-8")
+    with served.http() as http:
+        for location, message in ((inside, "from outside"), (str(stray), "not a readable")):
+            response = http.post(
+                "/v1/namespaces/reg/register",
+                json={"name": "r", "metadata-location": location, "overwrite": False},
+            )
+            assert response.status_code == 400
+            assert message in response.json()["error"]["message"]
+            assert "hunter2" not in response.text
+    assert served.cat.catalog().table("r", "reg") is None
