@@ -185,6 +185,10 @@ def test_a_schema_change_is_one_catalog_version(served: Served) -> None:
     assert [(c.name, c.type) for c in columns][-1] == ("extra", ColumnType.STRING)
     assert read_table(served.cat, "t", "s", version=before).column_names == ["id", "v"]
     assert read_table(served.cat, "t", "s").column("extra").to_pylist() == [None]
+    with served.client().load_table("s.t").update_schema() as update:
+        update.rename_column("v", "w")
+    assert served.cat.latest_version == before + 2
+    assert read_table(served.cat, "t", "s").column_names == ["id", "w", "extra"]
     # An ALTER through Almanac shows up in the next load.
     served.cat.execute(
         [
@@ -196,7 +200,7 @@ def test_a_schema_change_is_one_catalog_version(served: Served) -> None:
     fields = served.client().load_table("s.t").schema().fields
     assert [(f.field_id, f.name) for f in fields] == [
         (0, "id"),
-        (1, "v"),
+        (1, "w"),
         (2, "extra"),
         (3, "more"),
     ]
@@ -206,7 +210,7 @@ def test_what_the_catalog_cannot_express_is_refused(served: Served) -> None:
     _table(served, "r")
     version = served.cat.latest_version
     changes: list[Callable[[UpdateSchema], object]] = [
-        lambda u: u.rename_column("v", "w"),
+        lambda u: u.rename_column("id", "key"),  # the primary key keeps its name
         lambda u: u.add_column("u", UUIDType()),
     ]
     for change in changes:
