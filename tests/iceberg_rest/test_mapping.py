@@ -122,6 +122,8 @@ evolutions = st.lists(
         st.tuples(st.just("drop"), st.integers(0, 20)),
         st.tuples(st.just("widen"), st.integers(0, 20)),
         st.tuples(st.just("optional"), st.integers(0, 20)),
+        st.tuples(st.just("rename"), st.integers(0, 20)),
+        st.tuples(st.just("swap"), st.integers(0, 20)),
     ),
     min_size=1,
     max_size=6,
@@ -163,6 +165,13 @@ def test_a_schema_change_is_the_alter_it_amounts_to(
                 fields[i] = field.model_copy(update={"field_type": WIDER[field.field_type]})
             elif step == "optional":
                 fields[i] = field.model_copy(update={"required": False})
+            elif step == "rename":
+                fields[i] = field.model_copy(update={"name": f"r{field.field_id}_{arg}"})
+            elif step == "swap" and len(others) > 1:
+                j = others[(arg + 1) % len(others)]
+                a, b = fields[i], fields[j]
+                fields[i] = a.model_copy(update={"name": b.name})
+                fields[j] = b.model_copy(update={"name": a.name})
     wanted = Schema(*fields, identifier_field_ids=[0])
     commands = schema_commands("ns", table, old, wanted)
     after = _apply(version, commands).table("t", "ns") if commands else table
@@ -171,15 +180,45 @@ def test_a_schema_change_is_the_alter_it_amounts_to(
     assert iceberg_schema(after).fields == wanted.fields
 
 
-def test_a_rename_is_refused_by_name() -> None:
-    made = _created(_version(), _schema([(StringType(), False)]))
+def test_a_swap_of_names_goes_through_a_free_name() -> None:
+    made = _created(_version(), _schema([(StringType(), False), (LongType(), False)]))
     old = iceberg_schema(made)
-    renamed = Schema(
-        old.fields[0], old.fields[1].model_copy(update={"name": "other"}), identifier_field_ids=[0]
+    k, a, b = old.fields
+    swapped = Schema(
+        k,
+        a.model_copy(update={"name": b.name}),
+        b.model_copy(update={"name": a.name}),
+        identifier_field_ids=[0],
     )
-    with pytest.raises(ValidationError, match=r"'c0'.*cannot be renamed") as caught:
-        schema_commands("ns", made, old, renamed)
-    assert caught.value.context["rule"] == "column-rename"
+    commands = schema_commands("ns", made, old, swapped)
+    assert [(c.column, c.new_name) for c in commands] == [  # type: ignore[attr-defined]
+        ("c0", "c0_0"),
+        ("c1", "c0"),
+        ("c0_0", "c1"),
+    ]
+    version = _apply(
+        _version(),
+        [
+            CreateSchema("ns"),
+            create_command(
+                "ns", "t", _schema([(StringType(), False), (LongType(), False)]), None, None
+            ),
+        ],
+    )
+    after = _apply(version, commands).table("t", "ns")
+    assert after is not None
+    check_expressed("ns.t", after, swapped)
+
+
+def test_the_key_keeps_its_name() -> None:
+    made = _created(_version(), _schema([]))
+    old = iceberg_schema(made)
+    renamed = Schema(old.fields[0].model_copy(update={"name": "key"}), identifier_field_ids=[0])
+    version = _apply(
+        _version(), [CreateSchema("ns"), create_command("ns", "t", _schema([]), None, None)]
+    )
+    with pytest.raises(ValidationError, match="primary key"):
+        _apply(version, schema_commands("ns", made, old, renamed))
 
 
 @pytest.mark.parametrize(

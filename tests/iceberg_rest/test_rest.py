@@ -185,6 +185,10 @@ def test_a_schema_change_is_one_catalog_version(served: Served) -> None:
     assert [(c.name, c.type) for c in columns][-1] == ("extra", ColumnType.STRING)
     assert read_table(served.cat, "t", "s", version=before).column_names == ["id", "v"]
     assert read_table(served.cat, "t", "s").column("extra").to_pylist() == [None]
+    with served.client().load_table("s.t").update_schema() as update:
+        update.rename_column("v", "w")
+    assert served.cat.latest_version == before + 2
+    assert read_table(served.cat, "t", "s").column_names == ["id", "w", "extra"]
     # An ALTER through Almanac shows up in the next load.
     served.cat.execute(
         [
@@ -196,7 +200,7 @@ def test_a_schema_change_is_one_catalog_version(served: Served) -> None:
     fields = served.client().load_table("s.t").schema().fields
     assert [(f.field_id, f.name) for f in fields] == [
         (0, "id"),
-        (1, "v"),
+        (1, "w"),
         (2, "extra"),
         (3, "more"),
     ]
@@ -206,7 +210,7 @@ def test_what_the_catalog_cannot_express_is_refused(served: Served) -> None:
     _table(served, "r")
     version = served.cat.latest_version
     changes: list[Callable[[UpdateSchema], object]] = [
-        lambda u: u.rename_column("v", "w"),
+        lambda u: u.rename_column("id", "key"),  # the primary key keeps its name
         lambda u: u.add_column("u", UUIDType()),
     ]
     for change in changes:
@@ -333,3 +337,51 @@ def test_rename_and_drop(served: Served) -> None:
         client.rename_table("m.u", "m2.u")
     client.drop_table("m.u", purge_requested=True)
     assert not client.table_exists("m.u")
+
+
+def test_a_snapshot_of_another_tables_files_is_refused(served: Served) -> None:
+    """A commit may only add files below its table's location: a snapshot
+    naming another table's files would lose them to that table's janitor."""
+    _table(served, "f", "a")
+    other = served.client().create_table("f.b", SCHEMA)
+    other.append(_rows([1]))
+    stolen = served.client().load_table("f.b").metadata.current_snapshot()
+    assert stolen is not None
+    body = {
+        "identifier": {"namespace": ["f"], "name": "a"},
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": stolen.model_dump(mode="json", by_alias=True)},
+            {
+                "action": "set-snapshot-ref",
+                "ref-name": "main",
+                "type": "branch",
+                "snapshot-id": stolen.snapshot_id,
+            },
+        ],
+    }
+    with served.http() as http:
+        response = http.post("/v1/namespaces/f/tables/a", json=body)
+    assert response.status_code == 400
+    assert "is not where the table's files belong" in response.json()["error"]["message"]
+    assert served.client().load_table("f.a").metadata.current_snapshot() is None
+
+
+def test_register_reads_no_file_of_the_warehouse_and_no_other_file(
+    served: Served, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    table = _table(served, "reg")
+    table.append(_rows([1]))
+    inside = served.client().load_table("reg.t").metadata_location
+    stray = tmp_path_factory.mktemp("stray") / "plain.txt"
+    stray.write_text("not metadata: hunter2\n", encoding="utf-8")
+    with served.http() as http:
+        for location, message in ((inside, "from outside"), (str(stray), "not a readable")):
+            response = http.post(
+                "/v1/namespaces/reg/register",
+                json={"name": "r", "metadata-location": location, "overwrite": False},
+            )
+            assert response.status_code == 400
+            assert message in response.json()["error"]["message"]
+            assert "hunter2" not in response.text
+    assert served.cat.catalog().table("r", "reg") is None

@@ -124,7 +124,7 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     if wanted.current_snapshot_id != base.current_snapshot_id:
         operation = _operation(base, wanted)
     if operation is not None:
-        _check_no_deletes(cat, full, wanted)
+        _check_files(cat, full, base, wanted)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
@@ -192,13 +192,10 @@ def created(
             f"'{location}' (another table was created meanwhile); stage it again",
             table=full,
         )
-    snapshot = wanted.current_snapshot()
     operation = None
-    if snapshot is not None:
-        _check_no_deletes(cat, full, wanted)
-        operation = (
-            "append" if snapshot.summary is None else _OPERATIONS[snapshot.summary.operation]
-        )
+    if wanted.current_snapshot() is not None:
+        _check_files(cat, full, None, wanted, registered=relocate)
+        operation = _operation(None, wanted)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
     wanted = wanted.model_copy(
         update={"properties": {**wanted.properties, TABLE_ID_PROPERTY: str(made.id)}}
@@ -222,28 +219,84 @@ def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
     return "replace" if done == {"replace"} else "append"
 
 
-def _check_no_deletes(cat: Catalog, full: str, wanted: TableMetadata) -> None:
-    """Almanac reads data files only: a snapshot with delete files
-    (merge-on-read) would read deleted rows back, so it is refused."""
+def _check_files(
+    cat: Catalog,
+    full: str,
+    base: TableMetadata | None,
+    wanted: TableMetadata,
+    *,
+    registered: bool = False,
+) -> None:
+    """The files a commit adds are the table's own, and data files only.
+
+    Every manifest list, manifest and data file its new snapshots add must
+    be below the table's location: a file elsewhere (another table's, say)
+    would be deleted under it when its owner's janitor collects it. A
+    ``registered`` table's files are the opposite: all outside the catalog's
+    warehouse, where no janitor ever goes. Delete files (merge-on-read)
+    are refused: Almanac reads data files only, so
+    deleted rows would read back."""
     snapshot = wanted.current_snapshot()
     if snapshot is None:
         return
+    data = TableData.for_catalog(cat)
+    root = wanted.location.rstrip("/") + "/"
+    warehouse = data.warehouse.root.rstrip("/") + "/"
+    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    added = {s.snapshot_id for s in wanted.snapshots} - known
+
+    def outside(path: str) -> bool:
+        if "/../" in path or "/./" in path:
+            return True
+        return path.startswith(warehouse) if registered else not path.startswith(root)
+
+    def refuse(what: str, rule: str) -> CatalogError:
+        return refused(f"Table '{full}': {what}", table=full, rule=rule)
+
+    io = data.iceberg.io
     try:
-        manifests = snapshot.manifests(TableData.for_catalog(cat).iceberg.io)
-    except Exception as exc:  # the client's file: missing or damaged
-        raise refused(
-            f"Table '{full}': the manifest list '{snapshot.manifest_list}' of the new snapshot "
-            f"cannot be read ({type(exc).__name__})",
-            table=full,
-            rule="manifest-list",
+        for new in (s for s in wanted.snapshots if s.snapshot_id in added):
+            if outside(new.manifest_list):
+                raise refuse(
+                    f"manifest list '{new.manifest_list}' is not where the table's files "
+                    f"belong ({_place(wanted, registered)})",
+                    "file-location",
+                )
+            for manifest in new.manifests(io):
+                if manifest.content != ManifestContent.DATA:
+                    raise refuse(
+                        "the new snapshot has delete files; Almanac tables take copy-on-write "
+                        "commits only (write.delete.mode=copy-on-write)",
+                        "delete-files",
+                    )
+                if manifest.added_snapshot_id not in added:
+                    continue
+                if outside(manifest.manifest_path):
+                    raise refuse(
+                        f"manifest '{manifest.manifest_path}' is not where the table's files "
+                        f"belong ({_place(wanted, registered)})",
+                        "file-location",
+                    )
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+                    if entry.snapshot_id in added and outside(entry.data_file.file_path):
+                        raise refuse(
+                            f"data file '{entry.data_file.file_path}' is not where the table's "
+                            f"files belong ({_place(wanted, registered)})",
+                            "file-location",
+                        )
+    except CatalogError:
+        raise
+    except Exception as exc:  # the client's files: missing or damaged
+        raise refuse(
+            f"the files of its new snapshot cannot be read ({type(exc).__name__})",
+            "snapshot-files",
         ) from None
-    if any(m.content != ManifestContent.DATA for m in manifests):
-        raise refused(
-            f"Table '{full}': the new snapshot has delete files; Almanac tables take "
-            "copy-on-write commits only (write.delete.mode=copy-on-write)",
-            table=full,
-            rule="delete-files",
-        )
+
+
+def _place(wanted: TableMetadata, registered: bool) -> str:
+    if registered:
+        return "outside the catalog's warehouse, for a registered table"
+    return f"below its location '{wanted.location}'"
 
 
 def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) -> None:

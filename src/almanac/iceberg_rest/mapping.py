@@ -6,7 +6,7 @@ primary key and a ``bucket[N]`` spec names the colocation column. What an
 Iceberg client asks for is turned into the commands the equivalent DDL
 would run, and then checked the other way: the table those commands make,
 seen as Iceberg (``iceberg_schema``), must be exactly what the client asked
-for. Anything else (a column rename, a type the catalog lacks, a default, a
+for. Anything else (a type the catalog lacks, a default, a
 doc string, another partitioning) is refused with a message naming it, so
 nothing a client sends is silently dropped.
 """
@@ -36,7 +36,15 @@ from pyiceberg.types import (
     TimeType,
 )
 
-from almanac.commands import AddColumns, AlterColumn, ColumnDef, Command, CreateTable, DropColumns
+from almanac.commands import (
+    AddColumns,
+    AlterColumn,
+    ColumnDef,
+    Command,
+    CreateTable,
+    DropColumns,
+    RenameColumn,
+)
 from almanac.data.iceberg_schema import iceberg_schema
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
@@ -196,8 +204,8 @@ def check_spec(table: str, expected: PartitionSpec, wanted: PartitionSpec) -> No
 
 def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> list[Command]:
     """The ALTER TABLE commands that take ``old`` (the table as Iceberg sees
-    it) to ``new``: drops, type widenings and DROP NOT NULL, then additions.
-    A rename has no command; ``check_expressed`` refuses what is left over."""
+    it) to ``new``: drops, renames, type widenings and DROP NOT NULL, then
+    additions. ``check_expressed`` refuses what they cannot make."""
     full = f"{namespace}.{table.name}"
     before = {f.field_id: f for f in old.fields}
     after = {f.field_id: f for f in new.fields}
@@ -205,18 +213,17 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
     dropped = tuple(f.name for i, f in before.items() if i not in after)
     if dropped:
         commands.append(DropColumns(table=table.name, columns=dropped, schema=namespace))
+    renames = {
+        before[i].name: f.name for i, f in after.items() if i in before and before[i].name != f.name
+    }
+    commands += [
+        RenameColumn(table=table.name, column=a, new_name=b, schema=namespace)
+        for a, b in _rename_order(renames, {f.name for f in after.values()})
+    ]
     for field_id, field in after.items():
         was = before.get(field_id)
         if was is None:
             continue
-        if was.name != field.name:
-            raise refused(
-                f"Column '{was.name}' of table '{full}' cannot be renamed to '{field.name}': "
-                "the catalog has no column rename (add a new column instead)",
-                table=full,
-                column=was.name,
-                rule="column-rename",
-            )
         if was.field_type != field.field_type:
             kind, precision, scale = column_type(field, full)
             commands.append(
@@ -239,6 +246,29 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
     if added:
         commands.append(AddColumns(table=table.name, columns=added, schema=namespace))
     return commands
+
+
+def _rename_order(renames: dict[str, str], taken: set[str]) -> list[tuple[str, str]]:
+    """The renames one after the other, so that none takes a name another
+    column still holds; a cycle (a swap) goes through a free name."""
+    pending = dict(renames)
+    order: list[tuple[str, str]] = []
+    while pending:
+        holders = set(pending)
+        ready = [a for a, b in pending.items() if b not in holders]
+        if ready:
+            for a in sorted(ready):
+                order.append((a, pending.pop(a)))
+            continue
+        first = sorted(pending)[0]  # every target is held: a cycle
+        spare = next(
+            name
+            for n in range(len(taken) + len(renames) + 1)
+            if (name := f"{first}_{n}") not in taken and name not in holders
+        )
+        order.append((first, spare))
+        pending[spare] = pending.pop(first)
+    return order
 
 
 def _shown(field: NestedField) -> str:
