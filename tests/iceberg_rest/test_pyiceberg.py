@@ -12,6 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError, CommitFailedException
 from pyiceberg.schema import Schema
@@ -229,3 +231,44 @@ def test_two_clients_committing_at_once_one_wins_the_other_retries_and_nothing_i
     assert {schema.find_field(n).field_id for n in names} == {
         c.id for c in described.columns if c.name in names
     }
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "overwrite", "delete"]),
+        st.lists(st.integers(0, 15), min_size=1, max_size=4, unique=True),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ops=_OPS)
+def test_any_sequence_of_client_writes_reads_the_same_in_pyiceberg_and_almanac(
+    admin: RestCatalog, cat: Catalog, ops: list[tuple[str, list[int]]]
+) -> None:
+    """The rows a model of the writes predicts, through both readers."""
+    if not admin.namespace_exists("SEQ"):
+        admin.create_namespace("SEQ")
+    name = f"T{len(admin.list_tables('SEQ'))}"
+    table = admin.create_table(("SEQ", name), SCHEMA)
+    model: dict[int, Row] = {}
+    for step, (op, keys) in enumerate(ops):
+        if op == "append":
+            new = [(k, f"s{step}", k) for k in keys if k not in model]
+            if new:
+                table.append(batch(new))
+                model.update((r[0], r) for r in new)
+        elif op == "overwrite":
+            rows = [(k, f"o{step}", -k) for k in keys]
+            table.overwrite(batch(rows), overwrite_filter=f"ID IN ({', '.join(map(str, keys))})")
+            model.update((r[0], r) for r in rows)
+        else:
+            table.delete(f"ID IN ({', '.join(map(str, keys))})")
+            for k in keys:
+                model.pop(k, None)
+    expected = ordered(list(model.values()))
+    assert scanned(admin.load_table(("SEQ", name))) == expected
+    cat.catch_up()
+    assert arrow_rows(read_table(cat, name, "SEQ")) == expected
