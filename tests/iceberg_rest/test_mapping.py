@@ -147,7 +147,7 @@ def test_a_schema_change_is_the_alter_it_amounts_to(
     fields = list(old.fields)
     last = table.next_column_id - 1
     original = {f.field_id for f in old.fields if f.name != "k"}
-    for step, arg in steps:
+    for number, (step, arg) in enumerate(steps):
         # What a client drops or changes is a column the table has: the
         # catalog gives added columns the next ids, so an id added and
         # dropped again in one commit could not be expressed.
@@ -166,7 +166,7 @@ def test_a_schema_change_is_the_alter_it_amounts_to(
             elif step == "optional":
                 fields[i] = field.model_copy(update={"required": False})
             elif step == "rename":
-                fields[i] = field.model_copy(update={"name": f"r{field.field_id}_{arg}"})
+                fields[i] = field.model_copy(update={"name": f"renamed{number}"})
             elif step == "swap" and len(others) > 1:
                 j = others[(arg + 1) % len(others)]
                 a, b = fields[i], fields[j]

@@ -47,6 +47,7 @@ __all__ = [
     "CommitShape",
     "iceberg_schema",
     "iceberg_type",
+    "identifier_ids",
     "partition_spec",
     "same_spec",
 ]
@@ -92,8 +93,22 @@ def iceberg_type(column: Column) -> PrimitiveType:
 
 
 def iceberg_schema(table: Table, schema_id: int = 0) -> Schema:
-    """The table's columns as an Iceberg schema whose field ids are column ids."""
-    return Schema(*(_field(c) for c in table.columns), schema_id=schema_id)
+    """The table's columns as an Iceberg schema whose field ids are column
+    ids and whose identifier fields are its primary key."""
+    return Schema(
+        *(_field(c) for c in table.columns),
+        schema_id=schema_id,
+        identifier_field_ids=identifier_ids(table),
+    )
+
+
+def identifier_ids(table: Table) -> list[int]:
+    """The primary key's column ids, Iceberg's identifier fields; none when
+    a key column is FLOAT or DOUBLE, which Iceberg does not allow there."""
+    keys = [c for c in table.columns if c.name in table.primary_key]
+    if any(c.type in (ColumnType.FLOAT, ColumnType.DOUBLE) for c in keys):
+        return []
+    return [c.id for c in keys]
 
 
 def _field(column: Column) -> NestedField:

@@ -15,6 +15,7 @@ or a table that moved between the check and the commit, is a 409
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
 from almanac.data.iceberg_schema import partition_spec, same_spec
-from almanac.data.snapshots import table_key
+from almanac.data.snapshots import encode_record, snapshot_key, table_key
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
@@ -45,7 +46,7 @@ from almanac.iceberg_rest.mapping import (
 )
 from almanac.iceberg_rest.properties import Properties, properties_key
 from almanac.iceberg_rest.tables import Loaded, load
-from almanac.metastore import Compare, Op
+from almanac.metastore import Compare, Op, Put
 
 __all__ = ["Change", "commit", "created", "one_namespace", "plan"]
 
@@ -360,6 +361,7 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
     data = TableData.for_catalog(cat)
     commands = [c for change in changes for c in change.commands]
     attempts: list[list[str]] = []
+    leases: list[int] = []
 
     def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
         written: list[str] = []
@@ -367,7 +369,7 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
         compares: list[Compare] = []
         ops: list[Op] = []
         for change in changes:
-            more = _publish(data, change, base, new, written)
+            more = _publish(data, change, base, new, written, leases)
             compares += more[0]
             ops += more[1]
         return compares, ops
@@ -392,6 +394,9 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
         for written in attempts:
             data.iceberg.remove(written)
         raise
+    finally:
+        for lease in leases:
+            data.release(lease)
     for stale in attempts[:-1]:
         data.iceberg.remove(stale)
 
@@ -402,6 +407,7 @@ def _publish(
     base: CatalogVersion,
     new: CatalogVersion,
     written: list[str],
+    leases: list[int],
 ) -> tuple[list[Compare], list[Op]]:
     loaded = change.loaded
     table_id = loaded.table.id
@@ -455,6 +461,23 @@ def _publish(
             if parent is None
             else Compare.value(pointer, "==", str(parent.snapshot_id).encode())
         )
+        if parent is not None and change.properties is not None and not change.commands:
+            # The properties go into a new metadata.json of the same
+            # snapshot, as an ALTER's schema does (a commit answers a new
+            # metadata location); the hold keeps the janitor off it.
+            hold = data.hold(table_id)
+            leases.append(hold.lease)
+            location = data.iceberg.write_adopted(
+                data.warehouse.table_dir(table_id),
+                change.wanted,
+                write_id=parent.write_id,
+                snapshot_version=parent.catalog_version,
+            )
+            written.append(location)
+            key = snapshot_key(table_id, parent.snapshot_id)
+            moved = dataclasses.replace(parent, metadata=location)
+            compares += [Compare.value(key, "==", encode_record(parent)), hold.compare()]
+            ops += [Put(key, encode_record(moved)), hold.delete()]
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))

@@ -107,6 +107,23 @@ def _parse(model: type[_M], body: dict[str, Any]) -> _M:
             for e in exc.errors()[:5]
         )
         raise refused(f"Invalid {model.__name__}: {problems}", rule="request-body") from None
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # pyiceberg's validators
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise refused(f"Invalid {model.__name__}: {reason}", rule="request-body") from None
+
+
+def _addressable(kind: str, name: str) -> str:
+    """A 400 for a name no Iceberg REST path can reach: servers decode
+    ``%2F`` in a path into ``/`` before routing, so a name holding ``/``
+    would be created and then never found."""
+    if "/" in name:
+        raise refused(
+            f"{kind} name '{name}' holds '/', which no Iceberg REST path can carry; "
+            "choose another name",
+            name=name,
+            rule="name-in-path",
+        )
+    return name
 
 
 def _namespace(path: str) -> str:
@@ -161,7 +178,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
     def create_namespace(body: Json) -> Response:
         """CREATE SCHEMA, with its properties, as one catalog version."""
         request = _parse(CreateNamespaceRequest, body)
-        name = one_namespace(request.namespace)
+        name = _addressable("Namespace", one_namespace(request.namespace))
 
         def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             if not request.properties:
@@ -257,6 +274,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         # Optional in the spec, required (though nullable) in pyiceberg's model.
         optional = {"location": None, "partition-spec": None, "write-order": None}
         request = _parse(CreateTableRequest, {**optional, **body})
+        _addressable("Table", request.name)
         create = create_command(
             name, request.name, request.table_schema, request.partition_spec, request.write_order
         )
@@ -354,6 +372,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
                 "a table is renamed within its schema",
                 rule="rename-namespace",
             )
+        _addressable("Table", request.destination.name)
         cat.execute([RenameTable(request.source.name, request.destination.name, source)])
         return _no_content()
 
@@ -367,6 +386,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         its data files carry them; its files keep their paths."""
         name = _namespace(namespace)
         request = _parse(RegisterTableRequest, body)
+        _addressable("Table", request.name)
         version = cat.catalog()
         namespace_of(version, name)
         if request.overwrite:

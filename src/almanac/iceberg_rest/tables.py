@@ -14,7 +14,7 @@ from pyiceberg.table.metadata import TableMetadata
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
-from almanac.data.iceberg_schema import CommitShape
+from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
 from almanac.errors import NotFoundError
@@ -78,9 +78,10 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
 
 def shown(metadata: TableMetadata, table: Table, properties: Properties) -> TableMetadata:
     """``metadata`` as clients see it (see the module docstring)."""
-    keys = [c.id for c in table.columns if c.name in table.primary_key]
     current = metadata.schema()
-    schema = Schema(*current.fields, schema_id=current.schema_id, identifier_field_ids=keys)
+    schema = Schema(
+        *current.fields, schema_id=current.schema_id, identifier_field_ids=identifier_ids(table)
+    )
     return metadata.model_copy(
         update={
             "schemas": [schema if s.schema_id == schema.schema_id else s for s in metadata.schemas],

@@ -165,6 +165,12 @@ class _BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
             exc = _too_large()
+            if scope["path"].startswith(f"{ICEBERG_PREFIX}/") and _has_pyiceberg():
+                from almanac.iceberg_rest import iceberg_exception
+
+                refusal = iceberg_exception(Request(scope), exc)
+                await refusal(scope, receive, send)
+                return
             body = error_body("PayloadTooLarge", str(exc.detail))
             await JSONResponse(body, 413)(scope, receive, send)
             return
