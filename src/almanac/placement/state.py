@@ -1,0 +1,93 @@
+"""Reads of the stored placement state, for everything that looks at it
+(the placement loop, system tables, the CLI, the Flight client, servers).
+A record whose key and content disagree is as damaged as unreadable bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from almanac.errors import CorruptDataError
+from almanac.metastore import KeyValue, Metastore
+from almanac.placement.keys import (
+    REPORT_PREFIX,
+    ROUTE_PREFIX,
+    SERVER_INDEX_PREFIX,
+    SERVER_PREFIX,
+    route_key,
+    server_index_key,
+)
+from almanac.placement.model import ServerIndex, ServerInfo, ServerReport, TableRoute
+
+__all__ = [
+    "decode_route",
+    "read_reports",
+    "read_route",
+    "read_routes",
+    "read_server_index",
+    "read_server_indexes",
+    "read_servers",
+]
+
+T = TypeVar("T")
+
+
+def _named(kv: KeyValue, decode: Callable[[bytes], T], name: Callable[[T], str], prefix: str) -> T:
+    try:
+        value = decode(kv.value)
+    except CorruptDataError as exc:
+        raise CorruptDataError(f"Metastore key '{kv.key}': {exc.message}", key=kv.key) from None
+    if prefix + name(value) != kv.key:
+        raise CorruptDataError(
+            f"Metastore key '{kv.key}' holds the record of '{name(value)}'", key=kv.key
+        )
+    return value
+
+
+def decode_route(kv: KeyValue) -> TableRoute:
+    """The route stored in ``kv``, checked against its key."""
+    return _named(kv, TableRoute.decode, lambda r: str(r.table_id), ROUTE_PREFIX)
+
+
+def read_routes(store: Metastore) -> dict[int, TableRoute]:
+    routes = (decode_route(kv) for kv in store.range(ROUTE_PREFIX).kvs)
+    return {route.table_id: route for route in routes}
+
+
+def read_route(store: Metastore, table_id: int) -> TableRoute | None:
+    kv = store.get(route_key(table_id))
+    return None if kv is None else decode_route(kv)
+
+
+def read_servers(store: Metastore) -> dict[str, ServerInfo]:
+    """Registered servers: a key lives only as long as its server's lease."""
+    infos = (
+        _named(kv, ServerInfo.decode, lambda s: s.name, SERVER_PREFIX)
+        for kv in store.range(SERVER_PREFIX).kvs
+    )
+    return {info.name: info for info in infos}
+
+
+def read_reports(store: Metastore) -> dict[str, ServerReport]:
+    reports = (
+        _named(kv, ServerReport.decode, lambda r: r.server, REPORT_PREFIX)
+        for kv in store.range(REPORT_PREFIX).kvs
+    )
+    return {report.server: report for report in reports}
+
+
+def read_server_index(store: Metastore, server: str) -> ServerIndex | None:
+    kv = store.get(server_index_key(server))
+    return None if kv is None else _named(kv, ServerIndex.decode, _server, SERVER_INDEX_PREFIX)
+
+
+def read_server_indexes(store: Metastore) -> dict[str, ServerIndex]:
+    indexes = (
+        _named(kv, ServerIndex.decode, _server, SERVER_INDEX_PREFIX)
+        for kv in store.range(SERVER_INDEX_PREFIX).kvs
+    )
+    return {index.server: index for index in indexes}
+
+
+def _server(index: ServerIndex) -> str:
+    return index.server
