@@ -381,3 +381,34 @@ def test_settings_are_checked() -> None:
         PlacementSettings(interval_s=0)
     with pytest.raises(ValidationError, match="max_tablets_per_server"):
         PlacementSettings(max_tablets_per_server=0)
+
+
+def test_one_version_dropping_tables_that_share_servers_writes_each_index_once(
+    cat: Catalog, manager: PlacementManager
+) -> None:
+    store = cat.metastore
+    fleet = servers(store, "ts1", "ts2")
+    cat.sql(
+        "CREATE ZONE Z WITH (PARTITIONS = 2, REPLICAS = 2); "
+        "CREATE TABLE A (ID INT PRIMARY KEY) ZONE Z; CREATE TABLE B (ID INT PRIMARY KEY) ZONE Z"
+    )
+    manager.run_pass(now=1000.0)
+    for server in fleet:
+        server.serve_index()
+    manager.run_pass(now=1001.0)
+    before = cat.latest_version
+    cat.sql("DROP TABLE A; DROP TABLE B")
+    assert cat.latest_version == before + 1
+    for name in ("A", "B"):
+        route = read_route(store, table_id_of(cat, before, name))
+        assert route is not None and route.state is TabletState.DELETED
+    for name in ("ts1", "ts2"):
+        index = read_server_index(store, name)
+        assert index is not None and index.tablets == ()
+    verify_placement(cat)
+
+
+def table_id_of(cat: Catalog, version: int, name: str) -> int:
+    table = cat.catalog(version).table(name)
+    assert table is not None
+    return table.id

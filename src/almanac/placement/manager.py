@@ -41,14 +41,17 @@ from almanac.errors import (
     ValidationError,
     WaitTimeoutError,
 )
-from almanac.metastore import Compare, Op, Put
+from almanac.metastore import Compare, Put
 from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, route_key
 from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
 from almanac.placement.routes import (
+    IndexCache,
+    RouteWrite,
     follow_catalog,
     index_entries,
     is_soft_deleted,
+    merge_writes,
     partitions_of,
     route_write,
 )
@@ -238,7 +241,9 @@ class PlacementManager:
             self.settings.assignment_timeout_s,
             self.settings.max_tablets_per_server,
             leaders,
+            frozenset(key for held in reports.values() for key in held),
         )
+        cache = IndexCache(store)
         written = lost = 0
         seen_deleted: set[int] = set()
         for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
@@ -253,12 +258,14 @@ class PlacementManager:
             elif new is None or new == route:
                 continue
             kv = read.get(route_key(table_id))
-            write = route_write(store, table_id, kv, new)
+            write = route_write(store, table_id, kv, new, cache)
             if store.txn((*write.compares, *fence), write.ops).succeeded:
+                cache.wrote(write)
                 written += 1
                 if new is None:
                     self._deleted_seen.pop(table_id, None)
             else:
+                cache.forget(write)
                 lost += 1
         self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
         self._problems = tuple(view.problems)
@@ -311,8 +318,9 @@ class PlacementManager:
         if created:
             self._await_servers(new, created)
         budget = (store.max_txn_ops or 1 << 30) // 2
-        compares: list[Compare] = []
-        ops: list[Op] = []
+        cache = IndexCache(store)
+        writes: list[RouteWrite] = []
+        size = 0
         now = time.time()
         for table_id in ids:
             table, old = new.table_by_id(table_id), base.table_by_id(table_id)
@@ -323,12 +331,16 @@ class PlacementManager:
             desired = follow_catalog(new, table_id, route, now)
             if desired is route or desired is None:
                 continue
-            write = route_write(store, table_id, kv, desired)
-            if table_id not in created and len(compares) + len(write.compares) > budget:
+            write = route_write(store, table_id, kv, desired, cache)
+            if table_id not in created and size + len(write.compares) > budget:
                 continue  # the leader's loop moves this one
-            compares += write.compares
-            ops += write.ops
-        return HookWork(compares, ops) if ops else None
+            cache.wrote(write)
+            writes.append(write)
+            size += len(write.compares)
+        if not writes:
+            return None
+        merged = merge_writes(writes)
+        return HookWork(merged.compares, merged.ops)
 
     def _await_servers(self, snapshot: CatalogVersion, created: list[int]) -> None:
         servers = read_servers(self._store)

@@ -22,9 +22,11 @@ from almanac.placement.state import decode_route
 
 __all__ = [
     "HOSTED",
+    "IndexCache",
     "RouteWrite",
     "follow_catalog",
     "index_entries",
+    "merge_writes",
     "is_soft_deleted",
     "partitions_of",
     "route_write",
@@ -140,14 +142,40 @@ def _bump(new: TableRoute, old: TableRoute | None) -> TableRoute:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RouteWrite:
     """The compares and ops that move one route (and the indexes it
-    touches) from what was read to what is wanted."""
+    touches) from what was read to what is wanted; ``indexes`` are the
+    server indexes it writes."""
 
     compares: tuple[Compare, ...]
     ops: tuple[Op, ...]
+    indexes: tuple[tuple[bytes, ServerIndex], ...] = ()
 
 
-def _same(key: str, kv: KeyValue | None) -> Compare:
-    return Compare.absent(key) if kv is None else Compare.value(key, "==", kv.value)
+class IndexCache:
+    """Server indexes as one writer last read or wrote them, so that a pass
+    writing many routes reads and decodes each index once. A write that
+    fails compares stale bytes: ``forget`` it, and the next one reads fresh."""
+
+    def __init__(self, store: Metastore) -> None:
+        self._store = store
+        self._known: dict[str, tuple[bytes, ServerIndex] | None] = {}
+
+    def get(self, server: str) -> tuple[bytes, ServerIndex] | None:
+        if server not in self._known:
+            kv = self._store.get(server_index_key(server))
+            self._known[server] = None if kv is None else (kv.value, ServerIndex.decode(kv.value))
+        return self._known[server]
+
+    def wrote(self, write: RouteWrite) -> None:
+        for data, index in write.indexes:
+            self._known[index.server] = (data, index)
+
+    def forget(self, write: RouteWrite) -> None:
+        for _, index in write.indexes:
+            self._known.pop(index.server, None)
+
+
+def _same(key: str, value: bytes | None) -> Compare:
+    return Compare.absent(key) if value is None else Compare.value(key, "==", value)
 
 
 def route_write(
@@ -155,33 +183,54 @@ def route_write(
     table_id: int,
     read: KeyValue | None,
     new: TableRoute | None,
-    indexes: dict[str, KeyValue | None] | None = None,
+    cache: IndexCache | None = None,
 ) -> RouteWrite:
     """Move the route read as ``read`` to ``new`` (None: remove it and leave
     a tombstone holding its last bytes). The indexes of servers whose
-    share changes are taken from ``indexes`` when given (bytes read
-    earlier), else read now; either way the write compares those bytes."""
+    share changes come from ``cache`` (else are read now); either way the
+    write compares their exact bytes."""
     key = route_key(table_id)
     old = None if read is None else decode_route(read)
-    compares = [_same(key, read)]
+    cache = cache or IndexCache(store)
+    compares = [_same(key, None if read is None else read.value)]
     ops: list[Op] = []
     if new is None:
         if read is not None:
             ops += [Delete(key), Put(tombstone_key(table_id), read.value)]
     else:
         ops.append(Put(key, new.encode()))
+    written: list[tuple[bytes, ServerIndex]] = []
     before, after = index_entries(old), index_entries(new)
     for server in sorted(set(before) | set(after)):
         if before.get(server, set()) == after.get(server, set()):
             continue
         ikey = server_index_key(server)
-        kv = indexes[server] if indexes is not None and server in indexes else store.get(ikey)
-        current = ServerIndex(server, (), 0) if kv is None else ServerIndex.decode(kv.value)
+        known = cache.get(server)
+        current = ServerIndex(server, (), 0) if known is None else known[1]
         entries = set(current.tablets) - before.get(server, set()) | after.get(server, set())
         moved = ServerIndex(server, tuple(sorted(entries)), current.version + 1)
-        compares.append(_same(ikey, kv))
-        ops.append(Put(ikey, moved.encode()))
-    return RouteWrite(tuple(compares), tuple(ops))
+        data = moved.encode()
+        compares.append(_same(ikey, None if known is None else known[0]))
+        ops.append(Put(ikey, data))
+        written.append((data, moved))
+    return RouteWrite(tuple(compares), tuple(ops), tuple(written))
+
+
+def merge_writes(writes: Sequence[RouteWrite]) -> RouteWrite:
+    """Several route writes as one transaction, made in order with one
+    ``IndexCache`` (each written into it): an index key is compared once,
+    with the bytes read first, and put once, with the bytes written last."""
+    compares: dict[str, Compare] = {}
+    ops: dict[str, Put | Delete] = {}
+    for write in writes:
+        for compare in write.compares:
+            compares.setdefault(compare.key, compare)
+        for op in write.ops:
+            assert isinstance(op, Put | Delete)  # route writes put and delete keys
+            ops.pop(op.key, None)  # keep the key's place at its last write
+            ops[op.key] = op
+    indexes = {index.server: (data, index) for w in writes for data, index in w.indexes}
+    return RouteWrite(tuple(compares.values()), tuple(ops.values()), tuple(indexes.values()))
 
 
 def update_route(
