@@ -135,19 +135,19 @@ def test_a_stale_route_write_fails_and_changes_nothing(target: str) -> None:
                 for t in route.tablets
             ),
         )
-        stale = route_write(store, table.id, read, moved)
+        stale_compares, stale_ops, _ = route_write(store, table.id, read, moved).parts()
         # Another writer moves the route first (the ALTER's own hook).
         cat.sql("ALTER TABLE T ADD COLUMN W INT")
-        assert not store.txn(stale.compares, stale.ops).succeeded
+        assert not store.txn(stale_compares, stale_ops).succeeded
         after = read_route(store, table.id)
         assert after is not None and after.tablets == route.tablets
         assert read_server_index(store, "ts1") is None
         # A stale index alone is enough to refuse it too.
         read = store.get(route_key(table.id))
         assert read is not None
-        fresh = route_write(store, table.id, read, moved)
+        fresh_compares, fresh_ops, _ = route_write(store, table.id, read, moved).parts()
         manager.run_pass(now=1000.0)  # writes ts1's and ts2's indexes
-        assert not store.txn(fresh.compares, fresh.ops).succeeded
+        assert not store.txn(fresh_compares, fresh_ops).succeeded
         verify_placement(cat)
     finally:
         cat.close()

@@ -71,6 +71,10 @@ _log = logging.getLogger("almanac.placement")
 _managers: weakref.WeakKeyDictionary[Catalog, PlacementManager] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _POLL_S = 0.05
+_BATCH_OPS = 1024
+"""Route changes of a pass go in transactions of up to this many compares
+and ops together (or the store's cap, 128 on etcd by default), so that a
+pass writes each server index once per batch rather than once per route."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +248,26 @@ class PlacementManager:
             frozenset(key for held in reports.values() for key in held),
         )
         cache = IndexCache(store)
-        written = lost = 0
+        batch: list[tuple[int, RouteWrite, bool]] = []  # table, write, route removed
+        limit = min(store.max_txn_ops or _BATCH_OPS, _BATCH_OPS) - len(fence)
+        counts = {"written": 0, "lost": 0}
+
+        def flush() -> None:
+            """Commit the batch as one transaction (or count it lost)."""
+            if not batch:
+                return
+            compares, ops, indexes = merge_writes([write for _, write, _ in batch]).parts()
+            ok = store.txn((*compares, *fence), ops).succeeded
+            if ok:
+                cache.committed(indexes)
+            for table_id, write, removed in batch:
+                if not ok:
+                    cache.forget(write)
+                elif removed:
+                    self._deleted_seen.pop(table_id, None)
+            counts["written" if ok else "lost"] += len(batch)
+            batch.clear()
+
         seen_deleted: set[int] = set()
         for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
             route = routes.get(table_id)
@@ -259,14 +282,16 @@ class PlacementManager:
                 continue
             kv = read.get(route_key(table_id))
             write = route_write(store, table_id, kv, new, cache)
-            if store.txn((*write.compares, *fence), write.ops).succeeded:
-                cache.wrote(write)
-                written += 1
-                if new is None:
-                    self._deleted_seen.pop(table_id, None)
-            else:
-                cache.forget(write)
-                lost += 1
+            size = sum(w.size for _, w, _ in batch)  # an upper bound: merging shares indexes
+            full = batch and size + write.size > limit
+            if full:
+                flush()
+                # Built on what the batch staged: build again on what it left.
+                write = route_write(store, table_id, kv, new, cache)
+            cache.stage(write)  # the next route of the batch builds on it
+            batch.append((table_id, write, new is None))
+        flush()
+        written, lost = counts["written"], counts["lost"]
         self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
         self._problems = tuple(view.problems)
         self._passes += 1
@@ -332,15 +357,15 @@ class PlacementManager:
             if desired is route or desired is None:
                 continue
             write = route_write(store, table_id, kv, desired, cache)
-            if table_id not in created and size + len(write.compares) > budget:
+            if table_id not in created and size + write.size > budget:
                 continue  # the leader's loop moves this one
-            cache.wrote(write)
+            cache.stage(write)
             writes.append(write)
-            size += len(write.compares)
+            size += write.size
         if not writes:
             return None
-        merged = merge_writes(writes)
-        return HookWork(merged.compares, merged.ops)
+        compares, ops, _ = merge_writes(writes).parts()
+        return HookWork(compares, ops)
 
     def _await_servers(self, snapshot: CatalogVersion, created: list[int]) -> None:
         servers = read_servers(self._store)
