@@ -42,7 +42,7 @@ from almanac.errors import (
     WaitTimeoutError,
 )
 from almanac.metastore import Compare, Put
-from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, route_key
+from almanac.placement.keys import LEADER_KEY, REPORT_PREFIX, ROUTE_PREFIX, route_key
 from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
 from almanac.placement.routes import (
@@ -56,7 +56,7 @@ from almanac.placement.routes import (
     route_write,
 )
 from almanac.placement.settings import PlacementSettings
-from almanac.placement.state import decode_route, read_reports, read_servers
+from almanac.placement.state import DecodeMemo, decode_report, decode_route, read_servers
 from almanac.placement.steps import PassView, step_route
 
 __all__ = [
@@ -110,6 +110,8 @@ class PlacementManager:
         self._deleted_seen: dict[int, float] = {}
         self._problems: tuple[str, ...] = ()
         self._passes = 0
+        self._routes = DecodeMemo(decode_route)
+        self._reports = DecodeMemo(decode_report)
         self._thread: threading.Thread | None = None
         cat.add_commit_hook(self._hook)
         cat.on_close(self.close)
@@ -224,11 +226,11 @@ class PlacementManager:
         snapshot = self.catalog.catalog()
         servers = read_servers(store)
         reports = {
-            name: {(t.table_id, t.tablet_id): t for t in report.tablets}
-            for name, report in read_reports(store).items()
-            if name in servers
+            report.server: {(t.table_id, t.tablet_id): t for t in report.tablets}
+            for report in self._reports(store.range(REPORT_PREFIX).kvs)
+            if report.server in servers
         }
-        routes = {route.table_id: route for route in map(decode_route, read.values())}
+        routes = {route.table_id: route for route in self._routes(read.values())}
         load: dict[str, int] = {}
         leaders: dict[str, int] = {}
         for stored in routes.values():
