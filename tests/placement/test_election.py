@@ -107,6 +107,19 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
         held = observer.metastore.get(LEADER_KEY)
         assert held is not None and held.value == other.catalog.node_name.encode()
         verify_placement(observer)
+
+        # Its lease expires under it (a long pause): it steps down and, the
+        # key being free, campaigns and leads again; never two leaders.
+        observer.metastore.revoke_lease(held.lease)
+        wait_for(
+            "leadership again",
+            lambda: (kv := observer.metastore.get(LEADER_KEY)) is not None
+            and kv.create_revision > held.create_revision
+            and other.is_leader,
+        )
+        observer.sql("CREATE TABLE V (ID INT PRIMARY KEY) ZONE Z")
+        wait_for("V running", running(observer, "V"), serve)
+        verify_placement(observer)
     finally:
         for cat in (a, b, observer):
             cat.close()
