@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from almanac import Catalog, ValidationError, WaitTimeoutError
+from almanac import Catalog, CorruptDataError, ValidationError, WaitTimeoutError
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
 from almanac.placement import (
@@ -439,3 +439,35 @@ def test_a_pass_batches_many_routes_under_the_stores_cap_and_loses_none() -> Non
             assert all("ts1" not in t.replicas for t in route.tablets)
     finally:
         cat.close()
+
+
+def test_damaged_records_are_reported_and_left_alone_while_the_rest_is_placed(
+    cat: Catalog, manager: PlacementManager
+) -> None:
+    store = cat.metastore
+    servers(store, "ts1", "ts2")
+    cat.sql(
+        "CREATE ZONE Z WITH (PARTITIONS = 2, REPLICAS = 1); "
+        "CREATE TABLE A (ID INT PRIMARY KEY) ZONE Z; CREATE TABLE B (ID INT PRIMARY KEY) ZONE Z"
+    )
+    a, b = table_id(cat, "A"), table_id(cat, "B")
+    key = f"__table_route/{a}"
+    stored = store.get(key)
+    assert stored is not None
+    flipped = bytearray(stored.value)
+    flipped[len(flipped) // 2] ^= 0x40
+    store.put(key, bytes(flipped))
+    store.put("__tserver_report/ts2", b"\x00 not a report")
+    result = manager.run_pass(now=1000.0)
+    assert any(key in p for p in result.problems)
+    assert any("__tserver_report/ts2" in p for p in result.problems)
+    after = store.get(key)
+    assert after is not None and after.value == bytes(flipped)  # never overwritten
+    route = read_route(store, b)
+    assert route is not None and all(t.state is TabletState.CREATING for t in route.tablets)
+    # DDL on the damaged table still commits; its route stays as it was.
+    cat.sql("ALTER TABLE A ADD COLUMN W INT")
+    after = store.get(key)
+    assert after is not None and after.value == bytes(flipped)
+    with pytest.raises(CorruptDataError, match=key):
+        verify_placement(cat)

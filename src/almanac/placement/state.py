@@ -23,6 +23,7 @@ __all__ = [
     "DecodeMemo",
     "decode_report",
     "decode_route",
+    "decode_server",
     "read_reports",
     "read_route",
     "read_routes",
@@ -61,12 +62,14 @@ def read_route(store: Metastore, table_id: int) -> TableRoute | None:
     return None if kv is None else decode_route(kv)
 
 
+def decode_server(kv: KeyValue) -> ServerInfo:
+    """The registration stored in ``kv``, checked against its key."""
+    return _named(kv, ServerInfo.decode, lambda s: s.name, SERVER_PREFIX)
+
+
 def read_servers(store: Metastore) -> dict[str, ServerInfo]:
     """Registered servers: a key lives only as long as its server's lease."""
-    infos = (
-        _named(kv, ServerInfo.decode, lambda s: s.name, SERVER_PREFIX)
-        for kv in store.range(SERVER_PREFIX).kvs
-    )
+    infos = (decode_server(kv) for kv in store.range(SERVER_PREFIX).kvs)
     return {info.name: info for info in infos}
 
 
@@ -89,12 +92,23 @@ class DecodeMemo(Generic[T]):
         self._decode = decode
         self._known: dict[str, tuple[bytes, T]] = {}
 
-    def __call__(self, kvs: Iterable[KeyValue]) -> list[T]:
+    def __call__(self, kvs: Iterable[KeyValue], damaged: list[str] | None = None) -> list[T]:
+        """The records of ``kvs``; with ``damaged``, one that cannot be
+        read is left out and its error noted there instead of raised."""
         known, fresh = self._known, {}
         out = []
         for kv in kvs:
             hit = known.get(kv.key)
-            value = hit[1] if hit is not None and hit[0] == kv.value else self._decode(kv)
+            if hit is not None and hit[0] == kv.value:
+                value = hit[1]
+            else:
+                try:
+                    value = self._decode(kv)
+                except CorruptDataError as exc:
+                    if damaged is None:
+                        raise
+                    damaged.append(str(exc))
+                    continue
             fresh[kv.key] = (kv.value, value)
             out.append(value)
         self._known = fresh
