@@ -437,6 +437,16 @@ def test_a_pass_batches_many_routes_under_the_stores_cap_and_loses_none() -> Non
         verify_placement(cat)
         for route in read_routes(store).values():
             assert all("ts1" not in t.replicas for t in route.tablets)
+        # Dropping them all in one version: the routes that do not fit in
+        # its transaction are left to the loop, which catches up.
+        cat.sql("; ".join(f"DROP TABLE T{i}" for i in range(12)))
+        states = [r.state for r in read_routes(store).values()]
+        assert TabletState.DELETED in states
+        assert any(state is not TabletState.DELETED for state in states)
+        manager.run_pass(now=1002.0)
+        manager.run_pass(now=1003.0 + SETTINGS.clean_after_s)
+        assert read_routes(store) == {}
+        verify_placement(cat)
     finally:
         cat.close()
 
@@ -471,3 +481,18 @@ def test_damaged_records_are_reported_and_left_alone_while_the_rest_is_placed(
     assert after is not None and after.value == bytes(flipped)
     with pytest.raises(CorruptDataError, match=key):
         verify_placement(cat)
+
+
+def test_bad_arguments_are_catalog_errors(cat: Catalog, manager: PlacementManager) -> None:
+    import almanac
+    from almanac.placement.manager import placement_of
+
+    with pytest.raises(ValidationError, match="attach_placement"):
+        attach_placement("memory://")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="placement_of"):
+        placement_of([])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="run_pass"):
+        manager.run_pass(now="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="placement"):
+        almanac.connect("memory://", placement="on")  # type: ignore[call-overload]
+    assert placement_of(cat) is manager

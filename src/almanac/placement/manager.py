@@ -231,7 +231,8 @@ class PlacementManager:
         comparing what this pass read; a write that loses waits for the
         next pass and its fresh read."""
         store = self._store
-        now = time.time() if now is None else now
+        check.optional_float(now, "Parameter 'now' of PlacementManager.run_pass", lo=0)
+        now = time.time() if now is None else float(now)
         fence = self._fence or ()
         # Routes first, then the catalog: every route read was written by a
         # version this catch-up applies, so no new table looks dropped.
@@ -463,6 +464,8 @@ def attach_placement(
     cat: Catalog, settings: PlacementSettings | None = None, *, run: bool = True
 ) -> PlacementManager:
     """Give ``cat`` its placement manager (once; a second call returns the first)."""
+    check.instance(cat, Catalog, "Parameter 'cat' of attach_placement")
+    check.optional_instance(settings, PlacementSettings, "Parameter 'settings' of attach_placement")
     with _lock:
         manager = _managers.get(cat)
         if manager is None:
@@ -473,6 +476,7 @@ def attach_placement(
 
 def placement_of(cat: Catalog) -> PlacementManager:
     """The catalog's placement manager; ``CatalogError`` when it has none."""
+    check.instance(cat, Catalog, "Parameter 'cat' of placement_of")
     with _lock:
         manager = _managers.get(cat)
     if manager is None:
