@@ -58,6 +58,7 @@ from almanac.errors import (
     CatalogIdentityError,
     CompactedError,
     ConflictError,
+    CorruptDataError,
     CorruptLogError,
     DataError,
     InputError,
@@ -80,6 +81,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
@@ -106,6 +108,7 @@ __all__ = [
     "ConflictError",
     "ConsistencyMode",
     "ConstantDefault",
+    "CorruptDataError",
     "CorruptLogError",
     "CreateIndex",
     "CreateSchema",
@@ -140,6 +143,7 @@ __all__ = [
     "NotFoundError",
     "ObjectChange",
     "ObjectRef",
+    "PlacementSettings",
     "Preview",
     "RemoteCatalog",
     "RemoteEvent",

@@ -21,6 +21,7 @@ Grouped by what the caller can do about it::
         │   └── CatalogIdentityError  the store is not (or no longer all of) the catalog its
         │                             directory held: emptied, replaced, versions lost
         ├── SerializationError        bytes are truncated, corrupt or unknown
+        │   └── CorruptDataError      a stored runtime record (a tablet route) is damaged
         ├── WarehouseFormatError      table data in an older format: run the named upgrade
         └── MetastoreError            the metastore refused or failed an operation
             ├── InvalidArgumentError  a metastore call got a malformed argument
@@ -43,6 +44,7 @@ __all__ = [
     "CatalogIdentityError",
     "CompactedError",
     "ConflictError",
+    "CorruptDataError",
     "CorruptLogError",
     "DataError",
     "InputError",
@@ -160,6 +162,12 @@ class WaitTimeoutError(RetryableError, TimeoutError):
 
 class SerializationError(StorageError):
     """Bytes could not be decoded: truncated, corrupted or of an unknown type."""
+
+
+class CorruptDataError(SerializationError):
+    """A runtime record kept beside the log (a tablet route, a server's
+    index or report) is not what its key must hold; ``key`` in ``context``
+    names it when known."""
 
 
 class CorruptLogError(StorageError):
