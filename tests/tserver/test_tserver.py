@@ -265,7 +265,7 @@ def test_read_table_refuses_bad_input_clearly(cluster: Cluster) -> None:
     with pytest.raises(ValidationError, match=re.escape("cannot be evaluated on table 'PUBLIC.T'")):
         flight_read(cluster.cat, "T", filter=pc.field("MISSING") == 1)
     with pytest.raises(ValidationError, match="Parameter 'filter' of read_table"):
-        flight_read(cluster.cat, "T", filter="ID > 1")  # type: ignore[arg-type]
+        flight_read(cluster.cat, "T", filter="ID > 1")
     with pytest.raises(CatalogError, match="Catalog version 99999 does not exist"):
         flight_read(cluster.cat, "T", version=99999)
     _create(cluster.cat, "UNPLACED", "Z")
