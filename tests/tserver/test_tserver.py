@@ -292,6 +292,26 @@ def test_an_alter_reaches_every_replica_and_reads_see_it(cluster: Cluster) -> No
     assert old.column_names == ["ID", "V"]
 
 
+def test_a_damaged_cached_file_is_read_from_the_warehouse_and_fetched_again(
+    cluster: Cluster,
+) -> None:
+    table_id = cluster.table_id("T")
+    route = read_route(cluster.store, table_id)
+    assert route is not None
+    tablet = route.tablets[1]
+    assert tablet.leader is not None
+    files = cluster.root / tablet.leader / "tablets" / str(table_id) / str(tablet.id) / "files"
+    victim = sorted(files.iterdir())[0]
+    good = victim.read_bytes()
+    flipped = bytearray(good)
+    for i in range(len(flipped) - 64, len(flipped) - 8):  # the footer
+        flipped[i] ^= 0xFF
+    victim.unlink()  # a new file: the cache may be a hard link to the warehouse's
+    victim.write_bytes(bytes(flipped))
+    assert _sorted(flight_read(cluster.cat, "T")).equals(_sorted(read_table(cluster.cat, "T")))
+    wait_for(lambda: victim.exists() and victim.read_bytes() == good, "the file fetched again")
+
+
 def test_the_leader_compacts_a_tablet_with_many_small_files(cluster: Cluster) -> None:
     _create(cluster.cat, "SMALL", "ONE")
     table_id = cluster.table_id("SMALL")
