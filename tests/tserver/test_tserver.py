@@ -14,6 +14,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -174,13 +175,22 @@ def test_each_replica_caches_the_files_of_its_tablet(cluster: Cluster) -> None:
     route = read_route(cluster.store, table_id)
     current = TableData.for_catalog(cluster.cat).current(table_id)
     assert route is not None and current is not None
+
+    def meta(name: str, tablet_id: int) -> dict[str, Any]:
+        path = cluster.root / name / "tablets" / str(table_id) / str(tablet_id) / "tablet.json"
+        return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    for tablet in route.tablets:
+        for name in tablet.replicas:
+            wait_for(
+                lambda: meta(name, tablet.id).get("snapshot_id") == current.snapshot_id,  # noqa: B023
+                f"{name} to serve the current data of tablet {tablet.id}",
+            )
     for tablet in route.tablets:
         expected = sum(f.tablet == tablet.partition for f in current.files)
         for name in tablet.replicas:
             base = cluster.root / name / "tablets" / str(table_id) / str(tablet.id)
-            meta = json.loads((base / "tablet.json").read_text())
-            assert meta["partition"] == tablet.partition
-            assert meta["snapshot_id"] == current.snapshot_id
+            assert meta(name, tablet.id)["partition"] == tablet.partition
             assert len(list((base / "files").iterdir())) == expected
         for name in set(NAMES) - set(tablet.replicas):
             assert not (cluster.root / name / "tablets" / str(table_id) / str(tablet.id)).exists()
@@ -370,6 +380,7 @@ def test_a_server_paused_past_its_lease_registers_again(cluster: Cluster) -> Non
     try:
         wait_for(lambda: "ts2" not in read_servers(cluster.store), "ts2's lease to expire")
         assert "ts2" not in read_reports(cluster.store), "the report goes with the lease"
+        cluster.cat.sql("ALTER TABLE T ADD COLUMN PAUSED INT")  # while ts2 is down
     finally:
         server.proc.send_signal(signal.SIGCONT)
     wait_for(lambda: "ts2" in read_servers(cluster.store), "ts2 to register again")
@@ -377,7 +388,12 @@ def test_a_server_paused_past_its_lease_registers_again(cluster: Cluster) -> Non
     assert after.lease != before.lease and after.flight_port == before.flight_port
     wait_for(lambda: "ts2" in read_reports(cluster.store), "ts2's full report")
     wait_for(lambda: "registered again" in server.log_text(), "the log line")
-    assert _running_everywhere(cluster, cluster.table_id("T"))
+    table = cluster.cat.catalog().table("T")
+    assert table is not None
+    wait_for(
+        lambda: _running_everywhere(cluster, table.id, version=table.table_version),
+        "ts2 to catch up with the ALTER it missed",
+    )
 
 
 def test_a_taken_server_name_is_refused(
