@@ -12,7 +12,9 @@ import pytest
 import almanac
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.flight import read_table
+from almanac.placement import Tablet, TabletState
 from almanac.tserver import TabletServerSettings, TabletTicket
+from tests.tserver.harness import place, spread
 
 
 @pytest.mark.parametrize(
@@ -79,3 +81,21 @@ def test_tickets_round_trip_canonically() -> None:
             TabletTicket.decode(bad)
     with pytest.raises(ValidationError, match="Field 'version' of a tablet ticket"):
         TabletTicket.decode(b'{"table_id":1,"tablet_id":2,"version":1.5}')
+
+
+def test_unplaced_or_unserved_tablets_are_named(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c")) as cat:
+        cat.sql("CREATE ZONE Z WITH (PARTITIONS=2, REPLICAS=2)")
+        cat.sql("CREATE TABLE T (ID BIGINT PRIMARY KEY, V VARCHAR) ZONE Z")
+        table = cat.catalog().table("T")
+        assert table is not None
+        preparing = [Tablet(i, i, TabletState.PREPARING) for i in range(2)]
+        place(cat.metastore, table.id, preparing)
+        with pytest.raises(CatalogError, match="no readable tablet for partition 0"):
+            read_table(cat, "T")
+        place(cat.metastore, table.id, spread(2, ("gone1", "gone2"), 2))
+        with pytest.raises(CatalogError) as info:
+            read_table(cat, "T")
+        message = str(info.value)
+        assert "Tablet 0 (partition 0) of table 'PUBLIC.T' has no live replica" in message
+        assert "'gone1' is not registered" in message and "'gone2' is not registered" in message
