@@ -99,3 +99,17 @@ def test_unplaced_or_unserved_tablets_are_named(tmp_path: Path) -> None:
         message = str(info.value)
         assert "Tablet 0 (partition 0) of table 'PUBLIC.T' has no live replica" in message
         assert "'gone1' is not registered" in message and "'gone2' is not registered" in message
+
+
+def test_a_route_missing_a_partition_is_an_error_not_missing_rows(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c")) as cat:
+        cat.sql("CREATE ZONE Z WITH (PARTITIONS=3, REPLICAS=1)")
+        cat.sql("CREATE TABLE T (ID BIGINT PRIMARY KEY, V VARCHAR) ZONE Z")
+        table = cat.catalog().table("T")
+        assert table is not None
+        place(cat.metastore, table.id, spread(2, ("a", "b"), 1))
+        with pytest.raises(CatalogError, match="no readable tablet for partition 2"):
+            read_table(cat, "T")
+        place(cat.metastore, table.id, spread(4, ("a", "b"), 1))
+        with pytest.raises(CatalogError, match="names partition 3; the table has 3"):
+            read_table(cat, "T")
