@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from almanac.placement.manager import PlacementManager, placement_of
 from almanac.placement.routes import route_write
 from almanac.placement.state import decode_route
 from almanac.placement.verify import verify_placement
-from tests.placement.conftest import SETTINGS
+from tests.placement.conftest import SETTINGS, namespace
 from tests.placement.support import servers
 
 DEADLINE_S = 90.0
@@ -37,17 +36,11 @@ def wait_for(
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[LocalEtcd]:
-    with LocalEtcd(1, fsync=False) as cluster:
-        yield cluster
-
-
 @pytest.fixture(params=["sqlite", "etcd"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "etcd":
         cluster: LocalEtcd = request.getfixturevalue("etcd")
-        return f"{cluster.uri}/p{uuid.uuid4().hex[:12]}"
+        return f"{cluster.uri}/{namespace()}"
     return str(tmp_path / "catalog")
 
 
@@ -107,6 +100,21 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
         held = observer.metastore.get(LEADER_KEY)
         assert held is not None and held.value == other.catalog.node_name.encode()
         verify_placement(observer)
+
+        # Its lease expires under it (a long pause): it steps down and, the
+        # key being free, campaigns and leads again; never two leaders.
+        observer.metastore.revoke_lease(held.lease)
+        wait_for(
+            "leadership again",
+            lambda: (
+                (kv := observer.metastore.get(LEADER_KEY)) is not None
+                and kv.create_revision > held.create_revision
+                and other.is_leader
+            ),
+        )
+        observer.sql("CREATE TABLE V (ID INT PRIMARY KEY) ZONE Z")
+        wait_for("V running", running(observer, "V"), serve)
+        verify_placement(observer)
     finally:
         for cat in (a, b, observer):
             cat.close()
@@ -135,19 +143,19 @@ def test_a_stale_route_write_fails_and_changes_nothing(target: str) -> None:
                 for t in route.tablets
             ),
         )
-        stale = route_write(store, table.id, read, moved)
+        stale_compares, stale_ops, _ = route_write(store, table.id, read, moved).parts()
         # Another writer moves the route first (the ALTER's own hook).
         cat.sql("ALTER TABLE T ADD COLUMN W INT")
-        assert not store.txn(stale.compares, stale.ops).succeeded
+        assert not store.txn(stale_compares, stale_ops).succeeded
         after = read_route(store, table.id)
         assert after is not None and after.tablets == route.tablets
         assert read_server_index(store, "ts1") is None
         # A stale index alone is enough to refuse it too.
         read = store.get(route_key(table.id))
         assert read is not None
-        fresh = route_write(store, table.id, read, moved)
+        fresh_compares, fresh_ops, _ = route_write(store, table.id, read, moved).parts()
         manager.run_pass(now=1000.0)  # writes ts1's and ts2's indexes
-        assert not store.txn(fresh.compares, fresh.ops).succeeded
+        assert not store.txn(fresh_compares, fresh_ops).succeeded
         verify_placement(cat)
     finally:
         cat.close()

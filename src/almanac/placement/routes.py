@@ -23,6 +23,7 @@ from almanac.placement.state import decode_route
 __all__ = [
     "HOSTED",
     "IndexCache",
+    "IndexChange",
     "RouteWrite",
     "follow_catalog",
     "index_entries",
@@ -140,38 +141,79 @@ def _bump(new: TableRoute, old: TableRoute | None) -> TableRoute:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class IndexChange:
+    """A server index moving from the bytes read (None: absent) to
+    ``entries`` at ``version`` (kept as a set: sorted once, when encoded)."""
+
+    server: str
+    read: bytes | None
+    entries: frozenset[tuple[int, int]]
+    version: int
+
+    @property
+    def index(self) -> ServerIndex:
+        return ServerIndex(self.server, tuple(sorted(self.entries)), self.version)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RouteWrite:
-    """The compares and ops that move one route (and the indexes it
-    touches) from what was read to what is wanted; ``indexes`` are the
-    server indexes it writes."""
+    """What moves routes from what was read to what is wanted: the routes'
+    compares and ops, and the server indexes that change with them
+    (encoded once, by ``parts``, however many routes a write merges)."""
 
     compares: tuple[Compare, ...]
     ops: tuple[Op, ...]
-    indexes: tuple[tuple[bytes, ServerIndex], ...] = ()
+    indexes: tuple[IndexChange, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Compares plus ops of its transaction."""
+        return len(self.compares) + len(self.ops) + 2 * len(self.indexes)
+
+    def parts(self) -> tuple[tuple[Compare, ...], tuple[Op, ...], dict[str, bytes]]:
+        """The transaction's compares and ops, and the index bytes it writes."""
+        written = {change.server: change.index.encode() for change in self.indexes}
+        compares = [_same(server_index_key(c.server), c.read) for c in self.indexes]
+        puts = [Put(server_index_key(server), data) for server, data in written.items()]
+        return (*self.compares, *compares), (*self.ops, *puts), written
 
 
 class IndexCache:
-    """Server indexes as one writer last read or wrote them, so that a pass
-    writing many routes reads and decodes each index once. A write that
-    fails compares stale bytes: ``forget`` it, and the next one reads fresh."""
+    """Server indexes as one writer knows them: the bytes stored (to
+    compare) and the index as its pending writes left it, so that a pass
+    writing many routes reads and decodes each index once. After a write
+    lost its race, ``forget`` it: the next one reads fresh."""
 
     def __init__(self, store: Metastore) -> None:
         self._store = store
-        self._known: dict[str, tuple[bytes, ServerIndex] | None] = {}
+        self._known: dict[str, IndexChange] = {}
 
-    def get(self, server: str) -> tuple[bytes, ServerIndex] | None:
-        if server not in self._known:
+    def get(self, server: str) -> IndexChange:
+        """The stored bytes and the entries as pending writes left them."""
+        known = self._known.get(server)
+        if known is None:
             kv = self._store.get(server_index_key(server))
-            self._known[server] = None if kv is None else (kv.value, ServerIndex.decode(kv.value))
-        return self._known[server]
+            if kv is None:
+                known = IndexChange(server, None, frozenset(), 0)
+            else:
+                index = ServerIndex.decode(kv.value)
+                known = IndexChange(server, kv.value, frozenset(index.tablets), index.version)
+            self._known[server] = known
+        return known
 
-    def wrote(self, write: RouteWrite) -> None:
-        for data, index in write.indexes:
-            self._known[index.server] = (data, index)
+    def stage(self, write: RouteWrite) -> None:
+        """Later writes build on this one's indexes (still compared with the
+        stored bytes: they go in the same transaction)."""
+        for change in write.indexes:
+            self._known[change.server] = change
+
+    def committed(self, written: dict[str, bytes]) -> None:
+        for server, data in written.items():
+            self._known[server] = dataclasses.replace(self._known[server], read=data)
 
     def forget(self, write: RouteWrite) -> None:
-        for _, index in write.indexes:
-            self._known.pop(index.server, None)
+        for change in write.indexes:
+            self._known.pop(change.server, None)
 
 
 def _same(key: str, value: bytes | None) -> Compare:
@@ -192,45 +234,40 @@ def route_write(
     key = route_key(table_id)
     old = None if read is None else decode_route(read)
     cache = cache or IndexCache(store)
-    compares = [_same(key, None if read is None else read.value)]
-    ops: list[Op] = []
+    compares = (_same(key, None if read is None else read.value),)
+    ops: tuple[Op, ...] = ()
     if new is None:
         if read is not None:
-            ops += [Delete(key), Put(tombstone_key(table_id), read.value)]
+            ops = (Delete(key), Put(tombstone_key(table_id), read.value))
     else:
-        ops.append(Put(key, new.encode()))
-    written: list[tuple[bytes, ServerIndex]] = []
+        ops = (Put(key, new.encode()),)
+    changes: list[IndexChange] = []
     before, after = index_entries(old), index_entries(new)
     for server in sorted(set(before) | set(after)):
-        if before.get(server, set()) == after.get(server, set()):
+        gone, came = before.get(server, set()), after.get(server, set())
+        if gone == came:
             continue
-        ikey = server_index_key(server)
-        known = cache.get(server)
-        current = ServerIndex(server, (), 0) if known is None else known[1]
-        entries = set(current.tablets) - before.get(server, set()) | after.get(server, set())
-        moved = ServerIndex(server, tuple(sorted(entries)), current.version + 1)
-        data = moved.encode()
-        compares.append(_same(ikey, None if known is None else known[0]))
-        ops.append(Put(ikey, data))
-        written.append((data, moved))
-    return RouteWrite(tuple(compares), tuple(ops), tuple(written))
+        current = cache.get(server)
+        entries = current.entries - gone | came
+        changes.append(IndexChange(server, current.read, entries, current.version + 1))
+    return RouteWrite(compares, ops, tuple(changes))
 
 
 def merge_writes(writes: Sequence[RouteWrite]) -> RouteWrite:
-    """Several route writes as one transaction, made in order with one
-    ``IndexCache`` (each written into it): an index key is compared once,
-    with the bytes read first, and put once, with the bytes written last."""
-    compares: dict[str, Compare] = {}
-    ops: dict[str, Put | Delete] = {}
+    """Several route writes as one, made in order on one ``IndexCache``
+    (each staged into it): an index is compared with the bytes stored
+    before them all, and becomes what the last of them made it."""
+    indexes: dict[str, IndexChange] = {}
     for write in writes:
-        for compare in write.compares:
-            compares.setdefault(compare.key, compare)
-        for op in write.ops:
-            assert isinstance(op, Put | Delete)  # route writes put and delete keys
-            ops.pop(op.key, None)  # keep the key's place at its last write
-            ops[op.key] = op
-    indexes = {index.server: (data, index) for w in writes for data, index in w.indexes}
-    return RouteWrite(tuple(compares.values()), tuple(ops.values()), tuple(indexes.values()))
+        for change in write.indexes:
+            first = indexes.get(change.server)
+            read = change.read if first is None else first.read
+            indexes[change.server] = dataclasses.replace(change, read=read)
+    return RouteWrite(
+        tuple(c for w in writes for c in w.compares),
+        tuple(op for w in writes for op in w.ops),
+        tuple(indexes.values()),
+    )
 
 
 def update_route(
@@ -253,8 +290,8 @@ def update_route(
         new = change(old)
         if new is old or new == old:
             return old
-        write = route_write(store, table_id, read, new)
-        if store.txn((*write.compares, *fence), write.ops).succeeded:
+        compares, ops, _ = route_write(store, table_id, read, new).parts()
+        if store.txn((*compares, *fence), ops).succeeded:
             return new
         if fence and not all(_holds(store, c) for c in fence):
             raise ConflictError(
