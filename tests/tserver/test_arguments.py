@@ -3,11 +3,14 @@ servers: each is a ``CatalogError`` naming the rule, and changes nothing."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import almanac
 from almanac.errors import CatalogError, NotFoundError, ValidationError
@@ -113,3 +116,26 @@ def test_a_route_missing_a_partition_is_an_error_not_missing_rows(tmp_path: Path
         place(cat.metastore, table.id, spread(4, ("a", "b"), 1))
         with pytest.raises(CatalogError, match="names partition 3; the table has 3"):
             read_table(cat, "T")
+
+
+@given(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
+def test_every_ticket_round_trips_and_encodes_canonically(a: int, b: int, c: int) -> None:
+    ticket = TabletTicket(a, b, c)
+    data = ticket.encode()
+    assert TabletTicket.decode(data) == ticket
+    assert (
+        data
+        == json.dumps(
+            {"table_id": a, "tablet_id": b, "version": c}, sort_keys=True, separators=(",", ":")
+        ).encode()
+    )
+
+
+@settings(deadline=None)
+@given(st.binary(max_size=80))
+def test_any_bytes_decode_to_a_ticket_or_a_validation_error(data: bytes) -> None:
+    try:
+        ticket = TabletTicket.decode(data)
+    except ValidationError:
+        return
+    assert TabletTicket.decode(ticket.encode()) == ticket
