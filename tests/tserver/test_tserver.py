@@ -32,6 +32,7 @@ from almanac.placement import (
     read_reports,
     read_route,
     read_servers,
+    route_key,
 )
 from almanac.tserver import TabletTicket
 from tests.tserver.harness import TabletServerProcess, place, spread, wait_for
@@ -371,6 +372,31 @@ def test_deleted_tablets_lose_their_local_data_unknown_ones_stay(cluster: Cluste
     report = read_reports(cluster.store)[replicas[0]]
     assert (999999, 3) in {(r.table_id, r.tablet_id) for r in report.tablets}
     assert (table_id, 0) not in {(r.table_id, r.tablet_id) for r in report.tablets}
+
+
+def test_a_damaged_route_stops_nothing_and_deletes_nothing(cluster: Cluster) -> None:
+    _create(cluster.cat, "DAMAGED", "ONE")
+    table_id = cluster.table_id("DAMAGED")
+    write_table(cluster.cat, "DAMAGED", _rows(range(5)))
+    tablets = spread(1, NAMES, 2)
+    place(cluster.store, table_id, tablets)
+    wait_for(lambda: _running_everywhere(cluster, table_id), "DAMAGED running")
+    good = cluster.store.get(route_key(table_id))
+    assert good is not None
+    cluster.store.put(route_key(table_id), b'{"table_id":' + b"\xff" * 8)
+    for name in tablets[0].replicas:
+        _rounds(cluster, name, 3)  # reports go on
+        base = cluster.root / name / "tablets" / str(table_id) / "0"
+        assert (base / "tablet.json").exists(), "nothing is deleted on a damaged route"
+        report = read_reports(cluster.store)[name]
+        assert (table_id, 0) in {(r.table_id, r.tablet_id) for r in report.tablets}
+        assert (
+            "is not set up yet: Metastore key '__table_route/" in cluster.servers[name].log_text()
+        )
+    with pytest.raises(CatalogError, match="damaged"):
+        flight_read(cluster.cat, "DAMAGED")
+    cluster.store.put(route_key(table_id), good.value)
+    assert sorted(flight_read(cluster.cat, "DAMAGED").column("ID").to_pylist()) == list(range(5))
 
 
 def test_a_server_paused_past_its_lease_registers_again(cluster: Cluster) -> None:
