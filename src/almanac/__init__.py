@@ -13,6 +13,7 @@ from almanac.commands import (
     AlterZone,
     ColumnDef,
     Command,
+    CommitContext,
     CreateIndex,
     CreateSchema,
     CreateTable,
@@ -24,6 +25,8 @@ from almanac.commands import (
     DropZone,
     MakeIndexAvailable,
     Preview,
+    PurgeTable,
+    RecoverTable,
     RemoveIndex,
     RenameIndex,
     RenameTable,
@@ -49,6 +52,7 @@ from almanac.descriptors import (
     Table,
     TableProperties,
     Zone,
+    is_soft_deleted,
 )
 from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
@@ -80,6 +84,7 @@ from almanac.errors import (
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
+from almanac.soft_delete import expired_tables, purge_expired_tables
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
@@ -101,6 +106,7 @@ __all__ = [
     "ColumnDef",
     "ColumnType",
     "Command",
+    "CommitContext",
     "CompactedError",
     "ConflictError",
     "ConsistencyMode",
@@ -140,6 +146,8 @@ __all__ = [
     "ObjectChange",
     "ObjectRef",
     "Preview",
+    "PurgeTable",
+    "RecoverTable",
     "RemoteCatalog",
     "RemoteEvent",
     "RemoteListener",
@@ -172,6 +180,9 @@ __all__ = [
     "WriteStateError",
     "Zone",
     "connect",
+    "is_soft_deleted",
     "parse_target",
     "preview",
+    "expired_tables",
+    "purge_expired_tables",
 ]

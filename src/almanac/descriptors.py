@@ -245,6 +245,7 @@ class Table:
 
 def is_soft_deleted(table: Table) -> bool:
     """Whether ``table`` is soft-deleted (see ``Table.soft_deleted``)."""
+    check.instance(table, Table, "Parameter 'table' of is_soft_deleted")
     return table.dropped_at is not None
 
 

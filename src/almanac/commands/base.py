@@ -171,7 +171,7 @@ def require_table(cat: CatalogVersion, schema: str, name: str) -> Table:
 
 
 def table_not_found(cat: CatalogVersion, schema: str, name: str) -> NotFoundError:
-    """"Does not exist", saying so when a soft-deleted table holds the name."""
+    """ "Does not exist", saying so when a soft-deleted table holds the name."""
     full = qualified(schema, name)
     dropped = cat.soft_deleted_table(name, schema)
     if dropped is None:

@@ -65,8 +65,8 @@ def check_reserve(value: object, what: str) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_RESERVE_S  # before isfinite: a huge int is no float
         or not math.isfinite(value)
-        or not 0 <= value <= MAX_RESERVE_S
     ):
         raise ValidationError(
             f"{what} must be a number of seconds in [0, {MAX_RESERVE_S}] (ten years), "
@@ -387,9 +387,7 @@ class PurgeTable(Command):
                     table=full,
                     rule="not-soft-deleted",
                 )
-            raise NotFoundError(
-                f"No soft-deleted table '{full}' to purge", kind="table", name=full
-            )
+            raise NotFoundError(f"No soft-deleted table '{full}' to purge", kind="table", name=full)
         at = cat.activation_time if self.at is None else self.at
         end = table.purge_at
         if self.expired_only and end is not None and at <= end:

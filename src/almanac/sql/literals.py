@@ -241,7 +241,9 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 def duration_seconds(node: object, what: str) -> float:
     """A quoted duration such as ``'90s'``, ``'15m'``, ``'1h'`` or ``'2d'`` in seconds."""
     if not isinstance(node, exp.Literal) or not node.is_string:
-        raise Untranslatable(f"{what} takes a quoted duration such as '90s', '15m', '1h' or '2d'", node)
+        raise Untranslatable(
+            f"{what} takes a quoted duration such as '90s', '15m', '1h' or '2d'", node
+        )
     text = str(node.this)
     match = _DURATION.fullmatch(text.strip())
     if match is None:

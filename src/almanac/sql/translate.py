@@ -387,9 +387,7 @@ def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
 def _recover_table(tree: RecoverTableStatement, default_schema: str) -> list[Command]:
     schema, name = _table_name(tree.this, default_schema, "table")
     new_name = tree.args.get("rename_to")
-    return [
-        RecoverTable(name, schema, None if new_name is None else _ident(new_name, "table"))
-    ]
+    return [RecoverTable(name, schema, None if new_name is None else _ident(new_name, "table"))]
 
 
 def _purge_table(tree: PurgeTableStatement, default_schema: str) -> list[Command]:
