@@ -169,7 +169,7 @@ SCHEMA_COLUMNS = ("NAME", "ID", "TABLES")
 def show_schemas(cat: CatalogVersion) -> Rows:
     """Schemas by name, with how many tables each holds."""
     counts: dict[int, int] = {}
-    for t in cat.tables_by_id.values():
+    for t in cat.tables():
         counts[t.schema_id] = counts.get(t.schema_id, 0) + 1
     return tuple(
         (s.name, s.id, counts.get(s.id, 0)) for s in sorted(cat.schemas(), key=lambda s: s.name)
