@@ -149,9 +149,8 @@ def purge(store: str | None) -> int:
     )
     for table in purged:
         end = to_datetime(table.purge_at or 0).isoformat(timespec="seconds")
-        click.echo(
-            f"  {names.get(table.schema_id, '?')}.{table.name} (id {table.id}, reserved until {end})"
-        )
+        name = f"{names.get(table.schema_id, '?')}.{table.name}"
+        click.echo(f"  {name} (id {table.id}, reserved until {end})")
     return 0
 
 

@@ -269,9 +269,10 @@ class AlmanacParser(parser.Parser):
         return super()._parse_statement()
 
     def _parse_statement_table(self) -> exp.Expr:
-        if not self._curr:
+        table = self._parse_table_parts() if self._curr else None
+        if table is None:
             self.raise_error("Expecting a table name")
-        return self._parse_table_parts()
+        return table
 
     # -- reads ----------------------------------------------------------------
 

@@ -378,10 +378,12 @@ def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     check_clauses(tree, ("tables", "kind", "exists", "options"), "DROP TABLE")
     tree = tree.copy()
     tree.set("options", None)
-    commands = _drop_relations(tree, default_schema, "table", DropTable)
-    if reserve is None:
-        return commands
-    return [dataclasses.replace(c, reserve_s=reserve) for c in commands]
+    return _drop_relations(
+        tree,
+        default_schema,
+        "table",
+        lambda name, schema, if_exists: DropTable(name, schema, if_exists, reserve_s=reserve),
+    )
 
 
 def _recover_table(tree: RecoverTableStatement, default_schema: str) -> list[Command]:
