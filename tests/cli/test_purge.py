@@ -1,0 +1,34 @@
+"""``almanac purge``: soft-deleted tables whose reserve ended go in one version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import almanac
+from almanac import DropTable
+
+from .support import almanac as run
+
+
+def test_purge_removes_only_what_expired(tmp_path: Path) -> None:
+    store = str(tmp_path / "data")
+    with almanac.connect(store) as cat:
+        cat.sql(
+            "CREATE TABLE OLD (ID BIGINT NOT NULL PRIMARY KEY);"
+            "CREATE TABLE NEW (ID BIGINT NOT NULL PRIMARY KEY)"
+        )
+        an_hour_ago = cat.clock.now() - (3_600_000 << 16)
+        # Dropped an hour ago with a one-minute reserve: it has ended.
+        cat.execute(
+            [DropTable("OLD", reserve_s=60, at=an_hour_ago), DropTable("NEW", reserve_s=60)]
+        )
+        old_id = cat.catalog().soft_deleted_tables()[0].id
+    done = run("--store", store, "purge", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("tables purged: 1 (catalog version ")
+    assert lines[1].startswith(f"  PUBLIC.OLD (id {old_id}, reserved until ")
+    with almanac.connect(store) as cat:
+        snap = cat.catalog()
+        assert snap.table_by_id(old_id) is None
+        assert [t.name for t in snap.soft_deleted_tables()] == ["NEW"]
