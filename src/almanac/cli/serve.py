@@ -31,6 +31,13 @@ __all__ = ["serve"]
     "(anyone who reaches it may change the catalog).",
 )
 @click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
+@click.option(
+    "--soft-delete-reserve",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    metavar="SECONDS",
+    help="The reserve of a DROP TABLE that names none (default 0: drop at once).",
+)
 @store_option
 def serve(
     host: str,
@@ -38,6 +45,7 @@ def serve(
     tokens_file: str | None,
     insecure: bool,
     warehouse: str | None,
+    soft_delete_reserve: float,
     store: str | None,
 ) -> int:
     """Serve the HTTP API (under /v1) and the web console (at /)."""
@@ -52,5 +60,6 @@ def serve(
         tokens_file=tokens_file,
         insecure=insecure,
         warehouse=warehouse,
+        soft_delete_reserve_s=soft_delete_reserve,
     )
     return 0

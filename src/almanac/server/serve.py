@@ -113,12 +113,14 @@ def serve(
     insecure: bool = False,
     warehouse: str | None = None,
     ready: Callable[[int], None] | None = None,
+    soft_delete_reserve_s: float = 0.0,
 ) -> None:
     """Open ``target`` and serve the HTTP API on ``host:port`` (0: a free port)
     until SIGINT or SIGTERM, then close the catalog. Tokens come from
     ``tokens_file``, else ``$ALMANAC_TOKENS``; without any, only a loopback
     host is allowed, unless ``insecure``. Prints ``Listening on URL`` once it
-    accepts connections, and calls ``ready(port)``."""
+    accepts connections, and calls ``ready(port)``. ``soft_delete_reserve_s``
+    is the reserve of a DROP TABLE the server commits without one."""
     import almanac
 
     check.string(host, "Parameter 'host' of serve", nonblank=True)
@@ -138,7 +140,7 @@ def serve(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    cat = almanac.connect(target, warehouse=warehouse)
+    cat = almanac.connect(target, warehouse=warehouse, soft_delete_reserve_s=soft_delete_reserve_s)
     try:
         app = create_app(cat, tokens=tokens)
         sock = _bind(host, port)
