@@ -210,9 +210,9 @@ def test_schema_and_zone_keep_their_soft_deleted_tables(cat: Catalog) -> None:
         "CREATE TABLE S.T (ID BIGINT NOT NULL PRIMARY KEY) ZONE Z"
     )
     cat.sql("DROP TABLE S.T WITH (RESERVE = '1h')")
-    with pytest.raises(ValidationError, match="not empty"):
+    with pytest.raises(ValidationError, match=r"not empty .*'S\.T' \(soft-deleted\)"):
         cat.execute([DropSchema("S")])
-    with pytest.raises(ValidationError, match="used by table"):
+    with pytest.raises(ValidationError, match=r"used by table 'S\.T' \(soft-deleted"):
         cat.execute([DropZone("Z")])
     # CASCADE takes the soft-deleted table along, for good.
     cat.execute([DropSchema("S", cascade=True), DropZone("Z")])
@@ -238,6 +238,18 @@ def test_a_tiny_reserve_is_never_rounded_down_to_a_hard_drop(cat: Catalog) -> No
     cat.execute([DropTable("T", reserve_s=1e-9)])
     dropped = cat.catalog().soft_deleted_table("T")
     assert dropped is not None and dropped.reserve_ms == 1
+
+
+def test_a_replace_drops_at_once_whatever_the_default(tmp_path: Path) -> None:
+    """REPLACE TABLE AS SELECT is a drop with reserve 0 and a create in one
+    batch: with the node's default reserve the drop would keep the name."""
+    with almanac.connect("memory://", soft_delete_reserve_s=3600) as cat:
+        cat.execute([table("T")])
+        err = rejected(cat, [DropTable("T"), table("T", col("V"))], AlreadyExistsError)
+        assert err.context.get("rule") == "soft-deleted-name"
+        cat.execute([DropTable("T", reserve_s=0), table("T", col("V"))])
+        snap = cat.catalog()
+        assert snap.soft_deleted_tables() == [] and snap.table("T") is not None
 
 
 # -- time --------------------------------------------------------------------------
