@@ -17,18 +17,16 @@ def test_purge_removes_only_what_expired(tmp_path: Path) -> None:
             "CREATE TABLE OLD (ID BIGINT NOT NULL PRIMARY KEY);"
             "CREATE TABLE NEW (ID BIGINT NOT NULL PRIMARY KEY)"
         )
-        an_hour_ago = cat.clock.now() - (3_600_000 << 16)
-        # Dropped an hour ago with a one-minute reserve: it has ended.
-        cat.execute(
-            [DropTable("OLD", reserve_s=60, at=an_hour_ago), DropTable("NEW", reserve_s=60)]
-        )
-        old_id = cat.catalog().soft_deleted_tables()[0].id
+        cat.execute([DropTable("OLD", reserve_s=0.001), DropTable("NEW", reserve_s=3600)])
+        old = cat.catalog().soft_deleted_table("OLD")
+        assert old is not None and old.purge_at is not None
+        assert cat.clock.wait_until(old.purge_at, timeout=60)  # the catalog's clock, not a sleep
     done = run("--store", store, "purge", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("tables purged: 1 (catalog version ")
-    assert lines[1].startswith(f"  PUBLIC.OLD (id {old_id}, reserved until ")
+    assert lines[1].startswith(f"  PUBLIC.OLD (id {old.id}, reserved until ")
     with almanac.connect(store) as cat:
         snap = cat.catalog()
-        assert snap.table_by_id(old_id) is None
+        assert snap.table_by_id(old.id) is None
         assert [t.name for t in snap.soft_deleted_tables()] == ["NEW"]

@@ -337,9 +337,12 @@ def test_an_unbound_command_judges_time_at_the_base_version(cat: Catalog) -> Non
     assert dropped is not None and dropped.dropped_at == base.activation_time
     bound = DropTable("T").bind(CommitContext(now=123 << 16, soft_delete_reserve_s=7))
     assert bound == DropTable("T", reserve_s=7, at=123 << 16)
-    assert DropTable("T", reserve_s=0).bind(CommitContext(now=5, soft_delete_reserve_s=7)) == (
-        DropTable("T", reserve_s=0, at=5)
+    # The committing node's time wins over any given: no caller dates a drop.
+    assert DropTable("T", reserve_s=0, at=1).bind(CommitContext(5, 7)) == DropTable(
+        "T", reserve_s=0, at=5
     )
+    assert RecoverTable("T", at=1).bind(CommitContext(5)) == RecoverTable("T", at=5)
+    assert PurgeTable("T", at=1).bind(CommitContext(5)) == PurgeTable("T", at=5)
 
 
 # -- a property over random sequences ------------------------------------------------

@@ -273,8 +273,9 @@ class DropTable(Command):
     (``soft_delete_reserve_s`` of ``connect``); 0 drops at once. A
     soft-deleted table keeps its id, name and indexes for the reserve:
     ``RecoverTable`` brings it back, a purge removes it. ``at`` is the hybrid
-    time of the drop, filled in by the committing node (``bind``); a command
-    validated unbound judges time at the base version's activation.
+    time of the drop: the committing node sets it (``bind``), replacing any
+    value given, so no caller dates a drop; a command validated unbound
+    (``preview``) judges time at the base version's activation.
     """
 
     name: str
@@ -287,7 +288,7 @@ class DropTable(Command):
         return replace(
             self,
             reserve_s=context.soft_delete_reserve_s if self.reserve_s is None else self.reserve_s,
-            at=context.now if self.at is None else self.at,
+            at=context.now,
         )
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
@@ -314,7 +315,7 @@ class RecoverTable(Command):
     at: int | None = None
 
     def bind(self, context: CommitContext) -> RecoverTable:
-        return replace(self, at=context.now if self.at is None else self.at)
+        return replace(self, at=context.now)
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         schema = require_schema(cat, self.schema)
@@ -369,7 +370,7 @@ class PurgeTable(Command):
     at: int | None = None
 
     def bind(self, context: CommitContext) -> PurgeTable:
-        return replace(self, at=context.now if self.at is None else self.at)
+        return replace(self, at=context.now)
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         full = qualified(self.schema, self.name)
