@@ -89,8 +89,8 @@ CORPUS = [
     'ALTER ZONE "Default" SET (REPLICAS=5, QUORUM_SIZE=3)',
     "DROP TABLE w; DROP ZONE IF EXISTS z",
     "DROP TABLE IF EXISTS t, s.u WITH (RESERVE = '90s')",
-    "DROP TABLE x WITH (RESERVE='2d'); RECOVER TABLE x AS x2",
-    "DROP TABLE y WITH (RESERVE = '15m'); PURGE TABLE IF EXISTS y",
+    "DROP TABLE t WITH (RESERVE='2d'); RECOVER TABLE t AS t3",
+    "DROP TABLE w WITH (RESERVE = '15m'); PURGE TABLE IF EXISTS w",
 ]
 """Valid statements (against ``SETUP``) to mutate."""
 
