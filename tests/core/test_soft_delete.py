@@ -36,8 +36,9 @@ from almanac import (
     purge_expired_tables,
 )
 from almanac.commands import CommitContext
+from almanac.errors import MetastoreError
 from almanac.log import UpdateLog
-from almanac.metastore import MemoryMetastore
+from almanac.metastore import Compare, MemoryMetastore, Op, Put, TxnResult
 from almanac.serialization import encode
 
 from .support import col, rejected, table
@@ -480,3 +481,50 @@ def _step(cat: Catalog, wall: WallClock, model: _Model, step: tuple[object, ...]
         assert expired <= purged <= expired | maybe
         for name in purged:
             del model.dropped[name]
+
+
+# -- faults --------------------------------------------------------------------------
+
+
+class _FlakyMemory(MemoryMetastore):
+    """A store whose next transactions that append a catalog version fail:
+    before applying (``lost``) or after, with the reply lost (``applied``)."""
+
+    mode: str | None = None
+
+    def _txn(
+        self, compares: tuple[Compare, ...], success: tuple[Op, ...], failure: tuple[Op, ...]
+    ) -> TxnResult:
+        appends = any(isinstance(op, Put) and op.key == "catalog.version" for op in success)
+        if appends and self.mode == "lost":
+            raise MetastoreError("the metastore went away (injected)")
+        result: TxnResult = super()._txn(compares, success, failure)
+        if appends and self.mode == "applied":
+            raise MetastoreError("the reply was lost (injected)")
+        return result
+
+
+@pytest.mark.parametrize("mode", ["lost", "applied"])
+def test_a_failed_purge_leaves_a_consistent_catalog(wall: WallClock, mode: str) -> None:
+    store = _FlakyMemory()
+    with Catalog(UpdateLog(store), clock=HybridClock(wall), max_attempts=1) as cat:
+        cat.sql("CREATE TABLE T (ID BIGINT NOT NULL PRIMARY KEY); CREATE INDEX T_I ON T (ID)")
+        cat.sql("DROP TABLE T WITH (RESERVE = '1s')")
+        table_id = _soft_deleted_id(cat, "T")
+        wall.ms += 2_000
+        store.mode = mode
+        with pytest.raises(CatalogError):
+            purge_expired_tables(cat)
+        store.mode = None
+        cat.catch_up()
+        snap = cat.catalog()
+        if mode == "lost":  # nothing happened: the table waits for the next purge
+            assert snap.soft_deleted_table("T") is not None
+            assert [t.id for t in purge_expired_tables(cat)] == [table_id]
+        else:  # it happened: the next purge finds nothing left to do
+            assert table_id not in snap.tables_by_id
+            assert purge_expired_tables(cat) == []
+        snap = cat.catalog()
+        assert table_id not in snap.tables_by_id and len(snap.indexes_by_id) == 0
+        with Catalog(UpdateLog(store), clock=HybridClock(wall), node_name="replay") as other:
+            assert encode(other.catalog()) == encode(snap)
