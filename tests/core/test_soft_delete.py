@@ -117,6 +117,34 @@ def test_a_soft_deleted_table_is_gone_by_name_and_there_by_id(cat: Catalog) -> N
     assert cat.execute([DropTable("T", if_exists=True)]).applied == (False,)
 
 
+def test_show_dropped_tables_lists_what_recover_can_bring_back(
+    timed: Catalog, wall: WallClock
+) -> None:
+    timed.sql(
+        "CREATE SCHEMA S; CREATE TABLE S.T (ID BIGINT NOT NULL PRIMARY KEY);"
+        "CREATE TABLE U (ID BIGINT NOT NULL PRIMARY KEY)"
+    )
+    before = timed.latest_version
+    dropped = timed.sql("DROP TABLE S.T WITH (RESERVE = '1h'); DROP TABLE U WITH (RESERVE = '2d')")
+    result = timed.sql("SHOW DROPPED TABLES")
+    assert result.columns == (
+        "SCHEMA",
+        "NAME",
+        "ID",
+        "DROP_VERSION",
+        "DROPPED_AT",
+        "RESERVED_UNTIL",
+    )
+    assert [r[:2] for r in result.rows] == [("PUBLIC", "U"), ("S", "T")]
+    assert {r[3] for r in result.rows} == {dropped.version}
+    assert result.rows[1][4] == "2027-01-15T08:00:00.000Z"  # START_MS
+    assert result.rows[1][5] == "2027-01-15T09:00:00.000Z"
+    assert [r[1] for r in timed.sql("SHOW DROPPED TABLES IN S").rows] == ["T"]
+    assert timed.sql(f"SHOW DROPPED TABLES AS OF VERSION {before}").rows == ()
+    with pytest.raises(NotFoundError):
+        timed.sql("SHOW DROPPED TABLES IN NOPE")
+
+
 def test_a_reserved_name_cannot_be_reused(cat: Catalog) -> None:
     cat.sql(
         "CREATE TABLE T (ID BIGINT NOT NULL PRIMARY KEY, V INT); CREATE INDEX T_BY_V ON T (V);"

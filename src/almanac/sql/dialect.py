@@ -105,7 +105,7 @@ class AlterIndexStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "rename_to": True}
 
 
-READ_KINDS = ("SCHEMAS", "TABLES", "INDEXES", "ZONES", "HISTORY", "DIFF")
+READ_KINDS = ("SCHEMAS", "TABLES", "DROPPED", "INDEXES", "ZONES", "HISTORY", "DIFF")
 """What ``SHOW`` shows; ``DESCRIBE [TABLE]`` is the read of kind ``DESCRIBE``."""
 
 
@@ -285,7 +285,9 @@ class AlmanacParser(parser.Parser):
         target: exp.Expr | None = None
         limit: exp.Expr | None = None
         versions: list[exp.Expr] | None = None
-        if kind == "TABLES" and self._match(TokenType.IN):
+        if kind == "DROPPED" and not self._match_texts(("TABLES",)):
+            self.raise_error("Expecting TABLES after SHOW DROPPED")
+        if kind in ("TABLES", "DROPPED") and self._match(TokenType.IN):
             target = self._parse_id_var(any_token=False)
             if target is None:
                 self.raise_error("Expecting a schema name")

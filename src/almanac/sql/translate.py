@@ -94,6 +94,9 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
         return ReadStatement("DESCRIBE TABLE", schema=schema, table=table, as_of=as_of)
     if kind == "TABLES" and target is not None:
         return ReadStatement("SHOW TABLES", schema=_ident(target, "schema"), as_of=as_of)
+    if kind == "DROPPED":
+        named = None if target is None else _ident(target, "schema")
+        return ReadStatement("SHOW DROPPED TABLES", schema=named, as_of=as_of)
     if kind == "INDEXES" and target is not None:
         schema, table = _table_name(target, default_schema, "table")
         return ReadStatement("SHOW INDEXES", schema=schema, table=table, as_of=as_of)
