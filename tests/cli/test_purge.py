@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import almanac
@@ -30,3 +31,8 @@ def test_purge_removes_only_what_expired(tmp_path: Path) -> None:
         snap = cat.catalog()
         assert snap.table_by_id(old.id) is None
         assert [t.name for t in snap.soft_deleted_tables()] == ["NEW"]
+    shown = run("--store", store, "show", "dropped", "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    answer = json.loads(shown.stdout)
+    assert answer["columns"][:3] == ["SCHEMA", "NAME", "ID"]
+    assert [row[:2] for row in answer["rows"]] == [["PUBLIC", "NEW"]]
