@@ -13,6 +13,7 @@ from almanac.commands import (
     AlterZone,
     ColumnDef,
     Command,
+    CommitContext,
     CreateIndex,
     CreateSchema,
     CreateTable,
@@ -24,6 +25,8 @@ from almanac.commands import (
     DropZone,
     MakeIndexAvailable,
     Preview,
+    PurgeTable,
+    RecoverTable,
     RemoveIndex,
     RenameColumn,
     RenameIndex,
@@ -50,6 +53,7 @@ from almanac.descriptors import (
     Table,
     TableProperties,
     Zone,
+    is_soft_deleted,
 )
 from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
@@ -83,6 +87,7 @@ from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
 from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
+from almanac.soft_delete import expired_tables, purge_expired_tables
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
 
@@ -104,6 +109,7 @@ __all__ = [
     "ColumnDef",
     "ColumnType",
     "Command",
+    "CommitContext",
     "CompactedError",
     "ConflictError",
     "ConsistencyMode",
@@ -145,6 +151,8 @@ __all__ = [
     "ObjectRef",
     "PlacementSettings",
     "Preview",
+    "PurgeTable",
+    "RecoverTable",
     "RemoteCatalog",
     "RemoteEvent",
     "RemoteListener",
@@ -178,6 +186,9 @@ __all__ = [
     "WriteStateError",
     "Zone",
     "connect",
+    "is_soft_deleted",
     "parse_target",
     "preview",
+    "expired_tables",
+    "purge_expired_tables",
 ]

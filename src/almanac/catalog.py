@@ -27,8 +27,9 @@ from types import TracebackType
 from almanac import _check as check
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
-from almanac.commands.base import Command
+from almanac.commands.base import Command, CommitContext
 from almanac.commands.preview import command_batch, preview
+from almanac.commands.tables import check_reserve
 from almanac.descriptors import Schema
 from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.entries import (
@@ -228,14 +229,21 @@ class Catalog:
         node_name: str | None = None,
         node_ttl_s: float = NODE_TTL_S,
         request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
+        soft_delete_reserve_s: float = 0.0,
     ) -> None:
         """``node_name`` names this node among the live nodes of the catalog
         (default ``<hostname>-<pid>``); a name a live node holds is refused
         with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
         outlives a crash of its process. ``request_window_s``: how long a
         request id stays known once a checkpoint truncated its version (see
-        ``execute``)."""
+        ``execute``). ``soft_delete_reserve_s``: the reserve of a DROP TABLE
+        committed here that names none (0: drop at once); each drop stores
+        the reserve it got, so nodes with other defaults still agree."""
         check.number(node_ttl_s, "Parameter 'node_ttl_s' of Catalog", positive=True)
+        self.soft_delete_reserve_s = check_reserve(
+            soft_delete_reserve_s, "Parameter 'soft_delete_reserve_s' of Catalog"
+        )
+        """The reserve (seconds) of a DROP TABLE committed here that names none."""
         self.request_window_s = check.number(
             request_window_s, "Parameter 'request_window_s' of Catalog", lo=0, hi=2**40
         )
@@ -507,6 +515,7 @@ class Catalog:
                 if read_first:
                     self._log.catch_up(self)
                 base = self.catalog()
+                bound = self._bind(batch)
                 if request_id is not None:
                     # After every catch-up, and before every append: a version
                     # this id made (here or anywhere) is in the index by now,
@@ -515,13 +524,13 @@ class Catalog:
                     if known is not None:
                         return self._replayed(known, digest, attempts, wait_deadline, timeout)
                 try:
-                    planned = preview(base, batch)
+                    planned = preview(base, bound)
                 except CatalogError as exc:
                     if not read_first:
                         self._log.catch_up(self)
                         if self.latest_version != base.version:
                             continue  # judged on a stale catalog: judge again
-                    raise self._explain_race(exc, batch, seen, base) from None
+                    raise self._explain_race(exc, bound, seen, base) from None
                 if not planned.entries:
                     if not read_first:
                         self._log.catch_up(self)
@@ -585,6 +594,12 @@ class Catalog:
         visible = self.sync.visible_everywhere_at(activation_time(base, update))
         result = ExecuteResult(update.version, planned.applied, created=True)
         return _Committed(result, visible, wait_deadline, timeout)
+
+    def _bind(self, batch: Sequence[Command]) -> list[Command]:
+        """The batch with what this node decides filled in: its time now and
+        its defaults (see ``Command.bind``), taken afresh on every attempt."""
+        context = CommitContext(self._clock.now(), self.soft_delete_reserve_s)
+        return [command.bind(context) for command in batch]
 
     def _replayed(
         self,

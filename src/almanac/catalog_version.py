@@ -36,6 +36,11 @@ class CatalogVersion:
     Name maps are keyed by ``(schema_id, name)`` for objects that live in a
     schema. ``index_names`` holds only alive indexes: a STOPPING index keeps
     its name but frees it for reuse.
+
+    A soft-deleted table (``Table.soft_deleted``) keeps its entries in every
+    map, so its name and its indexes' names stay taken and ``tables_by_id``
+    still holds it; the lookups by name and the listings below leave it and
+    its indexes out, as if it were gone.
     """
 
     version: int
@@ -101,12 +106,30 @@ class CatalogVersion:
         if sid is None:
             return None
         tid = self.table_names.get((sid, name))
-        return None if tid is None else self.tables_by_id[tid]
+        if tid is None:
+            return None
+        table = self.tables_by_id[tid]
+        return None if table.dropped_at is not None else table
 
     def table_by_id(self, table_id: int) -> Table | None:
+        """The table with this id, soft-deleted or not."""
         return self.tables_by_id.get(table_id)
 
     def tables(self, schema: str | None = None) -> list[Table]:
+        """The tables (of one schema), soft-deleted ones left out."""
+        return [t for t in self._tables(schema) if t.dropped_at is None]
+
+    def soft_deleted_table(self, name: str, schema: str = DEFAULT_SCHEMA) -> Table | None:
+        """The soft-deleted table holding this name, if any."""
+        sid = self.schema_names.get(schema)
+        tid = None if sid is None else self.table_names.get((sid, name))
+        table = None if tid is None else self.tables_by_id[tid]
+        return table if table is not None and table.dropped_at is not None else None
+
+    def soft_deleted_tables(self, schema: str | None = None) -> list[Table]:
+        return [t for t in self._tables(schema) if t.dropped_at is not None]
+
+    def _tables(self, schema: str | None) -> list[Table]:
         if schema is None:
             return _sorted_by_id(self.tables_by_id.values())
         sid = self.schema_names.get(schema)
@@ -121,16 +144,26 @@ class CatalogVersion:
         if sid is None:
             return None
         iid = self.index_names.get((sid, name))
-        return None if iid is None else self.indexes_by_id[iid]
+        if iid is None:
+            return None
+        index = self.indexes_by_id[iid]
+        return None if self._table_soft_deleted(index.table_id) else index
 
     def index_by_id(self, index_id: int) -> Index | None:
         return self.indexes_by_id.get(index_id)
 
     def indexes(self, table_id: int | None = None) -> list[Index]:
-        """All indexes (STOPPING included), of one table when ``table_id`` is given."""
+        """All indexes (STOPPING included) but those of soft-deleted tables,
+        or every index of one table when ``table_id`` is given."""
         if table_id is None:
-            return _sorted_by_id(self.indexes_by_id.values())
+            return _sorted_by_id(
+                i for i in self.indexes_by_id.values() if not self._table_soft_deleted(i.table_id)
+            )
         return [self.indexes_by_id[i] for i in self.table_indexes.get(table_id, ())]
+
+    def _table_soft_deleted(self, table_id: int) -> bool:
+        table = self.tables_by_id.get(table_id)
+        return table is not None and table.dropped_at is not None
 
     # -- zones ---------------------------------------------------------------
 

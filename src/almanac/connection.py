@@ -12,6 +12,7 @@ from typing import Final, overload
 
 from almanac import _check as check
 from almanac.catalog import Catalog, RetentionPolicy
+from almanac.commands.tables import check_reserve
 from almanac.errors import CatalogError, ValidationError
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
@@ -57,6 +58,7 @@ def connect(
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     placement: PlacementSettings | None = None,
+    soft_delete_reserve_s: float = 0.0,
 ) -> Catalog: ...
 
 
@@ -73,6 +75,7 @@ def connect(
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     placement: PlacementSettings | None = None,
+    soft_delete_reserve_s: float = 0.0,
 ) -> Catalog | RemoteCatalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane, or reach a catalog server.
@@ -92,7 +95,8 @@ def connect(
     also cleans it periodically (see ``almanac janitor``). ``durability`` is
     ``"full"`` (every version fsynced) or ``"normal"`` (see
     ``almanac.metastore.sqlite``). With ``placement`` this node also takes
-    part in tablet placement (see ``almanac.placement``).
+    part in tablet placement (see ``almanac.placement``). ``soft_delete_reserve_s``:
+    the reserve of a DROP TABLE this node commits without one (see ``open_catalog``).
     """
     parsed = parse_target(target)
     if parsed.kind == "http" or not isinstance(token, _Local):
@@ -108,6 +112,7 @@ def connect(
             if request_window_s == DEFAULT_REQUEST_WINDOW_S
             else request_window_s,
             "placement": placement,
+            "soft_delete_reserve_s": None if soft_delete_reserve_s == 0 else soft_delete_reserve_s,
         }
         given = [name for name, value in local.items() if value is not None]
         return _connect_remote(parsed, token, given)
@@ -130,6 +135,7 @@ def connect(
         durability=durability,
         node_name=node_name,
         request_window_s=request_window_s,
+        soft_delete_reserve_s=soft_delete_reserve_s,
     )
     try:
         if placement is not None:
@@ -203,6 +209,7 @@ def open_catalog(
     durability: str = "full",
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
+    soft_delete_reserve_s: float = 0.0,
 ) -> Catalog:
     """Open a catalog node, without its data plane (``almanac.connect``
     opens both).
@@ -226,6 +233,12 @@ def open_catalog(
     ``request_window_s`` is how long a request id (``execute(...,
     request_id=...)``) stays known after its version became active, even
     once a checkpoint truncated that version (default 24 hours).
+
+    ``soft_delete_reserve_s`` is the reserve of a DROP TABLE this node
+    commits without one (default 0: dropped at once); a positive one
+    soft-deletes the table for that long (see ``DropTable``). Each drop
+    stores the reserve it got, so nodes with other defaults still agree on
+    every table's state.
     """
     parsed = parse_target(target)
     if parsed.kind == "http":
@@ -241,6 +254,7 @@ def open_catalog(
     if node_name is not None:
         check_node_name(node_name, "Parameter 'node_name' of connect")
     check.number(request_window_s, "Parameter 'request_window_s' of connect", lo=0, hi=2**40)
+    check_reserve(soft_delete_reserve_s, "Parameter 'soft_delete_reserve_s' of connect")
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise ValidationError(
             f"Parameter 'durability' of connect must be one of "
@@ -268,4 +282,5 @@ def open_catalog(
         target=str(parsed),
         node_name=node_name,
         request_window_s=request_window_s,
+        soft_delete_reserve_s=soft_delete_reserve_s,
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from almanac import _check as check
+from almanac.clock import LOGICAL_BITS
 from almanac.datatypes import ColumnType
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Table",
     "TableProperties",
     "Zone",
+    "is_soft_deleted",
 ]
 
 
@@ -208,6 +210,22 @@ class Table:
     next_column_id: int = 0
     created_version: int = 0
     update_version: int = 0
+    dropped_at: int | None = None
+    reserve_ms: int = 0
+
+    @property
+    def soft_deleted(self) -> bool:
+        """Dropped with a reserve: its name stays taken and its id readable
+        until a purge, but name lookups no longer see it."""
+        return self.dropped_at is not None
+
+    @property
+    def purge_at(self) -> int | None:
+        """The hybrid time its reserve ends (None while not soft-deleted):
+        RECOVER is refused after it, and a purge may remove it."""
+        if self.dropped_at is None:
+            return None
+        return self.dropped_at + (self.reserve_ms << LOGICAL_BITS)
 
     def column(self, name: str) -> Column | None:
         for col in self.columns:
@@ -223,6 +241,12 @@ class Table:
 
     def evolve(self, **changes: Any) -> Table:
         return dataclasses.replace(self, **changes)
+
+
+def is_soft_deleted(table: Table) -> bool:
+    """Whether ``table`` is soft-deleted (see ``Table.soft_deleted``)."""
+    check.instance(table, Table, "Parameter 'table' of is_soft_deleted")
+    return table.dropped_at is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ is the inverse of ``diff_catalogs(a, b)`` (added and removed swap, every
 field change runs backwards), and the diff is empty exactly when the two
 versions hold the same objects. Bookkeeping fields that every touch moves
 (``update_version``, ``created_version``, a table's ``next_column_id``) are
-left out; ``table_version`` stays, as the table's own change counter.
+left out; ``table_version`` stays, as the table's own change counter. A
+soft drop or a recovery is a changed table (``soft_deleted``, ``dropped_at``,
+``reserve_ms``); a purge removes it.
 """
 
 from __future__ import annotations
@@ -292,6 +294,9 @@ def _table_fields(t: Table) -> dict[str, JsonValue]:
         "table_version": t.table_version,
         "stale_rows_fraction": t.properties.stale_rows_fraction,
         "min_stale_rows": t.properties.min_stale_rows,
+        "soft_deleted": t.soft_deleted,
+        "dropped_at": t.dropped_at,
+        "reserve_ms": t.reserve_ms,
     }
 
 

@@ -35,6 +35,8 @@ __all__ = [
     "IndexRemoved",
     "IndexRenamed",
     "TableRenamed",
+    "TableSoftDropped",
+    "TableRecovered",
     "DefaultZoneSet",
     "TablePropertiesSet",
     "IndexBuildStarted",
@@ -247,6 +249,52 @@ class TableDropped(UpdateEntry):
             tables_by_id=cat.tables_by_id.delete(table.id),
             table_names=cat.table_names.delete((table.schema_id, table.name)),
             table_indexes=cat.table_indexes.delete(table.id),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class TableSoftDropped(UpdateEntry):
+    """Soft-deletes a table: it keeps its id, its name and its indexes, and
+    name lookups stop seeing it. ``dropped_at`` (a hybrid timestamp of the
+    committing node) and ``reserve_ms`` are decided when the drop commits
+    and stored here, so every node agrees on when its reserve ends."""
+
+    event_type = EventType.TABLE_SOFT_DROP
+    table_id: int
+    dropped_at: int
+    reserve_ms: int
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        return _put_table(
+            cat,
+            replace(
+                old,
+                dropped_at=self.dropped_at,
+                reserve_ms=self.reserve_ms,
+                update_version=cat.version,
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class TableRecovered(UpdateEntry):
+    """Brings a soft-deleted table back under its name (a ``TableRenamed``
+    after it gives it another)."""
+
+    event_type = EventType.TABLE_RECOVER
+    table_id: int
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        return _put_table(
+            cat, replace(old, dropped_at=None, reserve_ms=0, update_version=cat.version)
         )
 
     def object_id(self) -> int:

@@ -152,6 +152,9 @@ def test_watch_prints_the_versions_a_server_makes(
 ) -> None:
     monkeypatch.setenv("ALMANAC_TOKEN", READ_TOKEN)
     with almanac.connect(server.url, token=ADMIN_TOKEN) as remote:
+        # Its own zone: a table created in the default zone makes that zone
+        # first when no test before this one did, and its events come first.
+        remote.sql("CREATE ZONE IF NOT EXISTS watched_zone")
         first = remote.sql("CREATE SCHEMA watched").version
         procs = [
             start("watch", "--from", str(first), "--json", cwd=tmp_path, store=server.url),
@@ -162,7 +165,10 @@ def test_watch_prints_the_versions_a_server_makes(
             seen = json.loads(as_json.get(timeout=PATIENCE))
             assert (seen["version"], seen["events"]) == (first, [])  # a schema has no events
             assert "WATCHED" in seen["summary"]
-            made = remote.sql("CREATE TABLE watched.t (id INT64 PRIMARY KEY)", request_id="w-9")
+            made = remote.sql(
+                "CREATE TABLE watched.t (id INT64 PRIMARY KEY) ZONE watched_zone",
+                request_id="w-9",
+            )
             new = json.loads(as_json.get(timeout=PATIENCE))
             created = remote.catalog(made.version).table("T", "WATCHED")
             assert created is not None

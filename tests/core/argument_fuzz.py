@@ -84,6 +84,7 @@ NOT_CALLED = {
     "Table": "a descriptor the catalog builds",
     "Target": "made by parse_target, which is called",
     "Preview": "returned by preview, which is called",
+    "CommitContext": "made by the committing node for Command.bind",
     "RemoteCatalog": "made by connect for an http:// target, which needs a server",
     "RemoteEvent": "made by a remote catalog for its listeners",
     "RemoteListener": "a type alias of remote listener callables",

@@ -29,6 +29,8 @@ from almanac import (
     DropTable,
     DropZone,
     NotFoundError,
+    PurgeTable,
+    RenameColumn,
     RenameIndex,
     RenameTable,
     RenameZone,
@@ -263,10 +265,12 @@ IF_FLAG_CASES: dict[str, tuple[Command, type[CatalogError]]] = {
     "DropSchema": (DropSchema("NOPE"), NotFoundError),
     "CreateTable": (table("T"), AlreadyExistsError),
     "DropTable": (DropTable("NOPE"), NotFoundError),
+    "PurgeTable": (PurgeTable("NOPE"), NotFoundError),
     "RenameTable": (RenameTable("NOPE", "X"), NotFoundError),
     "SetTableProperties": (SetTableProperties(name="NOPE", min_stale_rows=1), NotFoundError),
     "AddColumns": (AddColumns(table="T", columns=(col("A"),)), AlreadyExistsError),
     "DropColumns": (DropColumns(table="T", columns=("NOPE",)), NotFoundError),
+    "RenameColumn": (RenameColumn(table="T", column="NOPE", new_name="B"), NotFoundError),
     "AlterColumn": (AlterColumn(table="NOPE", column="A", not_null=False), NotFoundError),
     "CreateIndex": (CreateIndex(name="I", table="T", columns=("A",)), AlreadyExistsError),
     "DropIndex": (DropIndex("NOPE"), NotFoundError),
@@ -281,6 +285,7 @@ IF_FLAG_CASES: dict[str, tuple[Command, type[CatalogError]]] = {
 EXTRA_FLAG_CASES: list[tuple[Command, type[CatalogError], str]] = [
     (AddColumns(table="NOPE", columns=(col("B"),)), NotFoundError, "if_exists"),
     (DropColumns(table="NOPE", columns=("A",)), NotFoundError, "if_table_exists"),
+    (RenameColumn(table="NOPE", column="A", new_name="B"), NotFoundError, "if_table_exists"),
 ]
 
 

@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import struct
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -114,6 +115,8 @@ tables = st.builds(
     next_column_id=int64s,
     created_version=int64s,
     update_version=int64s,
+    dropped_at=opt_int64s,
+    reserve_ms=int64s,
 )
 indexes = st.builds(
     Index,
@@ -156,6 +159,8 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     e.TableCreated: st.builds(e.TableCreated, tables),
     e.TableDropped: st.builds(e.TableDropped, int64s),
     e.TableRenamed: st.builds(e.TableRenamed, int64s, names),
+    e.TableSoftDropped: st.builds(e.TableSoftDropped, int64s, int64s, int64s),
+    e.TableRecovered: st.builds(e.TableRecovered, int64s),
     e.ColumnsAdded: st.builds(e.ColumnsAdded, int64s, st.lists(columns, max_size=3).map(tuple)),
     e.ColumnsDropped: st.builds(e.ColumnsDropped, int64s, name_tuples),
     e.ColumnAltered: st.builds(e.ColumnAltered, int64s, columns),
@@ -316,6 +321,10 @@ TABLE = Table(
     created_version=4,
     update_version=9,
 )
+SOFT_DELETED_TABLE = replace(
+    TABLE, dropped_at=1_700_000_360_000 << 16 | 3, reserve_ms=3_600_000, update_version=12
+)
+"""Dropped WITH (RESERVE = '1h'); only Table v2 carries it."""
 PK_INDEX = Index(
     id=11,
     name="ORDERS_PK",
@@ -392,6 +401,12 @@ ENTRY_EXAMPLES: dict[type, e.UpdateEntry] = {
     e.IndexStopped: e.IndexStopped(13),
     e.IndexRemoved: e.IndexRemoved(13),
 }
+SOFT_DELETE_ENTRY_EXAMPLES: dict[type, e.UpdateEntry] = {
+    e.TableSoftDropped: e.TableSoftDropped(10, 1_700_000_360_000 << 16 | 3, 3_600_000),
+    e.TableRecovered: e.TableRecovered(10),
+}
+"""Entries of release 0.3.0; kept out of ``UPDATE``, whose released files
+predate them."""
 UPDATE = e.VersionedUpdate(
     version=9,
     commit_time=1_700_000_000_123 << 16 | 7,
@@ -433,12 +448,14 @@ EXAMPLES: dict[str, object] = {
     "Column-initial_default": REDEFAULTED,
     "Column-no_initial_default": CREATED_WITH_DEFAULT,
     "Table": TABLE,
+    "Table-soft_deleted": SOFT_DELETED_TABLE,
     "TableProperties": PROPERTIES,
     "Index": INDEX,
     "Zone": ZONE,
     **{f"ConstantDefault-{k}": ConstantDefault(v) for k, v in CONSTANTS.items()},
     "FunctionDefault": FunctionDefault("RAND_UUID"),
     **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
+    **{cls.__name__: entry for cls, entry in SOFT_DELETE_ENTRY_EXAMPLES.items()},
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
     "Checkpoint": CHECKPOINT,

@@ -40,20 +40,27 @@ OLD_VERSION_EXPECTED: dict[tuple[str, int], object] = {
 (VersionedUpdate v1 had no node, request id, digest or applied flags.)"""
 
 OLD_NESTED: dict[str, str] = {
-    f"{stem}-column_v1": stem
-    for stem in (
-        "Table",
-        "TableCreated",
-        "ColumnsAdded",
-        "ColumnAltered",
-        "VersionedUpdate",
-        "CatalogVersion",
-    )
+    **{
+        f"{stem}-column_v1": stem
+        for stem in (
+            "Table",
+            "TableCreated",
+            "ColumnsAdded",
+            "ColumnAltered",
+            "VersionedUpdate",
+            "CatalogVersion",
+        )
+    },
+    **{
+        f"{stem}-table_v1": stem
+        for stem in ("TableCreated", "VersionedUpdate", "CatalogVersion", "Checkpoint")
+    },
 }
 """Stem of a released file whose nested objects an older serializer wrote →
 the stem of its example. Its own type's serializer did not change, but
 writing now nests the newer version, so such a file is only read: its bytes
-must keep decoding to the example. (``-column_v1``: written before Column v2.)"""
+must keep decoding to the example. (``-column_v1``: written before Column v2;
+``-table_v1``: written before Table v2.)"""
 
 
 def _newest(stem: str) -> int:

@@ -447,3 +447,23 @@ def test_tokens_never_reach_the_log(server: Server, table_t: int) -> None:
     for token in (ADMIN_TOKEN, READ_TOKEN, WRONG_TOKEN):
         assert token not in log
         assert token[-8:] not in log
+
+
+def test_soft_delete_and_recover_over_http(admin: httpx.Client) -> None:
+    r = _sql(admin, "CREATE TABLE SOFT (ID INT64 PRIMARY KEY)")
+    assert r.status_code == 200, r.text
+    drop = {"kind": "DropTable", "name": "SOFT", "reserve_s": 3600}
+    r = admin.post("/v1/commands", json={"commands": [drop]})
+    assert r.status_code == 200, r.text
+    assert admin.get("/v1/tables/PUBLIC/SOFT").status_code == 404
+    r = _sql(admin, "CREATE TABLE SOFT (ID INT64 PRIMARY KEY)")
+    assert r.status_code == 409 and "soft-deleted" in r.text, r.text
+    r = admin.post(
+        "/v1/commands",
+        json={"commands": [{"kind": "RecoverTable", "name": "SOFT", "new_name": "SOFT2"}]},
+    )
+    assert r.status_code == 200, r.text
+    assert admin.get("/v1/tables/PUBLIC/SOFT2").status_code == 200
+    r = _sql(admin, "DROP TABLE SOFT2 WITH (RESERVE = '1m'); PURGE TABLE SOFT2")
+    assert r.status_code == 200, r.text
+    assert admin.get("/v1/tables/PUBLIC/SOFT2").status_code == 404

@@ -88,6 +88,9 @@ CORPUS = [
     "ALTER ZONE z SET DEFAULT",
     'ALTER ZONE "Default" SET (REPLICAS=5, QUORUM_SIZE=3)',
     "DROP TABLE w; DROP ZONE IF EXISTS z",
+    "DROP TABLE IF EXISTS t, s.u WITH (RESERVE = '90s')",
+    "DROP TABLE t WITH (RESERVE='2d'); RECOVER TABLE t AS t3",
+    "DROP TABLE w WITH (RESERVE = '15m'); PURGE TABLE IF EXISTS w",
 ]
 """Valid statements (against ``SETUP``) to mutate."""
 
@@ -431,7 +434,8 @@ class Grammar:
 
     def drop_table(self) -> str:
         names = ", ".join(self.table() for _ in range(self.rng.randint(1, 2)))
-        return f"DROP TABLE {self.maybe('IF EXISTS ')}{names}"
+        reserve = self.maybe(f" WITH (RESERVE = '{self.rng.choice(['0s', '1h', '2d'])}')", 0.2)
+        return f"DROP TABLE {self.maybe('IF EXISTS ')}{names}{reserve}"
 
     def alter_table(self) -> str:
         actions = [self.alter_action() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]

@@ -2,7 +2,7 @@
 
 ``almanac [--store URI] [--token TOKEN] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
 ``describe``, ``history``, ``diff``, ``watch``, ``compact``, ``janitor``,
-``upgrade-warehouse``, ``node``, ``serve`` and ``tserver``. ``--store`` defaults to
+``purge``, ``upgrade-warehouse``, ``node``, ``serve`` and ``tserver``. ``--store`` defaults to
 ``$ALMANAC_STORE``, else ``./almanac-data``; an ``http(s)://`` store is a
 catalog server, reached with the token of ``--token`` or ``$ALMANAC_TOKEN``
 (see ``almanac.cli.app``). A catalog error prints one line,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from almanac.cli.app import almanac_group, run
-from almanac.cli.maintenance import compact, init, janitor, upgrade_warehouse
+from almanac.cli.maintenance import compact, init, janitor, purge, upgrade_warehouse
 from almanac.cli.node import node
 from almanac.cli.reads import describe, diff, history, show, sql
 from almanac.cli.serve import serve
@@ -33,6 +33,7 @@ for _command in (
     watch,
     compact,
     janitor,
+    purge,
     upgrade_warehouse,
     node,
     serve,

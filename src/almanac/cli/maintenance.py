@@ -1,6 +1,7 @@
 """Commands that look after a catalog rather than read or change it:
 ``init`` creates one, ``compact`` checkpoints its log, ``janitor`` cleans its
-warehouse, ``upgrade-warehouse`` converts old table data."""
+warehouse, ``purge`` removes soft-deleted tables whose reserve ended,
+``upgrade-warehouse`` converts old table data."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import click
 from almanac.cli.app import int64_at_least, local_target, open_node, store_option
 from almanac.cli.output import progress
 
-__all__ = ["compact", "init", "janitor", "upgrade_warehouse"]
+__all__ = ["compact", "init", "janitor", "purge", "upgrade_warehouse"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,6 +125,32 @@ def janitor(
     click.echo(f"tables purged: {len(report.tables_purged)}")
     for table_id in report.tables_purged:
         click.echo(f"  table {table_id}")
+    return 0
+
+
+@click.command()
+@store_option
+def purge(store: str | None) -> int:
+    """Purge the soft-deleted tables whose reserve has ended, in one version.
+
+    Their data goes with the next janitor run once no kept catalog version
+    holds them (as for DROP TABLE).
+    """
+    from almanac.clock import to_datetime
+    from almanac.soft_delete import purge_expired_tables
+
+    with open_node(store) as cat:
+        purged = purge_expired_tables(cat)
+        version = cat.latest_version
+        latest = cat.catalog(version)
+        names = {s.id: s.name for s in latest.schemas()}
+    click.echo(
+        f"tables purged: {len(purged)}" + (f" (catalog version {version})" if purged else "")
+    )
+    for table in purged:
+        end = to_datetime(table.purge_at or 0).isoformat(timespec="seconds")
+        name = f"{names.get(table.schema_id, '?')}.{table.name}"
+        click.echo(f"  {name} (id {table.id}, reserved until {end})")
     return 0
 
 

@@ -147,7 +147,7 @@ def sql(
 
 @click.group()
 def show() -> None:
-    """List the schemas, tables, indexes or zones of a catalog version."""
+    """List the schemas, tables, soft-deleted tables, indexes or zones of a catalog version."""
 
 
 @show.command("schemas")
@@ -175,6 +175,23 @@ def show_tables(
 ) -> int:
     """The tables, of every schema or of SCHEMA."""
     head = "SHOW TABLES" if schema is None else f"SHOW TABLES IN {schema}"
+    return _run_read(store, head, as_json, as_of_version, as_of_time)
+
+
+@show.command("dropped")
+@click.argument("schema", required=False)
+@_as_of_options
+@_json_option
+@store_option
+def show_dropped(
+    schema: str | None,
+    as_of_version: int | None,
+    as_of_time: str | None,
+    as_json: bool,
+    store: str | None,
+) -> int:
+    """The soft-deleted tables, of every schema or of SCHEMA, until when each can be recovered."""
+    head = "SHOW DROPPED TABLES" if schema is None else f"SHOW DROPPED TABLES IN {schema}"
     return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 

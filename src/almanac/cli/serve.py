@@ -32,6 +32,13 @@ __all__ = ["serve"]
 )
 @click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
 @click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
+@click.option(
+    "--soft-delete-reserve",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    metavar="SECONDS",
+    help="The reserve of a DROP TABLE that names none (default 0: drop at once).",
+)
 @store_option
 def serve(
     host: str,
@@ -40,6 +47,7 @@ def serve(
     insecure: bool,
     warehouse: str | None,
     no_placement: bool,
+    soft_delete_reserve: float,
     store: str | None,
 ) -> int:
     """Serve the HTTP API (under /v1) and the web console (at /)."""
@@ -55,5 +63,6 @@ def serve(
         insecure=insecure,
         warehouse=warehouse,
         placement=not no_placement,
+        soft_delete_reserve_s=soft_delete_reserve,
     )
     return 0

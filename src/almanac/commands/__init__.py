@@ -1,6 +1,6 @@
 """Commands: frozen values that validate against a catalog version and yield entries."""
 
-from almanac.commands.base import ColumnDef, Command
+from almanac.commands.base import ColumnDef, Command, CommitContext
 from almanac.commands.columns import AddColumns, AlterColumn, DropColumns, RenameColumn
 from almanac.commands.indexes import (
     CreateIndex,
@@ -12,7 +12,14 @@ from almanac.commands.indexes import (
 )
 from almanac.commands.preview import Preview, preview
 from almanac.commands.schemas import CreateSchema, DropSchema
-from almanac.commands.tables import CreateTable, DropTable, RenameTable, SetTableProperties
+from almanac.commands.tables import (
+    CreateTable,
+    DropTable,
+    PurgeTable,
+    RecoverTable,
+    RenameTable,
+    SetTableProperties,
+)
 from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, SetDefaultZone
 
 __all__ = [
@@ -21,6 +28,7 @@ __all__ = [
     "AlterZone",
     "ColumnDef",
     "Command",
+    "CommitContext",
     "CreateIndex",
     "CreateSchema",
     "CreateTable",
@@ -32,6 +40,8 @@ __all__ = [
     "DropZone",
     "MakeIndexAvailable",
     "Preview",
+    "PurgeTable",
+    "RecoverTable",
     "RemoveIndex",
     "RenameColumn",
     "RenameIndex",

@@ -9,6 +9,7 @@ from enum import Enum
 
 from almanac._check import check_fields
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.clock import to_datetime
 from almanac.datatypes import (
     ColumnType,
     default_params,
@@ -35,10 +36,22 @@ __all__ = [
     "RESERVED_SCHEMAS",
     "ColumnDef",
     "Command",
+    "CommitContext",
     "IdAllocator",
 ]
 
 RESERVED_SCHEMAS = frozenset({"SYSTEM", "INFORMATION_SCHEMA", "DEFINITION_SCHEMA"})
+
+
+@dataclass(frozen=True, slots=True)
+class CommitContext:
+    """What the committing node decides for a command before validating it:
+    its hybrid time ``now`` and its default soft-delete reserve (seconds).
+    Whatever a command takes from here ends up in the entries it makes, so
+    the log never depends on a node's local settings."""
+
+    now: int
+    soft_delete_reserve_s: float = 0.0
 
 
 class Command:
@@ -52,6 +65,11 @@ class Command:
         # Every field is checked against its annotation when the command is
         # built, so a wrong type never reaches validation or the serializer.
         check_fields(self)
+
+    def bind(self, context: CommitContext) -> Command:
+        """The command with what the committing node decides filled in (its
+        clock, its defaults); most commands need nothing and return themselves."""
+        return self
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         raise TypeError(f"{type(self).__name__} does not define validate()")
@@ -141,23 +159,37 @@ def find_table(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool)
     require_schema(cat, schema)
     table = cat.table(name, schema)
     if table is None and not missing_ok:
-        raise NotFoundError(
-            f"Table '{qualified(schema, name)}' does not exist",
-            kind="table",
-            name=qualified(schema, name),
-        )
+        raise table_not_found(cat, schema, name)
     return table
 
 
 def require_table(cat: CatalogVersion, schema: str, name: str) -> Table:
     table = find_table(cat, schema, name, missing_ok=True)
     if table is None:
-        raise NotFoundError(
-            f"Table '{qualified(schema, name)}' does not exist",
-            kind="table",
-            name=qualified(schema, name),
-        )
+        raise table_not_found(cat, schema, name)
     return table
+
+
+def table_not_found(cat: CatalogVersion, schema: str, name: str) -> NotFoundError:
+    """ "Does not exist", saying so when a soft-deleted table holds the name."""
+    full = qualified(schema, name)
+    dropped = cat.soft_deleted_table(name, schema)
+    if dropped is None:
+        return NotFoundError(f"Table '{full}' does not exist", kind="table", name=full)
+    return NotFoundError(
+        f"Table '{full}' does not exist: it is soft-deleted ({reserve_text(dropped)}); "
+        "RECOVER TABLE brings it back",
+        kind="table",
+        name=full,
+        rule="soft-deleted",
+    )
+
+
+def reserve_text(table: Table) -> str:
+    """When a soft-deleted table's reserve ends, for messages."""
+    end = table.purge_at
+    when = "?" if end is None else to_datetime(end).isoformat(timespec="seconds")
+    return f"dropped in catalog version {table.update_version}, reserved until {when}"
 
 
 def find_index(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool) -> Index | None:
@@ -192,12 +224,34 @@ def find_zone(cat: CatalogVersion, name: str, *, missing_ok: bool) -> Zone | Non
 def ensure_relation_name_free(
     cat: CatalogVersion, schema: Schema, name: str, *, ignore_index: int | None = None
 ) -> None:
-    """Tables and alive indexes share one namespace per schema."""
+    """Tables and alive indexes share one namespace per schema; a
+    soft-deleted table keeps its name and its indexes' names taken."""
     full = qualified(schema.name, name)
-    if (schema.id, name) in cat.table_names:
+    table_id = cat.table_names.get((schema.id, name))
+    if table_id is not None:
+        table = cat.tables_by_id[table_id]
+        if table.soft_deleted:
+            raise AlreadyExistsError(
+                f"Table name '{full}' is reserved by a soft-deleted table "
+                f"({reserve_text(table)}); a reserved name cannot be reused until the table "
+                "is recovered under another name or purged",
+                kind="table",
+                name=full,
+                rule="soft-deleted-name",
+            )
         raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
     index_id = cat.index_names.get((schema.id, name))
     if index_id is not None and index_id != ignore_index:
+        owner = cat.tables_by_id.get(cat.indexes_by_id[index_id].table_id)
+        if owner is not None and owner.soft_deleted:
+            raise AlreadyExistsError(
+                f"Index name '{full}' is reserved by an index of soft-deleted table "
+                f"'{qualified(schema.name, owner.name)}' ({reserve_text(owner)}); it cannot be "
+                "reused until that table is recovered or purged",
+                kind="index",
+                name=full,
+                rule="soft-deleted-name",
+            )
         raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
 
 

@@ -75,9 +75,13 @@ class DropSchema(Command):
         schema = require_schema(cat, self.name)
         tables = [t for t in cat.tables_by_id.values() if t.schema_id == schema.id]
         if tables and not self.cascade:
+            tables.sort(key=lambda t: (t.soft_deleted, t.id))
+            example = f"'{self.name}.{tables[0].name}'" + (
+                " (soft-deleted)" if tables[0].soft_deleted else ""
+            )
             raise ValidationError(
                 f"Schema '{self.name}' is not empty ({len(tables)} table(s), e.g. "
-                f"'{self.name}.{tables[0].name}'); use CASCADE to drop it with its objects",
+                f"{example}); use CASCADE to drop it with its objects",
                 kind="schema",
                 name=self.name,
                 rule="not-empty",

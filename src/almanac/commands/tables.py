@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
     Command,
+    CommitContext,
     IdAllocator,
     check_column_def,
     check_column_names,
@@ -21,6 +22,7 @@ from almanac.commands.base import (
     find_table,
     qualified,
     require_schema,
+    reserve_text,
 )
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
@@ -31,17 +33,52 @@ from almanac.entries import (
     IndexCreated,
     TableCreated,
     TablePropertiesSet,
+    TableRecovered,
     TableRenamed,
+    TableSoftDropped,
     UpdateEntry,
     ZoneCreated,
     pk_index_name,
 )
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
-__all__ = ["CreateTable", "DropTable", "RenameTable", "SetTableProperties"]
+__all__ = [
+    "MAX_RESERVE_S",
+    "CreateTable",
+    "DropTable",
+    "PurgeTable",
+    "RecoverTable",
+    "RenameTable",
+    "SetTableProperties",
+    "check_reserve",
+]
 
 MAX_STALE_ROWS = 2**63 - 1
 """Stored as a signed 64-bit integer."""
+MAX_RESERVE_S = 10 * 365 * 86400
+"""The longest soft-delete reserve (ten years): its end stays far inside
+the hybrid clock's range."""
+
+
+def check_reserve(value: object, what: str) -> float:
+    """A reserve is a finite number of seconds in [0, MAX_RESERVE_S]."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_RESERVE_S  # before isfinite: a huge int is no float
+        or not math.isfinite(value)
+    ):
+        raise ValidationError(
+            f"{what} must be a number of seconds in [0, {MAX_RESERVE_S}] (ten years), "
+            f"got {shown(value)}",
+            rule="reserve",
+        )
+    return float(value)
+
+
+def _reserve_ms(seconds: float) -> int:
+    """Whole milliseconds, never rounding a positive reserve down to none."""
+    return math.ceil(seconds * 1000)
 
 
 def _check_properties(table: str, props: TableProperties) -> None:
@@ -230,13 +267,133 @@ class CreateTable(Command):
 
 @dataclass(frozen=True, slots=True)
 class DropTable(Command):
+    """Drops a table, or soft-deletes it when the reserve is positive.
+
+    ``reserve_s`` None takes the committing node's default
+    (``soft_delete_reserve_s`` of ``connect``); 0 drops at once. A
+    soft-deleted table keeps its id, name and indexes for the reserve:
+    ``RecoverTable`` brings it back, a purge removes it. ``at`` is the hybrid
+    time of the drop: the committing node sets it (``bind``), replacing any
+    value given, so no caller dates a drop; a command validated unbound
+    (``preview``) judges time at the base version's activation.
+    """
+
     name: str
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
+    reserve_s: float | None = None
+    at: int | None = None
+
+    def bind(self, context: CommitContext) -> DropTable:
+        return replace(
+            self,
+            reserve_s=context.soft_delete_reserve_s if self.reserve_s is None else self.reserve_s,
+            at=context.now,
+        )
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        full = qualified(self.schema, self.name)
+        reserve = 0.0 if self.reserve_s is None else self.reserve_s
+        reserve = check_reserve(reserve, f"The reserve of DROP TABLE '{full}'")
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
-        return [] if table is None else drop_table_entries(cat, table.id)
+        if table is None:
+            return []
+        if reserve == 0:
+            return drop_table_entries(cat, table.id)
+        at = cat.activation_time if self.at is None else self.at
+        return [TableSoftDropped(table.id, at, _reserve_ms(reserve))]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverTable(Command):
+    """Brings a soft-deleted table back, under ``new_name`` when given, while
+    its reserve lasts (judged at ``at``, as for ``DropTable``)."""
+
+    name: str
+    schema: str = DEFAULT_SCHEMA
+    new_name: str | None = None
+    at: int | None = None
+
+    def bind(self, context: CommitContext) -> RecoverTable:
+        return replace(self, at=context.now)
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        schema = require_schema(cat, self.schema)
+        full = qualified(self.schema, self.name)
+        table = cat.soft_deleted_table(self.name, self.schema)
+        if table is None:
+            if cat.table(self.name, self.schema) is not None:
+                raise ValidationError(
+                    f"Table '{full}' is not soft-deleted; only a soft-deleted table can be "
+                    "recovered",
+                    table=full,
+                    rule="not-soft-deleted",
+                )
+            raise NotFoundError(
+                f"No soft-deleted table '{full}' to recover (it was never soft-deleted, or "
+                "it was purged or recovered)",
+                kind="table",
+                name=full,
+            )
+        at = cat.activation_time if self.at is None else self.at
+        end = table.purge_at
+        if end is not None and at > end:
+            raise ValidationError(
+                f"Table '{full}' can no longer be recovered: its reserve has ended "
+                f"({reserve_text(table)}); it awaits purge",
+                table=full,
+                rule="reserve-ended",
+            )
+        entries: list[UpdateEntry] = [TableRecovered(table.id)]
+        if self.new_name is not None and self.new_name != table.name:
+            check_name("Table", self.new_name)
+            own_pk = table.primary_key_index_id
+            ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
+            ensure_relation_name_free(
+                cat, schema, pk_index_name(self.new_name), ignore_index=own_pk
+            )
+            entries.append(TableRenamed(table.id, self.new_name))
+        return entries
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeTable(Command):
+    """Removes a soft-deleted table for good, with its indexes, as a DROP
+    without reserve would have. ``expired_only`` makes it a no-op while the
+    reserve lasts (judged at ``at``): what the periodic purge commits, so a
+    table recovered or re-dropped meanwhile is left alone."""
+
+    name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+    expired_only: bool = False
+    at: int | None = None
+
+    def bind(self, context: CommitContext) -> PurgeTable:
+        return replace(self, at=context.now)
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        full = qualified(self.schema, self.name)
+        if self.if_exists and cat.schema(self.schema) is None:
+            return []
+        require_schema(cat, self.schema)
+        table = cat.soft_deleted_table(self.name, self.schema)
+        if table is None:
+            if self.if_exists:
+                return []
+            if cat.table(self.name, self.schema) is not None:
+                raise ValidationError(
+                    f"Table '{full}' is not soft-deleted; only a soft-deleted table can be "
+                    "purged (DROP TABLE it)",
+                    table=full,
+                    rule="not-soft-deleted",
+                )
+            raise NotFoundError(f"No soft-deleted table '{full}' to purge", kind="table", name=full)
+        at = cat.activation_time if self.at is None else self.at
+        end = table.purge_at
+        if self.expired_only and end is not None and at <= end:
+            return []
+        return drop_table_entries(cat, table.id)
 
 
 @dataclass(frozen=True, slots=True)

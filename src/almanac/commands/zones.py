@@ -318,9 +318,10 @@ class DropZone(Command):
         if users:
             schema = cat.schema_by_id(users[0].schema_id)
             where = f"{schema.name}." if schema else ""
+            held = " (soft-deleted: purge it first)" if users[0].soft_deleted else ""
             raise ValidationError(
-                f"Zone '{zone.name}' is used by table '{where}{users[0].name}' and cannot be "
-                "dropped",
+                f"Zone '{zone.name}' is used by table '{where}{users[0].name}'{held} and cannot "
+                "be dropped",
                 zone=zone.name,
                 rule="zone-in-use",
             )

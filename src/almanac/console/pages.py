@@ -131,7 +131,7 @@ def _render(template: str, chrome: Chrome | None, **values: object) -> str:
 def render_tree(snapshot: CatalogVersion, chrome: Chrome) -> str:
     """Schemas, each with its tables, and the zones, at ``snapshot``."""
     by_schema: dict[int, list[Table]] = {}
-    for table in snapshot.tables_by_id.values():  # one pass, however many schemas
+    for table in snapshot.tables():  # one pass, however many schemas
         by_schema.setdefault(table.schema_id, []).append(table)
     schemas: list[tuple[Schema, list[Table]]] = [
         (schema, sorted(by_schema.get(schema.id, ()), key=lambda t: t.name))

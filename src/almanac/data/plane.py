@@ -47,9 +47,17 @@ class DataPlane:
             self._janitor.start()
 
     def _clean(self, interval_s: float) -> None:
+        """Purge the soft-deleted tables whose reserve ended, then collect
+        the warehouse: a purged table's data goes by the janitor's rule for
+        dropped tables."""
         from almanac.data.janitor import run_janitor
+        from almanac.soft_delete import purge_expired_tables
 
         while not self._stop.wait(interval_s):
+            try:
+                purge_expired_tables(self.catalog)
+            except Exception:
+                _log.exception("The periodic purge failed; it runs again in %s s", interval_s)
             try:
                 run_janitor(self.catalog)
             except Exception:

@@ -96,6 +96,8 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         e.IndexMadeAvailable: 117,
         e.IndexStopped: 118,
         e.IndexRemoved: 119,
+        e.TableSoftDropped: 120,
+        e.TableRecovered: 121,
         # containers: 200..299
         e.VersionedUpdate: 200,
         CatalogVersion: 201,

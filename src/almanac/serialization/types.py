@@ -247,6 +247,17 @@ def _read_table_v1(r: Reader) -> Table:
     )
 
 
+def _write_table_v2(w: Writer, obj: Table) -> None:
+    _write_table_v1(w, obj)
+    w.opt_svarint(obj.dropped_at)
+    w.svarint(obj.reserve_ms)
+
+
+def _read_table_v2(r: Reader) -> Table:
+    table = _read_table_v1(r)
+    return replace(table, dropped_at=r.opt_svarint(), reserve_ms=r.svarint())
+
+
 # -- index -----------------------------------------------------------------------
 
 
@@ -322,6 +333,8 @@ read_zone = REGISTRY.nested_reader(Zone)
 
 _R010 = "0.1.0"
 _R020 = "0.2.0"
+_R030 = "0.3.0"
+"""Soft delete: Table v2."""
 REGISTRY.register(
     SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
 )
@@ -336,6 +349,9 @@ REGISTRY.register(
 REGISTRY.register(
     SerializerInfo(TableProperties, 1, _R010, _read_table_properties_v1, _write_table_properties_v1)
 )
-REGISTRY.register(SerializerInfo(Table, 1, _R010, _read_table_v1, _write_table_v1))
+REGISTRY.register(
+    SerializerInfo(Table, 1, _R010, _read_table_v1, _write_table_v1),
+    SerializerInfo(Table, 2, _R030, _read_table_v2, _write_table_v2),
+)
 REGISTRY.register(SerializerInfo(Index, 1, _R010, _read_index_v1, _write_index_v1))
 REGISTRY.register(SerializerInfo(Zone, 1, _R010, _read_zone_v1, _write_zone_v1))

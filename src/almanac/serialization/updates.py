@@ -81,6 +81,7 @@ _register_id_entry_v1(e.DefaultZoneSet, "zone_id")
 _register_nested_entry_v1(e.TableCreated, "table", read_table)
 _register_id_entry_v1(e.TableDropped, "table_id")
 _register_renaming_entry_v1(e.TableRenamed, "table_id")
+_register_id_entry_v1(e.TableRecovered, "table_id")
 _register_nested_entry_v1(e.IndexCreated, "index", read_index)
 _register_renaming_entry_v1(e.IndexRenamed, "index_id")
 _register_id_entry_v1(e.IndexBuildStarted, "index_id")
@@ -130,6 +131,17 @@ def _read_set_table_properties_v1(r: Reader) -> e.TablePropertiesSet:
     return e.TablePropertiesSet(table_id=r.svarint(), properties=_read_properties(r))
 
 
+def _write_soft_drop_v1(w: Writer, obj: e.TableSoftDropped) -> None:
+    w.svarint(obj.table_id)
+    w.svarint(obj.dropped_at)
+    w.svarint(obj.reserve_ms)
+
+
+def _read_soft_drop_v1(r: Reader) -> e.TableSoftDropped:
+    return e.TableSoftDropped(table_id=r.svarint(), dropped_at=r.svarint(), reserve_ms=r.svarint())
+
+
+_register_v1(e.TableSoftDropped, _read_soft_drop_v1, _write_soft_drop_v1)
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
 _register_v1(e.ColumnsDropped, _read_drop_columns_v1, _write_drop_columns_v1)
 _register_v1(e.ColumnAltered, _read_alter_column_v1, _write_alter_column_v1)

@@ -114,13 +114,15 @@ def serve(
     warehouse: str | None = None,
     ready: Callable[[int], None] | None = None,
     placement: bool = True,
+    soft_delete_reserve_s: float = 0.0,
 ) -> None:
     """Open ``target`` and serve the HTTP API on ``host:port`` (0: a free port)
     until SIGINT or SIGTERM, then close the catalog. Tokens come from
     ``tokens_file``, else ``$ALMANAC_TOKENS``; without any, only a loopback
     host is allowed, unless ``insecure``. With ``placement`` the node takes
-    part in tablet placement (default settings). Prints ``Listening on URL`` once it
-    accepts connections, and calls ``ready(port)``."""
+    part in tablet placement (default settings). ``soft_delete_reserve_s``
+    is the reserve of a DROP TABLE the server commits without one. Prints
+    ``Listening on URL`` once it accepts connections, and calls ``ready(port)``."""
     import almanac
 
     check.string(host, "Parameter 'host' of serve", nonblank=True)
@@ -144,7 +146,12 @@ def serve(
 
     check.boolean(placement, "Parameter 'placement' of serve")
     settings = PlacementSettings() if placement else None
-    cat = almanac.connect(target, warehouse=warehouse, placement=settings)
+    cat = almanac.connect(
+        target,
+        warehouse=warehouse,
+        placement=settings,
+        soft_delete_reserve_s=soft_delete_reserve_s,
+    )
     try:
         app = create_app(cat, tokens=tokens)
         sock = _bind(host, port)

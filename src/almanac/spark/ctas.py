@@ -177,7 +177,9 @@ def _run(
         )
         commands: list[Command] = [create]
         if existing is not None:
-            commands.insert(0, DropTable(table_name, schema))
+            # A replace takes the name back at once: no soft delete, whatever
+            # the node's default reserve.
+            commands.insert(0, DropTable(table_name, schema, reserve_s=0))
         reservation = Reservation(cat.metastore, schema, table_name, reservation_ttl_s)
         reservation.acquire()
         try:

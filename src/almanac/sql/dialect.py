@@ -34,7 +34,9 @@ __all__ = [
     "INDEX_KINDS",
     "KeyColumn",
     "READ_KINDS",
+    "PurgeTableStatement",
     "ReadStatementTree",
+    "RecoverTableStatement",
     "StorageProfileProperty",
     "TablePrimaryKey",
     "Untranslatable",
@@ -103,7 +105,7 @@ class AlterIndexStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "rename_to": True}
 
 
-READ_KINDS = ("SCHEMAS", "TABLES", "INDEXES", "ZONES", "HISTORY", "DIFF")
+READ_KINDS = ("SCHEMAS", "TABLES", "DROPPED", "INDEXES", "ZONES", "HISTORY", "DIFF")
 """What ``SHOW`` shows; ``DESCRIBE [TABLE]`` is the read of kind ``DESCRIBE``."""
 
 
@@ -130,6 +132,18 @@ class ReadStatementTree(exp.Expression):
         "expressions": False,
         "as_of": False,
     }
+
+
+class RecoverTableStatement(exp.Expression):
+    """``RECOVER TABLE [s.]t [AS t2]``: a soft-deleted table back, renamed with ``AS``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "rename_to": False}
+
+
+class PurgeTableStatement(exp.Expression):
+    """``PURGE TABLE [IF EXISTS] [s.]t``: a soft-deleted table removed for good."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
 
 
 class DropZoneStatement(exp.Expression):
@@ -227,6 +241,39 @@ class AlmanacParser(parser.Parser):
         """Statements sqlglot only knows as opaque commands (SHOW, GRANT, …)."""
         self.raise_error(f"Unsupported statement {self._prev.text.upper()}", self._prev)
 
+    def _parse_statement(self) -> exp.Expr | None:
+        """Adds ``RECOVER TABLE`` and ``PURGE TABLE``, whose first words are
+        no keywords of sqlglot's."""
+        curr, following = self._curr, self._next
+        if (
+            curr
+            and following
+            and curr.token_type == TokenType.VAR
+            and curr.text.upper() in ("RECOVER", "PURGE")
+            and following.token_type == TokenType.TABLE
+        ):
+            self._advance(2)
+            if curr.text.upper() == "PURGE":
+                exists = self._parse_exists()
+                table = self._parse_statement_table()
+                return self.expression(PurgeTableStatement(this=table, exists=exists), token=curr)
+            table = self._parse_statement_table()
+            new_name = None
+            if self._match(TokenType.ALIAS):
+                new_name = self._parse_id_var(any_token=False)
+                if new_name is None:
+                    self.raise_error("Expecting a table name after AS")
+            return self.expression(
+                RecoverTableStatement(this=table, rename_to=new_name), token=curr
+            )
+        return super()._parse_statement()
+
+    def _parse_statement_table(self) -> exp.Expr:
+        table = self._parse_table_parts() if self._curr else None
+        if table is None:
+            self.raise_error("Expecting a table name")
+        return table
+
     # -- reads ----------------------------------------------------------------
 
     def _parse_show_statement(self) -> exp.Expr:
@@ -238,7 +285,9 @@ class AlmanacParser(parser.Parser):
         target: exp.Expr | None = None
         limit: exp.Expr | None = None
         versions: list[exp.Expr] | None = None
-        if kind == "TABLES" and self._match(TokenType.IN):
+        if kind == "DROPPED" and not self._match_texts(("TABLES",)):
+            self.raise_error("Expecting TABLES after SHOW DROPPED")
+        if kind in ("TABLES", "DROPPED") and self._match(TokenType.IN):
             target = self._parse_id_var(any_token=False)
             if target is None:
                 self.raise_error("Expecting a schema name")
@@ -334,7 +383,11 @@ class AlmanacParser(parser.Parser):
 
     def _parse_drop_statement(self) -> exp.Expr:
         if not self._match_text_seq("ZONE"):
-            return self._parse_drop()
+            drop = self._parse_drop()
+            if self._match(TokenType.WITH):
+                # DROP TABLE … WITH (RESERVE = '1h'): the translation checks the kind.
+                drop.set("options", self._parse_zone_options("a DROP option name"))
+            return drop
         exists = self._parse_exists()
         return self.expression(DropZoneStatement(this=self._parse_zone_name(), exists=exists))
 
@@ -344,18 +397,18 @@ class AlmanacParser(parser.Parser):
             self.raise_error("Expecting a zone name")
         return name
 
-    def _parse_zone_options(self) -> list[exp.Expr]:
+    def _parse_zone_options(self, what: str = "a zone option name") -> list[exp.Expr]:
         """``(k=v, …)`` or, without parentheses, ``k=v, …``."""
         wrapped = self._match(TokenType.L_PAREN)
-        options = self._parse_csv(self._parse_zone_option)
+        options = self._parse_csv(lambda: self._parse_zone_option(what))
         if wrapped:
             self._match_r_paren()
         return options
 
-    def _parse_zone_option(self) -> exp.Expr:
+    def _parse_zone_option(self, what: str) -> exp.Expr:
         key = self._parse_id_var(any_token=False)
         if key is None:
-            self.raise_error("Expecting a zone option name")
+            self.raise_error(f"Expecting {what}")
         if not self._match(TokenType.EQ):
             self.raise_error("Expecting =")
         value = self._parse_unary()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "TypeSpec",
     "column_type",
     "default_value",
+    "duration_seconds",
     "integer_literal",
     "number_text",
     "unwrapped",
@@ -230,3 +232,24 @@ def _from_string(text: str, ctype: ColumnType | None, column: str, node: exp.Exp
         raise Untranslatable(
             f"'{text}' is not a valid {_type_name(ctype)} value for column '{column}'", node
         ) from exc
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(node: object, what: str) -> float:
+    """A quoted duration such as ``'90s'``, ``'15m'``, ``'1h'`` or ``'2d'`` in seconds."""
+    if not isinstance(node, exp.Literal) or not node.is_string:
+        raise Untranslatable(
+            f"{what} takes a quoted duration such as '90s', '15m', '1h' or '2d'", node
+        )
+    text = str(node.this)
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise Untranslatable(
+            f"'{text}' is not a duration: expecting a number and a unit s, m, h or d, "
+            "such as '90s', '15m', '1h' or '2d'",
+            node,
+        )
+    return float(match[1]) * _UNIT_SECONDS[match[2].lower()]

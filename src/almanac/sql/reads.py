@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DESCRIBE_COLUMNS",
     "DIFF_COLUMNS",
+    "DROPPED_COLUMNS",
     "HISTORY_COLUMNS",
     "INDEX_COLUMNS",
     "READ_KINDS",
@@ -46,6 +47,7 @@ __all__ = [
     "history_rows",
     "iso_utc",
     "run_read",
+    "show_dropped_tables",
     "show_indexes",
     "show_schemas",
     "show_tables",
@@ -70,9 +72,7 @@ class AsOf:
 
 @dataclass(frozen=True, slots=True)
 class ReadStatement:
-    """One read statement as written; ``kind`` is ``SHOW SCHEMAS``, ``SHOW
-    TABLES``, ``SHOW INDEXES``, ``SHOW ZONES``, ``SHOW HISTORY``, ``SHOW DIFF``
-    or ``DESCRIBE TABLE``.
+    """One read statement as written; ``kind`` is one of ``READ_KINDS``.
 
     ``schema``/``table`` name what ``IN``, ``ON`` or ``DESCRIBE`` names
     (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
@@ -98,6 +98,7 @@ class ReadStatement:
 READ_KINDS = (
     "SHOW SCHEMAS",
     "SHOW TABLES",
+    "SHOW DROPPED TABLES",
     "SHOW INDEXES",
     "SHOW ZONES",
     "SHOW HISTORY",
@@ -169,7 +170,7 @@ SCHEMA_COLUMNS = ("NAME", "ID", "TABLES")
 def show_schemas(cat: CatalogVersion) -> Rows:
     """Schemas by name, with how many tables each holds."""
     counts: dict[int, int] = {}
-    for t in cat.tables_by_id.values():
+    for t in cat.tables():
         counts[t.schema_id] = counts.get(t.schema_id, 0) + 1
     return tuple(
         (s.name, s.id, counts.get(s.id, 0)) for s in sorted(cat.schemas(), key=lambda s: s.name)
@@ -192,6 +193,29 @@ def show_tables(cat: CatalogVersion, schema: str | None) -> Rows:
             _zone_name(cat, t.zone_id),
             len(t.columns),
             ", ".join(t.primary_key),
+        )
+        for t in sorted(tables, key=lambda t: (_schema_name(cat, t.schema_id), t.name))
+    )
+
+
+DROPPED_COLUMNS = ("SCHEMA", "NAME", "ID", "DROP_VERSION", "DROPPED_AT", "RESERVED_UNTIL")
+
+
+def show_dropped_tables(cat: CatalogVersion, schema: str | None) -> Rows:
+    """Soft-deleted tables by schema and name (of one schema when given),
+    with when each went and until when RECOVER TABLE can bring it back."""
+    if schema is None:
+        tables = cat.soft_deleted_tables()
+    else:
+        tables = cat.soft_deleted_tables(require_schema(cat, schema).name)
+    return tuple(
+        (
+            _schema_name(cat, t.schema_id),
+            t.name,
+            t.id,
+            t.update_version,
+            iso_utc(t.dropped_at or 0),
+            iso_utc(t.purge_at or 0),
         )
         for t in sorted(tables, key=lambda t: (_schema_name(cat, t.schema_id), t.name))
     )
@@ -307,6 +331,10 @@ def _tables_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
     return show_tables(cat, s.schema)
 
 
+def _dropped_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_dropped_tables(cat, s.schema)
+
+
 def _indexes_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
     return show_indexes(cat, None if s.schema is None or s.table is None else (s.schema, s.table))
 
@@ -318,6 +346,7 @@ def _describe_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
 _ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {
     "SHOW SCHEMAS": (SCHEMA_COLUMNS, lambda cat, _: show_schemas(cat)),
     "SHOW TABLES": (TABLE_COLUMNS, _tables_answer),
+    "SHOW DROPPED TABLES": (DROPPED_COLUMNS, _dropped_answer),
     "SHOW INDEXES": (INDEX_COLUMNS, _indexes_answer),
     "SHOW ZONES": (ZONE_COLUMNS, lambda cat, _: show_zones(cat)),
     "DESCRIBE TABLE": (DESCRIBE_COLUMNS, _describe_answer),

@@ -34,6 +34,8 @@ from almanac.commands import (
     DropSchema,
     DropTable,
     DropZone,
+    PurgeTable,
+    RecoverTable,
     RenameColumn,
     RenameIndex,
     RenameTable,
@@ -51,14 +53,22 @@ from almanac.sql.dialect import (
     CreateZoneStatement,
     DropZoneStatement,
     KeyColumn,
+    PurgeTableStatement,
     ReadStatementTree,
+    RecoverTableStatement,
     StorageProfileProperty,
     TablePrimaryKey,
     Untranslatable,
     ZoneProperty,
     check_clauses,
 )
-from almanac.sql.literals import column_type, default_value, integer_literal, number_text
+from almanac.sql.literals import (
+    column_type,
+    default_value,
+    duration_seconds,
+    integer_literal,
+    number_text,
+)
 from almanac.sql.reads import AsOf, ReadStatement
 
 __all__ = ["translate", "translate_read"]
@@ -85,6 +95,9 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
         return ReadStatement("DESCRIBE TABLE", schema=schema, table=table, as_of=as_of)
     if kind == "TABLES" and target is not None:
         return ReadStatement("SHOW TABLES", schema=_ident(target, "schema"), as_of=as_of)
+    if kind == "DROPPED":
+        named = None if target is None else _ident(target, "schema")
+        return ReadStatement("SHOW DROPPED TABLES", schema=named, as_of=as_of)
     if kind == "INDEXES" and target is not None:
         schema, table = _table_name(target, default_schema, "table")
         return ReadStatement("SHOW INDEXES", schema=schema, table=table, as_of=as_of)
@@ -357,7 +370,35 @@ def _table_options(node: object) -> dict[str, Any]:
 
 
 def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
-    return _drop_relations(tree, default_schema, "table", DropTable)
+    """``DROP TABLE … [WITH (RESERVE = '1h')]``: a reserve soft-deletes."""
+    reserve: float | None = None
+    for node in tree.args.get("options") or []:
+        key = _ident(node.this, "DROP TABLE option")
+        if key != "RESERVE":
+            raise Untranslatable(f"Unknown DROP TABLE option {key}; expecting RESERVE", node.this)
+        if reserve is not None:
+            raise Untranslatable("DROP TABLE option RESERVE is given twice", node.this)
+        reserve = duration_seconds(node.args["value"], "DROP TABLE option RESERVE")
+    check_clauses(tree, ("tables", "kind", "exists", "options"), "DROP TABLE")
+    tree = tree.copy()
+    tree.set("options", None)
+    return _drop_relations(
+        tree,
+        default_schema,
+        "table",
+        lambda name, schema, if_exists: DropTable(name, schema, if_exists, reserve_s=reserve),
+    )
+
+
+def _recover_table(tree: RecoverTableStatement, default_schema: str) -> list[Command]:
+    schema, name = _table_name(tree.this, default_schema, "table")
+    new_name = tree.args.get("rename_to")
+    return [RecoverTable(name, schema, None if new_name is None else _ident(new_name, "table"))]
+
+
+def _purge_table(tree: PurgeTableStatement, default_schema: str) -> list[Command]:
+    schema, name = _table_name(tree.this, default_schema, "table")
+    return [PurgeTable(name, schema, if_exists=bool(tree.args.get("exists")))]
 
 
 def _drop_relations(
@@ -674,4 +715,6 @@ _HANDLERS: dict[tuple[type[exp.Expr], str], Callable[[Any, str], list[Command]]]
     (AlterZoneStatement, ""): _alter_zone,
     (AlterIndexStatement, ""): _alter_index,
     (DropZoneStatement, ""): _drop_zone,
+    (RecoverTableStatement, ""): _recover_table,
+    (PurgeTableStatement, ""): _purge_table,
 }
