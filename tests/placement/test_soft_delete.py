@@ -1,22 +1,14 @@
 """Soft delete through placement: a soft-deleted table's route is
 SOFT_DELETED (its servers keep the data), a recovered one is placed again
-and runs once reported, a purged one is DELETED. Soft delete comes from its
-own branch of work; until it is merged here, this module is skipped."""
+and runs once reported, a purged one is DELETED."""
 
 from __future__ import annotations
 
-import pytest
-
-import almanac.descriptors
 from almanac import Catalog
 from almanac.placement import TabletState, read_route
 from almanac.placement.manager import PlacementManager
 from almanac.placement.verify import verify_placement
 from tests.placement.support import servers
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(almanac.descriptors, "is_soft_deleted"), reason="soft delete is not merged yet"
-)
 
 
 def test_soft_delete_recover_and_purge_move_the_route(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from almanac import _check as check
 from almanac.catalog import Catalog, HookWork
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Table
+from almanac.descriptors import Table, is_soft_deleted
 from almanac.entries import VersionedUpdate
 from almanac.errors import (
     CatalogError,
@@ -57,7 +57,6 @@ from almanac.placement.routes import (
     RouteWrite,
     follow_catalog,
     index_entries,
-    is_soft_deleted,
     merge_writes,
     partitions_of,
     route_write,

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Table
+from almanac.descriptors import Table, is_soft_deleted
 from almanac.errors import ConflictError
 from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put
 from almanac.placement.keys import route_key, server_index_key, tombstone_key
@@ -28,7 +28,6 @@ __all__ = [
     "follow_catalog",
     "index_entries",
     "merge_writes",
-    "is_soft_deleted",
     "partitions_of",
     "route_write",
     "update_route",
@@ -37,11 +36,6 @@ __all__ = [
 HOSTED = frozenset({TabletState.CREATING, TabletState.RUNNING, TabletState.SOFT_DELETED})
 """Tablet states its replicas keep (and find in their server index); a
 DELETED or REPLACED tablet leaves the indexes, and its servers drop it."""
-
-
-def is_soft_deleted(table: Table) -> bool:
-    """The one place placement asks whether a table is soft-deleted."""
-    return bool(getattr(table, "soft_deleted", False))
 
 
 def partitions_of(snapshot: CatalogVersion, table: Table) -> int:

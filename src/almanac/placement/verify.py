@@ -16,10 +16,11 @@ catalog's table version.
 from __future__ import annotations
 
 from almanac.catalog import Catalog
+from almanac.descriptors import is_soft_deleted
 from almanac.errors import CorruptDataError
 from almanac.placement.keys import TOMBSTONE_PREFIX
 from almanac.placement.model import TabletState
-from almanac.placement.routes import index_entries, is_soft_deleted, partitions_of
+from almanac.placement.routes import index_entries, partitions_of
 from almanac.placement.state import read_routes, read_server_indexes
 
 __all__ = ["placement_problems", "verify_placement"]
