@@ -25,9 +25,22 @@ import almanac
 from almanac.catalog import Catalog
 from almanac.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, WatchEvent, WatchEventKind
-from almanac.placement.keys import ROUTE_PREFIX, server_key
-from almanac.placement.model import ServerInfo, ServerReport, TableRoute, Tablet, TabletState
-from almanac.placement.state import read_reports, read_route, read_routes, read_servers
+from almanac.placement.keys import ROUTE_PREFIX, SERVER_INDEX_PREFIX, server_key
+from almanac.placement.model import (
+    ServerIndex,
+    ServerInfo,
+    ServerReport,
+    TableRoute,
+    Tablet,
+    TabletState,
+)
+from almanac.placement.state import (
+    decode_route,
+    read_reports,
+    read_route,
+    read_routes,
+    read_servers,
+)
 from tests.cluster.harness import PATIENCE, wait_for
 from tests.durable.helpers import ROOT
 
@@ -40,7 +53,9 @@ __all__ = [
     "SilentServer",
     "TabletCluster",
     "TabletServer",
+    "connections_to",
     "current_tablets",
+    "placement_disagreements",
     "route_problems",
     "wait_for",
 ]
@@ -147,6 +162,15 @@ class Process:
     def resume(self) -> None:
         self._signal(signal.SIGCONT)
 
+    @property
+    def paused(self) -> bool:
+        """Stopped by SIGSTOP (its ``/proc`` state is ``T``)."""
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except FileNotFoundError:
+            return False
+        return stat.rpartition(")")[2].split()[0] == "T"
+
 
 _SERVING = re.compile(r"Serving tablets as (\S+) on (grpc://\S+)")
 _FOLLOWING = re.compile(r"node (\S+) following ")
@@ -165,6 +189,19 @@ class TabletServer(Process):
         super().__init__(args, log, _SERVING, f"tablet server {name}")
         assert self.ready is not None and self.ready.group(1) == name, self.ready
         self.url = self.ready.group(2)
+        self.port = int(self.url.rpartition(":")[2])
+
+
+def connections_to(port: int) -> int:
+    """Established IPv4 TCP connections whose remote end is loopback ``port``:
+    clients connected to the server listening there."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote, state = fields[2], fields[3]
+        if state == "01" and int(remote.partition(":")[2], 16) == port:
+            count += 1
+    return count
 
 
 class CatalogNode(Process):
@@ -222,16 +259,20 @@ def current_tablets(route: TableRoute) -> dict[int, list[Tablet]]:
 
 
 def route_problems(
-    route: TableRoute | None, partitions: int, replicas: int, live: Iterable[str]
+    route: TableRoute | None,
+    partitions: int,
+    replicas: int,
+    live: Iterable[str],
+    avoid: Iterable[str] = (),
 ) -> list[str]:
     """What keeps a table's route from being settled: every partition held by
-    exactly one RUNNING tablet whose ``replicas`` distinct live servers
-    include its leader. Empty when settled."""
+    exactly one RUNNING tablet whose ``replicas`` distinct live servers, none
+    of ``avoid``, include its leader. Empty when settled."""
     if route is None:
         return ["no route"]
     if route.state is not TabletState.RUNNING:
         return [f"route state {route.state}"]
-    alive = set(live)
+    alive = set(live) - set(avoid)
     problems = []
     held = current_tablets(route)
     for partition in range(partitions):
@@ -245,12 +286,42 @@ def route_problems(
         if len(set(t.replicas)) != replicas or len(t.replicas) != replicas:
             problems.append(f"tablet {t.id} has replicas {t.replicas}, wants {replicas}")
         if not set(t.replicas) <= alive:
-            problems.append(f"tablet {t.id} on dead servers {sorted(set(t.replicas) - alive)}")
+            problems.append(f"tablet {t.id} on servers {sorted(set(t.replicas) - alive)}")
         if t.leader not in t.replicas:
             problems.append(f"tablet {t.id} leader {t.leader} not among {t.replicas}")
     extra = sorted(set(held) - set(range(partitions)))
     if extra:
         problems.append(f"tablets for partitions {extra} that the table does not have")
+    return problems
+
+
+def placement_disagreements(store: Metastore) -> list[str]:
+    """Where routes and server indexes disagree, read at one revision: every
+    server in a live tablet's ``replicas`` has it in its index, and an index
+    lists nothing else."""
+    revision = store.revision
+    expected: dict[str, set[tuple[int, int]]] = {}
+    for kv in store.range(ROUTE_PREFIX, revision=revision).kvs:
+        route = decode_route(kv)
+        for t in route.tablets:
+            if t.state not in (TabletState.DELETED, TabletState.REPLACED):
+                for server in t.replicas:
+                    expected.setdefault(server, set()).add((route.table_id, t.id))
+    found = {
+        index.server: set(index.tablets)
+        for index in (
+            ServerIndex.decode(kv.value)
+            for kv in store.range(SERVER_INDEX_PREFIX, revision=revision).kvs
+        )
+    }
+    problems = []
+    for server in sorted(set(expected) | set(found)):
+        want, have = expected.get(server, set()), found.get(server, set())
+        if want != have:
+            problems.append(
+                f"{server} at revision {revision}: missing {sorted(want - have)}, "
+                f"extra {sorted(have - want)}"
+            )
     return problems
 
 
@@ -396,18 +467,24 @@ class TabletCluster:
             raise AssertionError(f"{exc}\n{self.logs()}") from None
 
     def wait_settled(
-        self, name: str, partitions: int, replicas: int, schema: str = "PUBLIC"
+        self,
+        name: str,
+        partitions: int,
+        replicas: int,
+        *,
+        avoid: Iterable[str] = (),
+        schema: str = "PUBLIC",
     ) -> TableRoute:
         """Until the table's route is settled (see ``route_problems``) on the
-        servers alive now; returns that route."""
+        servers alive now, none of ``avoid``; returns that route."""
         table_id = self.table_id(name, schema)
+        avoided = set(avoid)
         last: list[str] = []
 
         def settled() -> bool:
             nonlocal last
-            last = route_problems(
-                read_route(self.store, table_id), partitions, replicas, self.live()
-            )
+            route = read_route(self.store, table_id)
+            last = route_problems(route, partitions, replicas, self.live(), avoided)
             return not last
 
         try:
