@@ -2,7 +2,7 @@
 
 ``almanac [--store URI] [--token TOKEN] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
 ``describe``, ``history``, ``diff``, ``watch``, ``compact``, ``janitor``,
-``upgrade-warehouse``, ``node`` and ``serve``. ``--store`` defaults to
+``upgrade-warehouse``, ``node``, ``serve`` and ``tserver``. ``--store`` defaults to
 ``$ALMANAC_STORE``, else ``./almanac-data``; an ``http(s)://`` store is a
 catalog server, reached with the token of ``--token`` or ``$ALMANAC_TOKEN``
 (see ``almanac.cli.app``). A catalog error prints one line,
@@ -18,6 +18,7 @@ from almanac.cli.maintenance import compact, init, janitor, upgrade_warehouse
 from almanac.cli.node import node
 from almanac.cli.reads import describe, diff, history, show, sql
 from almanac.cli.serve import serve
+from almanac.cli.tserver import tserver
 from almanac.cli.watch import watch
 
 __all__ = ["main"]
@@ -35,6 +36,7 @@ for _command in (
     upgrade_warehouse,
     node,
     serve,
+    tserver,
 ):
     almanac_group.add_command(_command)
 

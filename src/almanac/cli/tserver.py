@@ -1,0 +1,171 @@
+"""``almanac tserver``: one tablet server in the foreground, until SIGTERM
+or SIGINT (then its registration goes away at once and it exits 0)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+import click
+
+from almanac.cli.app import open_node, store_option
+
+__all__ = ["tserver"]
+
+
+def _attribute(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {value!r}", ctx, param)
+        pairs.append((key, val))
+    return tuple(pairs)
+
+
+@click.command()
+@click.option("--name", required=True, help="The server's name, unique among live servers.")
+@click.option(
+    "--data-dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Where the server keeps its tablets' local files.",
+)
+@click.option(
+    "--attr",
+    "attrs",
+    multiple=True,
+    callback=_attribute,
+    metavar="K=V",
+    help="An attribute that zone filters match (repeatable).",
+)
+@click.option(
+    "--storage-profile",
+    "profiles",
+    multiple=True,
+    metavar="P",
+    help="A storage profile this server offers (repeatable).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The Flight address to bind.")
+@click.option(
+    "--flight-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The Arrow Flight port (0: a free one, printed once bound).",
+)
+@click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
+@click.option(
+    "--report-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds between full reports.",
+)
+@click.option(
+    "--lease-ttl",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds the registration outlives a server that died.",
+)
+@click.option(
+    "--compact-small-files",
+    type=click.IntRange(min=2),
+    metavar="N",
+    help="As a tablet's leader, compact it once it has N files (default: never).",
+)
+@click.option(
+    "--target-file-mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=128.0,
+    show_default=True,
+    help="The size compaction writes files of.",
+)
+@click.option(
+    "--batch-rows",
+    type=click.IntRange(min=1),
+    default=65_536,
+    show_default=True,
+    help="Rows per Flight batch.",
+)
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="What to log on stderr.",
+)
+@store_option
+def tserver(
+    name: str,
+    data_dir: str,
+    attrs: tuple[tuple[str, str], ...],
+    profiles: tuple[str, ...],
+    host: str,
+    flight_port: int,
+    warehouse: str | None,
+    report_interval: float,
+    lease_ttl: float,
+    compact_small_files: int | None,
+    target_file_mb: float,
+    batch_rows: int,
+    log_level: str,
+    store: str | None,
+) -> int:
+    """Run a tablet server: host the tablets placement gives it and serve
+    their rows over Arrow Flight."""
+    from almanac.tserver import TabletServer, TabletServerSettings
+
+    settings = TabletServerSettings(
+        name=name,
+        data_dir=data_dir,
+        host=host,
+        flight_port=flight_port,
+        attributes=attrs,
+        storage_profiles=profiles,
+        report_interval_s=report_interval,
+        lease_ttl_s=lease_ttl,
+        compact_small_files=compact_small_files,
+        target_file_mb=target_file_mb,
+        batch_rows=batch_rows,
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter(f"%(asctime)s %(levelname)s [{name}] %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(log_level.upper())
+    log = logging.getLogger("almanac.tserver")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("%s received: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with (
+            open_node(store, data=True, warehouse=warehouse) as cat,
+            TabletServer(cat, settings) as server,
+        ):
+            click.echo(f"Serving tablets as {name} on {server.location}")
+            sys.stdout.flush()
+            while not stop.wait(0.5):
+                pass
+        log.info("tablet server %s stopped", name)
+        return 0
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        root.removeHandler(handler)
+        root.setLevel(level)

@@ -1,0 +1,233 @@
+"""Reading a table through its tablet servers over Arrow Flight.
+
+``read_table`` resolves the table at a catalog version, looks up its route
+in the placement state and reads every tablet in parallel with one
+``DoGet`` each, from the tablet's leader first and its other replicas
+after. A tablet's batches are kept only once its stream ended cleanly: when
+a server dies mid-stream, what it sent is dropped and the tablet is read
+again, whole, from the next replica (the route is read again once the
+known replicas are exhausted, so a failover that happened meanwhile
+counts), so every row comes exactly once.
+
+``filter`` is a ``pyarrow.compute.Expression`` over the table's column
+names at that version (``pc.field("ID") > 10``), applied to the rows read:
+it changes what is returned, not what is read. Anything else that pyarrow
+can evaluate is allowed; an expression it cannot evaluate against the
+table is a ``ValidationError`` naming the table.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.flight as flight
+
+from almanac import _check as check
+from almanac.catalog import Catalog
+from almanac.data.arrow import output_schema
+from almanac.descriptors import Table
+from almanac.errors import CatalogError, ValidationError
+from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
+from almanac.placement.state import read_route, read_servers
+from almanac.spark.names import parse_name, resolve_table
+from almanac.tserver.ticket import TabletTicket
+
+if TYPE_CHECKING:
+    from almanac.metastore import Metastore
+
+__all__ = ["Progress", "read_table"]
+
+Progress = Callable[[int, str, int], None]
+"""Called after every batch a tablet read receives: (tablet id, server,
+rows of that tablet received so far from that server)."""
+
+DEFAULT_TIMEOUT_S = 120.0
+_UNREADABLE = (TabletState.DELETED, TabletState.REPLACED, TabletState.PREPARING)
+_MAX_WORKERS = 16
+
+
+class _Failed(Exception):
+    """One replica could not deliver the tablet; try the next."""
+
+
+def read_table(
+    target: str | Catalog,
+    name: str,
+    version: int | None = None,
+    filter: pc.Expression | None = None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: Progress | None = None,
+) -> pa.Table:
+    """The rows of table ``name`` (``T`` or ``S.T``, as Spark reads name
+    it) at catalog ``version`` (the latest by default), read from its tablet
+    servers; ``filter`` as the module says. ``timeout_s`` bounds each
+    tablet stream. ``CatalogError`` when a tablet has no live replica that
+    serves it."""
+    if isinstance(target, Catalog):
+        return _read(target, name, version, filter, timeout_s, progress)
+    check.string(target, "Parameter 'target' of read_table", nonblank=True)
+    from almanac.connection import open_catalog
+
+    with open_catalog(target) as cat:
+        return _read(cat, name, version, filter, timeout_s, progress)
+
+
+def _read(
+    cat: Catalog,
+    name: str,
+    version: int | None,
+    where: pc.Expression | None,
+    timeout_s: float,
+    progress: Progress | None,
+) -> pa.Table:
+    check.string(name, "Parameter 'name' of read_table", nonblank=True)
+    check.optional_int(version, "Parameter 'version' of read_table", lo=0)
+    check.number(timeout_s, "Parameter 'timeout_s' of read_table", positive=True)
+    if where is not None and not isinstance(where, pc.Expression):
+        raise check.fail("Parameter 'filter' of read_table", "a pyarrow.compute.Expression", where)
+    if progress is not None:
+        check.callable_(progress, "Parameter 'progress' of read_table")
+    if version is None:
+        cat.catch_up()
+    snap = cat.catalog(version)
+    schema, table = resolve_table(snap, parse_name(name))
+    full = f"{schema.name}.{table.name}"
+    store = cat.metastore
+    route = read_route(store, table.id)
+    if route is None:
+        raise CatalogError(
+            f"Table '{full}' has no tablet route: its tablets are not placed yet",
+            table=full,
+            rule="placed-tablets",
+        )
+    reader = _TabletReader(store, table, full, snap.version, timeout_s, progress)
+    tablets = _serving(route, full)
+    with ThreadPoolExecutor(max_workers=min(_MAX_WORKERS, max(1, len(tablets)))) as pool:
+        parts = list(pool.map(reader.read, tablets))
+    result = pa.Table.from_batches([b for part in parts for b in part], schema=output_schema(table))
+    if where is None:
+        return result
+    try:
+        return result.filter(where)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
+        raise ValidationError(
+            f"The filter {where} cannot be evaluated on table '{full}': {exc}",
+            table=full,
+            rule="filter",
+        ) from exc
+
+
+def _serving(route: TableRoute, full: str) -> list[Tablet]:
+    """One tablet per partition: the readable one (a partition whose tablet
+    was replaced reads from the fresh tablet that took it)."""
+    by_partition: dict[int, Tablet] = {}
+    for tablet in route.tablets:
+        if tablet.state in _UNREADABLE or not tablet.replicas:
+            continue
+        best = by_partition.get(tablet.partition)
+        rank = (tablet.state is TabletState.RUNNING, tablet.id)
+        if best is None or rank > (best.state is TabletState.RUNNING, best.id):
+            by_partition[tablet.partition] = tablet
+    partitions = {t.partition for t in route.tablets}
+    missing = sorted(partitions - set(by_partition))
+    if missing:
+        raise CatalogError(
+            f"Table '{full}' has no readable tablet for partition {missing[0]} (its tablets "
+            "are being created or replaced)",
+            table=full,
+            partition=missing[0],
+            rule="readable-tablet",
+        )
+    return [by_partition[p] for p in sorted(by_partition)]
+
+
+def _candidates(tablet: Tablet) -> list[str]:
+    first = [tablet.leader] if tablet.leader is not None else []
+    return first + [r for r in tablet.replicas if r != tablet.leader]
+
+
+class _TabletReader:
+    def __init__(
+        self,
+        store: Metastore,
+        table: Table,
+        full: str,
+        version: int,
+        timeout_s: float,
+        progress: Progress | None,
+    ) -> None:
+        self.store = store
+        self.table = table
+        self.full = full
+        self.version = version
+        self.timeout_s = timeout_s
+        self.progress = progress
+        self._lock = threading.Lock()
+
+    def read(self, tablet: Tablet) -> list[pa.RecordBatch]:
+        tried: set[str] = set()
+        failures: list[str] = []
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            servers = read_servers(self.store)
+            fresh = [s for s in _candidates(tablet) if s not in tried]
+            for server in fresh:
+                tried.add(server)
+                info = servers.get(server)
+                if info is None:
+                    failures.append(f"'{server}' is not registered (its lease expired)")
+                    continue
+                try:
+                    return self._read_from(tablet, info)
+                except _Failed as exc:
+                    failures.append(f"'{server}': {exc}")
+            # Every replica named so far failed: a failover may have named new ones.
+            route = read_route(self.store, self.table.id)
+            moved = None if route is None else route.tablet(tablet.id)
+            if moved is None or not set(_candidates(moved)) - tried or time.monotonic() > deadline:
+                raise CatalogError(
+                    f"Tablet {tablet.id} (partition {tablet.partition}) of table '{self.full}' "
+                    f"has no live replica that serves it: {'; '.join(failures) or 'no replicas'}",
+                    table=self.full,
+                    tablet_id=tablet.id,
+                    rule="live-replica",
+                )
+            tablet = moved
+
+    def _read_from(self, tablet: Tablet, info: ServerInfo) -> list[pa.RecordBatch]:
+        ticket = TabletTicket(self.table.id, tablet.id, self.version)
+        options = flight.FlightCallOptions(timeout=self.timeout_s)
+        batches: list[pa.RecordBatch] = []
+        rows = 0
+        try:
+            client = flight.connect(f"grpc://{info.host}:{info.flight_port}")
+            try:
+                reader = client.do_get(flight.Ticket(ticket.encode()), options)
+                for chunk in reader:
+                    batches.append(chunk.data)
+                    rows += chunk.data.num_rows
+                    if self.progress is not None:
+                        self.progress(tablet.id, info.name, rows)
+            finally:
+                client.close()
+        except (flight.FlightError, pa.ArrowException, OSError) as exc:
+            raise _Failed(" ".join(str(exc).split())[:300]) from exc
+        return _conformed(batches, self.table, self.full)
+
+
+def _conformed(batches: Sequence[pa.RecordBatch], table: Table, full: str) -> list[pa.RecordBatch]:
+    schema = output_schema(table)
+    for batch in batches:
+        if not batch.schema.equals(schema):
+            raise CatalogError(
+                f"A tablet server sent table '{full}' rows of schema {batch.schema}, not {schema}",
+                table=full,
+            )
+    return list(batches)

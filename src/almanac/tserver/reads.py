@@ -1,0 +1,90 @@
+"""One tablet's rows at one catalog version, as a tablet server streams
+them: the table as that version defines it, the data snapshot that version
+saw, the files of the tablet's partition, each read by column id through
+``almanac.data.reading.read_file`` (the reader of every other path), from
+the local cache when it holds the file and from the warehouse otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from almanac.catalog import Catalog
+from almanac.data.arrow import output_schema
+from almanac.data.commits import TableData
+from almanac.data.files import DataFile
+from almanac.data.reading import read_file
+from almanac.descriptors import Table
+from almanac.errors import CatalogError, NotFoundError, VersionNotFoundError
+from almanac.log import KEY_VERSION
+from almanac.tserver.local import LocalTablets
+from almanac.tserver.ticket import TabletTicket
+
+__all__ = ["VERSION_WAIT_S", "tablet_rows"]
+
+VERSION_WAIT_S = 30.0
+"""How long a read waits for this node to apply a version the store already has."""
+
+
+def _table_at(cat: Catalog, ticket: TabletTicket) -> Table:
+    if ticket.version > cat.latest_version:
+        stored = cat.metastore.get(KEY_VERSION)
+        latest = int(stored.value) if stored is not None else 0
+        if ticket.version > latest:
+            raise VersionNotFoundError(
+                f"Catalog version {ticket.version} does not exist; the latest version is {latest}",
+                version=ticket.version,
+            )
+        cat.catalog_ready(ticket.version, timeout=VERSION_WAIT_S, applied_only=True)
+    table = cat.catalog(ticket.version).table_by_id(ticket.table_id)
+    if table is None:
+        raise NotFoundError(
+            f"Table {ticket.table_id} does not exist at catalog version {ticket.version}",
+            kind="table",
+            table_id=ticket.table_id,
+            version=ticket.version,
+        )
+    return table
+
+
+def tablet_rows(
+    cat: Catalog,
+    data: TableData,
+    local: LocalTablets,
+    ticket: TabletTicket,
+    partition: int,
+    *,
+    batch_rows: int,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema and batches of the ticket's read of ``partition``. Errors
+    about the ticket come at once; the batches are read lazily."""
+    table = _table_at(cat, ticket)
+    snapshot = data.snapshot_at(ticket.table_id, version=ticket.version)
+    files = () if snapshot is None else tuple(f for f in snapshot.files if f.tablet == partition)
+    return output_schema(table), _batches(table, files, data, local, ticket, batch_rows)
+
+
+def _batches(
+    table: Table,
+    files: tuple[DataFile, ...],
+    data: TableData,
+    local: LocalTablets,
+    ticket: TabletTicket,
+    batch_rows: int,
+) -> Iterator[pa.RecordBatch]:
+    for file in files:
+        cached = local.cached_path(ticket.table_id, ticket.tablet_id, file)
+        if cached.exists():
+            copy = DataFile(str(cached), file.rows, file.size, file.tablet, file.stats)
+            batches = read_file(table, copy, local.cache, batch_rows=batch_rows)
+            try:
+                first = next(batches, None)
+            except CatalogError:  # dropped from the cache since: the warehouse has it
+                pass
+            else:
+                if first is not None:
+                    yield first
+                    yield from batches
+                continue
+        yield from read_file(table, file, data.warehouse, batch_rows=batch_rows)

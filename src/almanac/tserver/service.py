@@ -1,0 +1,50 @@
+"""The Arrow Flight endpoint of a tablet server: ``DoGet`` on a
+``TabletTicket`` streams that tablet's rows. Only tablets the server hosts
+are served, so a reader that reached a server its route no longer names is
+told so instead of reading behind the placement's back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from almanac.errors import CatalogError
+from almanac.tserver.ticket import TabletTicket
+
+__all__ = ["TabletFlightService"]
+
+_log = logging.getLogger("almanac.tserver")
+
+Rows = Callable[[TabletTicket], tuple[pa.Schema, Iterator[pa.RecordBatch]]]
+
+
+class TabletFlightService(flight.FlightServerBase):  # type: ignore[misc]
+    """Serves ``rows(ticket)`` on ``location`` (``grpc://127.0.0.1:0`` picks a port)."""
+
+    def __init__(self, location: str, server: str, rows: Rows) -> None:
+        super().__init__(location)
+        self._server = server
+        self._rows = rows
+
+    def do_get(self, context: Any, ticket: flight.Ticket) -> flight.FlightDataStream:
+        try:
+            parsed = TabletTicket.decode(ticket.ticket)
+            schema, batches = self._rows(parsed)
+        except CatalogError as exc:
+            raise flight.FlightServerError(f"Tablet server '{self._server}': {exc}") from None
+        except Exception as exc:
+            _log.exception("A read failed on tablet server '%s'", self._server)
+            raise flight.FlightServerError(
+                f"Tablet server '{self._server}' failed to read: {exc}"
+            ) from None
+        return flight.GeneratorStream(schema, self._guard(batches))
+
+    def _guard(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from batches
+        except CatalogError as exc:
+            raise flight.FlightServerError(f"Tablet server '{self._server}': {exc}") from None
