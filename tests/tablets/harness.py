@@ -228,7 +228,7 @@ class SilentServer:
             host="127.0.0.1",
             flight_port=9,  # discard: nothing answers there
             attributes=(),
-            storage_profiles=("default",),
+            storage_profiles=(),
             started_at=0.0,
             lease=self.lease,
         )
