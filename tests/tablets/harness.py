@@ -25,7 +25,8 @@ import almanac
 from almanac.catalog import Catalog
 from almanac.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, WatchEvent, WatchEventKind
-from almanac.placement.keys import ROUTE_PREFIX, SERVER_INDEX_PREFIX, server_key
+from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, SERVER_INDEX_PREFIX, server_key
+from almanac.placement.manager import attach_placement
 from almanac.placement.model import (
     ServerIndex,
     ServerInfo,
@@ -34,6 +35,7 @@ from almanac.placement.model import (
     Tablet,
     TabletState,
 )
+from almanac.placement.settings import PlacementSettings
 from almanac.placement.state import (
     decode_route,
     read_reports,
@@ -72,13 +74,21 @@ class Settings:
     lease_ttl_s: float = 3.0
     report_interval_s: float = 0.2
     placement_interval_s: float = 0.2
-    assignment_timeout_s: float = 8.0
+    assignment_timeout_s: float = 6.0
     leader_ttl_s: float = 3.0
     create_wait_s: float = 60.0
 
     def server_args(self, lease_ttl_s: float | None = None) -> list[str]:
         ttl = self.lease_ttl_s if lease_ttl_s is None else lease_ttl_s
         return ["--report-interval", str(self.report_interval_s), "--lease-ttl", str(ttl)]
+
+    def placement(self) -> PlacementSettings:
+        return PlacementSettings(
+            interval_s=self.placement_interval_s,
+            assignment_timeout_s=self.assignment_timeout_s,
+            leader_ttl_s=self.leader_ttl_s,
+            create_wait_s=self.create_wait_s,
+        )
 
     def node_args(self) -> list[str]:
         return [
@@ -329,11 +339,13 @@ class RouteAudit:
     """Every route value written from a revision on (a watch replays them
     all), checked as it arrives: a RUNNING tablet always has a leader among
     its replicas, no two tablets hold one partition, and route versions only
-    grow. ``violations`` lists what broke."""
+    grow. ``violations`` lists what broke; ``history`` keeps every route
+    value by table id, in order."""
 
     def __init__(self, store: Metastore, from_revision: int) -> None:
         self.violations: list[str] = []
         self.seen = 0
+        self.history: dict[int, list[TableRoute]] = {}
         self._versions: dict[str, int] = {}
         self._watch = store.watch_callback(
             ROUTE_PREFIX, from_revision, self._check, on_error=self._failed
@@ -348,6 +360,7 @@ class RouteAudit:
         self.seen += 1
         key = event.kv.key
         route = TableRoute.decode(event.kv.value)
+        self.history.setdefault(route.table_id, []).append(route)
         previous = self._versions.get(key)
         if previous is not None and route.version <= previous:
             self.violations.append(f"{key}: route version {route.version} after {previous}")
@@ -364,6 +377,16 @@ class RouteAudit:
                 self.violations.append(
                     f"{key} v{route.version}: partition {partition} held by {ids}"
                 )
+
+    def ever_on(self, table_id: int, server: str) -> dict[int, int]:
+        """Tablet id -> partition of every tablet of the table that was ever
+        assigned to ``server``."""
+        return {
+            t.id: t.partition
+            for route in list(self.history.get(table_id, ()))
+            for t in route.tablets
+            if server in t.replicas
+        }
 
     def close(self) -> None:
         self._watch.close()
@@ -397,6 +420,9 @@ class TabletCluster:
         cat = almanac.connect(
             target, warehouse=warehouse, delay_ms=0, max_clock_skew_ms=0, node_name="tester"
         )
+        # Its DDL creates routes in the version's own transaction, as every
+        # node's does, but it never campaigns: the leader is always a process.
+        attach_placement(cat, settings.placement(), run=False)
         return cls(target, warehouse, directory, settings, cat)
 
     @property
@@ -446,8 +472,6 @@ class TabletCluster:
         return read_reports(self.store)
 
     def placement_leader(self) -> str | None:
-        from almanac.placement.keys import LEADER_KEY
-
         kv = self.store.get(LEADER_KEY)
         return None if kv is None else kv.value.decode()
 

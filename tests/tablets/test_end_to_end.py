@@ -267,25 +267,15 @@ def test_a_server_that_never_reports_has_its_tablets_replaced(cluster: TabletClu
     write_table(cluster.cat, "G", _rows(0, 500))
     table_id = cluster.table_id("G")
 
-    def replaced_on_ghost() -> list[int]:
-        route = cluster.routes().get(table_id)
-        tablets = () if route is None else route.tablets
-        return [
-            t.partition
-            for t in tablets
-            if t.state is TabletState.REPLACED and t.replicas == (ghost.name,)
-        ]
-
     # The least-loaded live server gets tablets it never reports: they are
-    # replaced, and fresh tablets run on servers that do report.
-    cluster.wait(lambda: bool(replaced_on_ghost()), "a tablet on the silent server replaced")
+    # replaced, and fresh tablets take their partitions on servers that do.
+    cluster.wait(lambda: bool(audit.ever_on(table_id, ghost.name)), "a tablet on the silent server")
     route = cluster.wait_settled("G", 3, 1, avoid=[ghost.name])
     held = current_tablets(route)
-    for partition in replaced_on_ghost():
-        old = max(
-            t.id for t in route.tablets if t.partition == partition and t.replicas == (ghost.name,)
-        )
-        assert held[partition][0].id > old, "a fresh tablet takes the partition"
+    for tablet, partition in audit.ever_on(table_id, ghost.name).items():
+        old = route.tablet(tablet)
+        assert old is None or old.state is TabletState.REPLACED, old
+        assert held[partition][0].id > tablet, "a fresh tablet takes the partition"
     assert ghost.name in cluster.live(), "the silent server stayed registered throughout"
     assert _ids(read_table(cluster.cat, "PUBLIC.G")) == list(range(500))
     cluster.wait(lambda: placement_disagreements(cluster.store) == [], "indexes to agree")

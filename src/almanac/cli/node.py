@@ -1,8 +1,9 @@
 """``almanac node``: one catalog node in the foreground.
 
 It follows the log, logs every version it applies and every event,
-optionally checkpoints the log by a retention policy, and on SIGTERM or
-SIGINT closes (its node key goes away at once) and exits 0.
+optionally checkpoints the log by a retention policy, takes part in tablet
+placement (the nodes elect one placement leader), and on SIGTERM or SIGINT
+closes (its node key goes away at once) and exits 0.
 """
 
 from __future__ import annotations
@@ -71,6 +72,38 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     "--keep-seconds", type=float, help="Retention: keep the versions active within S seconds."
 )
 @click.option(
+    "--placement-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Placement: seconds between the leader's passes.",
+)
+@click.option(
+    "--placement-assignment-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Placement: a tablet not reported within S seconds is replaced.",
+)
+@click.option(
+    "--placement-leader-ttl",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="Placement: the leader's lease; another node takes over S seconds after it died.",
+)
+@click.option(
+    "--placement-create-wait",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Placement: how long CREATE TABLE waits for enough tablet servers.",
+)
+@click.option(
     "--checkpoint-every",
     type=float,
     default=60.0,
@@ -87,12 +120,17 @@ def node(
     log_level: str,
     keep_versions: int | None,
     keep_seconds: float | None,
+    placement_interval: float,
+    placement_assignment_timeout: float,
+    placement_leader_ttl: float,
+    placement_create_wait: float,
     checkpoint_every: float,
     store: str | None,
 ) -> int:
     """Run a catalog node in the foreground until SIGTERM or SIGINT."""
     import almanac
     from almanac.errors import ValidationError
+    from almanac.placement.settings import PlacementSettings
 
     if not checkpoint_every > 0:
         raise ValidationError(f"--checkpoint-every must be positive, got {checkpoint_every}")
@@ -126,6 +164,12 @@ def node(
             max_clock_skew_ms=max_clock_skew_ms,
             retention=retention,
             node_name=name,
+            placement=PlacementSettings(
+                interval_s=placement_interval,
+                assignment_timeout_s=placement_assignment_timeout,
+                leader_ttl_s=placement_leader_ttl,
+                create_wait_s=placement_create_wait,
+            ),
         )
         with cat:
             stamp.node = cat.node_name
