@@ -203,14 +203,16 @@ class TabletServer(Process):
 
 
 def connections_to(port: int) -> int:
-    """Established IPv4 TCP connections whose remote end is loopback ``port``:
-    clients connected to the server listening there."""
+    """Established TCP connections whose remote end is loopback ``port``
+    (IPv4, or IPv4-mapped IPv6 as gRPC opens them): clients connected to the
+    server listening there."""
     count = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        remote, state = fields[2], fields[3]
-        if state == "01" and int(remote.partition(":")[2], 16) == port:
-            count += 1
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            remote, state = fields[2], fields[3]
+            if state == "01" and int(remote.rpartition(":")[2], 16) == port:
+                count += 1
     return count
 
 
