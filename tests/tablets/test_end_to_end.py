@@ -255,35 +255,9 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
     assert audit.violations == []
 
 
-def test_a_server_that_never_reports_has_its_tablets_replaced(cluster: TabletCluster) -> None:
-    cluster.start_node("n1")
-    for i in (1, 2):
-        cluster.start_server(f"ts{i}")
-    _create(cluster, "Z2", 2, 1, "BUSY")
-    cluster.wait_settled("BUSY", 2, 1)
-    ghost = cluster.silent_server("ghost")
-    audit = RouteAudit(cluster.store, cluster.store.revision + 1)
-    _create(cluster, "Z3", 3, 1, "G")
-    write_table(cluster.cat, "G", _rows(0, 500))
-    table_id = cluster.table_id("G")
-
-    # The least-loaded live server gets tablets it never reports: they are
-    # replaced, and fresh tablets take their partitions on servers that do.
-    cluster.wait(lambda: bool(audit.ever_on(table_id, ghost.name)), "a tablet on the silent server")
-    route = cluster.wait_settled("G", 3, 1, avoid=[ghost.name])
-    held = current_tablets(route)
-    for tablet, partition in audit.ever_on(table_id, ghost.name).items():
-        old = route.tablet(tablet)
-        assert old is None or old.state is TabletState.REPLACED, old
-        assert held[partition][0].id > tablet, "a fresh tablet takes the partition"
-    assert ghost.name in cluster.live(), "the silent server stayed registered throughout"
-    assert _ids(read_table(cluster.cat, "PUBLIC.G")) == list(range(500))
-    cluster.wait(lambda: placement_disagreements(cluster.store) == [], "indexes to agree")
-    audit.close()
-    assert audit.violations == []
-
-
-def test_the_placement_leader_restarts_and_dies_mid_assignment(cluster: TabletCluster) -> None:
+def test_the_placement_leader_restarts_and_dies_mid_assignment_and_a_silent_server_is_replaced(
+    cluster: TabletCluster,
+) -> None:
     for name in ("n1", "n2"):
         cluster.start_node(name)
     servers = [cluster.start_server(f"ts{i}", lease_ttl_s=LONG_LEASE_S) for i in (1, 2)]
@@ -327,5 +301,23 @@ def test_the_placement_leader_restarts_and_dies_mid_assignment(cluster: TabletCl
     write_table(cluster.cat, "P2", _rows(0, 300))
     assert _ids(read_table(cluster.cat, "PUBLIC.P2")) == list(range(300))
     assert placement_disagreements(cluster.store) == []
+
+    # A server that registers but never reports is the least loaded, so it
+    # gets tablets; they are replaced, and fresh tablets take their
+    # partitions on the servers that do report.
+    ghost = cluster.silent_server("ghost")
+    _create(cluster, "Z1", 3, 1, "G")
+    write_table(cluster.cat, "G", _rows(0, 500))
+    table_id = cluster.table_id("G")
+    cluster.wait(lambda: bool(audit.ever_on(table_id, ghost.name)), "a tablet on the silent server")
+    route = cluster.wait_settled("G", 3, 1, avoid=[ghost.name])
+    held = current_tablets(route)
+    for tablet, partition in audit.ever_on(table_id, ghost.name).items():
+        old = route.tablet(tablet)
+        assert old is None or old.state is TabletState.REPLACED, old
+        assert held[partition][0].id > tablet, "a fresh tablet takes the partition"
+    assert ghost.name in cluster.live(), "the silent server stayed registered throughout"
+    assert _ids(read_table(cluster.cat, "PUBLIC.G")) == list(range(500))
+    cluster.wait(lambda: placement_disagreements(cluster.store) == [], "indexes to agree")
     audit.close()
     assert audit.violations == []
