@@ -25,6 +25,9 @@ from tests.tablets.harness import (
     placement_disagreements,
 )
 
+ROWS = 40_000
+"""Rows of the table read while its leaders die: 100 Flight batches a tablet."""
+
 LONG_LEASE_S = 60.0
 """The lease of servers a test pauses but must not lose: far beyond any
 pause, so that only the pause, not an expiry, is what the test sees."""
@@ -172,9 +175,9 @@ class _Writer:
 def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletCluster) -> None:
     cluster.start_node("n1")
     for i in (1, 2, 3, 4):
-        cluster.start_server(f"ts{i}")
+        cluster.start_server(f"ts{i}", "--batch-rows", "100")  # many batches: a stream to cut
     _create(cluster, "Z", 4, 2, "F", "W")
-    write_table(cluster.cat, "F", _rows(0, 20_000))
+    write_table(cluster.cat, "F", _rows(0, ROWS))
     route = cluster.wait_settled("F", 4, 2)
     cluster.wait_settled("W", 4, 2)
     audit = RouteAudit(cluster.store, cluster.store.revision + 1)
@@ -213,7 +216,7 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
     victim.kill()
     reader.join()
     assert failed == []
-    assert _ids(result[0]) == list(range(20_000)), "every row exactly once"
+    assert _ids(result[0]) == list(range(ROWS)), "every row exactly once"
     servers_of = {(tablet, server) for tablet, server, _ in delivered}
     for tablet in victim_tablets:
         assert any(t == tablet and s != victim.name for t, s in servers_of), tablet
@@ -244,12 +247,12 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
 
     again = read_table(cluster.cat, "PUBLIC.F", progress=kill_on_first_batch)
     assert killed.is_set()
-    assert _ids(again) == list(range(20_000)), "every row exactly once"
+    assert _ids(again) == list(range(ROWS)), "every row exactly once"
     gone = {victim.name, second.name}
     cluster.wait(lambda: not (gone & cluster.live()), f"{second.name}'s lease to expire")
     cluster.wait_settled("F", 4, 2, avoid=gone)
     cluster.wait_settled("W", 4, 2, avoid=gone)
-    assert _ids(read_table(cluster.cat, "PUBLIC.F")) == list(range(20_000))
+    assert _ids(read_table(cluster.cat, "PUBLIC.F")) == list(range(ROWS))
     assert placement_disagreements(cluster.store) == []
     audit.close()
     assert audit.violations == []
