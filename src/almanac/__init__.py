@@ -80,6 +80,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.sql.results import Cell, SqlResult
 from almanac.targets import Target, TargetKind, parse_target
@@ -141,6 +142,7 @@ __all__ = [
     "NotFoundError",
     "ObjectChange",
     "ObjectRef",
+    "PlacementSettings",
     "Preview",
     "RemoteCatalog",
     "RemoteEvent",

@@ -55,6 +55,7 @@ USER_BUILT: tuple[type, ...] = (
     almanac.FunctionDefault,
     almanac.TableProperties,
     almanac.RetentionPolicy,
+    almanac.PlacementSettings,
     Predicate,
 )
 """Values users build and hand to the catalog, besides commands."""

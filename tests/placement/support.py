@@ -54,9 +54,12 @@ class FakeServer:
         """Report every tablet of its index RUNNING at the route's version."""
         index = read_server_index(self.store, self.name)
         tablets = []
+        versions: dict[int, int] = {}
         for table_id, tablet_id in () if index is None else index.tablets:
-            route = read_route(self.store, table_id)
-            version = 0 if route is None else route.table_version
+            if table_id not in versions:
+                route = read_route(self.store, table_id)
+                versions[table_id] = 0 if route is None else route.table_version
+            version = versions[table_id]
             tablets.append(TabletReport(table_id, tablet_id, TabletState.RUNNING, version))
         self.report(tablets)
         return tablets

@@ -9,6 +9,8 @@ import threading
 import pytest
 
 from almanac import Catalog, ValidationError, WaitTimeoutError
+from almanac.log import UpdateLog
+from almanac.metastore import MemoryMetastore
 from almanac.placement import (
     TabletReport,
     TabletState,
@@ -20,6 +22,7 @@ from almanac.placement import (
 from almanac.placement.manager import PlacementManager, attach_placement
 from almanac.placement.settings import PlacementSettings
 from almanac.placement.verify import verify_placement
+from almanac.schema_sync import SchemaSync
 from tests.placement.conftest import SETTINGS
 from tests.placement.support import FakeServer, servers
 
@@ -381,3 +384,58 @@ def test_settings_are_checked() -> None:
         PlacementSettings(interval_s=0)
     with pytest.raises(ValidationError, match="max_tablets_per_server"):
         PlacementSettings(max_tablets_per_server=0)
+
+
+def test_one_version_dropping_tables_that_share_servers_writes_each_index_once(
+    cat: Catalog, manager: PlacementManager
+) -> None:
+    store = cat.metastore
+    fleet = servers(store, "ts1", "ts2")
+    cat.sql(
+        "CREATE ZONE Z WITH (PARTITIONS = 2, REPLICAS = 2); "
+        "CREATE TABLE A (ID INT PRIMARY KEY) ZONE Z; CREATE TABLE B (ID INT PRIMARY KEY) ZONE Z"
+    )
+    manager.run_pass(now=1000.0)
+    for server in fleet:
+        server.serve_index()
+    manager.run_pass(now=1001.0)
+    before = cat.latest_version
+    cat.sql("DROP TABLE A; DROP TABLE B")
+    assert cat.latest_version == before + 1
+    for name in ("A", "B"):
+        route = read_route(store, table_id_of(cat, before, name))
+        assert route is not None and route.state is TabletState.DELETED
+    for name in ("ts1", "ts2"):
+        index = read_server_index(store, name)
+        assert index is not None and index.tablets == ()
+    verify_placement(cat)
+
+
+def table_id_of(cat: Catalog, version: int, name: str) -> int:
+    table = cat.catalog(version).table(name)
+    assert table is not None
+    return table.id
+
+
+def test_a_pass_batches_many_routes_under_the_stores_cap_and_loses_none() -> None:
+    store = MemoryMetastore(max_txn_ops=40)
+    cat = Catalog(UpdateLog(store), sync=SchemaSync(delay_ms=0, max_clock_skew_ms=0))
+    try:
+        manager = PlacementManager(cat, SETTINGS, run=False)
+        fleet = servers(store, "ts1", "ts2", "ts3")
+        cat.sql("CREATE ZONE Z WITH (PARTITIONS = 4, REPLICAS = 2)")
+        for i in range(12):
+            cat.sql(f"CREATE TABLE T{i} (ID INT PRIMARY KEY) ZONE Z")
+        result = manager.run_pass(now=1000.0)
+        assert (result.written, result.lost) == (12, 0)
+        verify_placement(cat)
+        for server in fleet:
+            server.serve_index()
+        fleet[0].die()
+        result = manager.run_pass(now=1001.0)
+        assert (result.written, result.lost) == (12, 0)
+        verify_placement(cat)
+        for route in read_routes(store).values():
+            assert all("ts1" not in t.replicas for t in route.tablets)
+    finally:
+        cat.close()

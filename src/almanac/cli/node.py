@@ -1,9 +1,8 @@
 """``almanac node``: one catalog node in the foreground.
 
 It follows the log, logs every version it applies and every event,
-optionally checkpoints the log by a retention policy, takes part in tablet
-placement (the nodes elect one placement leader), and on SIGTERM or SIGINT
-closes (its node key goes away at once) and exits 0.
+optionally checkpoints the log by a retention policy, and on SIGTERM or
+SIGINT closes (its node key goes away at once) and exits 0.
 """
 
 from __future__ import annotations
@@ -72,38 +71,6 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     "--keep-seconds", type=float, help="Retention: keep the versions active within S seconds."
 )
 @click.option(
-    "--placement-interval",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    show_default=True,
-    metavar="S",
-    help="Placement: seconds between the leader's passes.",
-)
-@click.option(
-    "--placement-assignment-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="Placement: a tablet not reported within S seconds is replaced.",
-)
-@click.option(
-    "--placement-leader-ttl",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    metavar="S",
-    help="Placement: the leader's lease; another node takes over S seconds after it died.",
-)
-@click.option(
-    "--placement-create-wait",
-    type=click.FloatRange(min=0),
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="Placement: how long CREATE TABLE waits for enough tablet servers.",
-)
-@click.option(
     "--checkpoint-every",
     type=float,
     default=60.0,
@@ -111,6 +78,39 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     metavar="SECONDS",
     help="How often to apply the retention policy.",
 )
+@click.option(
+    "--placement-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often the placement leader moves tablets.",
+)
+@click.option(
+    "--placement-assignment-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A tablet its servers do not report within this time is replaced.",
+)
+@click.option(
+    "--placement-leader-ttl",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The placement leader's lease: another node takes over this long after it died.",
+)
+@click.option(
+    "--placement-create-wait",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long CREATE TABLE waits for enough tablet servers.",
+)
+@click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
 @store_option
 def node(
     name: str | None,
@@ -120,20 +120,30 @@ def node(
     log_level: str,
     keep_versions: int | None,
     keep_seconds: float | None,
+    checkpoint_every: float,
     placement_interval: float,
     placement_assignment_timeout: float,
     placement_leader_ttl: float,
     placement_create_wait: float,
-    checkpoint_every: float,
+    no_placement: bool,
     store: str | None,
 ) -> int:
     """Run a catalog node in the foreground until SIGTERM or SIGINT."""
     import almanac
     from almanac.errors import ValidationError
-    from almanac.placement.settings import PlacementSettings
 
     if not checkpoint_every > 0:
         raise ValidationError(f"--checkpoint-every must be positive, got {checkpoint_every}")
+    from almanac.placement.settings import PlacementSettings
+
+    placement = None
+    if not no_placement:
+        placement = PlacementSettings(
+            interval_s=placement_interval,
+            assignment_timeout_s=placement_assignment_timeout,
+            leader_ttl_s=placement_leader_ttl,
+            create_wait_s=placement_create_wait,
+        )
     retention = None
     if keep_versions is not None or keep_seconds is not None:
         retention = almanac.RetentionPolicy(keep_versions=keep_versions, keep_seconds=keep_seconds)
@@ -164,12 +174,7 @@ def node(
             max_clock_skew_ms=max_clock_skew_ms,
             retention=retention,
             node_name=name,
-            placement=PlacementSettings(
-                interval_s=placement_interval,
-                assignment_timeout_s=placement_assignment_timeout,
-                leader_ttl_s=placement_leader_ttl,
-                create_wait_s=placement_create_wait,
-            ),
+            placement=placement,
         )
         with cat:
             stamp.node = cat.node_name

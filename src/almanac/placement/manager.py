@@ -41,14 +41,17 @@ from almanac.errors import (
     ValidationError,
     WaitTimeoutError,
 )
-from almanac.metastore import Compare, Op, Put
+from almanac.metastore import Compare, Put
 from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, route_key
 from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
 from almanac.placement.routes import (
+    IndexCache,
+    RouteWrite,
     follow_catalog,
     index_entries,
     is_soft_deleted,
+    merge_writes,
     partitions_of,
     route_write,
 )
@@ -68,6 +71,10 @@ _log = logging.getLogger("almanac.placement")
 _managers: weakref.WeakKeyDictionary[Catalog, PlacementManager] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _POLL_S = 0.05
+_BATCH_OPS = 1024
+"""Route changes of a pass go in transactions of up to this many compares
+and ops together (or the store's cap, 128 on etcd by default), so that a
+pass writes each server index once per batch rather than once per route."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +245,29 @@ class PlacementManager:
             self.settings.assignment_timeout_s,
             self.settings.max_tablets_per_server,
             leaders,
+            frozenset(key for held in reports.values() for key in held),
         )
-        written = lost = 0
+        cache = IndexCache(store)
+        batch: list[tuple[int, RouteWrite, bool]] = []  # table, write, route removed
+        limit = min(store.max_txn_ops or _BATCH_OPS, _BATCH_OPS) - len(fence)
+        counts = {"written": 0, "lost": 0}
+
+        def flush() -> None:
+            """Commit the batch as one transaction (or count it lost)."""
+            if not batch:
+                return
+            compares, ops, indexes = merge_writes([write for _, write, _ in batch]).parts()
+            ok = store.txn((*compares, *fence), ops).succeeded
+            if ok:
+                cache.committed(indexes)
+            for table_id, write, removed in batch:
+                if not ok:
+                    cache.forget(write)
+                elif removed:
+                    self._deleted_seen.pop(table_id, None)
+            counts["written" if ok else "lost"] += len(batch)
+            batch.clear()
+
         seen_deleted: set[int] = set()
         for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
             route = routes.get(table_id)
@@ -253,13 +281,17 @@ class PlacementManager:
             elif new is None or new == route:
                 continue
             kv = read.get(route_key(table_id))
-            write = route_write(store, table_id, kv, new)
-            if store.txn((*write.compares, *fence), write.ops).succeeded:
-                written += 1
-                if new is None:
-                    self._deleted_seen.pop(table_id, None)
-            else:
-                lost += 1
+            write = route_write(store, table_id, kv, new, cache)
+            size = sum(w.size for _, w, _ in batch)  # an upper bound: merging shares indexes
+            full = batch and size + write.size > limit
+            if full:
+                flush()
+                # Built on what the batch staged: build again on what it left.
+                write = route_write(store, table_id, kv, new, cache)
+            cache.stage(write)  # the next route of the batch builds on it
+            batch.append((table_id, write, new is None))
+        flush()
+        written, lost = counts["written"], counts["lost"]
         self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
         self._problems = tuple(view.problems)
         self._passes += 1
@@ -311,8 +343,9 @@ class PlacementManager:
         if created:
             self._await_servers(new, created)
         budget = (store.max_txn_ops or 1 << 30) // 2
-        compares: list[Compare] = []
-        ops: list[Op] = []
+        cache = IndexCache(store)
+        writes: list[RouteWrite] = []
+        size = 0
         now = time.time()
         for table_id in ids:
             table, old = new.table_by_id(table_id), base.table_by_id(table_id)
@@ -323,12 +356,16 @@ class PlacementManager:
             desired = follow_catalog(new, table_id, route, now)
             if desired is route or desired is None:
                 continue
-            write = route_write(store, table_id, kv, desired)
-            if table_id not in created and len(compares) + len(write.compares) > budget:
+            write = route_write(store, table_id, kv, desired, cache)
+            if table_id not in created and size + write.size > budget:
                 continue  # the leader's loop moves this one
-            compares += write.compares
-            ops += write.ops
-        return HookWork(compares, ops) if ops else None
+            cache.stage(write)
+            writes.append(write)
+            size += write.size
+        if not writes:
+            return None
+        compares, ops, _ = merge_writes(writes).parts()
+        return HookWork(compares, ops)
 
     def _await_servers(self, snapshot: CatalogVersion, created: list[int]) -> None:
         servers = read_servers(self._store)

@@ -22,9 +22,12 @@ from almanac.placement.state import decode_route
 
 __all__ = [
     "HOSTED",
+    "IndexCache",
+    "IndexChange",
     "RouteWrite",
     "follow_catalog",
     "index_entries",
+    "merge_writes",
     "is_soft_deleted",
     "partitions_of",
     "route_write",
@@ -138,16 +141,73 @@ def _bump(new: TableRoute, old: TableRoute | None) -> TableRoute:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class IndexChange:
+    """A server index moving from the bytes read (None: absent) to ``index``."""
+
+    server: str
+    read: bytes | None
+    index: ServerIndex
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RouteWrite:
-    """The compares and ops that move one route (and the indexes it
-    touches) from what was read to what is wanted."""
+    """What moves routes from what was read to what is wanted: the routes'
+    compares and ops, and the server indexes that change with them
+    (encoded once, by ``parts``, however many routes a write merges)."""
 
     compares: tuple[Compare, ...]
     ops: tuple[Op, ...]
+    indexes: tuple[IndexChange, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Compares plus ops of its transaction."""
+        return len(self.compares) + len(self.ops) + 2 * len(self.indexes)
+
+    def parts(self) -> tuple[tuple[Compare, ...], tuple[Op, ...], dict[str, bytes]]:
+        """The transaction's compares and ops, and the index bytes it writes."""
+        written = {change.server: change.index.encode() for change in self.indexes}
+        compares = [_same(server_index_key(c.server), c.read) for c in self.indexes]
+        puts = [Put(server_index_key(server), data) for server, data in written.items()]
+        return (*self.compares, *compares), (*self.ops, *puts), written
 
 
-def _same(key: str, kv: KeyValue | None) -> Compare:
-    return Compare.absent(key) if kv is None else Compare.value(key, "==", kv.value)
+class IndexCache:
+    """Server indexes as one writer knows them: the bytes stored (to
+    compare) and the index as its pending writes left it, so that a pass
+    writing many routes reads and decodes each index once. After a write
+    lost its race, ``forget`` it: the next one reads fresh."""
+
+    def __init__(self, store: Metastore) -> None:
+        self._store = store
+        self._known: dict[str, tuple[bytes | None, ServerIndex]] = {}
+
+    def get(self, server: str) -> tuple[bytes | None, ServerIndex]:
+        known = self._known.get(server)
+        if known is None:
+            kv = self._store.get(server_index_key(server))
+            index = ServerIndex(server, (), 0) if kv is None else ServerIndex.decode(kv.value)
+            known = (None if kv is None else kv.value, index)
+            self._known[server] = known
+        return known
+
+    def stage(self, write: RouteWrite) -> None:
+        """Later writes build on this one's indexes (still compared with the
+        stored bytes: they go in the same transaction)."""
+        for change in write.indexes:
+            self._known[change.server] = (change.read, change.index)
+
+    def committed(self, written: dict[str, bytes]) -> None:
+        for server, data in written.items():
+            self._known[server] = (data, self._known[server][1])
+
+    def forget(self, write: RouteWrite) -> None:
+        for change in write.indexes:
+            self._known.pop(change.server, None)
+
+
+def _same(key: str, value: bytes | None) -> Compare:
+    return Compare.absent(key) if value is None else Compare.value(key, "==", value)
 
 
 def route_write(
@@ -155,33 +215,50 @@ def route_write(
     table_id: int,
     read: KeyValue | None,
     new: TableRoute | None,
-    indexes: dict[str, KeyValue | None] | None = None,
+    cache: IndexCache | None = None,
 ) -> RouteWrite:
     """Move the route read as ``read`` to ``new`` (None: remove it and leave
     a tombstone holding its last bytes). The indexes of servers whose
-    share changes are taken from ``indexes`` when given (bytes read
-    earlier), else read now; either way the write compares those bytes."""
+    share changes come from ``cache`` (else are read now); either way the
+    write compares their exact bytes."""
     key = route_key(table_id)
     old = None if read is None else decode_route(read)
-    compares = [_same(key, read)]
-    ops: list[Op] = []
+    cache = cache or IndexCache(store)
+    compares = (_same(key, None if read is None else read.value),)
+    ops: tuple[Op, ...] = ()
     if new is None:
         if read is not None:
-            ops += [Delete(key), Put(tombstone_key(table_id), read.value)]
+            ops = (Delete(key), Put(tombstone_key(table_id), read.value))
     else:
-        ops.append(Put(key, new.encode()))
+        ops = (Put(key, new.encode()),)
+    changes: list[IndexChange] = []
     before, after = index_entries(old), index_entries(new)
     for server in sorted(set(before) | set(after)):
-        if before.get(server, set()) == after.get(server, set()):
+        gone, came = before.get(server, set()), after.get(server, set())
+        if gone == came:
             continue
-        ikey = server_index_key(server)
-        kv = indexes[server] if indexes is not None and server in indexes else store.get(ikey)
-        current = ServerIndex(server, (), 0) if kv is None else ServerIndex.decode(kv.value)
-        entries = set(current.tablets) - before.get(server, set()) | after.get(server, set())
+        stored, current = cache.get(server)
+        entries = set(current.tablets) - gone | came
         moved = ServerIndex(server, tuple(sorted(entries)), current.version + 1)
-        compares.append(_same(ikey, kv))
-        ops.append(Put(ikey, moved.encode()))
-    return RouteWrite(tuple(compares), tuple(ops))
+        changes.append(IndexChange(server, stored, moved))
+    return RouteWrite(compares, ops, tuple(changes))
+
+
+def merge_writes(writes: Sequence[RouteWrite]) -> RouteWrite:
+    """Several route writes as one, made in order on one ``IndexCache``
+    (each staged into it): an index is compared with the bytes stored
+    before them all, and becomes what the last of them made it."""
+    indexes: dict[str, IndexChange] = {}
+    for write in writes:
+        for change in write.indexes:
+            first = indexes.get(change.server)
+            read = change.read if first is None else first.read
+            indexes[change.server] = IndexChange(change.server, read, change.index)
+    return RouteWrite(
+        tuple(c for w in writes for c in w.compares),
+        tuple(op for w in writes for op in w.ops),
+        tuple(indexes.values()),
+    )
 
 
 def update_route(
@@ -204,8 +281,8 @@ def update_route(
         new = change(old)
         if new is old or new == old:
             return old
-        write = route_write(store, table_id, read, new)
-        if store.txn((*write.compares, *fence), write.ops).succeeded:
+        compares, ops, _ = route_write(store, table_id, read, new).parts()
+        if store.txn((*compares, *fence), ops).succeeded:
             return new
         if fence and not all(_holds(store, c) for c in fence):
             raise ConflictError(

@@ -35,6 +35,8 @@ class PassView:
     assignment_timeout_s: float
     max_tablets_per_server: int
     leaders: dict[str, int] = field(default_factory=dict)
+    held: frozenset[tuple[int, int]] = frozenset()
+    """(table, tablet) pairs some live server reports."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -166,9 +168,10 @@ def step_route(
         tablets.append(t)
     # A replaced tablet stays in the route while a live server still holds
     # it (its index no longer does, so the server drops it), then goes.
-    held = {key for held in view.reports.values() for key in held}
     tablets = [
-        t for t in tablets if t.state is not TabletState.REPLACED or (route.table_id, t.id) in held
+        t
+        for t in tablets
+        if t.state is not TabletState.REPLACED or (route.table_id, t.id) in view.held
     ]
     serving = all(
         t.state is TabletState.RUNNING for t in tablets if t.state is not TabletState.REPLACED
