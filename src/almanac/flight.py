@@ -32,10 +32,11 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.data.arrow import output_schema
 from almanac.descriptors import Table
-from almanac.errors import CatalogError, ValidationError
+from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
 from almanac.spark.names import parse_name, resolve_table
+from almanac.targets import parse_target
 from almanac.tserver.ticket import TabletTicket
 
 if TYPE_CHECKING:
@@ -75,7 +76,10 @@ def read_table(
     check.string(target, "Parameter 'target' of read_table", nonblank=True)
     from almanac.connection import open_catalog
 
-    with open_catalog(target) as cat:
+    parsed = parse_target(target)
+    if parsed.store_path is not None and not parsed.store_path.exists():
+        raise NotFoundError(f"No catalog at {parsed} to read from", target=str(parsed))
+    with open_catalog(parsed) as cat:
         return _read(cat, name, version, filter, timeout_s, progress)
 
 

@@ -39,7 +39,8 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE
 
 
 class TabletServerProcess:
-    """One ``almanac tserver`` process; its stderr goes to ``log``."""
+    """One ``almanac tserver`` process; its stderr goes to ``log``. Starting
+    does not wait (start several at once); ``location`` waits until it serves."""
 
     def __init__(self, target: str, name: str, data_dir: Path, log: Path, *extra: str) -> None:
         self.name = name
@@ -59,17 +60,27 @@ class TabletServerProcess:
             )
         self._lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        prefix = f"Serving tablets as {name} on "
-        wait_for(
-            lambda: (
-                any(line.startswith(prefix) for line in self._lines) or self.proc.poll() is not None
-            ),
-            f"tablet server {name} to start",
-        )
-        ready = [line for line in self._lines if line.startswith(prefix)]
-        if not ready:
-            raise AssertionError(f"{name} exited with {self.proc.wait()}: {self.log_text()}")
-        self.location = ready[0].removeprefix(prefix).strip()
+        self._location: str | None = None
+
+    @property
+    def location(self) -> str:
+        """``grpc://host:port`` once it says it serves (waited for here)."""
+        if self._location is None:
+            prefix = f"Serving tablets as {self.name} on "
+            wait_for(
+                lambda: (
+                    any(line.startswith(prefix) for line in self._lines)
+                    or self.proc.poll() is not None
+                ),
+                f"tablet server {self.name} to start",
+            )
+            ready = [line for line in self._lines if line.startswith(prefix)]
+            if not ready:
+                raise AssertionError(
+                    f"{self.name} exited with {self.proc.wait()}: {self.log_text()}"
+                )
+            self._location = ready[0].removeprefix(prefix).strip()
+        return self._location
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ class LocalTablets:
         self.warehouse = warehouse
         self.cache = Warehouse(str(self.root), pafs.LocalFileSystem(), str(self.root))
         """The local files as a warehouse, so ``read_file`` reads them as it reads the real one."""
+        self._damaged: set[tuple[int, int]] = set()
+        self._lock = threading.Lock()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -125,6 +128,22 @@ class LocalTablets:
             raise CatalogError(
                 f"Data file '{file.path}' is missing from the warehouse", path=file.path
             ) from exc
+
+    def damaged(self, table_id: int, tablet_id: int, path: Path) -> None:
+        """A read found ``path`` unreadable: drop it, and have the next sync
+        fetch it again."""
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        with self._lock:
+            self._damaged.add((table_id, tablet_id))
+
+    def take_damaged(self, table_id: int, tablet_id: int) -> bool:
+        """Whether a read found a file of the tablet damaged since last asked."""
+        with self._lock:
+            if (table_id, tablet_id) in self._damaged:
+                self._damaged.discard((table_id, tablet_id))
+                return True
+            return False
 
     def remove(self, table_id: int, tablet_id: int) -> None:
         """Delete the tablet's directory (and the table's, once empty)."""

@@ -77,14 +77,17 @@ def _batches(
         cached = local.cached_path(ticket.table_id, ticket.tablet_id, file)
         if cached.exists():
             copy = DataFile(str(cached), file.rows, file.size, file.tablet, file.stats)
-            batches = read_file(table, copy, local.cache, batch_rows=batch_rows)
+            sent = 0
             try:
-                first = next(batches, None)
-            except CatalogError:  # dropped from the cache since: the warehouse has it
-                pass
-            else:
-                if first is not None:
-                    yield first
-                    yield from batches
+                for batch in read_file(table, copy, local.cache, batch_rows=batch_rows):
+                    yield batch
+                    sent += 1
                 continue
+            except (CatalogError, pa.ArrowException, OSError):
+                # Gone from the cache since, or damaged: fetched again at the
+                # next sync. Before any batch the warehouse stands in; after,
+                # the stream fails and the reader goes to another replica.
+                local.damaged(ticket.table_id, ticket.tablet_id, cached)
+                if sent:
+                    raise
         yield from read_file(table, file, data.warehouse, batch_rows=batch_rows)

@@ -287,7 +287,7 @@ class TabletServer:
             known = self._hosted.get(key)
         if known is None:
             known = self._local.read(table_id, tablet_id)
-        if known != wanted:
+        if known != wanted or self._local.take_damaged(table_id, tablet_id):
             files = () if record is None else self._data.load(record).files
             mine = tuple(f for f in files if f.tablet == tablet.partition)
             copied = self._local.sync(wanted, mine)
