@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ from almanac.placement.state import (
     read_routes,
     read_servers,
 )
+from almanac.targets import STORE_FILE
 from tests.cluster.harness import PATIENCE, wait_for
 from tests.durable.helpers import ROOT
 
@@ -447,6 +450,35 @@ class TabletCluster:
         node = CatalogNode(self, name, self.settings.node_args(), self.directory / f"{name}.log")
         self.nodes[name] = node
         return node
+
+    def pause(self, *processes: Process) -> None:
+        """SIGSTOP ``processes`` at a point where none holds the store: a
+        process stopped inside a SQLite write transaction would keep the
+        file's one write lock and stall every other process, which is not
+        the failure these tests mean. Such a stop is undone and tried again."""
+        while True:
+            for proc in processes:
+                proc.pause()
+            self.wait(lambda: all(p.paused for p in processes), "the processes to stop")
+            if self._store_writable():
+                return
+            for proc in processes:
+                proc.resume()
+            time.sleep(0.05)  # let it finish its transaction: any moment will do
+
+    def _store_writable(self) -> bool:
+        database = Path(self.target) / STORE_FILE
+        if not database.exists():
+            return True  # not SQLite: etcd has no lock a process keeps
+        probe = sqlite3.connect(database, timeout=2.0)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.rollback()
+            return True
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            probe.close()
 
     def silent_server(self, name: str) -> SilentServer:
         silent = SilentServer(self.store, name, self.settings.lease_ttl_s)

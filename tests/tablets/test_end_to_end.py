@@ -88,8 +88,7 @@ def test_tables_run_everywhere_and_an_alter_reaches_a_server_that_was_down(
     # The leader of a tablet goes silent; an ALTER cannot reach it meanwhile.
     down = next(t.leader for t in route_a.tablets if t.state is TabletState.RUNNING)
     assert down is not None
-    cluster.servers[down].pause()
-    cluster.wait(lambda: cluster.servers[down].paused, f"{down} to stop")
+    cluster.pause(cluster.servers[down])
     cluster.cat.sql("ALTER TABLE A ADD COLUMN E INT64")
     target = cluster.cat.catalog().table("A")
     assert target is not None
@@ -203,8 +202,7 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
         except BaseException as exc:
             failed.append(exc)
 
-    victim.pause()
-    cluster.wait(lambda: victim.paused, f"{victim.name} to stop")
+    cluster.pause(victim)
     before = connections_to(victim.port)
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -278,9 +276,7 @@ def test_the_placement_leader_restarts_and_dies_mid_assignment_and_a_silent_serv
     def mid_assignment(name: str) -> None:
         """Create ``name`` while no server can report it: the leader assigns
         its tablets, which then wait in CREATING."""
-        for server in servers:
-            server.pause()
-        cluster.wait(lambda: all(s.paused for s in servers), "the servers to stop")
+        cluster.pause(*servers)
         cluster.cat.sql(f"CREATE TABLE {name} (ID INT64 PRIMARY KEY, V VARCHAR(20)) ZONE Z")
         cluster.wait(lambda: assigned(name), f"{name}'s tablets to be assigned")
 
