@@ -16,6 +16,7 @@ Run: ``.venv/bin/python bench/bench_failover.py [--backend sqlite|etcd]
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
@@ -52,9 +53,11 @@ def poll_until(condition: Callable[[], bool], what: str) -> float:
     return time.perf_counter()
 
 
-def raw_lease_expiry(store: Metastore, ttl: float) -> float:
+def raw_lease_expiry(store: Metastore, ttl: float, phase: float) -> float:
     """The floor: a key under a lease renewed every ttl/3 (as a server
-    renews its own); renewals stop, and polling sees the key go."""
+    renews its own); renewals stop ``phase`` (0..1) of a renewal period
+    after one, as a kill lands anywhere between two, and polling sees the
+    key go."""
     lease = store.grant_lease(ttl)
     key = f"bench-floor/{lease}"
     store.put(key, b"x", lease=lease)
@@ -66,7 +69,7 @@ def raw_lease_expiry(store: Metastore, ttl: float) -> float:
 
     renewer = threading.Thread(target=renew, daemon=True)
     renewer.start()
-    time.sleep(ttl)  # a few renewals, so that the stop lands at any phase
+    time.sleep(ttl + ttl / 3 * phase)
     stop.set()
     renewer.join()
     died = time.perf_counter()
@@ -148,7 +151,11 @@ def run(cluster: TabletCluster, args: argparse.Namespace) -> None:
     ours = [
         failover(cluster, args.partitions, args.replicas, f"fresh{n}") for n in range(args.samples)
     ]
-    floor = [raw_lease_expiry(cluster.store, args.lease_ttl) for _ in range(args.samples)]
+    phases = random.Random(11)
+    floor = [
+        raw_lease_expiry(cluster.store, args.lease_ttl, phases.random())
+        for _ in range(args.samples)
+    ]
     ttl = args.lease_ttl
     p50, p99 = statistics.median(ours), percentile(ours, 0.99)
     f50, f99 = statistics.median(floor), percentile(floor, 0.99)
