@@ -140,8 +140,7 @@ def main() -> None:
 
 def run(cluster: TabletCluster, args: argparse.Namespace) -> None:
     cluster.start_node("n1")
-    for i in range(args.servers):
-        cluster.start_server(f"ts{i}")
+    cluster.start_servers(f"ts{i}" for i in range(args.servers))
     zone = f"WITH (PARTITIONS={args.partitions}, REPLICAS={args.replicas})"
     ddl = [f"CREATE ZONE Z {zone}"]
     ddl += [f"CREATE TABLE T{i} (ID INT64 PRIMARY KEY) ZONE Z" for i in range(args.tables)]

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import almanac
 from almanac.catalog import Catalog
@@ -115,11 +116,13 @@ def _environment() -> dict[str, str]:
 
 class Process:
     """One ``almanac`` subcommand in a child process, its output in ``log``;
-    ready once a line of its log matches ``ready``."""
+    ready once a line of its log matches ``ready`` (see ``await_ready``:
+    several processes start at once when launched first and awaited after)."""
 
     def __init__(self, args: Sequence[str], log: Path, ready: re.Pattern[str], what: str) -> None:
         self.what = what
         self.log = log
+        self._pattern = ready
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "almanac.cli", *args],
@@ -132,20 +135,26 @@ class Process:
         self.pid = self.proc.pid
         self.ready: re.Match[str] | None = None
 
+    def await_ready(self) -> Self:
         def started() -> bool:
-            self.ready = ready.search(self.log_text())
+            self.ready = self._pattern.search(self.log_text())
             if self.ready is None and self.proc.poll() is not None:
                 raise AssertionError(
-                    f"{what} exited with {self.proc.returncode} before it was ready:\n"
+                    f"{self.what} exited with {self.proc.returncode} before it was ready:\n"
                     f"{self.log_text()[-4000:]}"
                 )
             return self.ready is not None
 
         try:
-            wait_for(started, f"{what} to start")
+            wait_for(started, f"{self.what} to start")
         except AssertionError:
             self.kill()
             raise
+        self._on_ready(self.ready)
+        return self
+
+    def _on_ready(self, ready: re.Match[str] | None) -> None:
+        pass
 
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -200,8 +209,12 @@ class TabletServer(Process):
         args = ["tserver", "--store", cluster.target, "--name", name, "--data-dir", str(data_dir)]
         args += ["--warehouse", cluster.warehouse, *extra]
         super().__init__(args, log, _SERVING, f"tablet server {name}")
-        assert self.ready is not None and self.ready.group(1) == name, self.ready
-        self.url = self.ready.group(2)
+        self.url = ""
+        self.port = 0
+
+    def _on_ready(self, ready: re.Match[str] | None) -> None:
+        assert ready is not None and ready.group(1) == self.name, ready
+        self.url = ready.group(2)
         self.port = int(self.url.rpartition(":")[2])
 
 
@@ -434,22 +447,37 @@ class TabletCluster:
     def store(self) -> Metastore:
         return self.cat.metastore
 
+    def start_servers(
+        self, names: Iterable[str], *extra: str, lease_ttl_s: float | None = None
+    ) -> list[TabletServer]:
+        """Tablet servers, started at once; a name started before gets its
+        data directory back."""
+        args = [*self.settings.server_args(lease_ttl_s), *extra]
+        launched = []
+        for name in names:
+            data_dir = self.directory / "tservers" / name
+            data_dir.mkdir(parents=True, exist_ok=True)
+            log = self.directory / f"tserver-{name}.log"
+            launched.append(TabletServer(self, name, args, log, data_dir))
+            self.servers[name] = launched[-1]
+        return [server.await_ready() for server in launched]
+
     def start_server(
         self, name: str, *extra: str, lease_ttl_s: float | None = None
     ) -> TabletServer:
-        """A tablet server; a name started before gets its data directory back."""
-        args = [*self.settings.server_args(lease_ttl_s), *extra]
-        data_dir = self.directory / "tservers" / name
-        data_dir.mkdir(parents=True, exist_ok=True)
-        log = self.directory / f"tserver-{name}.log"
-        server = TabletServer(self, name, args, log, data_dir)
-        self.servers[name] = server
-        return server
+        return self.start_servers([name], *extra, lease_ttl_s=lease_ttl_s)[0]
+
+    def start_nodes(self, names: Iterable[str]) -> list[CatalogNode]:
+        """Catalog nodes, started at once."""
+        launched = []
+        for name in names:
+            log = self.directory / f"{name}.log"
+            launched.append(CatalogNode(self, name, self.settings.node_args(), log))
+            self.nodes[name] = launched[-1]
+        return [node.await_ready() for node in launched]
 
     def start_node(self, name: str) -> CatalogNode:
-        node = CatalogNode(self, name, self.settings.node_args(), self.directory / f"{name}.log")
-        self.nodes[name] = node
-        return node
+        return self.start_nodes([name])[0]
 
     def pause(self, *processes: Process) -> None:
         """SIGSTOP ``processes`` at a point where none holds the store: a

@@ -66,9 +66,8 @@ def _led_by(route: TableRoute, server: str) -> set[int]:
 def test_tables_run_everywhere_and_an_alter_reaches_a_server_that_was_down(
     cluster: TabletCluster, spark: Any
 ) -> None:
-    cluster.start_node("n1")
-    for i in (1, 2, 3):
-        cluster.start_server(f"ts{i}", lease_ttl_s=LONG_LEASE_S)
+    cluster.start_nodes(["n1"])
+    cluster.start_servers(["ts1", "ts2", "ts3"], lease_ttl_s=LONG_LEASE_S)
     audit = RouteAudit(cluster.store, cluster.store.revision + 1)
     _create(cluster, "Z3", 4, 3, "A")
     _create(cluster, "Z1", 3, 1, "B")
@@ -172,9 +171,9 @@ class _Writer:
 
 
 def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletCluster) -> None:
-    cluster.start_node("n1")
-    for i in (1, 2, 3, 4):
-        cluster.start_server(f"ts{i}", "--batch-rows", "100")  # many batches: a stream to cut
+    cluster.start_nodes(["n1"])
+    # Many batches a tablet: a stream to cut.
+    cluster.start_servers(["ts1", "ts2", "ts3", "ts4"], "--batch-rows", "100")
     _create(cluster, "Z", 4, 2, "F", "W")
     write_table(cluster.cat, "F", _rows(0, ROWS))
     route = cluster.wait_settled("F", 4, 2)
@@ -259,9 +258,8 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
 def test_the_placement_leader_restarts_and_dies_mid_assignment_and_a_silent_server_is_replaced(
     cluster: TabletCluster,
 ) -> None:
-    for name in ("n1", "n2"):
-        cluster.start_node(name)
-    servers = [cluster.start_server(f"ts{i}", lease_ttl_s=LONG_LEASE_S) for i in (1, 2)]
+    cluster.start_nodes(["n1", "n2"])
+    servers = cluster.start_servers(["ts1", "ts2"], lease_ttl_s=LONG_LEASE_S)
     audit = RouteAudit(cluster.store, cluster.store.revision + 1)
     _create(cluster, "Z", 4, 2)
 
