@@ -581,6 +581,31 @@ class TabletCluster:
         assert route is not None
         return route
 
+    def wait_replicas_serving(self, name: str, schema: str = "PUBLIC") -> None:
+        """Until every replica of every RUNNING tablet of the table reports
+        it RUNNING: a tablet is RUNNING once its leader serves it, and a read
+        can fall back only on a replica that serves it too."""
+        table_id = self.table_id(name, schema)
+
+        def serving() -> bool:
+            route = read_route(self.store, table_id)
+            if route is None:
+                return False
+            running = {
+                (server, r.tablet_id)
+                for server, report in self.reports().items()
+                for r in report.tablets
+                if r.table_id == table_id and r.state is TabletState.RUNNING
+            }
+            return all(
+                (server, t.id) in running
+                for t in route.tablets
+                if t.state is TabletState.RUNNING
+                for server in t.replicas
+            )
+
+        self.wait(serving, f"every replica of {schema}.{name} to serve it")
+
     def wait_leader_elected(self, other_than: str | None = None) -> str:
         def elected() -> bool:
             leader = self.placement_leader()

@@ -178,6 +178,7 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
     write_table(cluster.cat, "F", _rows(0, ROWS))
     route = cluster.wait_settled("F", 4, 2)
     cluster.wait_settled("W", 4, 2)
+    cluster.wait_replicas_serving("F")
     audit = RouteAudit(cluster.store, cluster.store.revision + 1)
     writer = _Writer(cluster, "W")
     cluster.wait(lambda: writer.commits >= 2 or bool(writer.errors), "the workload to run")
@@ -232,6 +233,7 @@ def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletClu
     # A second leader dies mid-stream: killed from the read's own progress
     # callback, once its first batch arrived.
     route = cluster.wait_settled("F", 4, 2, avoid=[victim.name])
+    cluster.wait_replicas_serving("F")
     second = cluster.servers[next(t.leader for t in route.tablets if t.leader is not None)]
     killed = threading.Event()
     lock = threading.Lock()
