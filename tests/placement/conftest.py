@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
+from almanac.etcd_local import LocalEtcd
 from almanac.placement.manager import PlacementManager, attach_placement
 from almanac.placement.settings import PlacementSettings
 
@@ -20,6 +22,18 @@ SETTINGS = PlacementSettings(
     create_wait_s=0.0,
     clean_after_s=60.0,
 )
+
+
+@pytest.fixture(scope="session")
+def etcd() -> Iterator[LocalEtcd]:
+    """One single-member cluster for the placement tests of a worker; each
+    test takes a namespace of its own."""
+    with LocalEtcd(1, fsync=False) as cluster:
+        yield cluster
+
+
+def namespace() -> str:
+    return f"p{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -15,14 +15,16 @@ from pathlib import Path
 import pytest
 
 from almanac import Catalog, CatalogError, MetastoreError
+from almanac.etcd_local import LocalEtcd
 from almanac.log import UpdateLog
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, TxnResult
+from almanac.metastore.etcd import EtcdMetastore
 from almanac.metastore.sqlite import SqliteMetastore
 from almanac.placement import TabletState, read_routes
 from almanac.placement.manager import PlacementManager
 from almanac.placement.verify import verify_placement
 from almanac.schema_sync import SchemaSync
-from tests.placement.conftest import SETTINGS
+from tests.placement.conftest import SETTINGS, namespace
 from tests.placement.support import FakeServer, servers
 
 FAIL_RATE = 0.25
@@ -54,16 +56,23 @@ class FlakySqlite(Flaky, SqliteMetastore):
     pass
 
 
-FlakyStore = FlakyMemory | FlakySqlite
+class FlakyEtcd(Flaky, EtcdMetastore):
+    pass
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+FlakyStore = FlakyMemory | FlakySqlite | FlakyEtcd
+
+
+@pytest.fixture(params=["memory", "sqlite", "etcd"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FlakyStore]:
-    flaky: FlakyMemory | FlakySqlite
+    flaky: FlakyStore
     if request.param == "memory":
         flaky = FlakyMemory()
-    else:
+    elif request.param == "sqlite":
         flaky = FlakySqlite(tmp_path / "catalog.db", durability="normal")
+    else:
+        cluster: LocalEtcd = request.getfixturevalue("etcd")
+        flaky = FlakyEtcd(cluster.endpoints, namespace=namespace())
     yield flaky
     flaky.rng = None
     flaky.close()

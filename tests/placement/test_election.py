@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from almanac.placement.manager import PlacementManager, placement_of
 from almanac.placement.routes import route_write
 from almanac.placement.state import decode_route
 from almanac.placement.verify import verify_placement
-from tests.placement.conftest import SETTINGS
+from tests.placement.conftest import SETTINGS, namespace
 from tests.placement.support import servers
 
 DEADLINE_S = 90.0
@@ -37,17 +36,11 @@ def wait_for(
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[LocalEtcd]:
-    with LocalEtcd(1, fsync=False) as cluster:
-        yield cluster
-
-
 @pytest.fixture(params=["sqlite", "etcd"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "etcd":
         cluster: LocalEtcd = request.getfixturevalue("etcd")
-        return f"{cluster.uri}/p{uuid.uuid4().hex[:12]}"
+        return f"{cluster.uri}/{namespace()}"
     return str(tmp_path / "catalog")
 
 
@@ -106,6 +99,21 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
         wait_for("U running", running(observer, "U"), serve)
         held = observer.metastore.get(LEADER_KEY)
         assert held is not None and held.value == other.catalog.node_name.encode()
+        verify_placement(observer)
+
+        # Its lease expires under it (a long pause): it steps down and, the
+        # key being free, campaigns and leads again; never two leaders.
+        observer.metastore.revoke_lease(held.lease)
+        wait_for(
+            "leadership again",
+            lambda: (
+                (kv := observer.metastore.get(LEADER_KEY)) is not None
+                and kv.create_revision > held.create_revision
+                and other.is_leader
+            ),
+        )
+        observer.sql("CREATE TABLE V (ID INT PRIMARY KEY) ZONE Z")
+        wait_for("V running", running(observer, "V"), serve)
         verify_placement(observer)
     finally:
         for cat in (a, b, observer):

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from almanac import Catalog, ValidationError, WaitTimeoutError
+from almanac import Catalog, CorruptDataError, ValidationError, WaitTimeoutError
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
 from almanac.placement import (
@@ -437,5 +437,62 @@ def test_a_pass_batches_many_routes_under_the_stores_cap_and_loses_none() -> Non
         verify_placement(cat)
         for route in read_routes(store).values():
             assert all("ts1" not in t.replicas for t in route.tablets)
+        # Dropping them all in one version: the routes that do not fit in
+        # its transaction are left to the loop, which catches up.
+        cat.sql("; ".join(f"DROP TABLE T{i}" for i in range(12)))
+        states = [r.state for r in read_routes(store).values()]
+        assert TabletState.DELETED in states
+        assert any(state is not TabletState.DELETED for state in states)
+        manager.run_pass(now=1002.0)
+        manager.run_pass(now=1003.0 + SETTINGS.clean_after_s)
+        assert read_routes(store) == {}
+        verify_placement(cat)
     finally:
         cat.close()
+
+
+def test_damaged_records_are_reported_and_left_alone_while_the_rest_is_placed(
+    cat: Catalog, manager: PlacementManager
+) -> None:
+    store = cat.metastore
+    servers(store, "ts1", "ts2")
+    cat.sql(
+        "CREATE ZONE Z WITH (PARTITIONS = 2, REPLICAS = 1); "
+        "CREATE TABLE A (ID INT PRIMARY KEY) ZONE Z; CREATE TABLE B (ID INT PRIMARY KEY) ZONE Z"
+    )
+    a, b = table_id(cat, "A"), table_id(cat, "B")
+    key = f"__table_route/{a}"
+    stored = store.get(key)
+    assert stored is not None
+    flipped = bytearray(stored.value)
+    flipped[len(flipped) // 2] ^= 0x40
+    store.put(key, bytes(flipped))
+    store.put("__tserver_report/ts2", b"\x00 not a report")
+    result = manager.run_pass(now=1000.0)
+    assert any(key in p for p in result.problems)
+    assert any("__tserver_report/ts2" in p for p in result.problems)
+    after = store.get(key)
+    assert after is not None and after.value == bytes(flipped)  # never overwritten
+    route = read_route(store, b)
+    assert route is not None and all(t.state is TabletState.CREATING for t in route.tablets)
+    # DDL on the damaged table still commits; its route stays as it was.
+    cat.sql("ALTER TABLE A ADD COLUMN W INT")
+    after = store.get(key)
+    assert after is not None and after.value == bytes(flipped)
+    with pytest.raises(CorruptDataError, match=key):
+        verify_placement(cat)
+
+
+def test_bad_arguments_are_catalog_errors(cat: Catalog, manager: PlacementManager) -> None:
+    import almanac
+    from almanac.placement.manager import placement_of
+
+    with pytest.raises(ValidationError, match="attach_placement"):
+        attach_placement("memory://")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="placement_of"):
+        placement_of([])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="run_pass"):
+        manager.run_pass(now="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="placement"):
+        almanac.connect("memory://", placement="on")  # type: ignore[call-overload]
+    assert placement_of(cat) is manager

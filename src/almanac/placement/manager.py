@@ -37,12 +37,19 @@ from almanac.descriptors import Table
 from almanac.entries import VersionedUpdate
 from almanac.errors import (
     CatalogError,
+    CorruptDataError,
     LeaseNotFoundError,
     ValidationError,
     WaitTimeoutError,
 )
 from almanac.metastore import Compare, Put
-from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, route_key
+from almanac.placement.keys import (
+    LEADER_KEY,
+    REPORT_PREFIX,
+    ROUTE_PREFIX,
+    SERVER_PREFIX,
+    route_key,
+)
 from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
 from almanac.placement.routes import (
@@ -56,7 +63,13 @@ from almanac.placement.routes import (
     route_write,
 )
 from almanac.placement.settings import PlacementSettings
-from almanac.placement.state import decode_route, read_reports, read_servers
+from almanac.placement.state import (
+    DecodeMemo,
+    decode_report,
+    decode_route,
+    decode_server,
+    read_servers,
+)
 from almanac.placement.steps import PassView, step_route
 
 __all__ = [
@@ -110,6 +123,9 @@ class PlacementManager:
         self._deleted_seen: dict[int, float] = {}
         self._problems: tuple[str, ...] = ()
         self._passes = 0
+        self._routes = DecodeMemo(decode_route)
+        self._reports = DecodeMemo(decode_report)
+        self._servers = DecodeMemo(decode_server)
         self._thread: threading.Thread | None = None
         cat.add_commit_hook(self._hook)
         cat.on_close(self.close)
@@ -215,20 +231,24 @@ class PlacementManager:
         comparing what this pass read; a write that loses waits for the
         next pass and its fresh read."""
         store = self._store
-        now = time.time() if now is None else now
+        check.optional_float(now, "Parameter 'now' of PlacementManager.run_pass", lo=0)
+        now = time.time() if now is None else float(now)
         fence = self._fence or ()
         # Routes first, then the catalog: every route read was written by a
         # version this catch-up applies, so no new table looks dropped.
         read = {kv.key: kv for kv in store.range(ROUTE_PREFIX).kvs}
         self.catalog.catch_up()
         snapshot = self.catalog.catalog()
-        servers = read_servers(store)
+        # A damaged record is reported and left alone (never overwritten);
+        # the rest of placement goes on without it.
+        damaged: list[str] = []
+        servers = {s.name: s for s in self._servers(store.range(SERVER_PREFIX).kvs, damaged)}
         reports = {
-            name: {(t.table_id, t.tablet_id): t for t in report.tablets}
-            for name, report in read_reports(store).items()
-            if name in servers
+            report.server: {(t.table_id, t.tablet_id): t for t in report.tablets}
+            for report in self._reports(store.range(REPORT_PREFIX).kvs, damaged)
+            if report.server in servers
         }
-        routes = {route.table_id: route for route in map(decode_route, read.values())}
+        routes = {route.table_id: route for route in self._routes(read.values(), damaged)}
         load: dict[str, int] = {}
         leaders: dict[str, int] = {}
         for stored in routes.values():
@@ -246,6 +266,7 @@ class PlacementManager:
             self.settings.max_tablets_per_server,
             leaders,
             frozenset(key for held in reports.values() for key in held),
+            problems=damaged,
         )
         cache = IndexCache(store)
         batch: list[tuple[int, RouteWrite, bool]] = []  # table, write, route removed
@@ -271,6 +292,9 @@ class PlacementManager:
         seen_deleted: set[int] = set()
         for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
             route = routes.get(table_id)
+            kv = read.get(route_key(table_id))
+            if route is None and kv is not None:
+                continue  # damaged: in the problems already
             new = self._next(snapshot, table_id, route, view)
             if new is not None and new.state is TabletState.DELETED:
                 seen_deleted.add(table_id)
@@ -280,13 +304,17 @@ class PlacementManager:
                     continue
             elif new is None or new == route:
                 continue
-            kv = read.get(route_key(table_id))
-            write = route_write(store, table_id, kv, new, cache)
+            try:
+                write = route_write(store, table_id, kv, new, cache)
+            except CorruptDataError as exc:
+                view.problems.append(f"Route of table {table_id} not moved: {exc}")
+                continue
             size = sum(w.size for _, w, _ in batch)  # an upper bound: merging shares indexes
             full = batch and size + write.size > limit
             if full:
                 flush()
-                # Built on what the batch staged: build again on what it left.
+                # Built on what the batch staged: build again on what it left
+                # (it decoded every index it needs already, or raised).
                 write = route_write(store, table_id, kv, new, cache)
             cache.stage(write)  # the next route of the batch builds on it
             batch.append((table_id, write, new is None))
@@ -352,11 +380,17 @@ class PlacementManager:
             if table is old:
                 continue
             kv = store.get(route_key(table_id))
-            route = None if kv is None else decode_route(kv)
-            desired = follow_catalog(new, table_id, route, now)
-            if desired is route or desired is None:
+            try:
+                route = None if kv is None else decode_route(kv)
+                desired = follow_catalog(new, table_id, route, now)
+                if desired is route or desired is None:
+                    continue
+                write = route_write(store, table_id, kv, desired, cache)
+            except CorruptDataError as exc:
+                # Damaged placement state does not hold DDL back; the
+                # loop reports it until an operator repairs it.
+                _log.error("Table %s: its route stays as it is: %s", table_id, exc)
                 continue
-            write = route_write(store, table_id, kv, desired, cache)
             if table_id not in created and size + write.size > budget:
                 continue  # the leader's loop moves this one
             cache.stage(write)
@@ -430,6 +464,8 @@ def attach_placement(
     cat: Catalog, settings: PlacementSettings | None = None, *, run: bool = True
 ) -> PlacementManager:
     """Give ``cat`` its placement manager (once; a second call returns the first)."""
+    check.instance(cat, Catalog, "Parameter 'cat' of attach_placement")
+    check.optional_instance(settings, PlacementSettings, "Parameter 'settings' of attach_placement")
     with _lock:
         manager = _managers.get(cat)
         if manager is None:
@@ -440,6 +476,7 @@ def attach_placement(
 
 def placement_of(cat: Catalog) -> PlacementManager:
     """The catalog's placement manager; ``CatalogError`` when it has none."""
+    check.instance(cat, Catalog, "Parameter 'cat' of placement_of")
     with _lock:
         manager = _managers.get(cat)
     if manager is None:

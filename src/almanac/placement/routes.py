@@ -142,11 +142,17 @@ def _bump(new: TableRoute, old: TableRoute | None) -> TableRoute:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class IndexChange:
-    """A server index moving from the bytes read (None: absent) to ``index``."""
+    """A server index moving from the bytes read (None: absent) to
+    ``entries`` at ``version`` (kept as a set: sorted once, when encoded)."""
 
     server: str
     read: bytes | None
-    index: ServerIndex
+    entries: frozenset[tuple[int, int]]
+    version: int
+
+    @property
+    def index(self) -> ServerIndex:
+        return ServerIndex(self.server, tuple(sorted(self.entries)), self.version)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -180,14 +186,18 @@ class IndexCache:
 
     def __init__(self, store: Metastore) -> None:
         self._store = store
-        self._known: dict[str, tuple[bytes | None, ServerIndex]] = {}
+        self._known: dict[str, IndexChange] = {}
 
-    def get(self, server: str) -> tuple[bytes | None, ServerIndex]:
+    def get(self, server: str) -> IndexChange:
+        """The stored bytes and the entries as pending writes left them."""
         known = self._known.get(server)
         if known is None:
             kv = self._store.get(server_index_key(server))
-            index = ServerIndex(server, (), 0) if kv is None else ServerIndex.decode(kv.value)
-            known = (None if kv is None else kv.value, index)
+            if kv is None:
+                known = IndexChange(server, None, frozenset(), 0)
+            else:
+                index = ServerIndex.decode(kv.value)
+                known = IndexChange(server, kv.value, frozenset(index.tablets), index.version)
             self._known[server] = known
         return known
 
@@ -195,11 +205,11 @@ class IndexCache:
         """Later writes build on this one's indexes (still compared with the
         stored bytes: they go in the same transaction)."""
         for change in write.indexes:
-            self._known[change.server] = (change.read, change.index)
+            self._known[change.server] = change
 
     def committed(self, written: dict[str, bytes]) -> None:
         for server, data in written.items():
-            self._known[server] = (data, self._known[server][1])
+            self._known[server] = dataclasses.replace(self._known[server], read=data)
 
     def forget(self, write: RouteWrite) -> None:
         for change in write.indexes:
@@ -237,10 +247,9 @@ def route_write(
         gone, came = before.get(server, set()), after.get(server, set())
         if gone == came:
             continue
-        stored, current = cache.get(server)
-        entries = set(current.tablets) - gone | came
-        moved = ServerIndex(server, tuple(sorted(entries)), current.version + 1)
-        changes.append(IndexChange(server, stored, moved))
+        current = cache.get(server)
+        entries = current.entries - gone | came
+        changes.append(IndexChange(server, current.read, entries, current.version + 1))
     return RouteWrite(compares, ops, tuple(changes))
 
 
@@ -253,7 +262,7 @@ def merge_writes(writes: Sequence[RouteWrite]) -> RouteWrite:
         for change in write.indexes:
             first = indexes.get(change.server)
             read = change.read if first is None else first.read
-            indexes[change.server] = IndexChange(change.server, read, change.index)
+            indexes[change.server] = dataclasses.replace(change, read=read)
     return RouteWrite(
         tuple(c for w in writes for c in w.compares),
         tuple(op for w in writes for op in w.ops),

@@ -4,8 +4,8 @@ A record whose key and content disagree is as damaged as unreadable bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 from almanac.errors import CorruptDataError
 from almanac.metastore import KeyValue, Metastore
@@ -20,7 +20,10 @@ from almanac.placement.keys import (
 from almanac.placement.model import ServerIndex, ServerInfo, ServerReport, TableRoute
 
 __all__ = [
+    "DecodeMemo",
+    "decode_report",
     "decode_route",
+    "decode_server",
     "read_reports",
     "read_route",
     "read_routes",
@@ -59,21 +62,57 @@ def read_route(store: Metastore, table_id: int) -> TableRoute | None:
     return None if kv is None else decode_route(kv)
 
 
+def decode_server(kv: KeyValue) -> ServerInfo:
+    """The registration stored in ``kv``, checked against its key."""
+    return _named(kv, ServerInfo.decode, lambda s: s.name, SERVER_PREFIX)
+
+
 def read_servers(store: Metastore) -> dict[str, ServerInfo]:
     """Registered servers: a key lives only as long as its server's lease."""
-    infos = (
-        _named(kv, ServerInfo.decode, lambda s: s.name, SERVER_PREFIX)
-        for kv in store.range(SERVER_PREFIX).kvs
-    )
+    infos = (decode_server(kv) for kv in store.range(SERVER_PREFIX).kvs)
     return {info.name: info for info in infos}
 
 
+def decode_report(kv: KeyValue) -> ServerReport:
+    """The report stored in ``kv``, checked against its key."""
+    return _named(kv, ServerReport.decode, lambda r: r.server, REPORT_PREFIX)
+
+
 def read_reports(store: Metastore) -> dict[str, ServerReport]:
-    reports = (
-        _named(kv, ServerReport.decode, lambda r: r.server, REPORT_PREFIX)
-        for kv in store.range(REPORT_PREFIX).kvs
-    )
+    reports = (decode_report(kv) for kv in store.range(REPORT_PREFIX).kvs)
     return {report.server: report for report in reports}
+
+
+class DecodeMemo(Generic[T]):
+    """Decoded records by key, reused while their stored bytes stay the
+    same: a loop that reads the same thousands of records every second
+    decodes only those that changed."""
+
+    def __init__(self, decode: Callable[[KeyValue], T]) -> None:
+        self._decode = decode
+        self._known: dict[str, tuple[bytes, T]] = {}
+
+    def __call__(self, kvs: Iterable[KeyValue], damaged: list[str] | None = None) -> list[T]:
+        """The records of ``kvs``; with ``damaged``, one that cannot be
+        read is left out and its error noted there instead of raised."""
+        known, fresh = self._known, {}
+        out = []
+        for kv in kvs:
+            hit = known.get(kv.key)
+            if hit is not None and hit[0] == kv.value:
+                value = hit[1]
+            else:
+                try:
+                    value = self._decode(kv)
+                except CorruptDataError as exc:
+                    if damaged is None:
+                        raise
+                    damaged.append(str(exc))
+                    continue
+            fresh[kv.key] = (kv.value, value)
+            out.append(value)
+        self._known = fresh
+        return out
 
 
 def read_server_index(store: Metastore, server: str) -> ServerIndex | None:
