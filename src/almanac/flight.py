@@ -31,6 +31,7 @@ import pyarrow.flight as flight
 from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.data.arrow import output_schema
+from almanac.data.tablets import table_partitions
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
@@ -112,7 +113,7 @@ def _read(
             rule="placed-tablets",
         )
     reader = _TabletReader(store, table, full, snap.version, timeout_s, progress)
-    tablets = _serving(route, full)
+    tablets = _serving(route, table_partitions(snap, table), full)
     with ThreadPoolExecutor(max_workers=min(_MAX_WORKERS, max(1, len(tablets)))) as pool:
         parts = list(pool.map(reader.read, tablets))
     result = pa.Table.from_batches([b for part in parts for b in part], schema=output_schema(table))
@@ -128,19 +129,26 @@ def _read(
         ) from exc
 
 
-def _serving(route: TableRoute, full: str) -> list[Tablet]:
-    """One tablet per partition: the readable one (a partition whose tablet
-    was replaced reads from the fresh tablet that took it)."""
+def _serving(route: TableRoute, partitions: int, full: str) -> list[Tablet]:
+    """One tablet for each of the table's partitions: the readable one (a
+    partition whose tablet was replaced reads from the fresh tablet that
+    took it). A partition without one is an error, never rows left out."""
     by_partition: dict[int, Tablet] = {}
     for tablet in route.tablets:
         if tablet.state in _UNREADABLE or not tablet.replicas:
             continue
+        if tablet.partition >= partitions:
+            raise CatalogError(
+                f"The route of table '{full}' names partition {tablet.partition}; the table "
+                f"has {partitions}",
+                table=full,
+                rule="route-partitions",
+            )
         best = by_partition.get(tablet.partition)
         rank = (tablet.state is TabletState.RUNNING, tablet.id)
         if best is None or rank > (best.state is TabletState.RUNNING, best.id):
             by_partition[tablet.partition] = tablet
-    partitions = {t.partition for t in route.tablets}
-    missing = sorted(partitions - set(by_partition))
+    missing = sorted(set(range(partitions)) - set(by_partition))
     if missing:
         raise CatalogError(
             f"Table '{full}' has no readable tablet for partition {missing[0]} (its tablets "

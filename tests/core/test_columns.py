@@ -1,7 +1,8 @@
-"""ALTER TABLE … ADD / DROP / ALTER COLUMN rules."""
+"""ALTER TABLE … ADD / DROP / ALTER / RENAME COLUMN rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -21,6 +22,7 @@ from almanac import (
     IndexStatus,
     MakeIndexAvailable,
     NotFoundError,
+    RenameColumn,
     RenameTable,
     SetTableProperties,
     StartBuildingIndex,
@@ -399,3 +401,61 @@ def test_alter_column_default(cat: Catalog) -> None:
     )
     apply(cat, AlterColumn(table="T", column="A", drop_default=True))
     assert _column(cat, "A").default is None
+
+
+# -- rename ------------------------------------------------------------------------
+
+
+def test_rename_column_keeps_id_type_and_bumps_table_version(cat: Catalog) -> None:
+    apply(cat, table("T", col("A", ColumnType.STRING), col("B")))
+    before = _column(cat, "A")
+    result = apply(cat, RenameColumn(table="T", column="A", new_name="..", schema="PUBLIC"))
+    t = _table(cat)
+    assert [(c.id, c.name) for c in t.columns] == [(0, "ID"), (1, ".."), (2, "B")]
+    assert _column(cat, "..") == dataclasses.replace(before, name="..")
+    assert t.table_version == 2
+    assert t.update_version == result.version
+    noop(cat, RenameColumn(table="T", column="..", new_name=".."))
+
+
+def test_rename_column_refuses_taken_and_missing_names(cat: Catalog) -> None:
+    apply(cat, table("T", col("A"), col("B")))
+    error = rejected(cat, RenameColumn(table="T", column="A", new_name="B"), AlreadyExistsError)
+    assert str(error) == "Column 'B' already exists in table 'PUBLIC.T'"
+    rejected(cat, RenameColumn(table="T", column="NOPE", new_name="C"), NotFoundError, "'NOPE'")
+    noop(cat, RenameColumn(table="T", column="NOPE", new_name="C", if_exists=True))
+    rejected(cat, RenameColumn(table="U", column="A", new_name="C"), NotFoundError, "'PUBLIC.U'")
+    noop(cat, RenameColumn(table="U", column="A", new_name="C", if_table_exists=True))
+    rejected(cat, RenameColumn(table="T", column="A", new_name=" "), ValidationError, "blank")
+    rejected(cat, RenameColumn(table="T", column="A", new_name="a\x01"), ValidationError, "control")
+
+
+def test_rename_column_used_by_a_key_or_an_index_fails(cat: Catalog) -> None:
+    apply(
+        cat,
+        CreateTable(
+            name="T",
+            columns=(col("K", nullable=False), col("C", nullable=False), col("A"), col("B")),
+            primary_key=("K", "C"),
+            colocation=("C",),
+        ),
+        CreateIndex(name="I", table="T", columns=("B",)),
+    )
+    error = rejected(cat, RenameColumn(table="T", column="K", new_name="K2"), ValidationError)
+    assert str(error) == (
+        "Column 'K' is part of the primary key of table 'PUBLIC.T' and cannot be renamed"
+    )
+    rejected(cat, RenameColumn(table="T", column="C", new_name="C2"), ValidationError, "'C'")
+    rejected(cat, RenameColumn(table="T", column="B", new_name="B2"), ValidationError, "'I'")
+    apply(cat, RenameColumn(table="T", column="A", new_name="A2"))
+    apply(cat, DropIndex("I"))
+    apply(cat, RenameColumn(table="T", column="B", new_name="B2"))
+    assert [c.name for c in _table(cat).columns] == ["K", "C", "A2", "B2"]
+
+
+def test_rename_column_in_sql(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE T (ID INT PRIMARY KEY, A INT)")
+    version = cat.sql('ALTER TABLE T RENAME COLUMN A TO "a b"').version
+    assert _table(cat).column("a b") is not None
+    assert cat.sql("ALTER TABLE T RENAME COLUMN IF EXISTS NOPE TO X").version == version
+    assert cat.sql("ALTER TABLE IF EXISTS NOPE RENAME COLUMN A TO X").version == version

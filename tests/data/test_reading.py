@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyiceberg.table import StaticTable
 
 from almanac import (
     AddColumns,
@@ -24,6 +25,7 @@ from almanac import (
     CreateTable,
     DropColumns,
     NotFoundError,
+    RenameColumn,
     RenameTable,
     ValidationError,
 )
@@ -41,6 +43,7 @@ from almanac.data import (
 )
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import iceberg_type, partition_spec
+from almanac.iceberg import metadata_location
 from tests.data.support import append, connect, create, ids_of, same
 
 
@@ -92,6 +95,24 @@ def test_reads_resolve_columns_by_id_at_every_version(cat: Catalog) -> None:
         read_table(cat, "PEOPLE", version=v_second)
     with pytest.raises(NotFoundError, match="'SCORE'"):
         read_table(cat, "T", version=v_first, columns=["SCORE"])
+
+
+def test_a_renamed_column_keeps_its_values_here_and_in_iceberg(cat: Catalog) -> None:
+    create(cat)
+    write_table(cat, "T", pa.table({"ID": [1, 2], "V": ["a", "b"]}))
+    before = cat.latest_version
+    cat.execute([RenameColumn(table="T", column="V", new_name="W")])
+    assert read_table(cat, "T").sort_by("ID").to_pylist() == [
+        {"ID": 1, "W": "a"},
+        {"ID": 2, "W": "b"},
+    ]
+    assert read_table(cat, "T", version=before).column_names == ["ID", "V"]
+    iceberg = StaticTable.from_metadata(metadata_location(cat.target, "T"))
+    field = iceberg.schema().find_field("W")
+    renamed = cat.catalog().table("T")
+    assert renamed is not None
+    assert field.field_id == renamed.columns[1].id == 1
+    assert sorted(iceberg.scan().to_arrow().column("W").to_pylist()) == ["a", "b"]
 
 
 def test_reads_at_a_timestamp(cat: Catalog) -> None:

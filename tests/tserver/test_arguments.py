@@ -3,16 +3,21 @@ servers: each is a ``CatalogError`` naming the rule, and changes nothing."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import almanac
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.flight import read_table
+from almanac.placement import Tablet, TabletState
 from almanac.tserver import TabletServerSettings, TabletTicket
+from tests.tserver.harness import place, spread
 
 
 @pytest.mark.parametrize(
@@ -79,3 +84,58 @@ def test_tickets_round_trip_canonically() -> None:
             TabletTicket.decode(bad)
     with pytest.raises(ValidationError, match="Field 'version' of a tablet ticket"):
         TabletTicket.decode(b'{"table_id":1,"tablet_id":2,"version":1.5}')
+
+
+def test_unplaced_or_unserved_tablets_are_named(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c")) as cat:
+        cat.sql("CREATE ZONE Z WITH (PARTITIONS=2, REPLICAS=2)")
+        cat.sql("CREATE TABLE T (ID BIGINT PRIMARY KEY, V VARCHAR) ZONE Z")
+        table = cat.catalog().table("T")
+        assert table is not None
+        preparing = [Tablet(i, i, TabletState.PREPARING) for i in range(2)]
+        place(cat.metastore, table.id, preparing)
+        with pytest.raises(CatalogError, match="no readable tablet for partition 0"):
+            read_table(cat, "T")
+        place(cat.metastore, table.id, spread(2, ("gone1", "gone2"), 2))
+        with pytest.raises(CatalogError) as info:
+            read_table(cat, "T")
+        message = str(info.value)
+        assert "Tablet 0 (partition 0) of table 'PUBLIC.T' has no live replica" in message
+        assert "'gone1' is not registered" in message and "'gone2' is not registered" in message
+
+
+def test_a_route_missing_a_partition_is_an_error_not_missing_rows(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c")) as cat:
+        cat.sql("CREATE ZONE Z WITH (PARTITIONS=3, REPLICAS=1)")
+        cat.sql("CREATE TABLE T (ID BIGINT PRIMARY KEY, V VARCHAR) ZONE Z")
+        table = cat.catalog().table("T")
+        assert table is not None
+        place(cat.metastore, table.id, spread(2, ("a", "b"), 1))
+        with pytest.raises(CatalogError, match="no readable tablet for partition 2"):
+            read_table(cat, "T")
+        place(cat.metastore, table.id, spread(4, ("a", "b"), 1))
+        with pytest.raises(CatalogError, match="names partition 3; the table has 3"):
+            read_table(cat, "T")
+
+
+@given(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
+def test_every_ticket_round_trips_and_encodes_canonically(a: int, b: int, c: int) -> None:
+    ticket = TabletTicket(a, b, c)
+    data = ticket.encode()
+    assert TabletTicket.decode(data) == ticket
+    assert (
+        data
+        == json.dumps(
+            {"table_id": a, "tablet_id": b, "version": c}, sort_keys=True, separators=(",", ":")
+        ).encode()
+    )
+
+
+@settings(deadline=None)
+@given(st.binary(max_size=80))
+def test_any_bytes_decode_to_a_ticket_or_a_validation_error(data: bytes) -> None:
+    try:
+        ticket = TabletTicket.decode(data)
+    except ValidationError:
+        return
+    assert TabletTicket.decode(ticket.encode()) == ticket

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,6 +32,7 @@ from almanac.placement import (
     read_reports,
     read_route,
     read_servers,
+    route_key,
 )
 from almanac.tserver import TabletTicket
 from tests.tserver.harness import TabletServerProcess, place, spread, wait_for
@@ -173,13 +176,22 @@ def test_each_replica_caches_the_files_of_its_tablet(cluster: Cluster) -> None:
     route = read_route(cluster.store, table_id)
     current = TableData.for_catalog(cluster.cat).current(table_id)
     assert route is not None and current is not None
+
+    def meta(name: str, tablet_id: int) -> dict[str, Any]:
+        path = cluster.root / name / "tablets" / str(table_id) / str(tablet_id) / "tablet.json"
+        return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    for tablet in route.tablets:
+        for name in tablet.replicas:
+            wait_for(
+                lambda: meta(name, tablet.id).get("snapshot_id") == current.snapshot_id,  # noqa: B023
+                f"{name} to serve the current data of tablet {tablet.id}",
+            )
     for tablet in route.tablets:
         expected = sum(f.tablet == tablet.partition for f in current.files)
         for name in tablet.replicas:
             base = cluster.root / name / "tablets" / str(table_id) / str(tablet.id)
-            meta = json.loads((base / "tablet.json").read_text())
-            assert meta["partition"] == tablet.partition
-            assert meta["snapshot_id"] == current.snapshot_id
+            assert meta(name, tablet.id)["partition"] == tablet.partition
             assert len(list((base / "files").iterdir())) == expected
         for name in set(NAMES) - set(tablet.replicas):
             assert not (cluster.root / name / "tablets" / str(table_id) / str(tablet.id)).exists()
@@ -362,15 +374,52 @@ def test_deleted_tablets_lose_their_local_data_unknown_ones_stay(cluster: Cluste
     assert (table_id, 0) not in {(r.table_id, r.tablet_id) for r in report.tablets}
 
 
-def test_a_server_that_lost_its_lease_registers_again(cluster: Cluster) -> None:
+def test_a_damaged_route_stops_nothing_and_deletes_nothing(cluster: Cluster) -> None:
+    _create(cluster.cat, "DAMAGED", "ONE")
+    table_id = cluster.table_id("DAMAGED")
+    write_table(cluster.cat, "DAMAGED", _rows(range(5)))
+    tablets = spread(1, NAMES, 2)
+    place(cluster.store, table_id, tablets)
+    wait_for(lambda: _running_everywhere(cluster, table_id), "DAMAGED running")
+    good = cluster.store.get(route_key(table_id))
+    assert good is not None
+    cluster.store.put(route_key(table_id), b'{"table_id":' + b"\xff" * 8)
+    for name in tablets[0].replicas:
+        _rounds(cluster, name, 3)  # reports go on
+        base = cluster.root / name / "tablets" / str(table_id) / "0"
+        assert (base / "tablet.json").exists(), "nothing is deleted on a damaged route"
+        report = read_reports(cluster.store)[name]
+        assert (table_id, 0) in {(r.table_id, r.tablet_id) for r in report.tablets}
+        assert (
+            "is not set up yet: Metastore key '__table_route/" in cluster.servers[name].log_text()
+        )
+    with pytest.raises(CatalogError, match="damaged"):
+        flight_read(cluster.cat, "DAMAGED")
+    cluster.store.put(route_key(table_id), good.value)
+    assert sorted(flight_read(cluster.cat, "DAMAGED").column("ID").to_pylist()) == list(range(5))
+
+
+def test_a_server_paused_past_its_lease_registers_again(cluster: Cluster) -> None:
+    server = cluster.servers["ts2"]
     before = read_servers(cluster.store)["ts2"]
-    cluster.store.revoke_lease(before.lease)  # what a pause past the TTL does
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: "ts2" not in read_servers(cluster.store), "ts2's lease to expire")
+        assert "ts2" not in read_reports(cluster.store), "the report goes with the lease"
+        cluster.cat.sql("ALTER TABLE T ADD COLUMN PAUSED INT")  # while ts2 is down
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
     wait_for(lambda: "ts2" in read_servers(cluster.store), "ts2 to register again")
     after = read_servers(cluster.store)["ts2"]
     assert after.lease != before.lease and after.flight_port == before.flight_port
     wait_for(lambda: "ts2" in read_reports(cluster.store), "ts2's full report")
-    assert "lost its lease and registered again" in cluster.servers["ts2"].log_text()
-    assert _running_everywhere(cluster, cluster.table_id("T"))
+    wait_for(lambda: "registered again" in server.log_text(), "the log line")
+    table = cluster.cat.catalog().table("T")
+    assert table is not None
+    wait_for(
+        lambda: _running_everywhere(cluster, table.id, version=table.table_version),
+        "ts2 to catch up with the ALTER it missed",
+    )
 
 
 def test_a_taken_server_name_is_refused(

@@ -1,7 +1,7 @@
 """Commands: frozen values that validate against a catalog version and yield entries."""
 
 from almanac.commands.base import ColumnDef, Command
-from almanac.commands.columns import AddColumns, AlterColumn, DropColumns
+from almanac.commands.columns import AddColumns, AlterColumn, DropColumns, RenameColumn
 from almanac.commands.indexes import (
     CreateIndex,
     DropIndex,
@@ -33,6 +33,7 @@ __all__ = [
     "MakeIndexAvailable",
     "Preview",
     "RemoveIndex",
+    "RenameColumn",
     "RenameIndex",
     "RenameTable",
     "RenameZone",

@@ -1,4 +1,4 @@
-"""ALTER TABLE … ADD / DROP / ALTER COLUMN."""
+"""ALTER TABLE … ADD / DROP / ALTER / RENAME COLUMN."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from almanac.commands.base import (
     check_column_def,
     check_column_names,
     check_default,
+    check_name,
     find_table,
     qualified,
 )
@@ -34,7 +35,7 @@ from almanac.descriptors import (
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
-__all__ = ["AddColumns", "AlterColumn", "DropColumns"]
+__all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
 
 
 def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
@@ -295,3 +296,61 @@ class AlterColumn(Command):
                 )
             col = replace(col, length=self.length)
         return col
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenameColumn(Command):
+    """Renames a column; its id, type and data stay. Keys and indexes name
+    their columns, so a column that one of them uses keeps its name (the
+    same rule as DROP COLUMN), and a rename never rewrites them."""
+
+    table: str
+    column: str
+    new_name: str
+    schema: str = DEFAULT_SCHEMA
+    if_exists: bool = False
+    if_table_exists: bool = False
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, table.name)
+        check_name("Column", self.column)
+        check_name("Column", self.new_name)
+        old = table.column(self.column)
+        if old is None:
+            if self.if_exists:
+                return []
+            raise NotFoundError(
+                f"Column '{self.column}' does not exist in table '{full}'",
+                kind="column",
+                name=self.column,
+                table=full,
+            )
+        if self.new_name == old.name:
+            return []
+        if table.column(self.new_name) is not None:
+            raise AlreadyExistsError(
+                f"Column '{self.new_name}' already exists in table '{full}'",
+                kind="column",
+                name=self.new_name,
+                table=full,
+            )
+        uses = [("the primary key", old.name in table.primary_key)]
+        uses.append(("the colocation columns", old.name in table.colocation))
+        uses += [
+            (f"index '{index.name}'", old.name in index.columns)
+            for index in cat.indexes(table.id)
+            if index.status.alive and not index.primary_key
+        ]
+        for what, used in uses:
+            if used:
+                raise ValidationError(
+                    f"Column '{old.name}' is part of {what} of table '{full}' and cannot be "
+                    "renamed",
+                    table=full,
+                    column=old.name,
+                    rule="renamed-key",
+                )
+        return [ColumnAltered(table.id, replace(old, name=self.new_name))]

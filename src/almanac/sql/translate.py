@@ -34,6 +34,7 @@ from almanac.commands import (
     DropSchema,
     DropTable,
     DropZone,
+    RenameColumn,
     RenameIndex,
     RenameTable,
     RenameZone,
@@ -413,6 +414,18 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
         )
     if isinstance(action, exp.AlterColumn):
         return _alter_column(action, schema, table, if_exists)
+    if isinstance(action, exp.RenameColumn):
+        check_clauses(action, ("this", "to", "exists"), "ALTER TABLE RENAME COLUMN")
+        (old,) = _dropped_columns([action.this])
+        (new,) = _dropped_columns([action.args["to"]])
+        return RenameColumn(
+            table=table,
+            column=old,
+            new_name=new,
+            schema=schema,
+            if_exists=bool(action.args.get("exists")),
+            if_table_exists=if_exists,
+        )
     if isinstance(action, exp.AlterRename):
         new_schema, new_name = _table_name(action.this, schema, "table")
         if new_schema != schema:

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from almanac import _check as check
 from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.compaction import DEFAULT_TARGET_FILE_MB, plan_compaction, run_compaction
 from almanac.data.reading import BATCH_ROWS
@@ -259,7 +260,12 @@ class TabletServer:
             present = set(self._hosted)
         strays: dict[tuple[int, int], int] = {}
         for key in sorted((present | set(self._local.present())) - wanted):
-            if not self._gone(key, route(key[0])):
+            try:
+                gone = self._gone(key, route(key[0]))
+            except CatalogError as exc:  # a damaged route: never delete on doubt
+                _log.warning("Tablet %d of table %d is kept: %s", key[1], key[0], exc)
+                gone = False
+            if not gone:
                 found = self._local.read(*key)
                 strays[key] = 0 if found is None else found.table_version
                 continue
@@ -329,41 +335,47 @@ class TabletServer:
             return 0
         done = 0
         snap = self.catalog.catalog()
-        for (table_id, tablet_id), local in sorted(self.hosted().items()):
-            route = read_route(self._store, table_id)
-            tablet = None if route is None else route.tablet(tablet_id)
-            table = snap.table_by_id(table_id)
-            schema = None if table is None else snap.schema_by_id(table.schema_id)
-            if tablet is None or tablet.leader != self.name or table is None or schema is None:
-                continue
-            current = self._data.current(table_id)
-            count = (
-                0 if current is None else sum(f.tablet == local.partition for f in current.files)
-            )
-            if count < threshold:
-                continue
+        for key, local in sorted(self.hosted().items()):
             try:
-                plan = plan_compaction(
-                    self.catalog,
-                    self._data,
-                    table.name,
-                    schema.name,
-                    target_file_mb=self.settings.target_file_mb,
-                    tablet=local.partition,
-                )
-                if run_compaction(self._data, plan) is not None:
-                    done += 1
-                    _log.info(
-                        "Compacted %d files of tablet %d of table %d",
-                        len(plan.files),
-                        tablet_id,
-                        table_id,
-                    )
-            except (ConflictError, NotFoundError) as exc:  # a concurrent change: next round
-                _log.info(
-                    "Compaction of tablet %d of table %d deferred: %s", tablet_id, table_id, exc
-                )
+                done += self._compact(snap, key, local, threshold)
+            except CatalogError as exc:  # a damaged route, a lost store: next round
+                _log.warning("Compaction of tablet %d of table %d failed: %s", key[1], key[0], exc)
         return done
+
+    def _compact(
+        self, snap: CatalogVersion, key: tuple[int, int], local: LocalTablet, threshold: int
+    ) -> int:
+        table_id, tablet_id = key
+        route = read_route(self._store, table_id)
+        tablet = None if route is None else route.tablet(tablet_id)
+        table = snap.table_by_id(table_id)
+        schema = None if table is None else snap.schema_by_id(table.schema_id)
+        if tablet is None or tablet.leader != self.name or table is None or schema is None:
+            return 0
+        current = self._data.current(table_id)
+        count = 0 if current is None else sum(f.tablet == local.partition for f in current.files)
+        if count < threshold:
+            return 0
+        try:
+            plan = plan_compaction(
+                self.catalog,
+                self._data,
+                table.name,
+                schema.name,
+                target_file_mb=self.settings.target_file_mb,
+                tablet=local.partition,
+            )
+            if run_compaction(self._data, plan) is not None:
+                _log.info(
+                    "Compacted %d files of tablet %d of table %d",
+                    len(plan.files),
+                    tablet_id,
+                    table_id,
+                )
+                return 1
+        except (ConflictError, NotFoundError) as exc:  # a concurrent change: next round
+            _log.info("Compaction of tablet %d of table %d deferred: %s", tablet_id, table_id, exc)
+        return 0
 
     # -- reads -------------------------------------------------------------------
 
@@ -415,7 +427,11 @@ class TabletServer:
                     renew_at = now + renew_every
                 periodic = now >= report_at
                 if changed or periodic or (retry_at is not None and now >= retry_at):
-                    ready = self.sync()
+                    try:
+                        ready = self.sync()
+                    except CatalogError as exc:  # the report goes out all the same
+                        _log.warning("Tablet server '%s' could not sync: %s", self.name, exc)
+                        ready = False
                     retry_at = None if ready else now + _RETRY_S
                     if periodic:
                         self.maintain()
