@@ -86,6 +86,30 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     metavar="SECONDS",
     help="How often the placement leader moves tablets.",
 )
+@click.option(
+    "--placement-assignment-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A tablet its servers do not report within this time is replaced.",
+)
+@click.option(
+    "--placement-leader-ttl",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The placement leader's lease: another node takes over this long after it died.",
+)
+@click.option(
+    "--placement-create-wait",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long CREATE TABLE waits for enough tablet servers.",
+)
 @click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
 @store_option
 def node(
@@ -98,6 +122,9 @@ def node(
     keep_seconds: float | None,
     checkpoint_every: float,
     placement_interval: float,
+    placement_assignment_timeout: float,
+    placement_leader_ttl: float,
+    placement_create_wait: float,
     no_placement: bool,
     store: str | None,
 ) -> int:
@@ -109,7 +136,14 @@ def node(
         raise ValidationError(f"--checkpoint-every must be positive, got {checkpoint_every}")
     from almanac.placement.settings import PlacementSettings
 
-    placement = None if no_placement else PlacementSettings(interval_s=placement_interval)
+    placement = None
+    if not no_placement:
+        placement = PlacementSettings(
+            interval_s=placement_interval,
+            assignment_timeout_s=placement_assignment_timeout,
+            leader_ttl_s=placement_leader_ttl,
+            create_wait_s=placement_create_wait,
+        )
     retention = None
     if keep_versions is not None or keep_seconds is not None:
         retention = almanac.RetentionPolicy(keep_versions=keep_versions, keep_seconds=keep_seconds)
