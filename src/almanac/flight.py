@@ -7,7 +7,8 @@ after. A tablet's batches are kept only once its stream ended cleanly: when
 a server dies mid-stream, what it sent is dropped and the tablet is read
 again, whole, from the next replica (the route is read again once the
 known replicas are exhausted, so a failover that happened meanwhile
-counts), so every row comes exactly once.
+counts, and a read whose replicas all failed waits, up to ``timeout_s``,
+for the failover that names a live one), so every row comes exactly once.
 
 ``filter`` is a ``pyarrow.compute.Expression`` over the table's column
 names at that version (``pc.field("ID") > 10``), applied to the rows read:
@@ -52,6 +53,8 @@ rows of that tablet received so far from that server)."""
 DEFAULT_TIMEOUT_S = 120.0
 _UNREADABLE = (TabletState.DELETED, TabletState.REPLACED, TabletState.PREPARING)
 _MAX_WORKERS = 16
+_FIRST_PAUSE_S = 0.05
+_MAX_PAUSE_S = 1.0
 
 
 class _Failed(Exception):
@@ -70,8 +73,9 @@ def read_table(
     """The rows of table ``name`` (``T`` or ``S.T``, as Spark reads name
     it) at catalog ``version`` (the latest by default), read from its tablet
     servers; ``filter`` as the module says. ``timeout_s`` bounds each
-    tablet stream. ``CatalogError`` when a tablet has no live replica that
-    serves it."""
+    tablet stream, and the wait for a failover once every replica of a
+    tablet failed. ``CatalogError`` when a tablet has no live replica that
+    serves it by then."""
     if isinstance(target, Catalog):
         return _read(target, name, version, filter, timeout_s, progress)
     check.string(target, "Parameter 'target' of read_table", nonblank=True)
@@ -160,6 +164,19 @@ def _serving(route: TableRoute, partitions: int, full: str) -> list[Tablet]:
     return [by_partition[p] for p in sorted(by_partition)]
 
 
+def _successor(route: TableRoute, tablet: Tablet) -> Tablet | None:
+    """The tablet as the route has it now, or the one that replaced it for
+    the same partition (a tablet is a cache of warehouse files: any tablet
+    of the partition serves the same rows)."""
+    same = route.tablet(tablet.id)
+    if same is not None and same.state not in _UNREADABLE:
+        return same
+    for other in route.tablets:
+        if other.partition == tablet.partition and other.state not in _UNREADABLE:
+            return other
+    return None
+
+
 def _candidates(tablet: Tablet) -> list[str]:
     first = [tablet.leader] if tablet.leader is not None else []
     return first + [r for r in tablet.replicas if r != tablet.leader]
@@ -184,14 +201,12 @@ class _TabletReader:
         self._lock = threading.Lock()
 
     def read(self, tablet: Tablet) -> list[pa.RecordBatch]:
-        tried: set[str] = set()
-        failures: list[str] = []
         deadline = time.monotonic() + self.timeout_s
+        pause = _FIRST_PAUSE_S
         while True:
+            failures: list[str] = []
             servers = read_servers(self.store)
-            fresh = [s for s in _candidates(tablet) if s not in tried]
-            for server in fresh:
-                tried.add(server)
+            for server in _candidates(tablet):
                 info = servers.get(server)
                 if info is None:
                     failures.append(f"'{server}' is not registered (its lease expired)")
@@ -200,13 +215,26 @@ class _TabletReader:
                     return self._read_from(tablet, info)
                 except _Failed as exc:
                     failures.append(f"'{server}': {exc}")
-            # Every replica named so far failed: a failover may have named new ones.
-            route = read_route(self.store, self.table.id)
-            moved = None if route is None else route.tablet(tablet.id)
-            if moved is None or not set(_candidates(moved)) - tried or time.monotonic() > deadline:
+            # Every replica failed. Placement fails a dead server over once
+            # its lease expires, and a follower may still be setting the
+            # tablet up: wait for the route to offer a replica that serves.
+            if time.monotonic() + pause > deadline:
                 raise CatalogError(
                     f"Tablet {tablet.id} (partition {tablet.partition}) of table '{self.full}' "
-                    f"has no live replica that serves it: {'; '.join(failures) or 'no replicas'}",
+                    f"has no live replica that serves it within {self.timeout_s} s: "
+                    f"{'; '.join(failures) or 'no replicas'}",
+                    table=self.full,
+                    tablet_id=tablet.id,
+                    rule="live-replica",
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, _MAX_PAUSE_S)
+            route = read_route(self.store, self.table.id)
+            moved = None if route is None else _successor(route, tablet)
+            if moved is None:
+                raise CatalogError(
+                    f"Tablet {tablet.id} (partition {tablet.partition}) of table '{self.full}' "
+                    "left its route while it was read: the table was dropped or moved",
                     table=self.full,
                     tablet_id=tablet.id,
                     rule="live-replica",

@@ -98,9 +98,12 @@ def test_unplaced_or_unserved_tablets_are_named(tmp_path: Path) -> None:
             read_table(cat, "T")
         place(cat.metastore, table.id, spread(2, ("gone1", "gone2"), 2))
         with pytest.raises(CatalogError) as info:
-            read_table(cat, "T")
+            read_table(cat, "T", timeout_s=0.5)
         message = str(info.value)
-        assert "Tablet 0 (partition 0) of table 'PUBLIC.T' has no live replica" in message
+        assert (
+            "Tablet 0 (partition 0) of table 'PUBLIC.T' has no live replica that serves it "
+            "within 0.5 s" in message
+        )
         assert "'gone1' is not registered" in message and "'gone2' is not registered" in message
 
 
