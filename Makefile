@@ -45,7 +45,7 @@ typecheck: setup
 	$(PY) -m mypy
 
 unit: setup browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 test: lint typecheck unit
 
