@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
-import sys
 import threading
 import time
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import click
 
 from almanac.cli.app import open_node, store_option
+from almanac.cli.foreground import foreground
 
 if TYPE_CHECKING:
     from almanac.catalog import Catalog, RetentionPolicy
@@ -27,18 +25,6 @@ __all__ = ["node"]
 
 _FOLLOW_TICK_S = 0.25
 """How long the node waits for a version before it looks at its stop flag."""
-
-
-class _NodeName(logging.Filter):
-    """Stamps every log record with the node's name (known once it opened)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.node = name
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.node = self.node
-        return True
 
 
 def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
@@ -147,25 +133,7 @@ def node(
     retention = None
     if keep_versions is not None or keep_seconds is not None:
         retention = almanac.RetentionPolicy(keep_versions=keep_versions, keep_seconds=keep_seconds)
-    stamp = _NodeName(name or "-")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(stamp)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s [%(node)s] %(name)s: %(message)s")
-    )
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(log_level.upper())
-    log = logging.getLogger("almanac.node")
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("%s received: stopping", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with foreground("almanac.node", name or "-", log_level) as fg:
         cat = open_node(
             store,
             data=True,
@@ -177,15 +145,10 @@ def node(
             placement=placement,
         )
         with cat:
-            stamp.node = cat.node_name
-            _run_node(cat, retention, checkpoint_every, stop, log)
-        log.info("node %s stopped", cat.node_name)
+            fg.named(cat.node_name)
+            _run_node(cat, retention, checkpoint_every, fg.stop, fg.log)
+        fg.log.info("node %s stopped", cat.node_name)
         return 0
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 def _run_node(

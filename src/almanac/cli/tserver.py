@@ -3,15 +3,12 @@ or SIGINT (then its registration goes away at once and it exits 0)."""
 
 from __future__ import annotations
 
-import logging
-import signal
 import sys
-import threading
-from types import FrameType
 
 import click
 
 from almanac.cli.app import open_node, store_option
+from almanac.cli.foreground import foreground
 
 __all__ = ["tserver"]
 
@@ -137,35 +134,14 @@ def tserver(
         target_file_mb=target_file_mb,
         batch_rows=batch_rows,
     )
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter(f"%(asctime)s %(levelname)s [{name}] %(name)s: %(message)s")
-    )
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(log_level.upper())
-    log = logging.getLogger("almanac.tserver")
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("%s received: stopping", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with foreground("almanac.tserver", name, log_level) as fg:
         with (
             open_node(store, data=True, warehouse=warehouse) as cat,
             TabletServer(cat, settings) as server,
         ):
             click.echo(f"Serving tablets as {name} on {server.location}")
             sys.stdout.flush()
-            while not stop.wait(0.5):
+            while not fg.stop.wait(0.5):
                 pass
-        log.info("tablet server %s stopped", name)
-        return 0
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-        root.removeHandler(handler)
-        root.setLevel(level)
+        fg.log.info("tablet server %s stopped", name)
+    return 0
