@@ -45,11 +45,16 @@ __all__ = [
     "diff_rows",
     "history_rows",
     "iso_utc",
+    "column_rows",
+    "history_infos",
+    "read_version",
     "run_read",
+    "version_summary",
     "show_indexes",
     "show_schemas",
     "show_tables",
     "show_zones",
+    "utc_text",
 ]
 
 Rows = tuple[tuple[Cell, ...], ...]
@@ -127,7 +132,7 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     if statement.versions is not None:  # SHOW DIFF
         first, second = (_existing(v) for v in statement.versions)
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
-    cat = _version_read(statement.as_of, source)
+    cat = read_version(statement.as_of, source)
     if statement.kind == "SHOW HISTORY":
         rows = history_rows(source, cat.version, statement.limit)
         return SqlResult(cat.version, HISTORY_COLUMNS, rows)
@@ -135,7 +140,9 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     return SqlResult(cat.version, columns, answer(cat, statement))
 
 
-def _version_read(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
+def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
+    """The catalog version a read ``AS OF`` names (the latest for ``None``);
+    ``VersionNotFoundError`` for version 0 or an instant before the first."""
     if as_of is None:
         return source.catalog()
     if as_of.timestamp is not None:
@@ -254,7 +261,11 @@ def describe_table(cat: CatalogVersion, schema: str, name: str) -> Rows:
     """One row per column, in table order: ``TYPE`` and ``DEFAULT`` as SQL
     text the dialect reads back, ``PRIMARY_KEY`` the column's 1-based place
     in the key (``None`` outside it)."""
-    table = require_table(cat, schema, name)
+    return column_rows(require_table(cat, schema, name))
+
+
+def column_rows(table: Table) -> Rows:
+    """``describe_table``'s rows of a table already in hand (by id or by name)."""
     return tuple(
         (
             c.name,
@@ -332,15 +343,21 @@ HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
 def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
     """The available versions up to ``up_to``, newest first, at most ``limit``
     of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
-    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
-    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
-    infos = newest if limit is None else newest[:limit]
     return tuple(
-        (i.version, iso_utc(i.activation_time), i.node, _summary(source, i)) for i in infos
+        (i.version, iso_utc(i.activation_time), i.node, version_summary(source, i))
+        for i in history_infos(source, up_to, limit)
     )
 
 
-def _summary(source: ReadSource, info: VersionInfo) -> str:
+def history_infos(source: ReadSource, up_to: int, limit: int | None) -> Sequence[VersionInfo]:
+    """The available versions up to ``up_to``, newest first, at most ``limit``."""
+    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
+    return newest if limit is None else newest[:limit]
+
+
+def version_summary(source: ReadSource, info: VersionInfo) -> str:
+    """The one line ``SHOW HISTORY`` says of what ``info``'s version changed."""
     after = source.catalog(info.version)
     before = (
         source.catalog(info.version - 1) if info.version - 1 >= source.earliest_version else after
@@ -350,7 +367,12 @@ def _summary(source: ReadSource, info: VersionInfo) -> str:
 
 def iso_utc(timestamp: int) -> str:
     """A hybrid timestamp as ``2026-11-23T01:02:03.456Z``."""
-    return to_datetime(timestamp).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_text(to_datetime(timestamp))
+
+
+def utc_text(moment: dt.datetime) -> str:
+    """An aware instant as ``2026-11-23T01:02:03.456Z``."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")
