@@ -284,7 +284,11 @@ def test_reads_of_what_does_not_exist(
         ("SHOW TABLES AS OF VERSION 2 x", "Unexpected 'x'", (1, 29)),
         ("SHOW HISTORY LIMIT -1", "LIMIT takes a count of versions", (1, 20)),
         ("SHOW HISTORY LIMIT x", "Expecting the number of versions after LIMIT", (1, 20)),
-        ("SHOW GRANTS", "Expecting SCHEMAS, TABLES, INDEXES, ZONES, HISTORY or DIFF", (1, 6)),
+        (
+            "SHOW GRANTS",
+            "Expecting SCHEMAS, TABLES, INDEXES, ZONES, HISTORY, TABLETS, SERVERS or DIFF",
+            (1, 6),
+        ),
         ("SHOW DIFF 1 x", "Expecting the second version of SHOW DIFF", (1, 13)),
         ("SHOW DIFF 1 2 AS OF VERSION 2", "SHOW DIFF names both of its versions", (1, 29)),
         ("SHOW TABLES IN", "Expecting a schema name", (1, 13)),

@@ -27,6 +27,7 @@ from almanac.summary import summarize_update
 
 if TYPE_CHECKING:
     from almanac.catalog import VersionInfo
+    from almanac.metastore import Metastore
 
 __all__ = [
     "DESCRIBE_COLUMNS",
@@ -76,11 +77,12 @@ class AsOf:
 @dataclass(frozen=True, slots=True)
 class ReadStatement:
     """One read statement as written; ``kind`` is ``SHOW SCHEMAS``, ``SHOW
-    TABLES``, ``SHOW INDEXES``, ``SHOW ZONES``, ``SHOW HISTORY``, ``SHOW DIFF``
-    or ``DESCRIBE TABLE``.
+    TABLES``, ``SHOW INDEXES``, ``SHOW ZONES``, ``SHOW HISTORY``, ``SHOW
+    TABLETS``, ``SHOW SERVERS``, ``SHOW DIFF``, ``DESCRIBE TABLE`` or
+    ``SELECT`` (``SELECT * FROM`` a system table).
 
-    ``schema``/``table`` name what ``IN``, ``ON`` or ``DESCRIBE`` names
-    (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
+    ``schema``/``table`` name what ``IN``, ``ON``, ``DESCRIBE`` or ``FROM``
+    names (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
     ``versions`` the two of ``SHOW DIFF``.
     """
 
@@ -96,8 +98,9 @@ class ReadStatement:
             raise ValidationError(f"Unknown read statement {self.kind!r}")
         if (self.kind == "SHOW DIFF") != (self.versions is not None):
             raise ValidationError("SHOW DIFF, and only it, names two versions")
-        if self.kind == "DESCRIBE TABLE" and (self.schema is None or self.table is None):
-            raise ValidationError("DESCRIBE TABLE names a schema and a table")
+        named = self.schema is not None and self.table is not None
+        if self.kind in ("DESCRIBE TABLE", "SELECT") and not named:
+            raise ValidationError(f"{self.kind} names a schema and a table")
 
 
 READ_KINDS = (
@@ -106,8 +109,11 @@ READ_KINDS = (
     "SHOW INDEXES",
     "SHOW ZONES",
     "SHOW HISTORY",
+    "SHOW TABLETS",
+    "SHOW SERVERS",
     "SHOW DIFF",
     "DESCRIBE TABLE",
+    "SELECT",
 )
 
 
@@ -125,6 +131,11 @@ class ReadSource(Protocol):
 
     def diff(self, v1: int, v2: int) -> CatalogDiff: ...
 
+    @property
+    def metastore(self) -> Metastore:
+        """Where the placement state of ``SHOW TABLETS``/``SHOW SERVERS`` lives."""
+        ...
+
 
 def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     """The answer to ``statement``; its ``version`` is the version read (for
@@ -132,12 +143,41 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     if statement.versions is not None:  # SHOW DIFF
         first, second = (_existing(v) for v in statement.versions)
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
+    if statement.kind in _SYSTEM_READS:
+        return _system_read(statement, source)
     cat = read_version(statement.as_of, source)
     if statement.kind == "SHOW HISTORY":
         rows = history_rows(source, cat.version, statement.limit)
         return SqlResult(cat.version, HISTORY_COLUMNS, rows)
     columns, answer = _ANSWERS[statement.kind]
     return SqlResult(cat.version, columns, answer(cat, statement))
+
+
+_SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
+
+
+def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
+    """A system table (``SELECT``), or the tablets (of one table) or servers:
+    the rows of ``almanac.system_tables``, as JSON scalars."""
+    from almanac.system_tables import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
+
+    table_id = None
+    if statement.kind == "SELECT":
+        name = f"{statement.schema}.{statement.table}"
+        if (statement.schema or "").upper() != SYSTEM_SCHEMA:
+            raise ValidationError(
+                f"SELECT reads the system tables only ({', '.join(SYSTEM_TABLES)}), not "
+                f"'{name}': a table's rows live in the data plane (read them with Spark or "
+                "almanac.flight)",
+                name=name,
+                rule="system-select",
+            )
+    else:
+        name = statement.kind.removeprefix("SHOW ")
+        if statement.table is not None:
+            table_id = require_table(source.catalog(), statement.schema or "", statement.table).id
+    answer = system_rows(source, name, as_of=statement.as_of, table_id=table_id)
+    return SqlResult(answer.version, tuple(n for n, _ in answer.columns), sql_cells(answer))
 
 
 def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
