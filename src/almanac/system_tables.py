@@ -303,23 +303,18 @@ def servers_rows(store: Metastore) -> tuple[Row, ...]:
         info = servers.get(name)
         report = reports.get(name)
         reported = None if report is None else _instant(report.reported_at)
+        counts = (tablets.get(name, 0), leaders.get(name, 0), reported)
         if info is None:
-            rows.append((name, None, None, (), (), None, False, 0, 0, reported))
+            rows.append((name, None, None, (), (), None, False, *counts))
             continue
-        rows.append(
-            (
-                name,
-                info.host,
-                info.flight_port,
-                tuple(info.attributes),
-                tuple(info.storage_profiles),
-                _instant(info.started_at),
-                True,
-                tablets.get(name, 0),
-                leaders.get(name, 0),
-                reported,
-            )
+        registered = (
+            info.host,
+            info.flight_port,
+            tuple(info.attributes),
+            tuple(info.storage_profiles),
+            _instant(info.started_at),
         )
+        rows.append((name, *registered, True, *counts))
     return tuple(rows)
 
 
