@@ -333,7 +333,7 @@ def test_tablets_and_servers_follow_the_placement_keys(sqlite_cat: Catalog) -> N
     assert shown.rows[0][6] == "ts1, ts2"
     assert cat.sql("SHOW TABLETS ON S.U").rows[0][5] == "PREPARING"
     listed = cat.sql("SHOW SERVERS")
-    assert listed.rows[0][3] == "rack=r1, zone=a" and listed.rows[0][5].endswith("Z")
+    assert listed.rows[0][3] == "rack=r1, zone=a" and str(listed.rows[0][5]).endswith("Z")
 
     # a server's lease ends: it is no longer live, but the routes still name it
     cat.metastore.revoke_lease(leases["ts2"])
@@ -346,7 +346,7 @@ def test_a_lease_that_is_not_kept_alive_expires_from_servers(sqlite_cat: Catalog
     _register(sqlite_cat, "ts9", 7100, ttl=0.5)  # never kept alive
 
     def live() -> list[bool]:
-        return system_table(sqlite_cat, "SYSTEM.SERVERS").column("LIVE").to_pylist()
+        return list(system_table(sqlite_cat, "SYSTEM.SERVERS").column("LIVE").to_pylist())
 
     assert live() == [True]
     deadline = time.monotonic() + 60
