@@ -1,7 +1,7 @@
 """The ``almanac`` command line (click, with rich output on a terminal).
 
 ``almanac [--store URI] [--token TOKEN] [--debug] COMMAND``: ``init``, ``sql``, ``show``,
-``describe``, ``history``, ``diff``, ``watch``, ``compact``, ``janitor``,
+``describe``, ``history``, ``diff``, ``servers``, ``tablets``, ``watch``, ``compact``, ``janitor``,
 ``upgrade-warehouse``, ``node`` and ``serve``. ``--store`` defaults to
 ``$ALMANAC_STORE``, else ``./almanac-data``; an ``http(s)://`` store is a
 catalog server, reached with the token of ``--token`` or ``$ALMANAC_TOKEN``
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from almanac.cli.app import almanac_group, run
 from almanac.cli.maintenance import compact, init, janitor, upgrade_warehouse
 from almanac.cli.node import node
-from almanac.cli.reads import describe, diff, history, show, sql
+from almanac.cli.reads import describe, diff, history, servers, show, sql, tablets
 from almanac.cli.serve import serve
 from almanac.cli.watch import watch
 
@@ -29,6 +29,8 @@ for _command in (
     describe,
     history,
     diff,
+    servers,
+    tablets,
     watch,
     compact,
     janitor,
