@@ -74,6 +74,7 @@ __all__ = [
     "sql_cells",
     "system_rows",
     "system_table",
+    "to_arrow",
 ]
 
 SYSTEM_SCHEMA = "SYSTEM"
