@@ -429,6 +429,8 @@ def system_table(
     short = system_name(name)
     as_of = _as_of(version, timestamp)
     if isinstance(target_or_catalog, Catalog):
+        if target_or_catalog.closed:
+            raise ValidationError("system_table cannot read a closed catalog", rule="closed")
         return to_arrow(system_rows(target_or_catalog, short, as_of=as_of))
     with _open(target_or_catalog) as cat:
         return to_arrow(system_rows(cat, short, as_of=as_of))

@@ -5,6 +5,7 @@ written under real SQLite leases; the SQL reads of the same rows."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -366,3 +367,54 @@ def test_damaged_placement_bytes_are_a_catalog_error(sqlite_cat: Catalog) -> Non
     sqlite_cat.metastore.put(route_key(7), good)  # the key names another table
     with pytest.raises(CorruptDataError, match="holds the record"):
         system_table(sqlite_cat, "SYSTEM.TABLETS")
+
+
+@pytest.mark.parametrize(
+    ("sql", "error", "message"),
+    [
+        ("SELECT * FROM T", ValidationError, "SELECT reads the system tables only"),
+        ("SELECT * FROM SYSTEM.NOPE", NotFoundError, "No system table 'SYSTEM.NOPE'"),
+        ("SELECT ID FROM SYSTEM.TABLES", almanac.SqlParseError, "Unsupported statement SELECT"),
+        ("SELECT * FROM SYSTEM.TABLES t", almanac.SqlParseError, "Unsupported statement SELECT"),
+        ("SELECT * FROM (SELECT 1)", almanac.SqlParseError, "Unsupported statement SELECT"),
+        ("SELECT * FROM SYSTEM.TABLES AS OF VERSION 1 x", almanac.SqlParseError, "'x'"),
+        ("SELECT * FROM SYSTEM.TABLES AS OF", almanac.SqlParseError, "VERSION or TIMESTAMP"),
+        ("SELECT * FROM SYSTEM.TABLETS AS OF VERSION 1", ValidationError, "as it is now"),
+        ("SHOW SERVERS AS OF VERSION 1", ValidationError, "as it is now"),
+        ("SHOW TABLETS ON NOPE", NotFoundError, "Table 'PUBLIC.NOPE' does not exist"),
+        ("SHOW SERVERS ON T", almanac.SqlParseError, "Unexpected 'ON'"),
+        ("SELECT * FROM SYSTEM.TABLES; CREATE SCHEMA X", almanac.SqlParseError, "only statement"),
+        ("CREATE SCHEMA system", ValidationError, "reserved"),
+    ],
+)
+def test_system_reads_refuse_what_they_do_not_answer(
+    sql: str, error: type[CatalogError], message: str
+) -> None:
+    with almanac.connect("memory://") as cat:
+        cat.sql("CREATE TABLE T (ID INT PRIMARY KEY)")
+        before = cat.latest_version
+        with pytest.raises(error, match=re.escape(message)):
+            cat.sql(sql)
+        assert cat.latest_version == before
+
+
+def test_history_after_a_checkpoint_lists_what_is_left() -> None:
+    with almanac.connect("memory://") as cat:
+        for name in ("A", "B", "C"):
+            cat.sql(f"CREATE SCHEMA {name}")
+        cat.checkpoint_log(3)
+        history = system_table(cat, "SYSTEM.HISTORY")
+        # version 3 is the checkpoint: readable, but what it changed is gone
+        assert history.column("VERSION").to_pylist() == [4]
+        assert [row[0] for row in cat.sql("SHOW HISTORY").rows] == [4]
+        assert system_table(cat, "SYSTEM.TABLES", version=3).num_rows == 0
+        assert system_table(cat, "SYSTEM.HISTORY", version=3).num_rows == 0
+        with pytest.raises(VersionNotFoundError, match="no longer available"):
+            system_table(cat, "SYSTEM.TABLES", version=2)
+
+
+def test_a_closed_catalog_is_refused() -> None:
+    cat = almanac.connect("memory://")
+    cat.close()
+    with pytest.raises(ValidationError, match="closed"):
+        system_table(cat, "SYSTEM.TABLES")

@@ -281,13 +281,14 @@ class AlmanacParser(parser.Parser):
         named as an unsupported statement (also after ``WITH``)."""
         start = self._index - 1
         whole = start == 0 and self._match(TokenType.STAR) and self._match(TokenType.FROM)
-        if whole and self._curr:
+        if whole and self._curr and self._curr.token_type != TokenType.L_PAREN:
             table = self._parse_table_parts()
             if not self._curr or self._match_text_seq("AS", "OF", advance=False):
                 as_of = self._parse_as_of()
-                if not self._curr:
-                    tree = ReadStatementTree(kind=exp.var("SELECT"), this=table, as_of=as_of)
-                    return self.expression(tree)
+                if self._curr:
+                    self.raise_error(f"Unexpected {self._curr.text!r}: the read ends here")
+                tree = ReadStatementTree(kind=exp.var("SELECT"), this=table, as_of=as_of)
+                return self.expression(tree)
         self._retreat(start)
         query = self._parse_query_modifiers(self._parse_set_operations(self._parse_select()))
         if query is None:
