@@ -17,6 +17,7 @@ from almanac.log import KEY_VERSION, UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
+from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, check_token
 from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
@@ -55,6 +56,7 @@ def connect(
     durability: str = "full",
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
+    placement: PlacementSettings | None = None,
 ) -> Catalog: ...
 
 
@@ -70,6 +72,7 @@ def connect(
     durability: str = "full",
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
+    placement: PlacementSettings | None = None,
 ) -> Catalog | RemoteCatalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane, or reach a catalog server.
@@ -88,7 +91,8 @@ def connect(
     target has no default: pass one); with ``janitor_interval_s`` this node
     also cleans it periodically (see ``almanac janitor``). ``durability`` is
     ``"full"`` (every version fsynced) or ``"normal"`` (see
-    ``almanac.metastore.sqlite``).
+    ``almanac.metastore.sqlite``). With ``placement`` this node also takes
+    part in tablet placement (see ``almanac.placement``).
     """
     parsed = parse_target(target)
     if parsed.kind == "http" or not isinstance(token, _Local):
@@ -103,10 +107,12 @@ def connect(
             "request_window_s": None
             if request_window_s == DEFAULT_REQUEST_WINDOW_S
             else request_window_s,
+            "placement": placement,
         }
         given = [name for name, value in local.items() if value is not None]
         return _connect_remote(parsed, token, given)
     check.optional_str(warehouse, "Parameter 'warehouse' of connect", nonblank=True)
+    check.optional_instance(placement, PlacementSettings, "Parameter 'placement' of connect")
     check.optional_float(
         janitor_interval_s,
         "Parameter 'janitor_interval_s' of connect",
@@ -125,9 +131,13 @@ def connect(
         node_name=node_name,
         request_window_s=request_window_s,
     )
-    if location is None:
-        return cat
     try:
+        if placement is not None:
+            from almanac.placement.manager import attach_placement
+
+            attach_placement(cat, placement)
+        if location is None:
+            return cat
         try:
             from almanac.data.plane import attach_data_plane
         except ImportError as exc:

@@ -78,6 +78,15 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     metavar="SECONDS",
     help="How often to apply the retention policy.",
 )
+@click.option(
+    "--placement-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often the placement leader moves tablets.",
+)
+@click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
 @store_option
 def node(
     name: str | None,
@@ -88,6 +97,8 @@ def node(
     keep_versions: int | None,
     keep_seconds: float | None,
     checkpoint_every: float,
+    placement_interval: float,
+    no_placement: bool,
     store: str | None,
 ) -> int:
     """Run a catalog node in the foreground until SIGTERM or SIGINT."""
@@ -96,6 +107,9 @@ def node(
 
     if not checkpoint_every > 0:
         raise ValidationError(f"--checkpoint-every must be positive, got {checkpoint_every}")
+    from almanac.placement.settings import PlacementSettings
+
+    placement = None if no_placement else PlacementSettings(interval_s=placement_interval)
     retention = None
     if keep_versions is not None or keep_seconds is not None:
         retention = almanac.RetentionPolicy(keep_versions=keep_versions, keep_seconds=keep_seconds)
@@ -126,6 +140,7 @@ def node(
             max_clock_skew_ms=max_clock_skew_ms,
             retention=retention,
             node_name=name,
+            placement=placement,
         )
         with cat:
             stamp.node = cat.node_name

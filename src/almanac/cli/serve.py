@@ -31,6 +31,7 @@ __all__ = ["serve"]
     "(anyone who reaches it may change the catalog).",
 )
 @click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
+@click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
 @store_option
 def serve(
     host: str,
@@ -38,6 +39,7 @@ def serve(
     tokens_file: str | None,
     insecure: bool,
     warehouse: str | None,
+    no_placement: bool,
     store: str | None,
 ) -> int:
     """Serve the HTTP API (under /v1) and the web console (at /)."""
@@ -52,5 +54,6 @@ def serve(
         tokens_file=tokens_file,
         insecure=insecure,
         warehouse=warehouse,
+        placement=not no_placement,
     )
     return 0

@@ -228,15 +228,22 @@ def _decode(data: bytes, what: str, build: Callable[[dict[str, Any]], T]) -> T:
         ) from None
 
 
-def _fields(record: dict[str, Any], names: tuple[str, ...]) -> None:
-    if set(record) != set(names):
+def _fields(record: dict[str, Any], names: tuple[str, ...] | frozenset[str]) -> None:
+    if record.keys() != set(names):
         raise _Bad(f"fields {sorted(record)} instead of {sorted(names)}")
 
 
 def _int(value: object, name: str, lo: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+    if type(value) is not int or value < lo:  # a bool is not an int here
         raise _Bad(f"{name} must be an integer >= {lo}, got {value!r}")
     return value
+
+
+def _id_pair(value: object) -> bool:
+    if type(value) is not list or len(value) != 2:
+        return False
+    a, b = value
+    return type(a) is int and type(b) is int and a >= 0 and b >= 0
 
 
 def _float(value: object, name: str) -> float:
@@ -260,10 +267,14 @@ def _list(value: object, name: str) -> list[Any]:
     return value
 
 
+_STATES = {state.value: state for state in TabletState}
+
+
 def _state(value: object, name: str) -> TabletState:
-    if not isinstance(value, str) or value not in TabletState.__members__:
+    state = _STATES.get(value) if type(value) is str else None
+    if state is None:
         raise _Bad(f"{name} must be a tablet state, got {value!r}")
-    return TabletState(value)
+    return state
 
 
 def _sorted_unique(items: list[T], name: str) -> tuple[T, ...]:
@@ -272,13 +283,15 @@ def _sorted_unique(items: list[T], name: str) -> tuple[T, ...]:
     return tuple(items)
 
 
+_TABLET_FIELDS = frozenset(
+    ("id", "partition", "state", "replicas", "leader", "table_version", "assigned_at")
+)
+
+
 def _tablet(record: object) -> Tablet:
-    if not isinstance(record, dict):
+    if type(record) is not dict:
         raise _Bad(f"a tablet must be an object, got {record!r}")
-    _fields(
-        record,
-        ("id", "partition", "state", "replicas", "leader", "table_version", "assigned_at"),
-    )
+    _fields(record, _TABLET_FIELDS)
     replicas = _sorted_unique(
         [_str(r, "replica") for r in _list(record["replicas"], "replicas")], "replicas"
     )
@@ -322,7 +335,11 @@ def _pair(value: object, name: str, item: Callable[[object, str], T]) -> tuple[T
 
 def _index(record: dict[str, Any]) -> ServerIndex:
     _fields(record, ("server", "tablets", "version"))
-    pairs = [_pair(p, "tablet", _int) for p in _list(record["tablets"], "tablets")]
+    listed = _list(record["tablets"], "tablets")
+    if all(_id_pair(p) for p in listed):  # the common case, checked at once
+        pairs = [(p[0], p[1]) for p in listed]
+    else:
+        pairs = [_pair(p, "tablet", _int) for p in listed]
     return ServerIndex(
         server=_str(record["server"], "server"),
         tablets=_sorted_unique(pairs, "tablets"),
@@ -349,10 +366,13 @@ def _info(record: dict[str, Any]) -> ServerInfo:
     )
 
 
+_REPORT_FIELDS = frozenset(("table_id", "tablet_id", "state", "table_version"))
+
+
 def _tablet_report(record: object) -> TabletReport:
-    if not isinstance(record, dict):
+    if type(record) is not dict:
         raise _Bad(f"a tablet report must be an object, got {record!r}")
-    _fields(record, ("table_id", "tablet_id", "state", "table_version"))
+    _fields(record, _REPORT_FIELDS)
     return TabletReport(
         table_id=_int(record["table_id"], "table_id"),
         tablet_id=_int(record["tablet_id"], "tablet_id"),

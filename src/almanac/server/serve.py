@@ -113,11 +113,13 @@ def serve(
     insecure: bool = False,
     warehouse: str | None = None,
     ready: Callable[[int], None] | None = None,
+    placement: bool = True,
 ) -> None:
     """Open ``target`` and serve the HTTP API on ``host:port`` (0: a free port)
     until SIGINT or SIGTERM, then close the catalog. Tokens come from
     ``tokens_file``, else ``$ALMANAC_TOKENS``; without any, only a loopback
-    host is allowed, unless ``insecure``. Prints ``Listening on URL`` once it
+    host is allowed, unless ``insecure``. With ``placement`` the node takes
+    part in tablet placement (default settings). Prints ``Listening on URL`` once it
     accepts connections, and calls ``ready(port)``."""
     import almanac
 
@@ -138,7 +140,11 @@ def serve(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    cat = almanac.connect(target, warehouse=warehouse)
+    from almanac.placement.settings import PlacementSettings
+
+    check.boolean(placement, "Parameter 'placement' of serve")
+    settings = PlacementSettings() if placement else None
+    cat = almanac.connect(target, warehouse=warehouse, placement=settings)
     try:
         app = create_app(cat, tokens=tokens)
         sock = _bind(host, port)

@@ -1,0 +1,426 @@
+"""The placement manager: the one catalog node, elected through a lease on
+``LEADER_KEY``, that moves tablets between tablet servers.
+
+Every node with placement attached does two things. Its commit hook writes
+the route of each table a version creates (every tablet PREPARING) in that
+version's own transaction, and moves the routes of tables the version
+drops, soft-deletes, recovers or alters, when they fit in the transaction
+(the leader's loop catches up on the rest). And it campaigns: the node
+that holds ``LEADER_KEY`` runs the placement loop (``run_pass``) every
+``interval_s``, each of its writes fenced on still holding that key, so a
+deposed leader's write fails instead of racing the new one. A new leader
+needs nothing from the old one: all state is in the store.
+
+CREATE TABLE, while at least one tablet server is registered, waits up to
+``create_wait_s`` for enough servers (replicas of the zone ≤ matching live
+servers; tablets x replicas of all tables ≤ ``max_tablets_per_server`` x
+live servers) and then fails with a ``WaitTimeoutError`` naming the rule.
+The wait happens inside the commit, before its transaction: the table and
+its route come into being together or not at all, at the cost of holding
+the writer section of a SQLite catalog while waiting. A catalog with no
+tablet server registered creates tables at once and their tablets wait,
+PREPARING, for servers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+from almanac import _check as check
+from almanac.catalog import Catalog, HookWork
+from almanac.catalog_version import CatalogVersion
+from almanac.descriptors import Table
+from almanac.entries import VersionedUpdate
+from almanac.errors import (
+    CatalogError,
+    LeaseNotFoundError,
+    ValidationError,
+    WaitTimeoutError,
+)
+from almanac.metastore import Compare, Put
+from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, route_key
+from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
+from almanac.placement.policy import NodeFilterError, eligible, node_filter
+from almanac.placement.routes import (
+    IndexCache,
+    RouteWrite,
+    follow_catalog,
+    index_entries,
+    is_soft_deleted,
+    merge_writes,
+    partitions_of,
+    route_write,
+)
+from almanac.placement.settings import PlacementSettings
+from almanac.placement.state import decode_route, read_reports, read_servers
+from almanac.placement.steps import PassView, step_route
+
+__all__ = [
+    "PassResult",
+    "PlacementManager",
+    "PlacementSettings",
+    "attach_placement",
+    "placement_of",
+]
+
+_log = logging.getLogger("almanac.placement")
+_managers: weakref.WeakKeyDictionary[Catalog, PlacementManager] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """What one pass of the loop did: routes it wrote, writes that lost a
+    race (retried from a fresh read next pass), and what it could not do."""
+
+    written: int
+    lost: int
+    problems: tuple[str, ...]
+
+
+def _qualified(snapshot: CatalogVersion, table: Table) -> str:
+    schema = snapshot.schemas_by_id.get(table.schema_id)
+    return f"{schema.name if schema else table.schema_id}.{table.name}"
+
+
+class PlacementManager:
+    """Placement of one catalog node; see the module docs. Built by
+    ``attach_placement``. With ``run=False`` it neither campaigns nor loops:
+    ``run_pass`` is then called by hand (benchmarks, stepwise tests)."""
+
+    def __init__(self, cat: Catalog, settings: PlacementSettings, *, run: bool = True) -> None:
+        check.instance(cat, Catalog, "Parameter 'cat' of PlacementManager")
+        check.instance(settings, PlacementSettings, "Parameter 'settings' of PlacementManager")
+        self.catalog = cat
+        self.settings = settings
+        self._store = cat.metastore
+        self._stop = threading.Event()
+        self._lease: int | None = None
+        self._fence: tuple[Compare, ...] | None = None
+        self._renewed = 0.0
+        self._deleted_seen: dict[int, float] = {}
+        self._problems: tuple[str, ...] = ()
+        self._passes = 0
+        self._thread: threading.Thread | None = None
+        cat.add_commit_hook(self._hook)
+        cat.on_close(self.close)
+        if run:
+            self._thread = threading.Thread(
+                target=self._run, name=f"almanac-placement-{cat.node_name}", daemon=True
+            )
+            self._thread.start()
+
+    # -- what it shows ---------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._fence is not None
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What the last pass could not do (short of servers, bad filters)."""
+        return self._problems
+
+    @property
+    def passes(self) -> int:
+        """Passes this node ran as leader (or by hand)."""
+        return self._passes
+
+    # -- election ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        interval = self.settings.interval_s
+        while not self._stop.is_set():
+            try:
+                if self._fence is None:
+                    self._campaign()
+                if self._fence is not None and self._renew():
+                    self.run_pass()
+            except CatalogError as exc:
+                if self._stop.is_set():
+                    return
+                _log.warning("Placement pass on node '%s' failed: %s", self.catalog.node_name, exc)
+            except Exception:
+                _log.exception("Placement pass on node '%s' failed", self.catalog.node_name)
+            self._stop.wait(interval)
+
+    def _campaign(self) -> None:
+        store = self._store
+        if store.get(LEADER_KEY) is not None:
+            return
+        lease = store.grant_lease(self.settings.leader_ttl_s)
+        put = Put(LEADER_KEY, self.catalog.node_name.encode(), lease=lease)
+        result = store.txn([Compare.absent(LEADER_KEY)], [put])
+        if not result.succeeded:
+            store.revoke_lease(lease)
+            return
+        self._lease = lease
+        self._renewed = time.monotonic()
+        self._fence = (Compare.create_revision(LEADER_KEY, "==", result.revision),)
+        _log.info("Node '%s' leads tablet placement", self.catalog.node_name)
+
+    def _renew(self) -> bool:
+        """Keep the leader lease; False (and no longer leader) once it is lost."""
+        lease, fence = self._lease, self._fence
+        if lease is None or fence is None:
+            return False
+        if time.monotonic() - self._renewed >= self.settings.leader_ttl_s / 3:
+            try:
+                self._store.keep_alive(lease)
+                self._renewed = time.monotonic()
+            except LeaseNotFoundError:
+                self._resign("its lease expired")
+                return False
+        if not fence[0].holds(self._store.get(LEADER_KEY)):
+            self._resign("another node holds the leader key")
+            return False
+        return True
+
+    def _resign(self, why: str) -> None:
+        _log.warning("Node '%s' no longer leads tablet placement: %s", self.catalog.node_name, why)
+        self._fence = None
+        self._lease = None
+
+    def close(self) -> None:
+        """Stop the loop and give up leadership at once."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+        lease = self._lease
+        self._fence = None
+        self._lease = None
+        if lease is not None:
+            try:
+                self._store.revoke_lease(lease)
+            except CatalogError as exc:
+                _log.warning("Could not give up the placement leader lease: %s", exc)
+
+    # -- the loop ----------------------------------------------------------------
+
+    def run_pass(self, now: float | None = None) -> PassResult:
+        """One pass over every route: follow the catalog, fail over, promote,
+        replace, assign, clean. Each changed route is one transaction
+        comparing what this pass read; a write that loses waits for the
+        next pass and its fresh read."""
+        store = self._store
+        now = time.time() if now is None else now
+        fence = self._fence or ()
+        # Routes first, then the catalog: every route read was written by a
+        # version this catch-up applies, so no new table looks dropped.
+        read = {kv.key: kv for kv in store.range(ROUTE_PREFIX).kvs}
+        self.catalog.catch_up()
+        snapshot = self.catalog.catalog()
+        servers = read_servers(store)
+        reports = {
+            name: {(t.table_id, t.tablet_id): t for t in report.tablets}
+            for name, report in read_reports(store).items()
+            if name in servers
+        }
+        routes = {route.table_id: route for route in map(decode_route, read.values())}
+        load: dict[str, int] = {}
+        leaders: dict[str, int] = {}
+        for stored in routes.values():
+            for server, entries in index_entries(stored).items():
+                load[server] = load.get(server, 0) + len(entries)
+            for t in stored.tablets:
+                if t.leader is not None and t.state is not TabletState.DELETED:
+                    leaders[t.leader] = leaders.get(t.leader, 0) + 1
+        view = PassView(
+            servers,
+            reports,
+            load,
+            now,
+            self.settings.assignment_timeout_s,
+            self.settings.max_tablets_per_server,
+            leaders,
+            frozenset(key for held in reports.values() for key in held),
+        )
+        cache = IndexCache(store)
+        written = lost = 0
+        seen_deleted: set[int] = set()
+        for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
+            route = routes.get(table_id)
+            new = self._next(snapshot, table_id, route, view)
+            if new is not None and new.state is TabletState.DELETED:
+                seen_deleted.add(table_id)
+                if self._cleanable(new, reports, now):
+                    new = None
+                elif new == route:
+                    continue
+            elif new is None or new == route:
+                continue
+            kv = read.get(route_key(table_id))
+            write = route_write(store, table_id, kv, new, cache)
+            if store.txn((*write.compares, *fence), write.ops).succeeded:
+                cache.wrote(write)
+                written += 1
+                if new is None:
+                    self._deleted_seen.pop(table_id, None)
+            else:
+                cache.forget(write)
+                lost += 1
+        self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
+        self._problems = tuple(view.problems)
+        self._passes += 1
+        return PassResult(written, lost, self._problems)
+
+    def _next(
+        self,
+        snapshot: CatalogVersion,
+        table_id: int,
+        route: TableRoute | None,
+        view: PassView,
+    ) -> TableRoute | None:
+        new = follow_catalog(snapshot, table_id, route, view.now)
+        table = snapshot.table_by_id(table_id)
+        if new is None or table is None:
+            return new
+        zone = snapshot.zone_by_id(table.zone_id)
+        if zone is None:
+            return new
+        try:
+            matches = node_filter(zone.node_filter)
+        except NodeFilterError as exc:
+            view.problems.append(f"Table {_qualified(snapshot, table)}: {exc}")
+            return new
+        return step_route(new, zone, matches, table.storage_profile, view)
+
+    def _cleanable(
+        self,
+        route: TableRoute,
+        reports: dict[str, dict[tuple[int, int], TabletReport]],
+        now: float,
+    ) -> bool:
+        """A DELETED route goes once no live server reports any of its
+        tablets, or ``clean_after_s`` after this leader first saw it."""
+        first = self._deleted_seen.setdefault(route.table_id, now)
+        if now - first >= self.settings.clean_after_s:
+            return True
+        ids = {(route.table_id, t.id) for t in route.tablets}
+        return not any(ids & held.keys() for held in reports.values())
+
+    # -- the commit hook -----------------------------------------------------------
+
+    def _hook(
+        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
+    ) -> HookWork | None:
+        store = self._store
+        ids = sorted({entry.object_id() for entry in update.entries} - {-1})
+        created = [t for t in ids if t in new.tables_by_id and t not in base.tables_by_id]
+        if created:
+            self._await_servers(new, created)
+        budget = (store.max_txn_ops or 1 << 30) // 2
+        cache = IndexCache(store)
+        writes: list[RouteWrite] = []
+        size = 0
+        now = time.time()
+        for table_id in ids:
+            table, old = new.table_by_id(table_id), base.table_by_id(table_id)
+            if table is old:
+                continue
+            kv = store.get(route_key(table_id))
+            route = None if kv is None else decode_route(kv)
+            desired = follow_catalog(new, table_id, route, now)
+            if desired is route or desired is None:
+                continue
+            write = route_write(store, table_id, kv, desired, cache)
+            if table_id not in created and size + len(write.compares) > budget:
+                continue  # the leader's loop moves this one
+            cache.wrote(write)
+            writes.append(write)
+            size += len(write.compares)
+        if not writes:
+            return None
+        merged = merge_writes(writes)
+        return HookWork(merged.compares, merged.ops)
+
+    def _await_servers(self, snapshot: CatalogVersion, created: list[int]) -> None:
+        servers = read_servers(self._store)
+        if not servers:
+            return  # no tablet servers at all: tablets wait PREPARING
+        deadline = time.monotonic() + self.settings.create_wait_s
+        while True:
+            problem = self._limit_problem(snapshot, created, servers)
+            if problem is None:
+                return
+            if time.monotonic() >= deadline:
+                raise WaitTimeoutError(
+                    f"{problem}; waited {self.settings.create_wait_s:g} s for tablet servers",
+                    awaited="tablet servers",
+                    timeout=self.settings.create_wait_s,
+                    rule="placement limits",
+                )
+            time.sleep(_POLL_S)
+            servers = read_servers(self._store)
+
+    def _limit_problem(
+        self, snapshot: CatalogVersion, created: list[int], servers: dict[str, ServerInfo]
+    ) -> str | None:
+        for table_id in created:
+            table = snapshot.table_by_id(table_id)
+            zone = None if table is None else snapshot.zone_by_id(table.zone_id)
+            if table is None or zone is None or is_soft_deleted(table):
+                continue
+            try:
+                matches = node_filter(zone.node_filter)
+            except NodeFilterError as exc:
+                raise ValidationError(
+                    f"Table {_qualified(snapshot, table)} cannot be placed: {exc}",
+                    table=_qualified(snapshot, table),
+                    zone=zone.name,
+                    rule="supported node filters",
+                ) from None
+            fit = [s for s in servers.values() if eligible(s, matches, table.storage_profile)]
+            if zone.replicas > len(fit):
+                return (
+                    f"Table {_qualified(snapshot, table)} needs {zone.replicas} replicas "
+                    f"(zone '{zone.name}'), but only {len(fit)} live tablet servers match its "
+                    f"filter {zone.node_filter!r} and storage profile '{table.storage_profile}'"
+                    " (rule: replicas <= live servers)"
+                )
+        demand = 0
+        for table in snapshot.tables_by_id.values():
+            zone = snapshot.zone_by_id(table.zone_id)
+            if zone is not None and not is_soft_deleted(table):
+                demand += partitions_of(snapshot, table) * zone.replicas
+        cap = self.settings.max_tablets_per_server * len(servers)
+        if demand > cap:
+            return (
+                f"Placing {demand} tablet replicas needs more than max_tablets_per_server "
+                f"({self.settings.max_tablets_per_server}) x {len(servers)} live tablet "
+                f"servers = {cap} (rule: tablets x replicas <= max x live servers)"
+            )
+        return None
+
+
+def attach_placement(
+    cat: Catalog, settings: PlacementSettings | None = None, *, run: bool = True
+) -> PlacementManager:
+    """Give ``cat`` its placement manager (once; a second call returns the first)."""
+    with _lock:
+        manager = _managers.get(cat)
+        if manager is None:
+            manager = PlacementManager(cat, settings or PlacementSettings(), run=run)
+            _managers[cat] = manager
+        return manager
+
+
+def placement_of(cat: Catalog) -> PlacementManager:
+    """The catalog's placement manager; ``CatalogError`` when it has none."""
+    with _lock:
+        manager = _managers.get(cat)
+    if manager is None:
+        raise CatalogError(
+            f"Catalog '{cat.target}' has no placement manager; pass "
+            "connect(..., placement=PlacementSettings())",
+            target=cat.target,
+        )
+    return manager
