@@ -67,7 +67,7 @@ def _statement(draw: st.DrawFn) -> str:
 def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
     """SYSTEM.TABLES as the catalog's objects say, written without the SHOW code."""
     rows = []
-    for t in cat.tables_by_id.values():
+    for t in cat.tables():
         schema = cat.schemas_by_id[t.schema_id]
         zone = cat.zones_by_id[t.zone_id]
         rows.append(
@@ -91,7 +91,7 @@ def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
 
 def _expected_columns(cat: almanac.CatalogVersion) -> list[tuple[Any, ...]]:
     rows = []
-    for t in cat.tables_by_id.values():
+    for t in cat.tables():
         schema = cat.schemas_by_id[t.schema_id].name
         for position, c in enumerate(t.columns, start=1):
             key = t.primary_key.index(c.name) + 1 if c.name in t.primary_key else None
