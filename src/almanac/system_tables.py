@@ -29,13 +29,13 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import to_datetime
 from almanac.descriptors import Table
-from almanac.errors import NotFoundError, ValidationError
+from almanac.errors import CorruptDataError, NotFoundError, ValidationError
 from almanac.placement.model import TabletState
 from almanac.placement.state import (
     read_reports,
@@ -303,7 +303,7 @@ def servers_rows(store: Metastore) -> tuple[Row, ...]:
     for name in sorted(set(servers) | set(tablets) | set(leaders) | set(indexed)):
         info = servers.get(name)
         report = reports.get(name)
-        reported = None if report is None else _instant(report.reported_at)
+        reported = None if report is None else _instant(report.reported_at, f"{name}'s report time")
         counts = (tablets.get(name, 0), leaders.get(name, 0), reported)
         if info is None:
             rows.append((name, None, None, (), (), None, False, *counts))
@@ -313,28 +313,26 @@ def servers_rows(store: Metastore) -> tuple[Row, ...]:
             info.flight_port,
             tuple(info.attributes),
             tuple(info.storage_profiles),
-            _instant(info.started_at),
+            _instant(info.started_at, f"{name}'s start time"),
         )
         rows.append((name, *registered, True, *counts))
     return tuple(rows)
 
 
-def _instant(seconds: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+def _instant(seconds: float, what: str) -> dt.datetime:
+    """Seconds since the epoch as an instant; stored seconds past year 9999
+    are as damaged as unreadable bytes."""
+    try:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    except (OverflowError, ValueError, OSError):
+        raise CorruptDataError(f"{what} is {seconds!r} seconds, past any date", key=what) from None
 
 
 # -- answering ------------------------------------------------------------------------------
 
 
-class SystemSource(ReadSource, Protocol):
-    """What the system tables need of a catalog node (``Catalog`` is one)."""
-
-    @property
-    def metastore(self) -> Metastore: ...
-
-
 def system_rows(
-    source: SystemSource, name: str, *, as_of: AsOf | None = None, table_id: int | None = None
+    source: ReadSource, name: str, *, as_of: AsOf | None = None, table_id: int | None = None
 ) -> SystemRows:
     """The rows of system table ``name`` (``SYSTEM.TABLES`` or ``TABLES``) at
     ``as_of`` (the latest for ``None``); ``table_id`` keeps the tablets of one

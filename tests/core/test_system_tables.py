@@ -356,6 +356,14 @@ def test_a_lease_that_is_not_kept_alive_expires_from_servers(sqlite_cat: Catalog
     assert live() == []  # no route names it: it is gone once its lease is
 
 
+def test_a_time_past_any_date_is_damage(sqlite_cat: Catalog) -> None:
+    lease = sqlite_cat.metastore.grant_lease(60.0)
+    info = ServerInfo("ts1", "127.0.0.1", 1, (), (), 1e300, lease)
+    sqlite_cat.metastore.put(server_key("ts1"), info.encode(), lease)
+    with pytest.raises(CorruptDataError, match="ts1's start time"):
+        system_table(sqlite_cat, "SYSTEM.SERVERS")
+
+
 def test_damaged_placement_bytes_are_a_catalog_error(sqlite_cat: Catalog) -> None:
     sqlite_cat.metastore.put(route_key(5), b'{"table_id": 5, "vers')
     with pytest.raises(CorruptDataError, match="__table_route/5"):

@@ -68,3 +68,11 @@ def test_system_tables_read_in_spark_at_the_attached_version(
     assert spark.table("system.history").count() == first < cat.latest_version
     with pytest.raises(Exception, match="view"):
         spark.sql("INSERT INTO system.tables SELECT * FROM system.tables")
+
+    # damaged placement keys: those tables are skipped and their views dropped
+    cat.metastore.put(route_key(table.id), b"{not json")
+    damaged = almanac.spark.attach(spark, target)
+    assert sorted(damaged.skipped) == ["SYSTEM.SERVERS", "SYSTEM.TABLETS"]
+    assert damaged.system == ["system.tables", "system.columns", "system.history"]
+    assert not spark.catalog.tableExists("system.tablets")
+    assert spark.table("system.columns").count() == 3

@@ -383,8 +383,9 @@ def attach_system_tables(
     the system tables: TABLES, COLUMNS and HISTORY at catalog ``version``,
     TABLETS and SERVERS as the placement is now (they have no versions).
     Each view reads one Parquet file, written once per content; a view is
-    replaced only when its rows changed. A session that cannot hold them
-    (Spark Connect) gets them listed in ``result.skipped``."""
+    replaced only when its rows changed. A table that cannot be read (damaged
+    placement keys), or all of them in a session that cannot hold them
+    (Spark Connect), are listed in ``result.skipped``."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from almanac.sql.reads import AsOf
@@ -397,14 +398,22 @@ def attach_system_tables(
         return
     folder = guard.rsplit("/", 1)[0] + "/_system"
     app = str(spark.sparkContext.applicationId)
+    answers = []
     with catalog_session(target, warehouse) as cat:
-        answers = [
-            system_rows(cat, name, as_of=AsOf(version=version) if name in _AT_VERSION else None)
-            for name in SYSTEM_COLUMNS
-        ]
+        for name in SYSTEM_COLUMNS:
+            as_of = AsOf(version=version) if name in _AT_VERSION else None
+            try:
+                answers.append(system_rows(cat, name, as_of=as_of))
+            except CatalogError as exc:  # damaged placement keys: the rest still attach
+                result.skipped[f"SYSTEM.{name}"] = str(exc)
     with _lock:
         known = _system_attached.setdefault(app, {})
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(SYSTEM_DATABASE)}")
+        for name in set(SYSTEM_COLUMNS) - {a.name for a in answers}:
+            _drop(spark, f"{quote(SYSTEM_DATABASE)}.{quote(name.lower())}")  # never stale rows
+            gone = known.pop(name, None)
+            if gone is not None:
+                _drop_hidden(spark, set(gone.hidden))
         for answer in answers:
             table = to_arrow(answer)
             data = _parquet_bytes(table)
