@@ -12,7 +12,7 @@ and accept INSERT INTO / INSERT OVERWRITE through Almanac.
 
 ``attach`` also makes the system tables views of database ``system``
 (``spark.table("system.tables")``): each over one Parquet file of its rows
-as of the attach, written beside the hidden tables. ``SYSTEM`` is a
+as of the attach, through a table of database ``almanac_system_files``. ``SYSTEM`` is a
 reserved schema name, so no catalog schema claims that database."""
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from almanac.spark.types import spark_schema
 __all__ = [
     "HIDDEN_DATABASE",
     "SYSTEM_DATABASE",
+    "SYSTEM_FILES_DATABASE",
     "PUSHDOWN_CONF",
     "AttachResult",
     "activate",
@@ -64,6 +65,10 @@ HIDDEN_DATABASE = "almanac_files"
 
 SYSTEM_DATABASE = "system"
 """The Spark database of the system tables' views (``SYSTEM`` folded)."""
+
+SYSTEM_FILES_DATABASE = "almanac_system_files"
+"""The Spark database of the Parquet tables behind the system views (apart
+from ``HIDDEN_DATABASE``, which holds only catalog tables' file groups)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,24 +413,25 @@ def attach_system_tables(
                 result.skipped[f"SYSTEM.{name}"] = str(exc)
     with _lock:
         known = _system_attached.setdefault(app, {})
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(SYSTEM_DATABASE)}")
+        for database in (SYSTEM_DATABASE, SYSTEM_FILES_DATABASE):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
         for name in set(SYSTEM_COLUMNS) - {a.name for a in answers}:
             _drop(spark, f"{quote(SYSTEM_DATABASE)}.{quote(name.lower())}")  # never stale rows
             gone = known.pop(name, None)
             if gone is not None:
-                _drop_hidden(spark, set(gone.hidden))
+                _drop_system_files(spark, set(gone.hidden))
         for answer in answers:
             table = to_arrow(answer)
             data = _parquet_bytes(table)
             digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]
             view = f"{quote(SYSTEM_DATABASE)}.{quote(answer.name.lower())}"
-            hidden = f"system_{answer.name.lower()}_{digest}"
+            hidden = f"{answer.name.lower()}_{digest}"
             bound = _Bound(target, digest, view=True, hidden=(hidden,))
             current = known.get(answer.name)
             if current != bound or not spark.catalog.tableExists(view):
                 path = f"{folder}/{digest}.parquet"
                 _write_once(path, data)
-                full = f"{quote(HIDDEN_DATABASE)}.{quote(hidden)}"
+                full = f"{quote(SYSTEM_FILES_DATABASE)}.{quote(hidden)}"
                 if not spark.catalog.tableExists(full):
                     spark.catalog.createTable(
                         full,
@@ -437,11 +443,16 @@ def attach_system_tables(
                 spark.sql(f"CREATE VIEW {view} AS SELECT * FROM {full}")
                 known[answer.name] = bound
                 if current is not None:
-                    _drop_hidden(spark, set(current.hidden) - {hidden})
+                    _drop_system_files(spark, set(current.hidden) - {hidden})
             result.system.append(f"{SYSTEM_DATABASE}.{answer.name.lower()}")
 
 
 _AT_VERSION = ("TABLES", "COLUMNS", "HISTORY")
+
+
+def _drop_system_files(spark: Any, names: set[str]) -> None:
+    for name in sorted(names):
+        spark.sql(f"DROP TABLE IF EXISTS {quote(SYSTEM_FILES_DATABASE)}.{quote(name)}")
 
 
 def _parquet_bytes(table: Any) -> bytes:
