@@ -14,7 +14,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog, RetentionPolicy
 from almanac.commands.tables import check_reserve
 from almanac.errors import CatalogError, ValidationError
-from almanac.log import UpdateLog
+from almanac.log import KEY_VERSION, UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
 from almanac.nodes import check_node_name
@@ -24,7 +24,7 @@ from almanac.requests import DEFAULT_REQUEST_WINDOW_S
 from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
 from almanac.targets import Target, parse_target
 
-__all__ = ["connect", "open_catalog"]
+__all__ = ["connect", "missing_catalog", "open_catalog"]
 
 
 class _Local:
@@ -183,6 +183,20 @@ def _connect_remote(target: Target, token: object, local_options: list[str]) -> 
         )
     checked = None if token is None else check_token(token, "Parameter 'token' of connect")
     return RemoteCatalog(target.url, token=checked)
+
+
+def missing_catalog(parsed: Target) -> str | None:
+    """Why no catalog exists at a local target, or ``None`` when one does:
+    a reader opening it would otherwise create an empty catalog at a typo."""
+    if parsed.kind == "etcd":
+        with open_metastore(parsed.store_uri) as store:
+            if store.get(KEY_VERSION) is None:
+                return "no catalog keys in that etcd namespace"
+        return None
+    path = parsed.store_path
+    if path is None or not path.exists():
+        return f"no metastore file '{path}'"
+    return None
 
 
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:

@@ -44,7 +44,10 @@ def _plan(spark: Any, text: str) -> str:
 
 def _hidden(spark: Any) -> set[str]:
     """The hidden tables in the session (other tests' catalogs included;
-    temporary views, which every database lists, left out)."""
+    temporary views, which every database lists, left out); none before the
+    first native attach of this session."""
+    if not spark.catalog.databaseExists(HIDDEN_DATABASE):
+        return set()
     return {t.name for t in spark.catalog.listTables(HIDDEN_DATABASE) if not t.isTemporary}
 
 

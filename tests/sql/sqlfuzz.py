@@ -512,6 +512,10 @@ class Grammar:
                 f"DESCRIBE {self.maybe('TABLE ', 0.5)}{self.table()}",
                 f"SHOW HISTORY{self.maybe(f' LIMIT {self.integer()}')}",
                 f"SHOW DIFF {self.integer()} {self.integer()}",
+                f"SHOW TABLETS{self.maybe(f' ON {self.table()}')}",
+                "SHOW SERVERS",
+                "SELECT * FROM "
+                + self.pick(["SYSTEM.TABLES", "system.columns", "SYSTEM.HISTORY", self.table()]),
             ]
         )
         if self.rng.random() < 0.3:

@@ -286,7 +286,7 @@ def test_reads_of_what_does_not_exist(
         ("SHOW HISTORY LIMIT x", "Expecting the number of versions after LIMIT", (1, 20)),
         (
             "SHOW GRANTS",
-            "Expecting SCHEMAS, TABLES, DROPPED, INDEXES, ZONES, HISTORY or DIFF",
+            "Expecting SCHEMAS, TABLES, DROPPED, INDEXES, ZONES, HISTORY, TABLETS, SERVERS or DIFF",
             (1, 6),
         ),
         ("SHOW DIFF 1 x", "Expecting the second version of SHOW DIFF", (1, 13)),

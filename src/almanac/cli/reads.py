@@ -1,5 +1,6 @@
 """``almanac sql``, and the reads that are SQL underneath: ``show``,
-``describe``, ``history`` and ``diff`` each write their statement and run it
+``describe``, ``history``, ``diff``, ``servers`` and ``tablets`` each write
+their statement and run it
 through ``Catalog.sql`` like any other script, so the command line, the HTTP
 API and the library answer a read the same way.
 
@@ -26,9 +27,11 @@ __all__ = [
     "diff",
     "history",
     "read_statement",
+    "servers",
     "show",
     "show_result",
     "sql",
+    "tablets",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -260,3 +263,22 @@ def history(
 def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:
     """What was added, removed and changed from version V1 to V2."""
     return _run_read(store, f"SHOW DIFF {v1} {v2}", as_json)
+
+
+@click.command()
+@_json_option
+@store_option
+def servers(as_json: bool, store: str | None) -> int:
+    """The tablet servers: address, attributes, whether live, how many
+    tablets each hosts and leads (SYSTEM.SERVERS, as it is now)."""
+    return _run_read(store, "SHOW SERVERS", as_json)
+
+
+@click.command()
+@click.argument("table")
+@_json_option
+@store_option
+def tablets(table: str, as_json: bool, store: str | None) -> int:
+    """The tablets of TABLE (SCHEMA.TABLE, or a table of PUBLIC): state,
+    replicas, leader, reported table version (SYSTEM.TABLETS, as it is now)."""
+    return _run_read(store, f"SHOW TABLETS ON {table}", as_json)

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 import almanac
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.connection import missing_catalog
 from almanac.descriptors import Schema, Table
 from almanac.errors import NotFoundError, ValidationError
-from almanac.log import KEY_VERSION
-from almanac.metastore import open_metastore
 from almanac.targets import Target, parse_target
 
 __all__ = [
@@ -86,19 +85,6 @@ def close_sessions() -> None:
 atexit.register(close_sessions)
 
 
-def _missing_catalog(parsed: Target) -> str | None:
-    """Why no catalog exists at the target, or ``None`` when one does."""
-    if parsed.kind == "etcd":
-        with open_metastore(parsed.store_uri) as store:
-            if store.get(KEY_VERSION) is None:
-                return "no catalog keys in that etcd namespace"
-        return None
-    path = parsed.store_path
-    if path is None or not path.exists():
-        return f"no metastore file '{path}'"
-    return None
-
-
 @contextlib.contextmanager
 def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catalog]:
     """A catalog node for one planning or commit step of this process.
@@ -109,7 +95,7 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     an empty one at a mistyped path, and the job would then fail on a
     missing table instead."""
     parsed = durable_target(target)
-    missing = _missing_catalog(parsed)
+    missing = missing_catalog(parsed)
     if missing is not None:
         raise NotFoundError(
             f"No catalog at '{target}' ({missing}); create it with almanac.connect first",

@@ -8,11 +8,17 @@ INSERT into a view, and each hidden table names at least two root paths,
 for which Spark refuses INSERT as well, so plain ``spark.sql`` can never
 write files that no data snapshot references. ``attach(native=False)``
 keeps the Python-source tables, which read the latest data at every query
-and accept INSERT INTO / INSERT OVERWRITE through Almanac."""
+and accept INSERT INTO / INSERT OVERWRITE through Almanac.
+
+``attach`` also makes the system tables views of database ``system``
+(``spark.table("system.tables")``): each over one Parquet file of its rows
+as of the attach, through a table of database ``almanac_system_files``. ``SYSTEM`` is a
+reserved schema name, so no catalog schema claims that database."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -39,10 +45,13 @@ from almanac.spark.types import spark_schema
 
 __all__ = [
     "HIDDEN_DATABASE",
+    "SYSTEM_DATABASE",
+    "SYSTEM_FILES_DATABASE",
     "PUSHDOWN_CONF",
     "AttachResult",
     "activate",
     "attach",
+    "attach_system_tables",
     "attach_tables",
     "register",
     "spark_name",
@@ -53,6 +62,13 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 HIDDEN_DATABASE = "almanac_files"
 """The Spark database holding the Parquet tables behind native views."""
+
+SYSTEM_DATABASE = "system"
+"""The Spark database of the system tables' views (``SYSTEM`` folded)."""
+
+SYSTEM_FILES_DATABASE = "almanac_system_files"
+"""The Spark database of the Parquet tables behind the system views (apart
+from ``HIDDEN_DATABASE``, which holds only catalog tables' file groups)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +135,13 @@ def spark_name(schema: str, table: str) -> str:
 @dataclass
 class AttachResult:
     """Spark names attached (or kept, when unchanged), tables Spark cannot
-    hold with the reason, and Spark tables dropped because their catalog
-    table is gone."""
+    hold with the reason, Spark tables dropped because their catalog table
+    is gone, and the views of the system tables."""
 
     attached: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)
 
 
 def attach(
@@ -137,7 +154,8 @@ def attach(
 ) -> AttachResult:
     """Create a Spark database per catalog schema and a Spark view (or,
     with ``native=False``, a Python-source table) per catalog table,
-    replacing those whose definition or files changed.
+    replacing those whose definition or files changed, and the views of the
+    system tables (see ``attach_system_tables``).
 
     Native views read the data as planned now (the latest, or ``version``)
     on Spark's Parquet scan and refuse INSERT: write through
@@ -154,9 +172,11 @@ def attach(
     with catalog_session(target, warehouse) as cat:
         snap = cat.catalog(version) if version is not None else cat.catalog()
     point = ReadPoint(version=version)
-    return attach_tables(
+    result = attach_tables(
         spark, target, warehouse, snap, point, snap.tables(), prune=True, native=native
     )
+    attach_system_tables(spark, target, warehouse, snap.version, result)
+    return result
 
 
 def attach_tables(
@@ -353,3 +373,106 @@ def _native_view(target: str, plan: NativePlan, guard: str) -> tuple[_Bound, Any
         spark.sql(f"CREATE VIEW {qualified} AS {body}")
 
     return _Bound(target, digest, view=True, hidden=hidden), create
+
+
+# -- system tables ------------------------------------------------------------------------
+
+_system_attached: dict[str, dict[str, _Bound]] = {}
+"""Per Spark application: system table view name → what it shows."""
+
+
+def attach_system_tables(
+    spark: Any, target: str, warehouse: str | None, version: int, result: AttachResult
+) -> None:
+    """Make ``system.tables`` … ``system.servers`` views over the rows of
+    the system tables: TABLES, COLUMNS and HISTORY at catalog ``version``,
+    TABLETS and SERVERS as the placement is now (they have no versions).
+    Each view reads one Parquet file, written once per content; a view is
+    replaced only when its rows changed. A table that cannot be read (damaged
+    placement keys), or all of them in a session that cannot hold them
+    (Spark Connect), are listed in ``result.skipped``."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from almanac.sql.reads import AsOf
+    from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, system_rows, to_arrow
+
+    try:
+        guard = _guard_dir(spark)
+    except CatalogError as exc:
+        result.skipped.update(dict.fromkeys(SYSTEM_TABLES, str(exc)))
+        return
+    folder = guard.rsplit("/", 1)[0] + "/_system"
+    app = str(spark.sparkContext.applicationId)
+    answers = []
+    with catalog_session(target, warehouse) as cat:
+        for name in SYSTEM_COLUMNS:
+            as_of = AsOf(version=version) if name in _AT_VERSION else None
+            try:
+                answers.append(system_rows(cat, name, as_of=as_of))
+            except CatalogError as exc:  # damaged placement keys: the rest still attach
+                result.skipped[f"SYSTEM.{name}"] = str(exc)
+    with _lock:
+        known = _system_attached.setdefault(app, {})
+        for database in (SYSTEM_DATABASE, SYSTEM_FILES_DATABASE):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
+        for name in set(SYSTEM_COLUMNS) - {a.name for a in answers}:
+            _drop(spark, f"{quote(SYSTEM_DATABASE)}.{quote(name.lower())}")  # never stale rows
+            gone = known.pop(name, None)
+            if gone is not None:
+                _drop_system_files(spark, set(gone.hidden))
+        for answer in answers:
+            table = to_arrow(answer)
+            data = _parquet_bytes(table)
+            digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]
+            view = f"{quote(SYSTEM_DATABASE)}.{quote(answer.name.lower())}"
+            hidden = f"{answer.name.lower()}_{digest}"
+            bound = _Bound(target, digest, view=True, hidden=(hidden,))
+            current = known.get(answer.name)
+            if current != bound or not spark.catalog.tableExists(view):
+                path = f"{folder}/{digest}.parquet"
+                _write_once(path, data)
+                full = f"{quote(SYSTEM_FILES_DATABASE)}.{quote(hidden)}"
+                if not spark.catalog.tableExists(full):
+                    spark.catalog.createTable(
+                        full,
+                        path=file_location([path], guard),
+                        source="parquet",
+                        schema=from_arrow_schema(table.schema),
+                    )
+                _drop(spark, view)
+                spark.sql(f"CREATE VIEW {view} AS SELECT * FROM {full}")
+                known[answer.name] = bound
+                if current is not None:
+                    _drop_system_files(spark, set(current.hidden) - {hidden})
+            result.system.append(f"{SYSTEM_DATABASE}.{answer.name.lower()}")
+
+
+_AT_VERSION = ("TABLES", "COLUMNS", "HISTORY")
+
+
+def _drop_system_files(spark: Any, names: set[str]) -> None:
+    for name in sorted(names):
+        spark.sql(f"DROP TABLE IF EXISTS {quote(SYSTEM_FILES_DATABASE)}.{quote(name)}")
+
+
+def _parquet_bytes(table: Any) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def _write_once(path: str, data: bytes) -> None:
+    """Write ``data`` at ``path`` (named by its digest) unless already there,
+    through a temporary name so that no reader sees half a file."""
+    import pyarrow.fs as pafs
+
+    fs, where = pafs.FileSystem.from_uri(path) if "://" in path else (pafs.LocalFileSystem(), path)
+    if fs.get_file_info(where).type != pafs.FileType.NotFound:
+        return
+    fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+    staged = f"{where}.{threading.get_ident()}.tmp"
+    with fs.open_output_stream(staged) as out:
+        out.write(data)
+    fs.move(staged, where)

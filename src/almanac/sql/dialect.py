@@ -105,8 +105,19 @@ class AlterIndexStatement(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "rename_to": True}
 
 
-READ_KINDS = ("SCHEMAS", "TABLES", "DROPPED", "INDEXES", "ZONES", "HISTORY", "DIFF")
-"""What ``SHOW`` shows; ``DESCRIBE [TABLE]`` is the read of kind ``DESCRIBE``."""
+READ_KINDS = (
+    "SCHEMAS",
+    "TABLES",
+    "DROPPED",
+    "INDEXES",
+    "ZONES",
+    "HISTORY",
+    "TABLETS",
+    "SERVERS",
+    "DIFF",
+)
+"""What ``SHOW`` shows; ``DESCRIBE [TABLE]`` is the read of kind ``DESCRIBE``,
+``SELECT * FROM SYSTEM.x`` the read of kind ``SELECT``."""
 
 
 class AsOfClause(exp.Expression):
@@ -117,12 +128,14 @@ class AsOfClause(exp.Expression):
 
 
 class ReadStatementTree(exp.Expression):
-    """``SHOW kind …`` or ``DESCRIBE [TABLE] t``, then an optional ``AS OF``.
+    """``SHOW kind …``, ``DESCRIBE [TABLE] t`` or ``SELECT * FROM t``, then an
+    optional ``AS OF``.
 
-    ``kind`` is one of ``READ_KINDS`` or ``DESCRIBE``; ``this`` is the schema
-    (an identifier, ``SHOW TABLES IN s``) or table (``SHOW INDEXES ON t``,
-    ``DESCRIBE t``) named; ``limit`` is ``SHOW HISTORY``'s, ``expressions``
-    the two versions of ``SHOW DIFF``.
+    ``kind`` is one of ``READ_KINDS``, ``DESCRIBE`` or ``SELECT``; ``this`` is
+    the schema (an identifier, ``SHOW TABLES IN s``) or table (``SHOW INDEXES
+    ON t``, ``SHOW TABLETS ON t``, ``DESCRIBE t``, ``SELECT * FROM t``) named;
+    ``limit`` is ``SHOW HISTORY``'s, ``expressions`` the two versions of
+    ``SHOW DIFF``.
     """
 
     arg_types: ClassVar[dict[str, bool]] = {
@@ -194,6 +207,7 @@ class AlmanacParser(parser.Parser):
         TokenType.DROP: lambda self: self._parse_drop_statement(),
         TokenType.SHOW: lambda self: self._parse_show_statement(),
         TokenType.DESCRIBE: lambda self: self._parse_describe_statement(),
+        TokenType.SELECT: lambda self: self._parse_select_statement(),
     }
 
     FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {}
@@ -291,7 +305,7 @@ class AlmanacParser(parser.Parser):
             target = self._parse_id_var(any_token=False)
             if target is None:
                 self.raise_error("Expecting a schema name")
-        elif kind == "INDEXES" and self._match(TokenType.ON):
+        elif kind in ("INDEXES", "TABLETS") and self._match(TokenType.ON):
             target = self._parse_table_parts()
         elif kind == "HISTORY" and self._match(TokenType.LIMIT):
             limit = self._parse_read_number("Expecting the number of versions after LIMIT")
@@ -318,6 +332,27 @@ class AlmanacParser(parser.Parser):
         return self.expression(
             ReadStatementTree(kind=exp.var("DESCRIBE"), this=table, as_of=self._parse_as_of())
         )
+
+    def _parse_select_statement(self) -> exp.Expr:
+        """``SELECT * FROM t [AS OF …]``: a whole table, the one query the
+        catalog answers (of the system tables; any other table's rows live in
+        the data plane). Any other query parses as sqlglot has it, and is then
+        named as an unsupported statement (also after ``WITH``)."""
+        start = self._index - 1
+        whole = start == 0 and self._match(TokenType.STAR) and self._match(TokenType.FROM)
+        if whole and self._curr and self._curr.token_type != TokenType.L_PAREN:
+            table = self._parse_table_parts()
+            if not self._curr or self._match_text_seq("AS", "OF", advance=False):
+                as_of = self._parse_as_of()
+                if self._curr:
+                    self.raise_error(f"Unexpected {self._curr.text!r}: the read ends here")
+                tree = ReadStatementTree(kind=exp.var("SELECT"), this=table, as_of=as_of)
+                return self.expression(tree)
+        self._retreat(start)
+        query = self._parse_query_modifiers(self._parse_set_operations(self._parse_select()))
+        if query is None:
+            self.raise_error("Unsupported statement SELECT", self._tokens[start])
+        return query
 
     def _parse_read_number(self, message: str) -> exp.Expr:
         if not self._curr or self._curr.token_type not in (TokenType.NUMBER, TokenType.DASH):

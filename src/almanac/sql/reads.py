@@ -27,6 +27,7 @@ from almanac.summary import summarize_update
 
 if TYPE_CHECKING:
     from almanac.catalog import VersionInfo
+    from almanac.metastore import Metastore
 
 __all__ = [
     "DESCRIBE_COLUMNS",
@@ -46,12 +47,17 @@ __all__ = [
     "diff_rows",
     "history_rows",
     "iso_utc",
+    "column_rows",
+    "history_infos",
+    "read_version",
     "run_read",
     "show_dropped_tables",
+    "version_summary",
     "show_indexes",
     "show_schemas",
     "show_tables",
     "show_zones",
+    "utc_text",
 ]
 
 Rows = tuple[tuple[Cell, ...], ...]
@@ -72,10 +78,13 @@ class AsOf:
 
 @dataclass(frozen=True, slots=True)
 class ReadStatement:
-    """One read statement as written; ``kind`` is one of ``READ_KINDS``.
+    """One read statement as written; ``kind`` is ``SHOW SCHEMAS``, ``SHOW
+    TABLES``, ``SHOW DROPPED TABLES``, ``SHOW INDEXES``, ``SHOW ZONES``, ``SHOW
+    HISTORY``, ``SHOW TABLETS``, ``SHOW SERVERS``, ``SHOW DIFF``, ``DESCRIBE
+    TABLE`` or ``SELECT`` (``SELECT * FROM`` a system table).
 
-    ``schema``/``table`` name what ``IN``, ``ON`` or ``DESCRIBE`` names
-    (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
+    ``schema``/``table`` name what ``IN``, ``ON``, ``DESCRIBE`` or ``FROM``
+    names (``None``: every schema, every table); ``limit`` is ``SHOW HISTORY``'s,
     ``versions`` the two of ``SHOW DIFF``.
     """
 
@@ -91,8 +100,9 @@ class ReadStatement:
             raise ValidationError(f"Unknown read statement {self.kind!r}")
         if (self.kind == "SHOW DIFF") != (self.versions is not None):
             raise ValidationError("SHOW DIFF, and only it, names two versions")
-        if self.kind == "DESCRIBE TABLE" and (self.schema is None or self.table is None):
-            raise ValidationError("DESCRIBE TABLE names a schema and a table")
+        named = self.schema is not None and self.table is not None
+        if self.kind in ("DESCRIBE TABLE", "SELECT") and not named:
+            raise ValidationError(f"{self.kind} names a schema and a table")
 
 
 READ_KINDS = (
@@ -102,8 +112,11 @@ READ_KINDS = (
     "SHOW INDEXES",
     "SHOW ZONES",
     "SHOW HISTORY",
+    "SHOW TABLETS",
+    "SHOW SERVERS",
     "SHOW DIFF",
     "DESCRIBE TABLE",
+    "SELECT",
 )
 
 
@@ -121,6 +134,11 @@ class ReadSource(Protocol):
 
     def diff(self, v1: int, v2: int) -> CatalogDiff: ...
 
+    @property
+    def metastore(self) -> Metastore:
+        """Where the placement state of ``SHOW TABLETS``/``SHOW SERVERS`` lives."""
+        ...
+
 
 def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     """The answer to ``statement``; its ``version`` is the version read (for
@@ -128,7 +146,9 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     if statement.versions is not None:  # SHOW DIFF
         first, second = (_existing(v) for v in statement.versions)
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
-    cat = _version_read(statement.as_of, source)
+    if statement.kind in _SYSTEM_READS:
+        return _system_read(statement, source)
+    cat = read_version(statement.as_of, source)
     if statement.kind == "SHOW HISTORY":
         rows = history_rows(source, cat.version, statement.limit)
         return SqlResult(cat.version, HISTORY_COLUMNS, rows)
@@ -136,7 +156,36 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     return SqlResult(cat.version, columns, answer(cat, statement))
 
 
-def _version_read(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
+_SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
+
+
+def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
+    """A system table (``SELECT``), or the tablets (of one table) or servers:
+    the rows of ``almanac.system_tables``, as JSON scalars."""
+    from almanac.system_tables import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
+
+    table_id = None
+    if statement.kind == "SELECT":
+        name = f"{statement.schema}.{statement.table}"
+        if (statement.schema or "").upper() != SYSTEM_SCHEMA:
+            raise ValidationError(
+                f"SELECT reads the system tables only ({', '.join(SYSTEM_TABLES)}), not "
+                f"'{name}': a table's rows live in the data plane (read them with Spark or "
+                "almanac.flight)",
+                name=name,
+                rule="system-select",
+            )
+    else:
+        name = statement.kind.removeprefix("SHOW ")
+        if statement.table is not None:
+            table_id = require_table(source.catalog(), statement.schema or "", statement.table).id
+    answer = system_rows(source, name, as_of=statement.as_of, table_id=table_id)
+    return SqlResult(answer.version, tuple(n for n, _ in answer.columns), sql_cells(answer))
+
+
+def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
+    """The catalog version a read ``AS OF`` names (the latest for ``None``);
+    ``VersionNotFoundError`` for version 0 or an instant before the first."""
     if as_of is None:
         return source.catalog()
     if as_of.timestamp is not None:
@@ -278,7 +327,11 @@ def describe_table(cat: CatalogVersion, schema: str, name: str) -> Rows:
     """One row per column, in table order: ``TYPE`` and ``DEFAULT`` as SQL
     text the dialect reads back, ``PRIMARY_KEY`` the column's 1-based place
     in the key (``None`` outside it)."""
-    table = require_table(cat, schema, name)
+    return column_rows(require_table(cat, schema, name))
+
+
+def column_rows(table: Table) -> Rows:
+    """``describe_table``'s rows of a table already in hand (by id or by name)."""
     return tuple(
         (
             c.name,
@@ -361,15 +414,21 @@ HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
 def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
     """The available versions up to ``up_to``, newest first, at most ``limit``
     of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
-    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
-    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
-    infos = newest if limit is None else newest[:limit]
     return tuple(
-        (i.version, iso_utc(i.activation_time), i.node, _summary(source, i)) for i in infos
+        (i.version, iso_utc(i.activation_time), i.node, version_summary(source, i))
+        for i in history_infos(source, up_to, limit)
     )
 
 
-def _summary(source: ReadSource, info: VersionInfo) -> str:
+def history_infos(source: ReadSource, up_to: int, limit: int | None) -> Sequence[VersionInfo]:
+    """The available versions up to ``up_to``, newest first, at most ``limit``."""
+    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
+    return newest if limit is None else newest[:limit]
+
+
+def version_summary(source: ReadSource, info: VersionInfo) -> str:
+    """The one line ``SHOW HISTORY`` says of what ``info``'s version changed."""
     after = source.catalog(info.version)
     before = (
         source.catalog(info.version - 1) if info.version - 1 >= source.earliest_version else after
@@ -379,7 +438,12 @@ def _summary(source: ReadSource, info: VersionInfo) -> str:
 
 def iso_utc(timestamp: int) -> str:
     """A hybrid timestamp as ``2026-11-23T01:02:03.456Z``."""
-    return to_datetime(timestamp).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_text(to_datetime(timestamp))
+
+
+def utc_text(moment: dt.datetime) -> str:
+    """An aware instant as ``2026-11-23T01:02:03.456Z``."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")

@@ -98,9 +98,12 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
     if kind == "DROPPED":
         named = None if target is None else _ident(target, "schema")
         return ReadStatement("SHOW DROPPED TABLES", schema=named, as_of=as_of)
-    if kind == "INDEXES" and target is not None:
+    if kind in ("INDEXES", "TABLETS") and target is not None:
         schema, table = _table_name(target, default_schema, "table")
-        return ReadStatement("SHOW INDEXES", schema=schema, table=table, as_of=as_of)
+        return ReadStatement(f"SHOW {kind}", schema=schema, table=table, as_of=as_of)
+    if kind == "SELECT":
+        schema, table = _table_name(target, default_schema, "table")
+        return ReadStatement("SELECT", schema=schema, table=table, as_of=as_of)
     if kind == "HISTORY":
         limit = tree.args.get("limit")
         count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
