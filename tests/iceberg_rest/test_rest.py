@@ -7,12 +7,14 @@ nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -63,10 +65,11 @@ class Served:
         return httpx.Client(base_url=self.uri, headers=headers, timeout=PATIENCE_S)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    directory = tmp_path_factory.mktemp("iceberg_rest")
-    cat = almanac.connect(f"sqlite:///{directory}/catalog.db", warehouse=str(directory / "wh"))
+@contextlib.contextmanager
+def _serve(directory: Path, **settings: Any) -> Iterator[Served]:
+    cat = almanac.connect(
+        f"sqlite:///{directory}/catalog.db", warehouse=str(directory / "wh"), **settings
+    )
     app = create_app(cat, tokens=Tokens.parse(f"admin {ADMIN}\nread {READ}\n", "test tokens"))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -84,6 +87,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.should_exit = True
         thread.join(PATIENCE_S)
         cat.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with _serve(tmp_path_factory.mktemp("iceberg_rest")) as served:
+        yield served
 
 
 def _rows(ids: list[int]) -> pa.Table:
@@ -337,6 +346,23 @@ def test_rename_and_drop(served: Served) -> None:
         client.rename_table("m.u", "m2.u")
     client.drop_table("m.u", purge_requested=True)
     assert not client.table_exists("m.u")
+
+
+def test_a_drop_takes_the_servers_reserve_and_a_purge_does_not(tmp_path: Path) -> None:
+    with _serve(tmp_path, soft_delete_reserve_s=3600.0) as served:
+        client = served.client()
+        client.create_namespace("r")
+        client.create_table("r.kept", SCHEMA, properties={"owner": "ana"}).append(_rows([1, 2]))
+        client.create_table("r.gone", SCHEMA)
+        client.drop_table("r.kept")
+        client.drop_table("r.gone", purge_requested=True)
+        assert client.list_tables("r") == []
+        assert [t.name for t in served.cat.catalog().soft_deleted_tables()] == ["kept"]
+        served.cat.sql('RECOVER TABLE "r"."kept"')
+        back = client.load_table("r.kept")
+        assert back.properties.get("owner") == "ana"
+        assert _ids(back.scan().to_arrow()) == [1, 2]
+        assert not client.table_exists("r.gone")
 
 
 def test_a_snapshot_of_another_tables_files_is_refused(served: Served) -> None:

@@ -344,18 +344,22 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         table: str,
         purge: Annotated[bool, Query(alias="purgeRequested")] = False,
     ) -> Response:
-        """DROP TABLE as one catalog version. Its files stay readable by time
-        travel until retention expires them and the janitor removes them,
-        with or without ``purgeRequested``."""
+        """DROP TABLE as one catalog version. Without ``purgeRequested`` it
+        takes the server's soft-delete reserve (``serve
+        --soft-delete-reserve``), so RECOVER TABLE can bring it back;
+        ``purgeRequested`` drops it at once. Its files stay readable by time
+        travel until retention expires them and the janitor removes them."""
         name = _namespace(namespace)
 
-        def attach(base: CatalogVersion, _new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+        def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             gone = find_table(base, name, table)
+            if gone.id in new.tables_by_id:
+                return [], []  # soft-deleted: its properties come back with it
             stored = Properties.read(cat.metastore, "table", gone.id)
             return ([stored.unchanged()], [stored.replace({})]) if stored.revision else ([], [])
 
         find_table(cat.catalog(), name, table)
-        cat.execute([DropTable(table, name)], attach=attach)
+        cat.execute([DropTable(table, name, reserve_s=0.0 if purge else None)], attach=attach)
         return _no_content()
 
     @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
