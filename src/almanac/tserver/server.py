@@ -153,6 +153,7 @@ class TabletServer:
         self._sequence = 0
         self._lease = 0
         self._bad_index: tuple[int, bytes] | None = None  # the damaged index logged last
+        self._bad_registration: tuple[int, bytes] | None = None
         try:
             self._service = TabletFlightService(
                 f"grpc://{settings.host}:{settings.flight_port}", self.name, self._rows
@@ -210,7 +211,10 @@ class TabletServer:
         try:
             holder = decode_server(held)
         except CorruptDataError as exc:  # whose it is cannot be told: wait for its lease
-            _log.warning("Tablet server '%s' waits for a damaged registration: %s", self.name, exc)
+            seen = (held.mod_revision, held.value)
+            level = logging.DEBUG if seen == self._bad_registration else logging.WARNING
+            self._bad_registration = seen
+            _log.log(level, "Tablet server '%s' waits on a damaged key: %s", self.name, exc)
             return None
         if holder.instance_id and holder.instance_id == self.instance_id:
             return Compare.value(key, "==", held.value)
