@@ -3,6 +3,7 @@ servers: each is a ``CatalogError`` naming the rule, and changes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -21,8 +22,15 @@ from almanac.errors import (
     ValidationError,
 )
 from almanac.flight import read_table
-from almanac.placement import Tablet, TabletState
-from almanac.tserver import TabletServerSettings, TabletTicket
+from almanac.placement import (
+    ServerInfo,
+    Tablet,
+    TabletState,
+    read_reports,
+    read_servers,
+    server_key,
+)
+from almanac.tserver import TabletServer, TabletServerSettings, TabletTicket
 from almanac.tserver.instance import INSTANCE_FILE, DataDirLock, decode_instance
 from tests.tserver.harness import place, spread
 
@@ -194,3 +202,25 @@ def test_every_damaged_instance_file_is_refused_and_left_as_it_is(tmp_path: Path
     fresh.close()
     assert fresh.instance_id != lock.instance_id
     assert decode_instance(path.read_bytes(), "x") == fresh.instance_id
+
+
+def test_a_registration_is_taken_over_only_from_the_same_data_directory(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c"), delay_ms=0, max_clock_skew_ms=0) as cat:
+        store = cat.metastore
+        held = store.grant_lease(600)
+        old = ServerInfo("ts1", "127.0.0.1", 9, (), (), 0.0, held)  # before instance ids
+        store.put(server_key("ts1"), old.encode(), lease=held)
+        settings = TabletServerSettings("ts1", str(tmp_path / "d"), lease_ttl_s=0.3)
+        with pytest.raises(AlreadyExistsError, match="is taken by a live server"):
+            TabletServer(cat, settings)
+        assert store.get(server_key("ts1")).value == old.encode()  # type: ignore[union-attr]
+        lock = DataDirLock(tmp_path / "d")  # a refused server let its directory go
+        lock.close()
+        # The previous process on this directory: taken over, its lease revoked.
+        mine = dataclasses.replace(old, instance_id=lock.instance_id)
+        store.put(server_key("ts1"), mine.encode(), lease=held)
+        with TabletServer(cat, settings) as server:
+            info = read_servers(store)["ts1"]
+            assert info.instance_id == lock.instance_id and info.lease == server.lease != held
+            assert store.lease_ttl(held) is None
+            assert "ts1" in read_reports(store)
