@@ -3,6 +3,7 @@ is refused with a CorruptDataError instead of a half-valid value."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -68,6 +69,7 @@ infos = st.builds(
     storage_profiles=st.lists(names, max_size=3).map(tuple),
     started_at=times,
     lease=ints,
+    instance_id=st.one_of(st.just(""), names),
 )
 reports = st.builds(
     ServerReport,
@@ -145,6 +147,24 @@ def test_malformed_routes_are_refused(data: bytes) -> None:
     with pytest.raises(CorruptDataError) as caught:
         TableRoute.decode(data)
     assert isinstance(caught.value, CatalogError)
+
+
+def test_a_registration_without_an_instance_id_still_decodes() -> None:
+    """Records written before servers had instance ids stay readable, and
+    their bytes are what an id-less value encodes to."""
+    old = (
+        b'{"attributes":[["rack","r1"]],"flight_port":5,"host":"h","lease":9,"name":"ts1",'
+        b'"started_at":1.5,"storage_profiles":[]}'
+    )
+    info = ServerInfo.decode(old)
+    assert info == ServerInfo("ts1", "h", 5, (("rack", "r1"),), (), 1.5, 9)
+    assert info.instance_id == "" and info.encode() == old
+    new = dataclasses.replace(info, instance_id="a" * 32).encode()
+    assert json.loads(new) == {**json.loads(old), "instance_id": "a" * 32}
+    assert ServerInfo.decode(new).instance_id == "a" * 32
+    for bad in (b'"instance_id":""', b'"instance_id":7', b'"instance_id":null'):
+        with pytest.raises(CorruptDataError, match="instance_id"):
+            ServerInfo.decode(old[:-1] + b"," + bad + b"}")
 
 
 def test_altering_counts_running_tablets_behind_the_target_only() -> None:

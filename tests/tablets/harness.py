@@ -123,6 +123,8 @@ class Process:
         self.what = what
         self.log = log
         self._pattern = ready
+        self._offset = log.stat().st_size if log.exists() else 0
+        """Where this process's output starts in ``log`` (a restart appends)."""
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "almanac.cli", *args],
@@ -137,7 +139,9 @@ class Process:
 
     def await_ready(self) -> Self:
         def started() -> bool:
-            self.ready = self._pattern.search(self.log_text())
+            with self.log.open("rb") as log:
+                log.seek(self._offset)
+                self.ready = self._pattern.search(log.read().decode("utf-8", "replace"))
             if self.ready is None and self.proc.poll() is not None:
                 raise AssertionError(
                     f"{self.what} exited with {self.proc.returncode} before it was ready:\n"

@@ -14,10 +14,15 @@ from typing import Any
 import pyarrow as pa
 
 import almanac.spark
+from almanac.cli import main
 from almanac.data import write_table
 from almanac.flight import read_table
-from almanac.placement.model import TableRoute, TabletState
+from almanac.metastore import WatchEventKind
+from almanac.placement.keys import server_key
+from almanac.placement.model import ServerInfo, TableRoute, TabletState
+from almanac.placement.state import read_servers
 from tests.tablets.harness import (
+    PATIENCE,
     RouteAudit,
     TabletCluster,
     connections_to,
@@ -320,3 +325,76 @@ def test_the_placement_leader_restarts_and_dies_mid_assignment_and_a_silent_serv
     cluster.wait(lambda: placement_disagreements(cluster.store) == [], "indexes to agree")
     audit.close()
     assert audit.violations == []
+
+
+def test_a_server_killed_and_restarted_on_its_data_directory_keeps_its_tablets(
+    cluster: TabletCluster, capsys: Any
+) -> None:
+    cluster.start_nodes(["n1"])
+    cluster.start_servers(["ts1", "ts2", "ts3"], lease_ttl_s=LONG_LEASE_S)
+    _create(cluster, "Z", 3, 2, "K")
+    write_table(cluster.cat, "K", _rows(0, 900))
+    before = cluster.wait_settled("K", 3, 2)
+    cluster.wait_replicas_serving("K")
+    table_id = cluster.table_id("K")
+    victim = cluster.servers[next(t.leader for t in before.tablets if t.leader is not None)]
+    mine = {t.id for t in before.tablets if victim.name in t.replicas}
+    cache = victim.data_dir / "tablets" / str(table_id)
+    files = {p: p.stat().st_ino for p in cache.rglob("*.parquet")}
+    assert files and mine
+    old = read_servers(cluster.store)[victim.name]
+    assert old.instance_id
+    audit = RouteAudit(cluster.store, cluster.store.revision + 1)
+    registrations = cluster.store.watch(server_key(victim.name), cluster.store.revision + 1)
+    try:
+        victim.kill()
+        restarted = cluster.start_server(victim.name, lease_ttl_s=LONG_LEASE_S)
+        new = read_servers(cluster.store)[victim.name]
+        assert new.instance_id == old.instance_id and new.lease != old.lease
+        events: list[tuple[WatchEventKind, int]] = []  # up to the takeover, in order
+        while not events or events[-1] != (WatchEventKind.PUT, new.lease):
+            event = registrations.next(timeout=PATIENCE)
+            assert event is not None, f"no takeover among {events}"
+            lease = ServerInfo.decode(event.kv.value).lease if event.kv.value else 0
+            events.append((event.type, lease))
+        assert all(kind is WatchEventKind.PUT for kind, _ in events), events
+        cluster.wait(lambda: cluster.store.lease_ttl(old.lease) is None, "the old lease revoked")
+
+        def serving_again() -> bool:
+            report = cluster.reports().get(victim.name)
+            running = {
+                r.tablet_id
+                for r in (report.tablets if report else ())
+                if r.table_id == table_id and r.state is TabletState.RUNNING
+            }
+            return running == mine
+
+        cluster.wait(serving_again, f"{victim.name} to serve its tablets again")
+        assert _ids(read_table(cluster.cat, "PUBLIC.K")) == list(range(900))
+        after = cluster.wait_settled("K", 3, 2)
+        assert {t.id: t.replicas for t in after.tablets} == {
+            t.id: t.replicas for t in before.tablets
+        }, "no tablet moved and none was replaced"
+        audit.close()
+        assert audit.violations == []
+        assert not any(
+            victim.name not in t.replicas
+            for route in audit.history.get(table_id, [])
+            for t in route.tablets
+            if t.id in mine
+        ), "the restarted server never lost a tablet"
+        assert {p: p.stat().st_ino for p in cache.rglob("*.parquet")} == files, "cache kept"
+        assert "took over the registration of its previous process" in restarted.log_text()
+    finally:
+        registrations.close()
+        audit.close()
+
+    # The same name on another data directory is another server: refused
+    # while the name lives; a second process on the same directory too.
+    base = ["tserver", "--store", cluster.target, "--warehouse", cluster.warehouse]
+    base += ["--name", victim.name, "--lease-ttl", "0.5"]
+    assert main([*base, "--data-dir", str(cluster.directory / "other")]) == 1
+    assert "is taken by a live server on another data directory" in capsys.readouterr().err
+    assert main([*base, "--data-dir", str(victim.data_dir)]) == 1
+    assert "is in use by another live process" in capsys.readouterr().err
+    assert read_servers(cluster.store)[victim.name] == new

@@ -3,6 +3,7 @@ servers: each is a ``CatalogError`` naming the rule, and changes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -13,10 +14,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import almanac
-from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    CorruptDataError,
+    NotFoundError,
+    ValidationError,
+)
 from almanac.flight import read_table
-from almanac.placement import Tablet, TabletState
-from almanac.tserver import TabletServerSettings, TabletTicket
+from almanac.placement import (
+    ServerInfo,
+    Tablet,
+    TabletState,
+    read_reports,
+    read_servers,
+    server_key,
+)
+from almanac.tserver import TabletServer, TabletServerSettings, TabletTicket
+from almanac.tserver.instance import INSTANCE_FILE, DataDirLock, decode_instance
 from tests.tserver.harness import place, spread
 
 
@@ -142,3 +157,70 @@ def test_any_bytes_decode_to_a_ticket_or_a_validation_error(data: bytes) -> None
     except ValidationError:
         return
     assert TabletTicket.decode(ticket.encode()) == ticket
+
+
+def test_a_data_directory_gets_one_instance_id_and_one_live_server(tmp_path: Path) -> None:
+    first = DataDirLock(tmp_path / "d")
+    try:
+        stored = (tmp_path / "d" / INSTANCE_FILE).read_bytes()
+        assert decode_instance(stored, "x") == first.instance_id
+        assert len(first.instance_id) == 32
+        with pytest.raises(AlreadyExistsError, match="is in use by another live process"):
+            DataDirLock(tmp_path / "d")
+    finally:
+        first.close()
+    again = DataDirLock(tmp_path / "d")
+    again.close()
+    assert again.instance_id == first.instance_id
+    other = DataDirLock(tmp_path / "e")
+    other.close()
+    assert other.instance_id != first.instance_id
+
+
+def test_every_damaged_instance_file_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    lock = DataDirLock(tmp_path / "d")
+    lock.close()
+    path = tmp_path / "d" / INSTANCE_FILE
+    good = path.read_bytes()
+    damaged = [good[:cut] for cut in range(len(good))]
+    damaged += [
+        bytes(b ^ (1 << bit) if i == at else b for i, b in enumerate(good))
+        for at in range(len(good))
+        for bit in range(8)
+    ]
+    damaged += [good.replace(b'"instance_id"', b'"instance"'), b"[]\n", b"\xff" * 70]
+    for data in damaged:
+        path.write_bytes(data)
+        with pytest.raises(CorruptDataError, match=r"Instance file .* is damaged") as info:
+            DataDirLock(tmp_path / "d")
+        assert str(path) in str(info.value)
+        assert path.read_bytes() == data, "a damaged file is not replaced"
+    # A crash while writing the first id leaves only a part file: ignored.
+    path.unlink()
+    (tmp_path / "d" / (INSTANCE_FILE + ".part")).write_bytes(b"half")
+    fresh = DataDirLock(tmp_path / "d")
+    fresh.close()
+    assert fresh.instance_id != lock.instance_id
+    assert decode_instance(path.read_bytes(), "x") == fresh.instance_id
+
+
+def test_a_registration_is_taken_over_only_from_the_same_data_directory(tmp_path: Path) -> None:
+    with almanac.connect(str(tmp_path / "c"), delay_ms=0, max_clock_skew_ms=0) as cat:
+        store = cat.metastore
+        held = store.grant_lease(600)
+        old = ServerInfo("ts1", "127.0.0.1", 9, (), (), 0.0, held)  # before instance ids
+        store.put(server_key("ts1"), old.encode(), lease=held)
+        settings = TabletServerSettings("ts1", str(tmp_path / "d"), lease_ttl_s=0.3)
+        with pytest.raises(AlreadyExistsError, match="is taken by a live server"):
+            TabletServer(cat, settings)
+        assert store.get(server_key("ts1")).value == old.encode()  # type: ignore[union-attr]
+        lock = DataDirLock(tmp_path / "d")  # a refused server let its directory go
+        lock.close()
+        # The previous process on this directory: taken over, its lease revoked.
+        mine = dataclasses.replace(old, instance_id=lock.instance_id)
+        store.put(server_key("ts1"), mine.encode(), lease=held)
+        with TabletServer(cat, settings) as server:
+            info = read_servers(store)["ts1"]
+            assert info.instance_id == lock.instance_id and info.lease == server.lease != held
+            assert store.lease_ttl(held) is None
+            assert "ts1" in read_reports(store)

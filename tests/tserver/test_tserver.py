@@ -33,6 +33,7 @@ from almanac.placement import (
     read_route,
     read_servers,
     route_key,
+    server_index_key,
 )
 from almanac.tserver import TabletTicket
 from tests.tserver.harness import TabletServerProcess, place, spread, wait_for
@@ -397,6 +398,35 @@ def test_a_damaged_route_stops_nothing_and_deletes_nothing(cluster: Cluster) -> 
         flight_read(cluster.cat, "DAMAGED")
     cluster.store.put(route_key(table_id), good.value)
     assert sorted(flight_read(cluster.cat, "DAMAGED").column("ID").to_pylist()) == list(range(5))
+
+
+def test_a_damaged_server_index_is_logged_once_per_value_and_deletes_nothing(
+    cluster: Cluster,
+) -> None:
+    server = cluster.servers["ts1"]
+    key = server_index_key("ts1")
+    good = cluster.store.get(key)
+    assert good is not None
+    held = {(r.table_id, r.tablet_id) for r in read_reports(cluster.store)["ts1"].tablets}
+
+    def warnings() -> int:
+        return sum(
+            " WARNING " in line and "keeps its tablets" in line
+            for line in server.log_text().splitlines()
+        )
+
+    try:
+        for damage, count in ((b"\xff not an index", 1), (b'{"server":"ts1"}', 2)):
+            cluster.store.put(key, damage)
+            wait_for(lambda c=count: warnings() >= c, "the damage to be logged")  # type: ignore[misc]
+            _rounds(cluster, "ts1", 4)
+            assert warnings() == count, "logged once per damaged value, not every round"
+            report = read_reports(cluster.store)["ts1"]
+            assert {(r.table_id, r.tablet_id) for r in report.tablets} == held
+    finally:
+        cluster.store.put(key, good.value)
+    _rounds(cluster, "ts1")
+    assert {(r.table_id, r.tablet_id) for r in read_reports(cluster.store)["ts1"].tablets} == held
 
 
 def test_a_server_paused_past_its_lease_registers_again(cluster: Cluster) -> None:

@@ -131,7 +131,11 @@ class ServerIndex:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """A tablet server's registration, kept under its lease."""
+    """A tablet server's registration, kept under its lease.
+
+    ``instance_id`` names the data directory the server runs on (empty in
+    records written before servers had one, and then left out of the JSON):
+    a restart on the same directory may take its own registration over."""
 
     name: str
     host: str
@@ -140,19 +144,21 @@ class ServerInfo:
     storage_profiles: tuple[str, ...]
     started_at: float
     lease: int
+    instance_id: str = ""
 
     def encode(self) -> bytes:
-        return _dump(
-            {
-                "name": self.name,
-                "host": self.host,
-                "flight_port": self.flight_port,
-                "attributes": [list(pair) for pair in self.attributes],
-                "storage_profiles": list(self.storage_profiles),
-                "started_at": self.started_at,
-                "lease": self.lease,
-            }
-        )
+        record: dict[str, Any] = {
+            "name": self.name,
+            "host": self.host,
+            "flight_port": self.flight_port,
+            "attributes": [list(pair) for pair in self.attributes],
+            "storage_profiles": list(self.storage_profiles),
+            "started_at": self.started_at,
+            "lease": self.lease,
+        }
+        if self.instance_id:
+            record["instance_id"] = self.instance_id
+        return _dump(record)
 
     @staticmethod
     def decode(data: bytes) -> ServerInfo:
@@ -348,8 +354,8 @@ def _index(record: dict[str, Any]) -> ServerIndex:
 
 
 def _info(record: dict[str, Any]) -> ServerInfo:
-    names = ("name", "host", "flight_port", "attributes", "storage_profiles")
-    _fields(record, (*names, "started_at", "lease"))
+    names = ("name", "host", "flight_port", "attributes", "storage_profiles", "started_at", "lease")
+    _fields(record, (*names, "instance_id") if "instance_id" in record else names)
     attributes = [_pair(p, "attribute", _str) for p in _list(record["attributes"], "attributes")]
     profiles = [_str(p, "storage profile") for p in _list(record["storage_profiles"], "profiles")]
     keys = [k for k, _ in attributes]
@@ -363,6 +369,7 @@ def _info(record: dict[str, Any]) -> ServerInfo:
         storage_profiles=tuple(profiles),
         started_at=_float(record["started_at"], "started_at"),
         lease=_int(record["lease"], "lease"),
+        instance_id=_str(record["instance_id"], "instance_id") if "instance_id" in record else "",
     )
 
 

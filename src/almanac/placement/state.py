@@ -24,6 +24,7 @@ __all__ = [
     "decode_report",
     "decode_route",
     "decode_server",
+    "decode_server_index",
     "read_reports",
     "read_route",
     "read_routes",
@@ -115,16 +116,18 @@ class DecodeMemo(Generic[T]):
         return out
 
 
+def decode_server_index(kv: KeyValue) -> ServerIndex:
+    """The server index stored in ``kv``, checked against its key."""
+    return _named(kv, ServerIndex.decode, _server, SERVER_INDEX_PREFIX)
+
+
 def read_server_index(store: Metastore, server: str) -> ServerIndex | None:
     kv = store.get(server_index_key(server))
-    return None if kv is None else _named(kv, ServerIndex.decode, _server, SERVER_INDEX_PREFIX)
+    return None if kv is None else decode_server_index(kv)
 
 
 def read_server_indexes(store: Metastore) -> dict[str, ServerIndex]:
-    indexes = (
-        _named(kv, ServerIndex.decode, _server, SERVER_INDEX_PREFIX)
-        for kv in store.range(SERVER_INDEX_PREFIX).kvs
-    )
+    indexes = (decode_server_index(kv) for kv in store.range(SERVER_INDEX_PREFIX).kvs)
     return {index.server: index for index in indexes}
 
 

@@ -11,6 +11,14 @@ deleted or replaced, loses its local data; a tablet found on disk that the
 catalog never knew is left alone (a confused catalog must not destroy
 data). A server whose lease expired (it was paused longer than the lease's
 time to live) registers again under a new lease and reports in full.
+
+A server restarted on its own data directory (see ``instance``) finds its
+registration held by the lease of the process that died: the instance id
+in it is its own, so it takes the key over at once, in one transaction
+comparing the exact bytes it read, reports in full, and only then revokes
+the dead process's lease. The key never disappears, so placement sees no
+failure and moves nothing. A registration of another instance id is
+another server: its name is refused until its lease expires.
 """
 
 from __future__ import annotations
@@ -34,11 +42,12 @@ from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
     ConflictError,
+    CorruptDataError,
     LeaseNotFoundError,
     NotFoundError,
     ValidationError,
 )
-from almanac.metastore import Compare, Put, Watch
+from almanac.metastore import Compare, KeyValue, Put, Watch
 from almanac.nodes import check_node_name
 from almanac.placement.keys import report_key, server_index_key, server_key, tombstone_key
 from almanac.placement.model import (
@@ -48,7 +57,8 @@ from almanac.placement.model import (
     TabletReport,
     TabletState,
 )
-from almanac.placement.state import read_route, read_server_index
+from almanac.placement.state import decode_server, decode_server_index, read_route
+from almanac.tserver.instance import DataDirLock
 from almanac.tserver.local import LocalTablet, LocalTablets
 from almanac.tserver.reads import tablet_rows
 from almanac.tserver.service import TabletFlightService
@@ -127,7 +137,13 @@ class TabletServer:
         self.name = settings.name
         self._store = cat.metastore
         self._data = TableData.for_catalog(cat)
-        self._local = LocalTablets(settings.data_dir, self._data.warehouse)
+        self._dir = DataDirLock(settings.data_dir)
+        self.instance_id = self._dir.instance_id
+        try:
+            self._local = LocalTablets(settings.data_dir, self._data.warehouse)
+        except BaseException:
+            self._dir.close()
+            raise
         self._hosted: dict[tuple[int, int], LocalTablet] = {}
         self._wanted: set[tuple[int, int]] = set()
         self._left: set[tuple[int, int]] = set()  # left the index: data to delete
@@ -136,14 +152,21 @@ class TabletServer:
         self._stop = threading.Event()
         self._sequence = 0
         self._lease = 0
-        self._service = TabletFlightService(
-            f"grpc://{settings.host}:{settings.flight_port}", self.name, self._rows
-        )
+        self._bad_index: tuple[int, bytes] | None = None  # the damaged index logged last
+        self._bad_registration: tuple[int, bytes] | None = None
+        try:
+            self._service = TabletFlightService(
+                f"grpc://{settings.host}:{settings.flight_port}", self.name, self._rows
+            )
+        except BaseException:
+            self._dir.close()
+            raise
         self.port: int = self._service.port
         try:
-            self._register(wait_s=settings.lease_ttl_s + 1.0)
+            previous = self._register(wait_s=settings.lease_ttl_s + 1.0)
             self.sync()
             self.report()
+            self._let_go(previous)
         except BaseException:
             self._shutdown()
             raise
@@ -167,32 +190,84 @@ class TabletServer:
     def _info(self) -> ServerInfo:
         s = self.settings
         return ServerInfo(
-            self.name, s.host, self.port, s.attributes, s.storage_profiles, time.time(), self._lease
+            self.name,
+            s.host,
+            self.port,
+            s.attributes,
+            s.storage_profiles,
+            time.time(),
+            self._lease,
+            self.instance_id,
         )
 
-    def _register(self, wait_s: float = 0.0) -> None:
-        """Take the server key under a fresh lease. A key of the same name
-        held by a server that died is gone within its lease's time to live,
-        so a restart waits up to ``wait_s`` for it; then ``AlreadyExistsError``."""
+    def _claim(self, held: KeyValue | None) -> Compare | None:
+        """The condition to take the server key on, None while another
+        server holds it. A registration of this instance id is this data
+        directory's previous process (the directory lock excludes a live
+        one): it is taken over as read, byte for byte."""
+        key = server_key(self.name)
+        if held is None:
+            return Compare.absent(key)
+        try:
+            holder = decode_server(held)
+        except CorruptDataError as exc:  # whose it is cannot be told: wait for its lease
+            seen = (held.mod_revision, held.value)
+            level = logging.DEBUG if seen == self._bad_registration else logging.WARNING
+            self._bad_registration = seen
+            _log.log(level, "Tablet server '%s' waits on a damaged key: %s", self.name, exc)
+            return None
+        if holder.instance_id and holder.instance_id == self.instance_id:
+            return Compare.value(key, "==", held.value)
+        return None
+
+    def _register(self, wait_s: float = 0.0) -> int:
+        """Take the server key under a fresh lease; returns the lease of the
+        registration it took over (0: none), for ``_let_go`` once this
+        server has reported. A key of the same name held by another server
+        is gone within its lease's time to live, so this waits up to
+        ``wait_s`` for it; then ``AlreadyExistsError``."""
         key = server_key(self.name)
         deadline = time.monotonic() + wait_s
         while True:
-            self._lease = self._store.grant_lease(self.settings.lease_ttl_s)
-            put = Put(key, self._info().encode(), lease=self._lease)
-            if self._store.txn([Compare.absent(key)], [put]).succeeded:
-                return
-            with contextlib.suppress(CatalogError):
-                self._store.revoke_lease(self._lease)
-            self._lease = 0
+            held = self._store.get(key)
+            claim = self._claim(held)
+            if claim is not None:
+                self._lease = self._store.grant_lease(self.settings.lease_ttl_s)
+                put = Put(key, self._info().encode(), lease=self._lease)
+                if self._store.txn([claim], [put]).succeeded:
+                    if held is None:
+                        return 0
+                    _log.info(
+                        "Tablet server '%s' took over the registration of its previous process "
+                        "on data directory '%s' (instance %s)",
+                        self.name,
+                        self._dir.path,
+                        self.instance_id,
+                    )
+                    return held.lease
+                with contextlib.suppress(CatalogError):
+                    self._store.revoke_lease(self._lease)
+                self._lease = 0
             if time.monotonic() >= deadline or self._stop.wait(_RETRY_S):
                 break
         raise AlreadyExistsError(
-            f"Tablet server name '{self.name}' is taken by a live server: choose another, or "
-            f"wait for its lease to expire (at most {self.settings.lease_ttl_s:g} s)",
+            f"Tablet server name '{self.name}' is taken by a live server on another data "
+            f"directory: choose another, or wait for its lease to expire (at most "
+            f"{self.settings.lease_ttl_s:g} s)",
             kind="tablet server",
             name=self.name,
             rule="tablet server names are unique among live servers",
         )
+
+    def _let_go(self, lease: int) -> None:
+        """Revoke the lease of the process this one took over from, now
+        that the key and the report are under this server's lease."""
+        if not lease or lease == self._lease:
+            return
+        try:
+            self._store.revoke_lease(lease)
+        except CatalogError as exc:  # expired meanwhile, or the store is away: it expires
+            _log.info("Lease %d of the previous process was not revoked: %s", lease, exc)
 
     def _renew(self) -> None:
         try:
@@ -201,12 +276,13 @@ class TabletServer:
         except LeaseNotFoundError:
             pass
         try:
-            self._register()
+            previous = self._register()
         except AlreadyExistsError as exc:
             _log.error("%s", exc)
             return
         _log.warning("Tablet server '%s' lost its lease and registered again", self.name)
         self.report()
+        self._let_go(previous)
 
     def report(self) -> ServerReport:
         """Write the full report of what this server holds, under its lease."""
@@ -236,8 +312,7 @@ class TabletServer:
         """Bring the local tablets to the server index: set up and refresh
         what it names, delete what left it. True when everything it names is
         set up."""
-        index = read_server_index(self._store, self.name)
-        wanted = set(index.tablets) if index is not None else set()
+        wanted = self._read_index()
         with self._lock:
             self._left |= self._wanted - wanted
             self._left -= wanted
@@ -277,6 +352,26 @@ class TabletServer:
         with self._lock:
             self._strays = strays
         return ready
+
+    def _read_index(self) -> set[tuple[int, int]]:
+        """What the server index names. A damaged index changes nothing (what
+        was wanted stays wanted, nothing is deleted on doubt) and is logged
+        at WARNING once per damaged value, then at DEBUG until repaired."""
+        kv = self._store.get(server_index_key(self.name))
+        if kv is None:
+            self._bad_index = None
+            return set()
+        try:
+            index = decode_server_index(kv)
+        except CorruptDataError as exc:
+            seen = (kv.mod_revision, kv.value)
+            level = logging.DEBUG if seen == self._bad_index else logging.WARNING
+            self._bad_index = seen
+            _log.log(level, "Tablet server '%s' keeps its tablets: %s", self.name, exc)
+            with self._lock:
+                return set(self._wanted)
+        self._bad_index = None
+        return set(index.tablets)
 
     def _set_up(self, key: tuple[int, int], route: TableRoute | None) -> bool:
         table_id, tablet_id = key
@@ -455,6 +550,7 @@ class TabletServer:
         if self._lease:
             with contextlib.suppress(CatalogError):
                 self._store.revoke_lease(self._lease)
+        self._dir.close()
 
     def close(self) -> None:
         """Stop serving and take the registration and report away at once."""
