@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from almanac.etcd_local import LocalEtcd
+from almanac.spark.names import close_sessions
 from tests.spark.conftest import spark
 from tests.tablets.harness import Settings, TabletCluster
 
@@ -18,7 +19,12 @@ __all__ = ["spark"]
 @pytest.fixture(scope="session")
 def tablet_etcd() -> Iterator[LocalEtcd]:
     with LocalEtcd(3, fsync=False) as cluster:
-        yield cluster
+        try:
+            yield cluster
+        finally:
+            # Spark reads keep catalog nodes open between steps; close them
+            # while their etcd still answers.
+            close_sessions()
 
 
 def open_cluster(
