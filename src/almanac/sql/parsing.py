@@ -20,7 +20,8 @@ from almanac.commands import Command
 from almanac.errors import SqlParseError
 from almanac.sql.dialect import AlmanacDialect, ReadStatementTree, Untranslatable
 from almanac.sql.reads import ReadStatement
-from almanac.sql.translate import translate, translate_read
+from almanac.sql.translate import translate
+from almanac.sql.translate_reads import translate_read
 
 __all__ = ["parse_script", "parse_sql"]
 

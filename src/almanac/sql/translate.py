@@ -11,14 +11,11 @@ so that the caller can point at it in the source.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import re
 from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
-from almanac.clock import from_datetime
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -44,17 +41,14 @@ from almanac.commands import (
     SetTableProperties,
 )
 from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
-from almanac.errors import ValidationError
 from almanac.sql.dialect import (
     AlterIndexStatement,
     AlterZoneStatement,
-    AsOfClause,
     ColocateProperty,
     CreateZoneStatement,
     DropZoneStatement,
     KeyColumn,
     PurgeTableStatement,
-    ReadStatementTree,
     RecoverTableStatement,
     StorageProfileProperty,
     TablePrimaryKey,
@@ -69,9 +63,9 @@ from almanac.sql.literals import (
     integer_literal,
     number_text,
 )
-from almanac.sql.reads import AsOf, ReadStatement
+from almanac.sql.names import ident, schema_name, table_name, words
 
-__all__ = ["translate", "translate_read"]
+__all__ = ["translate"]
 
 
 def translate(tree: exp.Expr, *, default_schema: str) -> list[Command]:
@@ -81,110 +75,8 @@ def translate(tree: exp.Expr, *, default_schema: str) -> list[Command]:
     if handler is None and isinstance(tree, exp.Condition | exp.Alias | exp.Tuple | exp.Star):
         raise Untranslatable("Expecting a statement such as CREATE, ALTER or DROP")
     if handler is None:
-        raise Untranslatable(f"Unsupported statement {_words(type(tree).__name__)} {kind}".rstrip())
+        raise Untranslatable(f"Unsupported statement {words(type(tree).__name__)} {kind}".rstrip())
     return handler(tree, default_schema)
-
-
-def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadStatement:
-    """A read statement's tree as the value ``run_read`` answers."""
-    kind = str(tree.args["kind"].name)
-    as_of = _as_of(tree.args.get("as_of"))
-    target = tree.args.get("this")
-    if kind == "DESCRIBE":
-        schema, table = _table_name(target, default_schema, "table")
-        return ReadStatement("DESCRIBE TABLE", schema=schema, table=table, as_of=as_of)
-    if kind == "TABLES" and target is not None:
-        return ReadStatement("SHOW TABLES", schema=_ident(target, "schema"), as_of=as_of)
-    if kind == "DROPPED":
-        named = None if target is None else _ident(target, "schema")
-        return ReadStatement("SHOW DROPPED TABLES", schema=named, as_of=as_of)
-    if kind in ("INDEXES", "TABLETS") and target is not None:
-        schema, table = _table_name(target, default_schema, "table")
-        return ReadStatement(f"SHOW {kind}", schema=schema, table=table, as_of=as_of)
-    if kind == "SELECT":
-        schema, table = _table_name(target, default_schema, "table")
-        return ReadStatement("SELECT", schema=schema, table=table, as_of=as_of)
-    if kind == "HISTORY":
-        limit = tree.args.get("limit")
-        count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
-        return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
-    if kind == "DIFF":
-        if as_of is not None:
-            raise Untranslatable(
-                "SHOW DIFF names both of its versions and takes no AS OF", tree.args["as_of"]
-            )
-        first, second = (_read_number(v, "SHOW DIFF", "a version") for v in tree.expressions)
-        return ReadStatement("SHOW DIFF", versions=(first, second))
-    return ReadStatement(f"SHOW {kind}", as_of=as_of)
-
-
-def _read_number(node: exp.Expr, where: str, what: str) -> int:
-    value = integer_literal(node)
-    if value is None or not 0 <= value < 2**63:
-        raise Untranslatable(f"{where} takes {what}: a non-negative 64-bit integer", node)
-    return value
-
-
-def _as_of(node: object) -> AsOf | None:
-    if not isinstance(node, AsOfClause):
-        return None
-    value = node.this
-    if node.args["kind"] == "VERSION":
-        return AsOf(version=_read_number(value, "AS OF VERSION", "a version"))
-    text = str(value.this)
-    try:
-        moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise Untranslatable(
-            f"'{text}' is not an ISO-8601 timestamp such as '2026-11-23T01:02:03Z'", value
-        ) from None
-    if moment.utcoffset() is None:
-        raise Untranslatable(
-            f"Timestamp '{text}' has no UTC offset: end it with Z or +HH:MM (without one its "
-            "instant would depend on the machine's time zone)",
-            value,
-        )
-    try:
-        from_datetime(moment)
-    except ValidationError:
-        raise Untranslatable(
-            f"Timestamp '{text}' is outside the hybrid clock's range (1970 to 6429)", value
-        ) from None
-    return AsOf(timestamp=moment)
-
-
-# -- names ---------------------------------------------------------------------
-
-
-def _words(class_name: str) -> str:
-    """``PrimaryKeyColumnConstraint`` → ``PRIMARY KEY COLUMN CONSTRAINT`` for messages."""
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", class_name).upper()
-
-
-def _ident(node: object, what: str) -> str:
-    """Unquoted identifiers are case-insensitive and stored upper-case."""
-    if not isinstance(node, exp.Identifier):
-        raise Untranslatable(f"Expecting a simple {what} name", node)
-    name = str(node.this)
-    return name if node.quoted else name.upper()
-
-
-def _table_name(node: object, default_schema: str, what: str) -> tuple[str, str]:
-    """``[schema.]name`` of a table or index → (schema, name)."""
-    if not isinstance(node, exp.Table):
-        raise Untranslatable(f"Expecting a {what} name", node)
-    check_clauses(node, ("this", "db"), f"A {what} name")
-    db = node.args.get("db")
-    schema = default_schema if db is None else _ident(db, "schema")
-    return schema, _ident(node.this, what)
-
-
-def _schema_name(node: object) -> str:
-    """Schema statements name the schema in sqlglot's ``db`` slot."""
-    if not isinstance(node, exp.Table) or node.args.get("this") is not None:
-        raise Untranslatable("Expecting a schema name", node)
-    check_clauses(node, ("db",), "A schema name")
-    return _ident(node.args.get("db"), "schema")
 
 
 # -- columns -------------------------------------------------------------------
@@ -194,7 +86,7 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
     """A column definition, its column-level PRIMARY KEY (if any) and whether
     NULL was written explicitly."""
     check_clauses(node, ("this", "kind", "constraints", "exists"), "A column definition")
-    name = _ident(node.this, "column")
+    name = ident(node.this, "column")
     ctype, precision, scale, length = column_type(node.args.get("kind"), name)
     nullable: bool | None = None
     default: DefaultValue | None = None
@@ -217,7 +109,7 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
                 raise Untranslatable(f"Column '{name}' declares PRIMARY KEY twice", kind)
             primary_key = kind
         else:
-            what = _words(type(kind).__name__) if kind is not None else "constraint"
+            what = words(type(kind).__name__) if kind is not None else "constraint"
             raise Untranslatable(f"Unsupported {what} on column '{name}'", constraint)
     column = ColumnDef(
         name=name,
@@ -244,7 +136,7 @@ def _key_columns(
         nulls_first = node.args.get("nulls_first")
         if kind is IndexKind.HASH and (desc is not None or nulls_first is not None):
             raise Untranslatable(f"A HASH {what} takes no ASC/DESC or NULLS FIRST/LAST", node)
-        names.append(_ident(node.this, "column"))
+        names.append(ident(node.this, "column"))
         collations.append(Collation.of(not desc, nulls_first))
     return tuple(names), (tuple(collations) if kind is IndexKind.SORTED else None)
 
@@ -263,14 +155,14 @@ def _index_kind(node: object, default: IndexKind) -> IndexKind:
 
 def _create_schema(tree: exp.Expr, default_schema: str) -> list[Command]:
     check_clauses(tree, ("this", "kind", "exists"), "CREATE SCHEMA")
-    return [CreateSchema(_schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))]
+    return [CreateSchema(schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))]
 
 
 def _drop_schema(tree: exp.Expr, default_schema: str) -> list[Command]:
     check_clauses(tree, ("tables", "kind", "exists", "cascade", "restrict"), "DROP SCHEMA")
     return [
         DropSchema(
-            _schema_name(node),
+            schema_name(node),
             if_exists=bool(tree.args.get("exists")),
             cascade=bool(tree.args.get("cascade")),
         )
@@ -286,7 +178,7 @@ def _create_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     body = tree.this
     if not isinstance(body, exp.Schema):
         raise Untranslatable("CREATE TABLE needs a column list", tree)
-    schema, name = _table_name(body.this, default_schema, "table")
+    schema, name = table_name(body.this, default_schema, "table")
     columns: list[ColumnDef] = []
     column_keys: list[tuple[str, exp.Expr]] = []
     explicit_null: dict[str, exp.Expr] = {}
@@ -306,9 +198,9 @@ def _create_table(tree: exp.Expr, default_schema: str) -> list[Command]:
                 raise Untranslatable(f"Table '{name}' declares PRIMARY KEY twice", element)
             table_key = element
         elif isinstance(element, exp.Identifier):
-            raise Untranslatable(f"Column '{_ident(element, 'column')}' needs a type", element)
+            raise Untranslatable(f"Column '{ident(element, 'column')}' needs a type", element)
         else:
-            what = _words(type(element).__name__)
+            what = words(type(element).__name__)
             raise Untranslatable(f"Unsupported {what} in CREATE TABLE", element)
     pk, kind, collations = _primary_key(name, column_keys, table_key)
     for column_name in pk:
@@ -358,13 +250,13 @@ def _table_options(node: object) -> dict[str, Any]:
     for prop in node.expressions if isinstance(node, exp.Properties) else []:
         value: object
         if isinstance(prop, ColocateProperty):
-            field, value = "colocation", tuple(_ident(c, "column") for c in prop.expressions)
+            field, value = "colocation", tuple(ident(c, "column") for c in prop.expressions)
         elif isinstance(prop, ZoneProperty):
-            field, value = "zone", _ident(prop.this, "zone")
+            field, value = "zone", ident(prop.this, "zone")
         elif isinstance(prop, StorageProfileProperty):
             field, value = "storage_profile", str(prop.this.this)
         else:
-            what = _words(type(prop).__name__)
+            what = words(type(prop).__name__)
             raise Untranslatable(f"Unsupported {what} in CREATE TABLE", prop)
         if field in options:
             raise Untranslatable(f"CREATE TABLE gives {field.replace('_', ' ')} twice", prop)
@@ -376,7 +268,7 @@ def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     """``DROP TABLE … [WITH (RESERVE = '1h')]``: a reserve soft-deletes."""
     reserve: float | None = None
     for node in tree.args.get("options") or []:
-        key = _ident(node.this, "DROP TABLE option")
+        key = ident(node.this, "DROP TABLE option")
         if key != "RESERVE":
             raise Untranslatable(f"Unknown DROP TABLE option {key}; expecting RESERVE", node.this)
         if reserve is not None:
@@ -394,13 +286,13 @@ def _drop_table(tree: exp.Expr, default_schema: str) -> list[Command]:
 
 
 def _recover_table(tree: RecoverTableStatement, default_schema: str) -> list[Command]:
-    schema, name = _table_name(tree.this, default_schema, "table")
+    schema, name = table_name(tree.this, default_schema, "table")
     new_name = tree.args.get("rename_to")
-    return [RecoverTable(name, schema, None if new_name is None else _ident(new_name, "table"))]
+    return [RecoverTable(name, schema, None if new_name is None else ident(new_name, "table"))]
 
 
 def _purge_table(tree: PurgeTableStatement, default_schema: str) -> list[Command]:
-    schema, name = _table_name(tree.this, default_schema, "table")
+    schema, name = table_name(tree.this, default_schema, "table")
     return [PurgeTable(name, schema, if_exists=bool(tree.args.get("exists")))]
 
 
@@ -411,7 +303,7 @@ def _drop_relations(
     check_clauses(tree, ("tables", "kind", "exists"), f"DROP {what.upper()}")
     commands: list[Command] = []
     for node in tree.args.get("tables") or []:
-        schema, name = _table_name(node, default_schema, what)
+        schema, name = table_name(node, default_schema, what)
         commands.append(command(name, schema, if_exists=bool(tree.args.get("exists"))))
     return commands
 
@@ -422,7 +314,7 @@ def _drop_relations(
 def _alter_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     """Each action becomes a command, in order."""
     check_clauses(tree, ("this", "kind", "exists", "actions"), "ALTER TABLE")
-    schema, table = _table_name(tree.this, default_schema, "table")
+    schema, table = table_name(tree.this, default_schema, "table")
     if_exists = bool(tree.args.get("exists"))
     commands: list[Command] = []
     for action in tree.args.get("actions") or []:
@@ -471,13 +363,13 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
             if_table_exists=if_exists,
         )
     if isinstance(action, exp.AlterRename):
-        new_schema, new_name = _table_name(action.this, schema, "table")
+        new_schema, new_name = table_name(action.this, schema, "table")
         if new_schema != schema:
             raise Untranslatable("RENAME TO cannot move a table to another schema", action)
         return RenameTable(table, new_name, schema, if_exists=if_exists)
     if isinstance(action, exp.AlterSet):
         return _table_properties(action, schema, table, if_exists)
-    what = _words(type(action).__name__)
+    what = words(type(action).__name__)
     if isinstance(action, exp.Drop):
         what = f"DROP {action.args.get('kind') or ''}".rstrip()
     raise Untranslatable(f"Unsupported ALTER TABLE action {what}", action)
@@ -533,8 +425,8 @@ def _property_number(node: exp.Expr, key: str, *, integer: bool) -> float | int:
 
 
 def _alter_index(tree: exp.Expr, default_schema: str) -> list[Command]:
-    schema, name = _table_name(tree.this, default_schema, "index")
-    new_name = _ident(tree.args["rename_to"], "index")
+    schema, name = table_name(tree.this, default_schema, "index")
+    new_name = ident(tree.args["rename_to"], "index")
     return [RenameIndex(name, new_name, schema, if_exists=bool(tree.args.get("exists")))]
 
 
@@ -544,14 +436,14 @@ def _dropped_columns(nodes: list[exp.Expr]) -> tuple[str, ...]:
         for column in node.expressions if isinstance(node, exp.Tuple) else [node]:
             if not isinstance(column, exp.Column) or len(column.parts) != 1:
                 raise Untranslatable("Expecting a column name", column)
-            names.append(_ident(column.this, "column"))
+            names.append(ident(column.this, "column"))
     return tuple(names)
 
 
 def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: bool) -> Command:
     """SET DATA TYPE / SET|DROP NOT NULL / SET|DROP DEFAULT on one column."""
     check_clauses(action, ("this", "dtype", "default", "drop", "allow_null"), "ALTER COLUMN")
-    column = _ident(action.this, "column")
+    column = ident(action.this, "column")
     changes: dict[str, Any] = {}
     if action.args.get("dtype") is not None:
         ctype, precision, scale, length = column_type(action.args["dtype"], column)
@@ -597,12 +489,12 @@ def _create_index(tree: exp.Expr, default_schema: str) -> list[Command]:
     if not isinstance(params, exp.IndexParameters) or not params.args.get("columns"):
         raise Untranslatable("CREATE INDEX needs a column list", index)
     check_clauses(params, ("using", "columns"), "CREATE INDEX")
-    schema, table = _table_name(index.args.get("table"), default_schema, "table")
+    schema, table = table_name(index.args.get("table"), default_schema, "table")
     kind = _index_kind(params.args.get("using"), IndexKind.SORTED)
     columns, collations = _key_columns(params.args["columns"], kind, "index")
     return [
         CreateIndex(
-            name=_ident(index.this, "index"),
+            name=ident(index.this, "index"),
             table=table,
             schema=schema,
             columns=columns,
@@ -671,7 +563,7 @@ def _zone_options(nodes: list[exp.Expr]) -> dict[str, Any]:
     """``KEY=value`` options → CreateZone / AlterZone fields."""
     options: dict[str, Any] = {}
     for node in nodes:
-        key = _ident(node.this, "zone option")
+        key = ident(node.this, "zone option")
         known = _ZONE_OPTIONS.get(key)
         if known is None:
             raise Untranslatable(
@@ -686,22 +578,22 @@ def _zone_options(nodes: list[exp.Expr]) -> dict[str, Any]:
 
 def _create_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
     options = _zone_options(tree.expressions)
-    name = _ident(tree.this, "zone")
+    name = ident(tree.this, "zone")
     return [CreateZone(name=name, if_not_exists=bool(tree.args.get("exists")), **options)]
 
 
 def _alter_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
-    name = _ident(tree.this, "zone")
+    name = ident(tree.this, "zone")
     if_exists = bool(tree.args.get("exists"))
     if tree.args.get("rename_to") is not None:
-        return [RenameZone(name, _ident(tree.args["rename_to"], "zone"), if_exists=if_exists)]
+        return [RenameZone(name, ident(tree.args["rename_to"], "zone"), if_exists=if_exists)]
     if tree.args.get("set_default"):
         return [SetDefaultZone(name, if_exists=if_exists)]
     return [AlterZone(name=name, if_exists=if_exists, **_zone_options(tree.expressions))]
 
 
 def _drop_zone(tree: exp.Expr, default_schema: str) -> list[Command]:
-    return [DropZone(_ident(tree.this, "zone"), if_exists=bool(tree.args.get("exists")))]
+    return [DropZone(ident(tree.this, "zone"), if_exists=bool(tree.args.get("exists")))]
 
 
 _KINDED = (exp.Create, exp.Drop, exp.Alter)

@@ -1,0 +1,85 @@
+"""Read statements' trees (SHOW, DESCRIBE, SELECT from a system table,
+``AS OF``) → the ``ReadStatement`` values ``run_read`` answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlglot import exp
+
+from almanac.clock import from_datetime
+from almanac.errors import ValidationError
+from almanac.sql.dialect import AsOfClause, ReadStatementTree, Untranslatable
+from almanac.sql.literals import integer_literal
+from almanac.sql.names import ident, table_name
+from almanac.sql.reads import AsOf, ReadStatement
+
+__all__ = ["translate_read"]
+
+
+def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadStatement:
+    """A read statement's tree as the value ``run_read`` answers."""
+    kind = str(tree.args["kind"].name)
+    as_of = _as_of(tree.args.get("as_of"))
+    target = tree.args.get("this")
+    if kind == "DESCRIBE":
+        schema, table = table_name(target, default_schema, "table")
+        return ReadStatement("DESCRIBE TABLE", schema=schema, table=table, as_of=as_of)
+    if kind == "TABLES" and target is not None:
+        return ReadStatement("SHOW TABLES", schema=ident(target, "schema"), as_of=as_of)
+    if kind == "DROPPED":
+        named = None if target is None else ident(target, "schema")
+        return ReadStatement("SHOW DROPPED TABLES", schema=named, as_of=as_of)
+    if kind in ("INDEXES", "TABLETS") and target is not None:
+        schema, table = table_name(target, default_schema, "table")
+        return ReadStatement(f"SHOW {kind}", schema=schema, table=table, as_of=as_of)
+    if kind == "SELECT":
+        schema, table = table_name(target, default_schema, "table")
+        return ReadStatement("SELECT", schema=schema, table=table, as_of=as_of)
+    if kind == "HISTORY":
+        limit = tree.args.get("limit")
+        count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
+        return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+    if kind == "DIFF":
+        if as_of is not None:
+            raise Untranslatable(
+                "SHOW DIFF names both of its versions and takes no AS OF", tree.args["as_of"]
+            )
+        first, second = (_read_number(v, "SHOW DIFF", "a version") for v in tree.expressions)
+        return ReadStatement("SHOW DIFF", versions=(first, second))
+    return ReadStatement(f"SHOW {kind}", as_of=as_of)
+
+
+def _read_number(node: exp.Expr, where: str, what: str) -> int:
+    value = integer_literal(node)
+    if value is None or not 0 <= value < 2**63:
+        raise Untranslatable(f"{where} takes {what}: a non-negative 64-bit integer", node)
+    return value
+
+
+def _as_of(node: object) -> AsOf | None:
+    if not isinstance(node, AsOfClause):
+        return None
+    value = node.this
+    if node.args["kind"] == "VERSION":
+        return AsOf(version=_read_number(value, "AS OF VERSION", "a version"))
+    text = str(value.this)
+    try:
+        moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise Untranslatable(
+            f"'{text}' is not an ISO-8601 timestamp such as '2026-11-23T01:02:03Z'", value
+        ) from None
+    if moment.utcoffset() is None:
+        raise Untranslatable(
+            f"Timestamp '{text}' has no UTC offset: end it with Z or +HH:MM (without one its "
+            "instant would depend on the machine's time zone)",
+            value,
+        )
+    try:
+        from_datetime(moment)
+    except ValidationError:
+        raise Untranslatable(
+            f"Timestamp '{text}' is outside the hybrid clock's range (1970 to 6429)", value
+        ) from None
+    return AsOf(timestamp=moment)
