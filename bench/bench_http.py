@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -31,24 +30,9 @@ import httpx
 
 import almanac
 import timing
+from serving import start_server
 
 RUNS = 3
-SERVER = "import sys; from almanac.server import serve; serve(sys.argv[1], port=0)"
-
-
-def start_server(target: str) -> tuple[subprocess.Popen[str], str]:
-    """A server on a free loopback port, and its URL once it listens."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, target],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("Listening on "):
-            return proc, line.split()[-1]
-    raise RuntimeError(f"the server exited with {proc.wait()} before listening")
 
 
 def rate(fn: Callable[[], object], n: int) -> float:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -37,9 +36,9 @@ from pyiceberg.table import StaticTable
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 import timing
+from serving import start_server
 
 RUNS = 3
-SERVER = "import sys; from almanac.server import serve; serve(sys.argv[1], port=0)"
 SCHEMA = Schema(
     NestedField(1, "ID", LongType(), required=True),
     NestedField(2, "NAME", StringType(), required=False),
@@ -49,21 +48,6 @@ SCHEMA = Schema(
 ROWS = pa.table(
     {"ID": pa.array(range(1000), pa.int64()), "NAME": [f"n{i}" for i in range(1000)]}
 ).append_column("QTY", pa.array(range(1000), pa.int32()))
-
-
-def start_server(target: str) -> tuple[subprocess.Popen[str], str]:
-    """A server on a free loopback port, and its URL once it listens."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, target],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("Listening on "):
-            return proc, line.split()[-1]
-    raise RuntimeError(f"the server exited with {proc.wait()} before listening")
 
 
 def per_call(fn: Callable[[], object], n: int) -> float:
