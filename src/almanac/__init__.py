@@ -57,6 +57,7 @@ from almanac.descriptors import (
 )
 from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
+    AccessDeniedError,
     AlreadyExistsError,
     CatalogError,
     CatalogIdentityError,
@@ -94,6 +95,7 @@ from almanac.targets import Target, TargetKind, parse_target
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccessDeniedError",
     "AddColumns",
     "AlreadyExistsError",
     "AlterColumn",

@@ -10,6 +10,7 @@ Grouped by what the caller can do about it::
     │   ├── AlreadyExistsError        a name is already taken
     │   ├── SqlParseError             DDL text is not valid (line, column, text)
     │   ├── VersionNotFoundError      a version was never made or was truncated
+    │   ├── AccessDeniedError         a server refused the caller's bearer token
     │   └── SnapshotExpiredError      the data snapshot a read needs was expired
     ├── RetryableError                the state moved under the request: try again
     │   ├── ConflictError             a commit lost every race it was allowed
@@ -39,6 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "CatalogError",
     "CatalogIdentityError",
@@ -135,6 +137,11 @@ class VersionNotFoundError(InputError):
         super().__init__(message, version=version, earliest=earliest)
         self.version = version
         self.earliest = earliest
+
+
+class AccessDeniedError(InputError):
+    """A server refused the request's credentials: no bearer token, a token
+    it does not know, or a role too weak. The message names the server."""
 
 
 class ConflictError(RetryableError):

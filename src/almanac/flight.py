@@ -15,6 +15,11 @@ names at that version (``pc.field("ID") > 10``), applied to the rows read:
 it changes what is returned, not what is read. Anything else that pyarrow
 can evaluate is allowed; an expression it cannot evaluate against the
 table is a ``ValidationError`` naming the table.
+
+``token`` is the bearer token sent with every call, as ``connect`` sends it
+to ``almanac serve``: a tablet server started with tokens refuses a call
+without one of them, and ``read_table`` then raises ``AccessDeniedError``
+naming the server at once (another replica would refuse it alike).
 """
 
 from __future__ import annotations
@@ -34,11 +39,13 @@ from almanac.catalog import Catalog
 from almanac.data.arrow import output_schema
 from almanac.data.tablets import table_partitions
 from almanac.descriptors import Table
-from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.errors import AccessDeniedError, CatalogError, NotFoundError, ValidationError
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
+from almanac.remote import check_token
 from almanac.spark.names import parse_name, resolve_table
 from almanac.targets import parse_target
+from almanac.tserver.auth import RULE, bearer_headers
 from almanac.tserver.ticket import TabletTicket
 
 if TYPE_CHECKING:
@@ -69,15 +76,18 @@ def read_table(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: Progress | None = None,
+    token: str | None = None,
 ) -> pa.Table:
     """The rows of table ``name`` (``T`` or ``S.T``, as Spark reads name
     it) at catalog ``version`` (the latest by default), read from its tablet
-    servers; ``filter`` as the module says. ``timeout_s`` bounds each
-    tablet stream, and the wait for a failover once every replica of a
-    tablet failed. ``CatalogError`` when a tablet has no live replica that
-    serves it by then."""
+    servers with the bearer ``token``; ``filter`` as the module says.
+    ``timeout_s`` bounds each tablet stream, and the wait for a failover
+    once every replica of a tablet failed. ``CatalogError`` when a tablet
+    has no live replica that serves it by then."""
+    if token is not None:
+        token = check_token(token, "Parameter 'token' of read_table")
     if isinstance(target, Catalog):
-        return _read(target, name, version, filter, timeout_s, progress)
+        return _read(target, name, version, filter, timeout_s, progress, token)
     check.string(target, "Parameter 'target' of read_table", nonblank=True)
     from almanac.connection import open_catalog
 
@@ -85,7 +95,7 @@ def read_table(
     if parsed.store_path is not None and not parsed.store_path.exists():
         raise NotFoundError(f"No catalog at {parsed} to read from", target=str(parsed))
     with open_catalog(parsed) as cat:
-        return _read(cat, name, version, filter, timeout_s, progress)
+        return _read(cat, name, version, filter, timeout_s, progress, token)
 
 
 def _read(
@@ -95,6 +105,7 @@ def _read(
     where: pc.Expression | None,
     timeout_s: float,
     progress: Progress | None,
+    token: str | None,
 ) -> pa.Table:
     check.string(name, "Parameter 'name' of read_table", nonblank=True)
     check.optional_int(version, "Parameter 'version' of read_table", lo=0)
@@ -116,7 +127,7 @@ def _read(
             table=full,
             rule="placed-tablets",
         )
-    reader = _TabletReader(store, table, full, snap.version, timeout_s, progress)
+    reader = _TabletReader(store, table, full, snap.version, timeout_s, progress, token)
     tablets = _serving(route, table_partitions(snap, table), full)
     with ThreadPoolExecutor(max_workers=min(_MAX_WORKERS, max(1, len(tablets)))) as pool:
         parts = list(pool.map(reader.read, tablets))
@@ -191,6 +202,7 @@ class _TabletReader:
         version: int,
         timeout_s: float,
         progress: Progress | None,
+        token: str | None,
     ) -> None:
         self.store = store
         self.table = table
@@ -198,6 +210,7 @@ class _TabletReader:
         self.version = version
         self.timeout_s = timeout_s
         self.progress = progress
+        self.headers = bearer_headers(token)
         self._lock = threading.Lock()
 
     def read(self, tablet: Tablet) -> list[pa.RecordBatch]:
@@ -243,7 +256,7 @@ class _TabletReader:
 
     def _read_from(self, tablet: Tablet, info: ServerInfo) -> list[pa.RecordBatch]:
         ticket = TabletTicket(self.table.id, tablet.id, self.version)
-        options = flight.FlightCallOptions(timeout=self.timeout_s)
+        options = flight.FlightCallOptions(timeout=self.timeout_s, headers=self.headers)
         batches: list[pa.RecordBatch] = []
         rows = 0
         try:
@@ -257,9 +270,24 @@ class _TabletReader:
                         self.progress(tablet.id, info.name, rows)
             finally:
                 client.close()
+        except (flight.FlightUnauthenticatedError, flight.FlightUnauthorizedError) as exc:
+            where = f"grpc://{info.host}:{info.flight_port}"
+            raise AccessDeniedError(
+                f"Tablet server '{info.name}' ({where}) refused to read table '{self.full}' "
+                f"{'without a token' if not self.headers else 'with the token given'} "
+                f"({_code(exc)}): {RULE}; pass token= a read or admin token of its tokens file "
+                "or $ALMANAC_TOKENS",
+                table=self.full,
+                server=info.name,
+                rule=RULE,
+            ) from None
         except (flight.FlightError, pa.ArrowException, OSError) as exc:
             raise _Failed(" ".join(str(exc).split())[:300]) from exc
         return _conformed(batches, self.table, self.full)
+
+
+def _code(exc: flight.FlightError) -> str:
+    return "unauthorized" if isinstance(exc, flight.FlightUnauthorizedError) else "unauthenticated"
 
 
 def _conformed(batches: Sequence[pa.RecordBatch], table: Table, full: str) -> list[pa.RecordBatch]:

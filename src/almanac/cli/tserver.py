@@ -1,5 +1,7 @@
 """``almanac tserver``: one tablet server in the foreground, until SIGTERM
-or SIGINT (then its registration goes away at once and it exits 0)."""
+or SIGINT (then its registration goes away at once and it exits 0). Its
+Flight endpoint takes the tokens ``almanac serve`` takes, from the same
+places, and binds to loopback unless told otherwise."""
 
 from __future__ import annotations
 
@@ -49,6 +51,18 @@ def _attribute(
     help="A storage profile this server offers (repeatable).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="The Flight address to bind.")
+@click.option(
+    "--tokens-file",
+    type=click.Path(dir_okay=False),
+    help="Bearer tokens a Flight call must carry, one `ROLE TOKEN` pair a line "
+    "(default $ALMANAC_TOKENS); any role reads.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow a non-loopback address without tokens (anyone who reaches it reads every "
+    "hosted table).",
+)
 @click.option(
     "--flight-port",
     type=click.IntRange(0, 65535),
@@ -107,6 +121,8 @@ def tserver(
     attrs: tuple[tuple[str, str], ...],
     profiles: tuple[str, ...],
     host: str,
+    tokens_file: str | None,
+    insecure: bool,
     flight_port: int,
     warehouse: str | None,
     report_interval: float,
@@ -119,6 +135,7 @@ def tserver(
 ) -> int:
     """Run a tablet server: host the tablets placement gives it and serve
     their rows over Arrow Flight."""
+    from almanac.server.auth import Tokens
     from almanac.tserver import TabletServer, TabletServerSettings
 
     settings = TabletServerSettings(
@@ -133,6 +150,8 @@ def tserver(
         compact_small_files=compact_small_files,
         target_file_mb=target_file_mb,
         batch_rows=batch_rows,
+        tokens=Tokens.load(tokens_file),
+        insecure=insecure,
     )
     with foreground("almanac.tserver", name, log_level) as fg:
         with (

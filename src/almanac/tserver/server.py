@@ -58,6 +58,8 @@ from almanac.placement.model import (
     TabletState,
 )
 from almanac.placement.state import decode_server, decode_server_index, read_route
+from almanac.server.auth import Tokens
+from almanac.tserver.auth import check_exposure
 from almanac.tserver.instance import DataDirLock
 from almanac.tserver.local import LocalTablet, LocalTablets
 from almanac.tserver.reads import tablet_rows
@@ -76,7 +78,9 @@ yet on this node) is tried again."""
 @dataclass(frozen=True, slots=True)
 class TabletServerSettings:
     """``compact_small_files``: a leader compacts a tablet once it has at
-    least that many files (None: never)."""
+    least that many files (None: never). ``tokens``: the bearer tokens a
+    Flight call must carry (None: any call is served, and ``host`` must be
+    a loopback address unless ``insecure``), as ``almanac serve`` has them."""
 
     name: str
     data_dir: str
@@ -89,6 +93,8 @@ class TabletServerSettings:
     compact_small_files: int | None = None
     target_file_mb: float = DEFAULT_TARGET_FILE_MB
     batch_rows: int = BATCH_ROWS
+    tokens: Tokens | None = None
+    insecure: bool = False
 
     def __post_init__(self) -> None:
         check_node_name(self.name, "Tablet server name")
@@ -115,6 +121,10 @@ class TabletServerSettings:
                     f"a day, got {getattr(self, what)}"
                 )
         check.integer(self.batch_rows, "Parameter 'batch_rows' of TabletServerSettings", lo=1)
+        if self.tokens is not None:
+            check.instance(self.tokens, Tokens, "Parameter 'tokens' of TabletServerSettings")
+        check.boolean(self.insecure, "Parameter 'insecure' of TabletServerSettings")
+        check_exposure(self.name, self.host, self.tokens, self.insecure)
 
 
 def _attribute(value: object, what: str) -> tuple[str, str]:
@@ -156,7 +166,10 @@ class TabletServer:
         self._bad_registration: tuple[int, bytes] | None = None
         try:
             self._service = TabletFlightService(
-                f"grpc://{settings.host}:{settings.flight_port}", self.name, self._rows
+                f"grpc://{settings.host}:{settings.flight_port}",
+                self.name,
+                self._rows,
+                settings.tokens,
             )
         except BaseException:
             self._dir.close()

@@ -1,7 +1,8 @@
 """The Arrow Flight endpoint of a tablet server: ``DoGet`` on a
 ``TabletTicket`` streams that tablet's rows. Only tablets the server hosts
 are served, so a reader that reached a server its route no longer names is
-told so instead of reading behind the placement's back."""
+told so instead of reading behind the placement's back. With ``tokens``
+every call needs one of them (``almanac.tserver.auth``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from almanac.errors import CatalogError
+from almanac.server.auth import Tokens
+from almanac.tserver.auth import TokenCheck
 from almanac.tserver.ticket import TabletTicket
 
 __all__ = ["TabletFlightService"]
@@ -25,8 +28,9 @@ Rows = Callable[[TabletTicket], tuple[pa.Schema, Iterator[pa.RecordBatch]]]
 class TabletFlightService(flight.FlightServerBase):  # type: ignore[misc]
     """Serves ``rows(ticket)`` on ``location`` (``grpc://127.0.0.1:0`` picks a port)."""
 
-    def __init__(self, location: str, server: str, rows: Rows) -> None:
-        super().__init__(location)
+    def __init__(self, location: str, server: str, rows: Rows, tokens: Tokens | None) -> None:
+        middleware = None if tokens is None else {"auth": TokenCheck(server, tokens)}
+        super().__init__(location, middleware=middleware)
         self._server = server
         self._rows = rows
 
