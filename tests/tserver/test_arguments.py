@@ -82,6 +82,9 @@ def test_read_table_does_not_create_a_catalog(tmp_path: Path) -> None:
         ({"report_interval_s": 0}, "report_interval_s' of TabletServerSettings must be positive"),
         ({"lease_ttl_s": math.inf}, "lease_ttl_s' of TabletServerSettings must be a finite"),
         ({"batch_rows": 0}, "Parameter 'batch_rows' of TabletServerSettings"),
+        ({"tokens": "read t0k"}, "Parameter 'tokens' of TabletServerSettings"),
+        ({"insecure": "yes"}, "Parameter 'insecure' of TabletServerSettings"),
+        ({"host": "10.0.0.1"}, "non-loopback address '10.0.0.1' without tokens"),
     ],
 )
 def test_server_settings_name_the_rule(kwargs: dict[str, Any], message: str) -> None:
