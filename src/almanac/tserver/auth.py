@@ -19,7 +19,7 @@ from almanac.errors import ValidationError
 from almanac.server.auth import Role, Tokens, request_token
 from almanac.server.serve import is_loopback
 
-__all__ = ["HEADER", "TokenCheck", "bearer_headers", "check_exposure"]
+__all__ = ["HEADER", "RULE", "TokenCheck", "bearer_headers", "check_exposure"]
 
 HEADER = "authorization"
 """gRPC metadata keys are lowercase."""
