@@ -31,6 +31,7 @@ from pyiceberg.exceptions import (
     NoSuchTableError,
 )
 from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType, UUIDType
@@ -411,3 +412,37 @@ def test_register_reads_no_file_of_the_warehouse_and_no_other_file(
             assert message in response.json()["error"]["message"]
             assert "hunter2" not in response.text
     assert served.cat.catalog().table("r", "reg") is None
+
+
+def test_a_commit_before_the_first_snapshot_answers_a_metadata_location(served: Served) -> None:
+    """Properties, a column and an empty commit on a table with no data yet
+    each answer 200 with a metadata file that holds the change (the spec's
+    ``CommitTableResponse`` needs one), and a reload shows it."""
+    table = _table(served, "early")
+    with table.transaction() as tx:
+        tx.set_properties(owner="ana")
+    assert table.metadata_location is not None
+    assert served.client().load_table("early.t").properties["owner"] == "ana"
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    reloaded = served.client().load_table("early.t")
+    assert [f.name for f in reloaded.schema().fields] == ["id", "v", "note"]
+    assert reloaded.properties["owner"] == "ana"
+    with served.http() as http:
+        empty = http.post("/v1/namespaces/early/tables/t", json={"requirements": [], "updates": []})
+    assert empty.status_code == 200, empty.text
+    answer = CommitTableResponse.model_validate_json(empty.text)
+    data = TableData.for_catalog(served.cat)
+    table_id = served.cat.catalog().table("t", "early").id  # type: ignore[union-attr]
+    assert answer.metadata_location.startswith(data.warehouse.table_dir(table_id) + "/")
+    written = data.iceberg.metadata(answer.metadata_location)
+    assert [f.name for f in written.schema().fields] == ["id", "v", "note"]
+    assert written.properties["owner"] == "ana"
+    staged = served.client().create_table_transaction("early.staged", SCHEMA)
+    staged.set_properties(owner="bo")
+    staged.commit_transaction()
+    assert served.client().load_table("early.staged").properties["owner"] == "bo"
+    table = served.client().load_table("early.t")
+    table.append(_rows([1]))
+    assert _ids(served.client().load_table("early.t").scan().to_arrow()) == [1]
+    assert served.client().load_table("early.t").properties["owner"] == "ana"

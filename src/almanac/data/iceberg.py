@@ -526,6 +526,17 @@ class IcebergFiles:
         self._remember(self._metadata, path, metadata)
         return path
 
+    def write_unpublished(self, location: str, metadata: TableMetadata) -> str:
+        """Write ``metadata`` of a table that has no data snapshot yet as a
+        ``metadata.json`` below ``location`` and return its path: the Iceberg
+        REST spec answers every commit with a metadata file, and such a
+        table's state lives in the catalog, not in a file. No record names
+        it, so nothing reads it back and the janitor collects it."""
+        path = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
+        MetastoreCatalog._write_metadata(metadata, self.io, path)
+        self._remember(self._metadata, path, metadata)
+        return path
+
     def snapshot_id(self, location: str) -> int | None:
         """The Iceberg id of the current snapshot of ``location``."""
         return self.metadata(location).current_snapshot_id

@@ -332,9 +332,15 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         commit(cat, [plan(cat, cat.catalog(), request)])
         loaded = load(cat, name, table)
+        location = loaded.location
+        if location is None:  # no data snapshot yet, but the answer names a file
+            data = TableData.for_catalog(cat)
+            location = data.iceberg.write_unpublished(
+                data.warehouse.table_dir(loaded.table.id), loaded.metadata
+            )
         return _json(
             CommitTableResponse.model_validate(
-                {"metadata-location": loaded.location, "metadata": loaded.metadata}
+                {"metadata-location": location, "metadata": loaded.metadata}
             )
         )
 
