@@ -9,12 +9,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 import almanac
+from almanac.console.routes import router
 
 from .harness import WAIT_S, chromium, running_server, screenshot, wait_for
 
@@ -128,6 +130,48 @@ def test_a_login_goes_back_only_to_this_server(site: Site) -> None:
         huge = client.post("/login", data={"token": "x" * 10_000})
         assert huge.status_code == 413
         assert "almanac_token" not in huge.cookies
+
+
+def test_forms_posted_from_another_site_are_refused(site: Site) -> None:
+    """Every console POST (log in, log out) is a 403 when the browser says
+    it came from another site, by ``Origin`` or, without one, ``Referer``:
+    no login with an attacker's token, no logout; from the console's own
+    pages (or from no browser) the form works."""
+    posts = sorted(
+        route.path
+        for route in router(site.cat, tokens=None).routes
+        if isinstance(route, APIRoute) and "POST" in (route.methods or ())
+    )
+    assert posts == ["/login", "/logout"]
+    form = {"token": ADMIN_TOKEN, "next": "/"}
+    foreign = (
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Origin": site.url.replace("127.0.0.1", "localhost")},
+        {"Origin": site.url + ".evil.example"},
+        {"Referer": "https://evil.example/page"},
+        {"Origin": "https://evil.example", "Referer": site.url + "/login"},
+    )
+    with httpx.Client(base_url=site.url) as client:
+        for headers in foreign:
+            for path in posts:
+                client.cookies.set("almanac_token", READ_TOKEN)
+                answer = client.post(path, data=form, headers=headers)
+                assert answer.status_code == 403, (path, headers, answer.text)
+                assert "sent from another site" in answer.text
+                assert "set-cookie" not in answer.headers  # neither logged in nor out
+        own: tuple[dict[str, str], ...] = (
+            {"Origin": site.url},
+            {"Referer": site.url + "/login?next=%2F"},
+            {},  # no browser: no browser's cookie either
+        )
+        for headers in own:
+            client.cookies.clear()
+            answer = client.post("/login", data=form, headers=headers)
+            assert answer.status_code == 303, (headers, answer.text)
+            assert answer.cookies.get("almanac_token") == ADMIN_TOKEN
+            out = client.post("/logout", headers=headers)
+            assert out.status_code == 303 and 'almanac_token=""' in out.headers["set-cookie"]
 
 
 def test_a_truncated_version_is_gone(site: Site, browser: webdriver.Chrome) -> None:

@@ -8,7 +8,10 @@ nothing."""
 from __future__ import annotations
 
 import contextlib
+import gzip
+import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -31,13 +34,16 @@ from pyiceberg.exceptions import (
     NoSuchTableError,
 )
 from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType, UUIDType
 
 import almanac
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType
-from almanac.data import TableData, read_table
+from almanac.data import TableData, read_table, write_table
+from almanac.data.bounded_io import MAX_METADATA_BYTES, MetadataFileError
+from almanac.iceberg import metadata_location
 from almanac.server.app import create_app
 from almanac.server.auth import Tokens
 
@@ -411,3 +417,118 @@ def test_register_reads_no_file_of_the_warehouse_and_no_other_file(
             assert message in response.json()["error"]["message"]
             assert "hunter2" not in response.text
     assert served.cat.catalog().table("r", "reg") is None
+
+
+def test_a_commit_before_the_first_snapshot_answers_a_metadata_location(served: Served) -> None:
+    """Properties, a column and an empty commit on a table with no data yet
+    each answer 200 with a metadata file that holds the change (the spec's
+    ``CommitTableResponse`` needs one), and a reload shows it."""
+    table = _table(served, "early")
+    with table.transaction() as tx:
+        tx.set_properties(owner="ana")
+    assert table.metadata_location is not None
+    assert served.client().load_table("early.t").properties["owner"] == "ana"
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    reloaded = served.client().load_table("early.t")
+    assert [f.name for f in reloaded.schema().fields] == ["id", "v", "note"]
+    assert reloaded.properties["owner"] == "ana"
+    with served.http() as http:
+        empty = http.post("/v1/namespaces/early/tables/t", json={"requirements": [], "updates": []})
+    assert empty.status_code == 200, empty.text
+    answer = CommitTableResponse.model_validate_json(empty.text)
+    data = TableData.for_catalog(served.cat)
+    table_id = served.cat.catalog().table("t", "early").id  # type: ignore[union-attr]
+    assert answer.metadata_location.startswith(data.warehouse.table_dir(table_id) + "/")
+    written = data.iceberg.metadata(answer.metadata_location)
+    assert [f.name for f in written.schema().fields] == ["id", "v", "note"]
+    assert written.properties["owner"] == "ana"
+    staged = served.client().create_table_transaction("early.staged", SCHEMA)
+    staged.set_properties(owner="bo")
+    staged.commit_transaction()
+    assert served.client().load_table("early.staged").properties["owner"] == "bo"
+    table = served.client().load_table("early.t")
+    table.append(_rows([1]))
+    assert _ids(served.client().load_table("early.t").scan().to_arrow()) == [1]
+    assert served.client().load_table("early.t").properties["owner"] == "ana"
+
+
+@contextlib.contextmanager
+def _fifo(path: Path) -> Iterator[Path]:
+    """A FIFO at ``path``; on the way out a writer comes and goes, so that a
+    reader stuck on it (the server before the fix) gets end-of-file."""
+    os.mkfifo(path)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):  # ENXIO: nobody is reading it
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def _register(served: Served, name: str, location: str) -> httpx.Response:
+    with served.http() as http:
+        return http.post(
+            "/v1/namespaces/regsize/register",
+            json={"name": name, "metadata-location": location, "overwrite": False},
+            timeout=60.0,  # an answer, not a worker stuck on a FIFO
+        )
+
+
+def test_register_refuses_fifos_devices_and_oversized_files(served: Served, tmp_path: Path) -> None:
+    """Register reads at most the cap of a regular file: a FIFO, a device or
+    a directory is a 400 without being read, a file past the cap (sparse
+    here, so nothing is allocated) or a gzipped one that unpacks past it a
+    400 naming the rule; and so is a manifest list or manifest the
+    metadata names."""
+    served.client().create_namespace("regsize")
+    big = tmp_path / "big.metadata.json"
+    with big.open("wb") as out:
+        out.truncate(MAX_METADATA_BYTES + 1)
+    bomb = tmp_path / "bomb.gz.metadata.json"
+    bomb.write_bytes(gzip.compress(b" " * (MAX_METADATA_BYTES + 1), compresslevel=1))
+    with _fifo(tmp_path / "fifo.metadata.json") as fifo:
+        for location, rule in (
+            (str(fifo), "is a FIFO: only regular files are read"),
+            (f"file://{fifo}", "is a FIFO: only regular files are read"),
+            ("/dev/zero", "is a device: only regular files are read"),
+            (str(tmp_path), "is a directory: only regular files are read"),
+            (str(big), f"is larger than {MAX_METADATA_BYTES} bytes"),
+            (str(bomb), f"is larger than {MAX_METADATA_BYTES} bytes"),
+        ):
+            response = _register(served, "r", location)
+            assert response.status_code == 400, (location, response.text)
+            message = response.json()["error"]["message"]
+            assert location in message and rule in message, message
+
+    with almanac.connect(str(tmp_path / "other")) as other:
+        other.sql("CREATE SCHEMA X; CREATE TABLE X.T (ID INT64 PRIMARY KEY, V INT32)")
+        write_table(other, "T", _rows([1, 2]).rename_columns(["ID", "V"]), "X")
+        location = metadata_location(other.target, "X.T")
+    document = json.loads(Path(location).read_text(encoding="utf-8"))
+    (snapshot,) = document["snapshots"]
+    with _fifo(tmp_path / "list.avro") as fifo:
+        snapshot["manifest-list"] = str(fifo)
+        forged = tmp_path / "forged.metadata.json"
+        forged.write_text(json.dumps(document), encoding="utf-8")
+        response = _register(served, "r", str(forged))
+    assert response.status_code == 400, response.text
+    assert f"'{fifo}' is a FIFO" in response.json()["error"]["message"]
+    assert served.cat.catalog().table("r", "regsize") is None
+
+    registered = _register(served, "r", location)
+    assert registered.status_code == 200, registered.text
+    rows = served.client().load_table("regsize.r").scan().to_arrow()
+    assert sorted(rows.column("ID").to_pylist()) == [1, 2]
+    # Its manifests stay where they were: swapped for a FIFO, a fresh
+    # reader gets the typed refusal, never a hang.
+    (manifest,) = TableData.for_catalog(served.cat).iceberg.manifests(
+        served.client().load_table("regsize.r").metadata
+    )
+    os.unlink(manifest.manifest_path)
+    root = TableData.for_catalog(served.cat).warehouse.root
+    with (
+        _fifo(Path(manifest.manifest_path)),
+        almanac.connect(served.cat.target, warehouse=root) as fresh,
+        pytest.raises(MetadataFileError, match="is a FIFO"),
+    ):
+        read_table(fresh, "r", "regsize")

@@ -5,6 +5,8 @@ malformed parameter) is a ``CatalogError`` rendered as a page with the HTTP
 status the API would give it, never a traceback. With tokens configured a
 page needs a ``read`` (or ``admin``) token, which the login form stores in
 an HttpOnly, SameSite=Strict cookie that the API honours for GET only.
+Every form that changes something (log in, log out) is refused (403) when
+the browser says it came from another site (``same_origin``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from importlib import resources
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -44,6 +46,7 @@ __all__ = [
     "SNAPSHOTS_SHOWN",
     "diff_rows",
     "router",
+    "same_origin",
     "table_data",
 ]
 
@@ -105,6 +108,27 @@ def _safe_next(path: str | None) -> str:
     if not path or not path.startswith("/") or path.startswith("//") or "\\" in path:
         return "/"
     return path
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a form POST may come from this server's own pages: its
+    ``Origin`` (else its ``Referer``) must name the host and port it was
+    sent to (its ``Host``), so another site cannot log a browser in with the
+    attacker's token or out. A request with neither header is taken: every
+    browser sends ``Origin`` with a form POST, so it comes from no browser,
+    and no browser's cookie rides on it. ``Origin: null`` (a sandboxed or
+    privacy-stripped page) is refused."""
+    source = request.headers.get("origin")
+    if source is None:
+        source = request.headers.get("referer")
+        if source is None:
+            return True
+    host = (request.headers.get("host") or "").strip().lower()
+    try:
+        parts = urlsplit(source.strip())
+    except ValueError:  # a malformed URL (a bad IPv6 literal) is no origin of ours
+        return False
+    return bool(host) and parts.scheme in ("http", "https") and parts.netloc.lower() == host
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
@@ -254,6 +278,17 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         found = cat.diff(before, after)
         return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
+    def cross_site(request: Request) -> Response | None:
+        """The 403 page of a form posted from another site, else None."""
+        if same_origin(request):
+            return None
+        message = (
+            f"{request.method} {request.url.path} was sent from another site: the console "
+            "takes forms only from its own pages (the Origin or Referer header must name "
+            "this server)"
+        )
+        return _html(render_error(403, "Forbidden", message, None), 403)
+
     @pages.get("/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:
         if tokens is None:
@@ -262,6 +297,9 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
 
     @pages.post("/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
+        refused = cross_site(request)
+        if refused is not None:
+            return refused
         if tokens is None:
             return RedirectResponse("/", 303)
         body = b""
@@ -290,7 +328,10 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         return response
 
     @pages.post("/logout")
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        refused = cross_site(request)
+        if refused is not None:
+            return refused
         response = RedirectResponse("/login" if tokens is not None else "/", 303)
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return response

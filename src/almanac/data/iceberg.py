@@ -21,13 +21,12 @@ from typing import Any
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import DataFile as IcebergFile
 from pyiceberg.manifest import ManifestFile
-from pyiceberg.serializers import FromInputFile
+from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
-from pyiceberg.table.metadata import TableMetadata, TableMetadataV2
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
@@ -45,6 +44,7 @@ from pyiceberg.types import (
     PrimitiveType,
 )
 
+from almanac.data.bounded_io import BoundedFileIO, gunzip_bounded
 from almanac.data.files import DataFile
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import (
@@ -177,10 +177,12 @@ class MetadataFiles:
 
 class IcebergFiles:
     """Reading and writing Iceberg metadata in one warehouse. Parsed metadata
-    files and manifests are immutable, so they are cached (bounded)."""
+    files and manifests are immutable, so they are cached (bounded). Every
+    read is bounded in size and of regular files only (``bounded_io``): a
+    registered table's files are wherever its client put them."""
 
     def __init__(self, io: FileIO | None = None) -> None:
-        self.io = io or PyArrowFileIO()
+        self.io = io or BoundedFileIO()
         self._metadata: OrderedDict[str, TableMetadata] = OrderedDict()
         self._manifests: OrderedDict[str, tuple[tuple[DataFile, IcebergFile], ...]] = OrderedDict()
         self._lock = threading.Lock()
@@ -206,7 +208,11 @@ class IcebergFiles:
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         try:
-            metadata = FromInputFile.table_metadata(self.io.new_input(location))
+            with self.io.new_input(location).open() as stream:
+                raw = stream.read()
+            if isinstance(Compressor.get_compressor(location), GzipCompressor):
+                raw = gunzip_bounded(location, raw)
+            metadata = TableMetadataUtil.parse_raw(raw.decode("utf-8"))
         except FileNotFoundError as exc:
             raise CatalogError(
                 f"Iceberg metadata file '{location}' is missing from the warehouse",
@@ -263,6 +269,8 @@ class IcebergFiles:
                 f"Iceberg manifest list '{snapshot.manifest_list}' is missing from the warehouse",
                 path=snapshot.manifest_list,
             ) from exc
+        except CatalogError:
+            raise
         except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
             raise CorruptLogError(
                 f"Iceberg manifest list '{snapshot.manifest_list}' cannot be read: {_reason(exc)}",
@@ -522,6 +530,17 @@ class IcebergFiles:
         )
         number = len(metadata.metadata_log) + 1
         path = f"{location}/metadata/{number:05d}-{uuid.uuid4()}.metadata.json"
+        MetastoreCatalog._write_metadata(metadata, self.io, path)
+        self._remember(self._metadata, path, metadata)
+        return path
+
+    def write_unpublished(self, location: str, metadata: TableMetadata) -> str:
+        """Write ``metadata`` of a table that has no data snapshot yet as a
+        ``metadata.json`` below ``location`` and return its path: the Iceberg
+        REST spec answers every commit with a metadata file, and such a
+        table's state lives in the catalog, not in a file. No record names
+        it, so nothing reads it back and the janitor collects it."""
+        path = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         MetastoreCatalog._write_metadata(metadata, self.io, path)
         self._remember(self._metadata, path, metadata)
         return path

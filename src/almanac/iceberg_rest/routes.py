@@ -35,6 +35,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable
 from almanac.commands.preview import preview
+from almanac.data.bounded_io import MetadataFileError
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape, partition_spec
 from almanac.data.tablets import table_partitions
@@ -332,9 +333,15 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         commit(cat, [plan(cat, cat.catalog(), request)])
         loaded = load(cat, name, table)
+        location = loaded.location
+        if location is None:  # no data snapshot yet, but the answer names a file
+            data = TableData.for_catalog(cat)
+            location = data.iceberg.write_unpublished(
+                data.warehouse.table_dir(loaded.table.id), loaded.metadata
+            )
         return _json(
             CommitTableResponse.model_validate(
-                {"metadata-location": loaded.location, "metadata": loaded.metadata}
+                {"metadata-location": location, "metadata": loaded.metadata}
             )
         )
 
@@ -412,6 +419,8 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         try:
             wanted = data.iceberg.metadata(location)
+        except MetadataFileError:  # names the file and the rule, none of its content
+            raise
         except CatalogError:  # no content of a file that is not Iceberg metadata goes out
             raise refused(
                 f"Table '{name}.{request.name}': '{location}' is not a readable Iceberg "

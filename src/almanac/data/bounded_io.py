@@ -1,0 +1,152 @@
+"""Reading Iceberg metadata files whose paths a client chose: a size cap and
+regular files only.
+
+A ``metadata.json``, manifest list or manifest is read whole into memory
+(pyiceberg parses each from one buffer), and a registered table's files lie
+wherever its metadata says. Every such read goes through ``BoundedFileIO``:
+a local path is checked with ``stat`` before it is opened, so a FIFO, a
+device or a directory is refused without being opened (opening a FIFO for
+reading waits for a writer, for good); the file is then opened without
+blocking, checked again on the open descriptor (it may have been swapped
+meanwhile), and read up to the cap and one byte more, so a file past the cap
+is refused without reading it all. Writing and deleting are pyarrow's as
+usual.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import zlib
+
+from pyiceberg.io import InputFile, InputStream
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.typedef import EMPTY_DICT, Properties
+
+from almanac.errors import ValidationError
+
+__all__ = ["MAX_METADATA_BYTES", "BoundedFileIO", "MetadataFileError", "gunzip_bounded"]
+
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+"""The largest Iceberg metadata file read (``metadata.json``, manifest list,
+manifest), after decompression for a gzipped ``metadata.json``. Iceberg's
+own manifests aim at 8 MB (``commit.manifest.target-size-bytes``) and a
+``metadata.json`` holds kilobytes to a few megabytes unless it keeps
+thousands of snapshots; parsing one costs several times its size in memory."""
+
+
+class MetadataFileError(ValidationError):
+    """An Iceberg metadata file that is not read: not a regular file, or
+    larger than ``MAX_METADATA_BYTES``."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _check(location: str, mode: int, size: int, limit: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise MetadataFileError(
+            f"Iceberg metadata file '{location}' is {_kind(mode)}: only regular files are read",
+            path=location,
+            rule="metadata-file-type",
+        )
+    if size > limit:
+        raise _too_large(location, limit)
+
+
+def _too_large(location: str, limit: int) -> MetadataFileError:
+    return MetadataFileError(
+        f"Iceberg metadata file '{location}' is larger than {limit} bytes, the most "
+        "Almanac reads of one metadata file",
+        path=location,
+        limit=limit,
+        rule="metadata-file-size",
+    )
+
+
+def gunzip_bounded(location: str, data: bytes, limit: int = MAX_METADATA_BYTES) -> bytes:
+    """``data`` (a ``.gz.metadata.json``) decompressed, refused past ``limit``
+    bytes: a small file must not unpack into gigabytes."""
+    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise MetadataFileError(
+            f"Iceberg metadata file '{location}' is not valid gzip: {exc}",
+            path=location,
+            rule="metadata-file-gzip",
+        ) from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise _too_large(location, limit)
+    return out
+
+
+class _BoundedInput(InputFile):
+    """One file, read whole (at most the cap) into a seekable buffer."""
+
+    def __init__(self, inner: InputFile, local_path: str | None, limit: int) -> None:
+        super().__init__(inner.location)
+        self._inner = inner
+        self._local = local_path
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def exists(self) -> bool:
+        return self._inner.exists()
+
+    def open(self, seekable: bool = True) -> InputStream:
+        if self._local is None:  # object storage: no FIFOs there, only size
+            if len(self._inner) > self._limit:
+                raise _too_large(self.location, self._limit)
+            with self._inner.open(seekable=False) as stream:
+                data = stream.read(self._limit + 1)
+        else:
+            data = self._read_local(self._local)
+        if len(data) > self._limit:  # it grew after the size was checked
+            raise _too_large(self.location, self._limit)
+        return io.BytesIO(data)
+
+    def _read_local(self, path: str) -> bytes:
+        before = os.stat(path)  # FileNotFoundError goes to the caller as such
+        _check(self.location, before.st_mode, before.st_size, self._limit)
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb", buffering=0) as file:
+            opened = os.fstat(fd)
+            _check(self.location, opened.st_mode, opened.st_size, self._limit)
+            chunks: list[bytes] = []
+            left = self._limit + 1
+            while left > 0:
+                chunk = file.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+
+
+class BoundedFileIO(PyArrowFileIO):
+    """pyarrow's ``FileIO`` whose every read is bounded as the module says."""
+
+    def __init__(
+        self, properties: Properties = EMPTY_DICT, *, limit: int = MAX_METADATA_BYTES
+    ) -> None:
+        super().__init__(properties)
+        self.limit = limit
+
+    def new_input(self, location: str) -> InputFile:  # type: ignore[override]
+        scheme, _, path = self.parse_location(location, self.properties)
+        local = path if scheme == "file" else None
+        return _BoundedInput(super().new_input(location), local, self.limit)
