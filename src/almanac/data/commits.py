@@ -37,8 +37,11 @@ from almanac.data.snapshots import (
     OPERATIONS,
     DataSnapshot,
     Record,
+    decode_pointer,
     decode_record,
+    encode_pointer,
     encode_record,
+    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     staging_key,
@@ -50,7 +53,6 @@ from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
     ConflictError,
-    CorruptLogError,
     MetastoreError,
     SnapshotExpiredError,
     ValidationError,
@@ -178,11 +180,7 @@ class TableData:
         kv = self.store.get(table_key(table_id))
         if kv is None:
             return None
-        if not kv.value.isdigit():
-            raise CorruptLogError(
-                f"Data pointer '{kv.key}' holds {kv.value[:32]!r}, not a snapshot id", key=kv.key
-            )
-        return self.record(table_id, int(kv.value))
+        return self.record(table_id, decode_pointer(kv.key, kv.value))
 
     def current(self, table_id: int) -> DataSnapshot | None:
         """The table's latest data snapshot, or None before its first commit."""
@@ -393,13 +391,13 @@ class TableData:
         """What makes ``record`` the table's current snapshot, on ``parent``."""
         pointer = table_key(record.table_id)
         compares = [
-            Compare.absent(pointer)
-            if parent is None
-            else Compare.value(pointer, "==", str(parent.snapshot_id).encode()),
+            pointer_unchanged(
+                self.store, record.table_id, None if parent is None else parent.snapshot_id
+            ),
             Compare.absent(write_key(record.write_id)),
         ]
         ops: list[Op] = [
-            Put(pointer, str(record.snapshot_id).encode()),
+            Put(pointer, encode_pointer(record.table_id, record.snapshot_id)),
             Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(record)),
             Put(write_key(record.write_id), f"{record.table_id}.{record.snapshot_id}".encode()),
         ]
