@@ -30,7 +30,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.data.arrow import arrow_type
-from almanac.data.files import DataFile
+from almanac.data.files import DataFile, checksum_in_name
 from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
@@ -581,17 +581,26 @@ class TableData:
 
     def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
         """A write whose files are gone (collected, deleted by hand) must not
-        publish a snapshot that every later read would fail on."""
+        publish a snapshot that every later read would fail on; nor one whose
+        recorded size or checksum is not the file's (readers verify both)."""
         if not files:
             return
         infos = self.warehouse.fs.get_file_info([f.path for f in files])
-        for info in infos:
+        for f, info in zip(files, infos, strict=True):
             if info.type != pafs.FileType.File:
                 raise WriteStateError(
                     f"Data file '{info.path}' of write {write_id} is missing from the "
                     "warehouse; the write cannot commit",
                     write_id=write_id,
                     path=info.path,
+                )
+            if info.size != f.size or f.checksum != checksum_in_name(f.path):
+                raise ValidationError(
+                    f"Data file '{f.path}' of write {write_id} is recorded with {f.size} bytes "
+                    f"and checksum {f.checksum}, but holds {info.size} bytes and its name "
+                    f"records checksum {checksum_in_name(f.path)}; the write cannot commit",
+                    write_id=write_id,
+                    path=f.path,
                 )
 
     # -- staging ---------------------------------------------------------------
