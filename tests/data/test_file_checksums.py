@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from almanac import Catalog, CorruptDataError, CreateZone, Table, ValidationError
@@ -27,7 +28,7 @@ from almanac.data import (
     write_files,
 )
 from almanac.data.files import checksum_in_name
-from tests.data.support import append, create, rows, table_data
+from tests.data.support import append, commit_plain_file, create, rows, table_data
 
 DAMAGES = 150
 
@@ -111,20 +112,9 @@ def test_a_truncated_or_extended_file_is_refused(cat: Catalog) -> None:
 
 
 def _commit_unchecksummed(cat: Catalog) -> DataFile:
-    """A commit of a file named as Spark or an Iceberg client names files:
-    no checksum in the name, its size recorded."""
-    data = TableData.for_catalog(cat)
-    table = cat.catalog().table("T")
-    assert table is not None
-    write_id = new_write_id()
-    write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60.0)
-    (written,) = write_files(data.warehouse, table, 1, conform(rows(range(2000)), table), write_dir)
-    plain = re.sub(r"\.crc32-[0-9a-f]{8}\.parquet$", ".parquet", written.path)
-    os.rename(written.path, plain)
-    file = dataclasses.replace(written, path=plain, checksum=None)
-    data.commit(CommitShape.of(cat.catalog(), table), write_id, [file], operation="append")
-    return file
+    append(cat, list(range(2000)))
+    written = _only_file(cat)
+    return commit_plain_file(cat, "T", pq.read_table(written.path), written)
 
 
 def test_damage_to_a_file_without_checksum_is_typed_or_unnoticed(cat: Catalog) -> None:
