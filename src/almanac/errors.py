@@ -22,7 +22,8 @@ Grouped by what the caller can do about it::
         │   └── CatalogIdentityError  the store is not (or no longer all of) the catalog its
         │                             directory held: emptied, replaced, versions lost
         ├── SerializationError        bytes are truncated, corrupt or unknown
-        │   └── CorruptDataError      a stored runtime record (a tablet route) is damaged
+        │   └── CorruptDataError      a stored record (a route, a data pointer) or a data
+        │                             file is damaged
         ├── WarehouseFormatError      table data in an older format: run the named upgrade
         └── MetastoreError            the metastore refused or failed an operation
             ├── InvalidArgumentError  a metastore call got a malformed argument
@@ -173,8 +174,9 @@ class SerializationError(StorageError):
 
 class CorruptDataError(SerializationError):
     """A runtime record kept beside the log (a tablet route, a server's
-    index or report) is not what its key must hold; ``key`` in ``context``
-    names it when known."""
+    index or report, a data pointer or snapshot record) is not what its key
+    must hold, or a data file is not what its commit recorded; ``key``, or
+    ``path`` and ``table``, in ``context`` name it."""
 
 
 class CorruptLogError(StorageError):

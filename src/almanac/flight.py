@@ -39,13 +39,20 @@ from almanac.catalog import Catalog
 from almanac.data.arrow import output_schema
 from almanac.data.tablets import table_partitions
 from almanac.descriptors import Table
-from almanac.errors import AccessDeniedError, CatalogError, NotFoundError, ValidationError
+from almanac.errors import (
+    AccessDeniedError,
+    CatalogError,
+    CorruptDataError,
+    NotFoundError,
+    ValidationError,
+)
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
 from almanac.remote import check_token
 from almanac.spark.names import parse_name, resolve_table
 from almanac.targets import parse_target
 from almanac.tserver.auth import RULE, bearer_headers
+from almanac.tserver.service import DAMAGED
 from almanac.tserver.ticket import TabletTicket
 
 if TYPE_CHECKING:
@@ -65,7 +72,12 @@ _MAX_PAUSE_S = 1.0
 
 
 class _Failed(Exception):
-    """One replica could not deliver the tablet; try the next."""
+    """One replica could not deliver the tablet; try the next. ``damaged``
+    when it found a data file damaged in the warehouse too."""
+
+    def __init__(self, message: str, *, damaged: bool = False) -> None:
+        super().__init__(message)
+        self.damaged = damaged
 
 
 def read_table(
@@ -218,6 +230,7 @@ class _TabletReader:
         pause = _FIRST_PAUSE_S
         while True:
             failures: list[str] = []
+            damaged: list[str] = []
             servers = read_servers(self.store)
             for server in _candidates(tablet):
                 info = servers.get(server)
@@ -228,6 +241,15 @@ class _TabletReader:
                     return self._read_from(tablet, info)
                 except _Failed as exc:
                     failures.append(f"'{server}': {exc}")
+                    if exc.damaged:
+                        damaged.append(str(exc))
+            if damaged and len(damaged) == len(_candidates(tablet)):
+                # No replica can read the file and no failover will mend it.
+                raise CorruptDataError(
+                    f"Tablet {tablet.id} of table '{self.full}' cannot be read: {damaged[0]}",
+                    table=self.full,
+                    tablet_id=tablet.id,
+                )
             # Every replica failed. Placement fails a dead server over once
             # its lease expires, and a follower may still be setting the
             # tablet up: wait for the route to offer a replica that serves.
@@ -282,7 +304,8 @@ class _TabletReader:
                 rule=RULE,
             ) from None
         except (flight.FlightError, pa.ArrowException, OSError) as exc:
-            raise _Failed(" ".join(str(exc).split())[:300]) from exc
+            damaged = getattr(exc, "extra_info", None) == DAMAGED
+            raise _Failed(" ".join(str(exc).split())[:600], damaged=damaged) from exc
         return _conformed(batches, self.table, self.full)
 
 

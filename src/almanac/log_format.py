@@ -13,6 +13,9 @@ checkpoint that truncation writes) is a *frame* around the serialized object::
     18      4     CRC-32 (zlib) of bytes 0..17 followed by the payload
     22      ...   payload: the object exactly as ``almanac.serialization`` writes it
 
+The data plane frames its metastore values the same way (``frame`` and
+``open_frame``, kinds 'P' and 'R': see ``almanac.data.snapshots``).
+
 The checksum covers the header too, so a flip anywhere (magic, kind, version,
 length, payload) is caught; the version in the header binds the entry to its
 key, so an entry copied or moved to another version's key is caught as well.
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from typing import Final
 
 from almanac.catalog_version import CatalogVersion
@@ -56,8 +60,10 @@ __all__ = [
     "KIND_UPDATE",
     "LEGACY_PREFIXES",
     "LogEntry",
+    "frame",
     "frame_checkpoint",
     "frame_update",
+    "open_frame",
     "parse_number",
     "read_checkpoint",
     "read_entry",
@@ -80,22 +86,52 @@ _KIND_NAMES: Final = {KIND_UPDATE: "an update", KIND_CHECKPOINT: "a checkpoint"}
 LogEntry = VersionedUpdate | CatalogVersion
 
 
-def _frame(kind: int, version: int, payload: bytes) -> bytes:
-    header = _HEADER.pack(FRAME_MAGIC, FRAME_FORMAT, kind, version, len(payload))
+def frame(kind: int, number: int, payload: bytes) -> bytes:
+    """``payload`` in a checksummed frame of ``kind``, bound to ``number``
+    (the version of a log entry, the id in the key of another value). The
+    data plane frames its pointers and records with it too."""
+    header = _HEADER.pack(FRAME_MAGIC, FRAME_FORMAT, kind, number, len(payload))
     crc = zlib.crc32(payload, zlib.crc32(header))
     return b"".join((header, crc.to_bytes(4, "big"), payload))
 
 
+def open_frame(data: bytes, fail: Callable[[str], Exception]) -> tuple[int, int, bytes] | None:
+    """The (kind, number, payload) of a framed value after the format, length
+    and checksum checks (``fail(problem)`` is raised when one fails); None
+    when ``data`` does not start with the magic, for the caller to read as
+    its legacy format or refuse. Kind and number are the caller's to check."""
+    if data[:4] != FRAME_MAGIC:
+        return None
+    if len(data) < HEADER_SIZE:
+        raise fail(f"{len(data)} bytes is shorter than a frame header")
+    _, fmt, kind, number, length, stored_crc = _FRAMED.unpack_from(data)
+    if fmt != FRAME_FORMAT:
+        raise fail(
+            f"frame format {fmt} is not one this release reads ({FRAME_FORMAT}); "
+            "the entry is damaged or was written by a newer release"
+        )
+    if len(data) != HEADER_SIZE + length:
+        raise fail(
+            f"the frame announces {length} payload bytes but holds "
+            f"{len(data) - HEADER_SIZE} (truncated or extended)"
+        )
+    payload = data[HEADER_SIZE:]
+    crc = zlib.crc32(payload, zlib.crc32(data[:_CHECKED]))
+    if crc != stored_crc:
+        raise fail(f"checksum mismatch (stored {stored_crc:08x}, computed {crc:08x})")
+    return kind, number, bytes(payload)
+
+
 def frame_update(update: VersionedUpdate) -> bytes:
     """The stored form of an update: its serialized bytes in a checksummed frame."""
-    return _frame(KIND_UPDATE, update.version, encode_update(update))
+    return frame(KIND_UPDATE, update.version, encode_update(update))
 
 
 def frame_checkpoint(snapshot: CatalogVersion, requests: tuple[RequestRecord, ...] = ()) -> bytes:
     """The stored form of a checkpoint (the whole catalog of its version):
     the bare catalog, or a ``Checkpoint`` when it carries request ids."""
     payload = encode(Checkpoint(snapshot, requests)) if requests else encode_catalog(snapshot)
-    return _frame(KIND_CHECKPOINT, snapshot.version, payload)
+    return frame(KIND_CHECKPOINT, snapshot.version, payload)
 
 
 def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:
@@ -108,30 +144,9 @@ def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:
 
 def _unframe(key: str, version: int, data: bytes) -> tuple[int, bytes]:
     """The kind and payload of a stored entry, after every frame check."""
-    if data[:4] == FRAME_MAGIC:
-        if len(data) < HEADER_SIZE:
-            raise _corrupt(key, version, f"{len(data)} bytes is shorter than a frame header")
-        _, fmt, kind, stored_version, length, stored_crc = _FRAMED.unpack_from(data)
-        if fmt != FRAME_FORMAT:
-            raise _corrupt(
-                key,
-                version,
-                f"frame format {fmt} is not one this release reads ({FRAME_FORMAT}); "
-                "the entry is damaged or was written by a newer release",
-            )
-        if len(data) != HEADER_SIZE + length:
-            raise _corrupt(
-                key,
-                version,
-                f"the frame announces {length} payload bytes but holds "
-                f"{len(data) - HEADER_SIZE} (truncated or extended)",
-            )
-        payload = data[HEADER_SIZE:]
-        crc = zlib.crc32(payload, zlib.crc32(data[:_CHECKED]))
-        if crc != stored_crc:
-            raise _corrupt(
-                key, version, f"checksum mismatch (stored {stored_crc:08x}, computed {crc:08x})"
-            )
+    opened = open_frame(data, lambda problem: _corrupt(key, version, problem))
+    if opened is not None:
+        kind, stored_version, payload = opened
         if kind not in _KIND_NAMES:
             raise _corrupt(key, version, f"unknown entry kind {kind}")
         if stored_version != version:

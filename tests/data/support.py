@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import math
+import os
+import uuid
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, CreateTable, Table
-from almanac.data import TableData, table_partitions, write_table
+from almanac.data import (
+    CommitShape,
+    DataFile,
+    TableData,
+    new_write_id,
+    table_partitions,
+    write_table,
+)
 from almanac.data.snapshots import DataSnapshot
 
 
@@ -88,3 +98,24 @@ def zone_tablets(cat: Catalog, table: Table) -> int:
     """The tablet count of the table's zone: files written for another one
     would be declared under the wrong Iceberg ``bucket[N]``."""
     return table_partitions(cat.catalog(), table)
+
+
+def commit_plain_file(
+    cat: Catalog, name: str, parquet: pa.Table, like: DataFile, *, operation: str = "overwrite"
+) -> DataFile:
+    """Commit ``parquet`` (with field ids) as one file of ``like``'s tablet and
+    statistics, named as an older release, Spark or an Iceberg client names
+    files: ``<uuid>.parquet``, so no checksum is recorded, only its size."""
+    data = TableData.for_catalog(cat)
+    table = cat.catalog().table(name)
+    assert table is not None
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    lease = data.stage(write_id, write_dir, ttl_s=60.0)
+    path = f"{write_dir}/tablet={like.tablet}/{uuid.uuid4().hex}.parquet"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(parquet, path)
+    file = DataFile(path, parquet.num_rows, os.path.getsize(path), like.tablet, like.stats)
+    data.commit(CommitShape.of(cat.catalog(), table), write_id, [file], operation=operation)
+    data.release(lease)
+    return file

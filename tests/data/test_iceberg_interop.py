@@ -33,7 +33,7 @@ from almanac import (
 from almanac.data import TableData, read_table, write_table
 from almanac.data.snapshots import snapshot_key
 from almanac.iceberg import load_table, metadata_location
-from tests.data.support import append, create
+from tests.data.support import append, commit_plain_file, create
 
 _ID = (ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),)
 
@@ -205,7 +205,7 @@ def test_a_nanosecond_time_file_of_an_older_release_reads_floored(cat: Catalog) 
     index = old.schema.get_field_index("T")
     field = old.schema.field(index).with_type(pa.time64("ns"))
     nanos = pa.array([1_000_002_999], pa.time64("ns"))
-    pq.write_table(old.set_column(index, field, nanos), only.path)
+    commit_plain_file(cat, "T", old.set_column(index, field, nanos), only)
     assert read_table(cat, "T").column("T").to_pylist() == [dt.time(0, 0, 1, 2)]
 
 

@@ -9,6 +9,7 @@ kill or stop a server come last."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import signal
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ from almanac.placement import (
     server_index_key,
 )
 from almanac.tserver import TabletTicket
-from tests.tserver.harness import TabletServerProcess, place, spread, wait_for
+from tests.tserver.harness import PATIENCE, TabletServerProcess, place, spread, wait_for
 
 pytestmark = pytest.mark.xdist_group("tservers")
 """One cluster for the module: its tests share one worker (``--dist loadgroup``)."""
@@ -323,6 +324,81 @@ def test_a_damaged_cached_file_is_read_from_the_warehouse_and_fetched_again(
     victim.write_bytes(bytes(flipped))
     assert _sorted(flight_read(cluster.cat, "T")).equals(_sorted(read_table(cluster.cat, "T")))
     wait_for(lambda: victim.exists() and victim.read_bytes() == good, "the file fetched again")
+
+
+def _tablet_rows(cluster: Cluster, partition: int) -> pa.Table:
+    """What the tablet of ``partition`` must stream, from the in-process read."""
+    everything = read_table(cluster.cat, "T")
+    table = cluster.cat.catalog().table("T")
+    assert table is not None
+    buckets = tablets_of(everything, table, 4)
+    return _sorted(everything.filter(pa.array(buckets == partition)))
+
+
+def test_random_damage_to_a_cached_copy_is_dropped_fetched_again_and_never_served(
+    cluster: Cluster,
+) -> None:
+    table_id = cluster.table_id("T")
+    route = read_route(cluster.store, table_id)
+    assert route is not None
+    tablet = route.tablets[2]
+    assert tablet.leader is not None
+    location = cluster.servers[tablet.leader].location
+    ticket = TabletTicket(table_id, tablet.id, cluster.cat.latest_version).encode()
+    expected = _tablet_rows(cluster, tablet.partition)
+    files = cluster.root / tablet.leader / "tablets" / str(table_id) / str(tablet.id) / "files"
+    victim = sorted(files.iterdir())[0]
+    good = victim.read_bytes()
+    rng = random.Random(19)
+    for position in rng.sample(range(len(good)), 12):
+        damaged = bytearray(good)
+        damaged[position] ^= rng.randrange(1, 256)
+        victim.unlink()  # a new file: the cache may be a hard link to the warehouse's
+        victim.write_bytes(bytes(damaged))
+        assert _sorted(_do_get(location, ticket)).equals(expected), position
+        wait_for(lambda: victim.exists() and victim.read_bytes() == good, "the copy fetched again")
+
+
+def test_random_damage_to_a_warehouse_file_is_refused_never_read(cluster: Cluster) -> None:
+    table_id = cluster.table_id("T")
+    route = read_route(cluster.store, table_id)
+    assert route is not None
+    tablet = route.tablets[3]
+    assert tablet.leader is not None
+    ticket = TabletTicket(table_id, tablet.id, cluster.cat.latest_version).encode()
+    expected = _tablet_rows(cluster, tablet.partition)
+    current = TableData.for_catalog(cluster.cat).current(table_id)
+    assert current is not None
+    file = next(f for f in current.files if f.tablet == tablet.partition)
+    path = Path(file.path)
+    good = path.read_bytes()
+    rng = random.Random(23)
+
+    def damage(position: int) -> None:
+        with path.open("r+b") as out:  # in place: hard-linked cached copies see it too
+            out.seek(position)
+            out.write(bytes([good[position] ^ rng.randrange(1, 256)]))
+
+    refused = 0
+    try:
+        for position in rng.sample(range(len(good)), 30):
+            damage(position)
+            for name in tablet.replicas:
+                try:
+                    got = _do_get(cluster.servers[name].location, ticket)
+                except flight.FlightServerError as exc:
+                    assert path.name in str(exc) and "of table 'T' is damaged" in str(exc), exc
+                    refused += 1
+                else:
+                    assert _sorted(got).equals(expected), (name, position)
+            path.write_bytes(good)
+        damage(len(good) // 2)
+        with pytest.raises(almanac.CorruptDataError, match=re.escape(path.name)):
+            flight_read(cluster.cat, "T", timeout_s=PATIENCE)
+    finally:
+        path.write_bytes(good)
+    assert refused > 0
+    assert _sorted(flight_read(cluster.cat, "T")).equals(_sorted(read_table(cluster.cat, "T")))
 
 
 def test_the_leader_compacts_a_tablet_with_many_small_files(cluster: Cluster) -> None:

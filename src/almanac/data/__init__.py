@@ -3,7 +3,8 @@ warehouse (Parquet files whose field ids are column ids, metadata written
 with pyiceberg), published by atomic data commits that the catalog's
 metastore records.
 
-Metastore keys (values are ASCII or compact JSON):
+Metastore keys (values are ASCII or compact JSON; the pointer and the
+records in the update log's checksummed frame, see ``snapshots``):
 
 * ``data.table.<table_id>`` - the current snapshot id; the compare-and-swap
   target of every commit to the table;
@@ -19,7 +20,7 @@ Metastore keys (values are ASCII or compact JSON):
   under the writer's lease.
 
 Files (see ``warehouse``), by ids only: ``<root>/<table_id>/<write_id>/
-tablet=<t>/part-<uuid>.parquet`` and the Iceberg metadata in
+tablet=<t>/part-<uuid>.crc32-<crc>.parquet`` and the Iceberg metadata in
 ``<root>/<table_id>/metadata/``. Parquet field ids are catalog column ids,
 so files survive renames, drops, additions and widenings.
 

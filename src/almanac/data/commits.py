@@ -30,15 +30,18 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.data.arrow import arrow_type
-from almanac.data.files import DataFile
+from almanac.data.files import DataFile, checksum_in_name
 from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
     OPERATIONS,
     DataSnapshot,
     Record,
+    decode_pointer,
     decode_record,
+    encode_pointer,
     encode_record,
+    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     staging_key,
@@ -50,7 +53,6 @@ from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
     ConflictError,
-    CorruptLogError,
     MetastoreError,
     SnapshotExpiredError,
     ValidationError,
@@ -178,11 +180,7 @@ class TableData:
         kv = self.store.get(table_key(table_id))
         if kv is None:
             return None
-        if not kv.value.isdigit():
-            raise CorruptLogError(
-                f"Data pointer '{kv.key}' holds {kv.value[:32]!r}, not a snapshot id", key=kv.key
-            )
-        return self.record(table_id, int(kv.value))
+        return self.record(table_id, decode_pointer(kv.key, kv.value))
 
     def current(self, table_id: int) -> DataSnapshot | None:
         """The table's latest data snapshot, or None before its first commit."""
@@ -393,13 +391,13 @@ class TableData:
         """What makes ``record`` the table's current snapshot, on ``parent``."""
         pointer = table_key(record.table_id)
         compares = [
-            Compare.absent(pointer)
-            if parent is None
-            else Compare.value(pointer, "==", str(parent.snapshot_id).encode()),
+            pointer_unchanged(
+                self.store, record.table_id, None if parent is None else parent.snapshot_id
+            ),
             Compare.absent(write_key(record.write_id)),
         ]
         ops: list[Op] = [
-            Put(pointer, str(record.snapshot_id).encode()),
+            Put(pointer, encode_pointer(record.table_id, record.snapshot_id)),
             Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(record)),
             Put(write_key(record.write_id), f"{record.table_id}.{record.snapshot_id}".encode()),
         ]
@@ -583,17 +581,26 @@ class TableData:
 
     def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
         """A write whose files are gone (collected, deleted by hand) must not
-        publish a snapshot that every later read would fail on."""
+        publish a snapshot that every later read would fail on; nor one whose
+        recorded size or checksum is not the file's (readers verify both)."""
         if not files:
             return
         infos = self.warehouse.fs.get_file_info([f.path for f in files])
-        for info in infos:
+        for f, info in zip(files, infos, strict=True):
             if info.type != pafs.FileType.File:
                 raise WriteStateError(
                     f"Data file '{info.path}' of write {write_id} is missing from the "
                     "warehouse; the write cannot commit",
                     write_id=write_id,
                     path=info.path,
+                )
+            if info.size != f.size or f.checksum != checksum_in_name(f.path):
+                raise ValidationError(
+                    f"Data file '{f.path}' of write {write_id} is recorded with {f.size} bytes "
+                    f"and checksum {f.checksum}, but holds {info.size} bytes and its name "
+                    f"records checksum {checksum_in_name(f.path)}; the write cannot commit",
+                    write_id=write_id,
+                    path=f.path,
                 )
 
     # -- staging ---------------------------------------------------------------

@@ -1,10 +1,20 @@
-"""Writing Parquet data files and the statistics that let scans skip them."""
+"""Writing Parquet data files and the statistics that let scans skip them.
+
+Each file Almanac writes carries the CRC-32 of its bytes in its name
+(``part-<uuid>.crc32-<8 hex>.parquet``): the name is what the Iceberg
+manifests record of a file, and every engine that rewrites a manifest keeps
+it, so the checksum travels with the file's entry without a field Iceberg
+lacks. Readers check it (and the size, which Iceberg records for every file)
+before parsing a byte; files named otherwise (Spark's, Iceberg clients')
+have their size checked only."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 import uuid
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,11 +29,12 @@ from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError, ValidationError
 
-__all__ = ["ColumnStats", "DataFile", "column_stats", "write_files"]
+__all__ = ["ColumnStats", "DataFile", "checksum_in_name", "column_stats", "write_files"]
 
 DEFAULT_MAX_ROWS_PER_FILE = 1_000_000
 MAX_STAT_BYTES = 256
 """Longer text or byte bounds are dropped (unknown) rather than stored."""
+_CHECKSUM_NAME = re.compile(r"\.crc32-([0-9a-f]{8})\.parquet\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +51,22 @@ class ColumnStats:
 
 @dataclass(frozen=True, slots=True)
 class DataFile:
-    """One Parquet file of a table. ``stats`` is keyed by column id.
-    Picklable: Spark ships these from write tasks to the commit."""
+    """One Parquet file of a table. ``stats`` is keyed by column id;
+    ``checksum`` is the CRC-32 of its bytes, None when its name carries none
+    (see the module). Picklable: Spark ships these from write tasks to the commit."""
 
     path: str
     rows: int
     size: int
     tablet: int
     stats: Mapping[int, ColumnStats] = field(default_factory=dict, hash=False)
+    checksum: int | None = None
+
+
+def checksum_in_name(path: str) -> int | None:
+    """The CRC-32 a data file's name records, None when it records none."""
+    found = _CHECKSUM_NAME.search(path)
+    return None if found is None else int(found.group(1), 16)
 
 
 def _bounded(value: object) -> object:
@@ -72,10 +91,12 @@ def column_stats(arr: pa.ChunkedArray | pa.Array) -> ColumnStats:
     return ColumnStats(_bounded(low), _bounded(high), nulls)
 
 
-def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, path: str) -> DataFile:
+def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: str) -> DataFile:
     sink = pa.BufferOutputStream()
     pq.write_table(part, sink, compression="zstd")
     payload = sink.getvalue()
+    checksum = zlib.crc32(payload)
+    path = f"{directory}/part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
     try:
         with warehouse.fs.open_output_stream(path) as out:
             out.write(payload)
@@ -85,7 +106,14 @@ def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, path: str) ->
         int(f.metadata[FIELD_ID]): column_stats(part.column(i)) for i, f in enumerate(part.schema)
     }
     tablet = int(path.rsplit("/tablet=", 1)[1].split("/", 1)[0])
-    return DataFile(path=path, rows=part.num_rows, size=payload.size, tablet=tablet, stats=stats)
+    return DataFile(
+        path=path,
+        rows=part.num_rows,
+        size=payload.size,
+        tablet=tablet,
+        stats=stats,
+        checksum=checksum,
+    )
 
 
 def write_files(
@@ -98,8 +126,9 @@ def write_files(
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
 ) -> list[DataFile]:
     """Write already conformed rows below ``write_dir``, one or more files per
-    tablet (``<write_dir>/tablet=<t>/part-<uuid>.parquet``), with field ids
-    and per-column statistics. Nothing is visible until a commit names them."""
+    tablet (``<write_dir>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet``), with
+    field ids, per-column statistics and the file's checksum in its name.
+    Nothing is visible until a commit names them."""
     if max_rows_per_file < 1:
         raise ValidationError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
     expected = arrow_schema(table)
@@ -126,7 +155,6 @@ def write_files(
         except OSError as exc:
             raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
         for start in range(begin, end, max_rows_per_file):
-            path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
             part = grouped.slice(start, min(max_rows_per_file, end - start))
-            files.append(_write_one(warehouse, table, part, path))
+            files.append(_write_one(warehouse, table, part, directory))
     return files

@@ -30,7 +30,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
-from almanac.data.files import ColumnStats, DataFile
+from almanac.data.files import ColumnStats, DataFile, checksum_in_name
 from almanac.data.iceberg_schema import iceberg_type
 from almanac.descriptors import Table
 
@@ -166,4 +166,5 @@ def from_iceberg_file(
         size=int(iceberg_file.file_size_in_bytes),
         tablet=tablet,
         stats=stats,
+        checksum=checksum_in_name(iceberg_file.file_path),
     )

@@ -36,6 +36,7 @@ from almanac.data.snapshots import (
     Record,
     decode_record,
     encode_record,
+    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -293,7 +294,7 @@ def expire_data(
             if rewritten is not None:
                 moved = dataclasses.replace(current, metadata=rewritten[0])
                 compares += [
-                    Compare.value(table_key(table.id), "==", str(current.snapshot_id).encode()),
+                    pointer_unchanged(data.store, table.id, current.snapshot_id),
                     Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
                     hold.compare(),
                 ]

@@ -15,7 +15,7 @@ from almanac.catalog import Catalog, HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
-from almanac.data.snapshots import encode_record, snapshot_key, table_key
+from almanac.data.snapshots import decode_pointer, encode_record, snapshot_key, table_key
 from almanac.data.warehouse import Warehouse
 from almanac.entries import VersionedUpdate
 from almanac.errors import CatalogError, MetastoreError
@@ -100,14 +100,19 @@ class DataPlane:
                 if table is None or old is None or old is table:
                     continue
                 pointer = data.store.get(table_key(table_id))
-                if pointer is None or not pointer.value.isdigit():
+                if pointer is None:
                     continue
-                key = snapshot_key(table_id, int(pointer.value))
+                try:
+                    current = decode_pointer(pointer.key, pointer.value)
+                except CatalogError as exc:
+                    _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
+                    continue
+                key = snapshot_key(table_id, current)
                 stored = data.store.get(key)
                 if stored is None:
                     continue
                 try:
-                    record = data.record(table_id, int(pointer.value))
+                    record = data.record(table_id, current)
                 except CatalogError as exc:
                     _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
                     continue

@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import math
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,13 @@ from almanac.data.files import ColumnStats, DataFile
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
-from almanac.errors import CatalogError, DataError, NotFoundError, ValidationError
+from almanac.errors import (
+    CatalogError,
+    CorruptDataError,
+    DataError,
+    NotFoundError,
+    ValidationError,
+)
 
 __all__ = [
     "PREDICATE_OPS",
@@ -272,38 +279,36 @@ def read_file(
     """The file's rows as ``output_schema(plan_table, columns)``: columns
     resolved by id (a column added later reads as its constant default or
     NULL, a dropped one is gone, a renamed one has its new name, a widened one
-    is cast), in catalog order, every field nullable."""
+    is cast), in catalog order, every field nullable. ``CorruptDataError``
+    naming file and table when its size, checksum, Parquet structure or row
+    count is not what its commit recorded: never fewer or other rows."""
     check.instance(plan_table, Table, "Parameter 'plan_table' of read_file")
     check.instance(file, DataFile, "Parameter 'file' of read_file")
     check.instance(warehouse, Warehouse, "Parameter 'warehouse' of read_file")
     check.integer(batch_rows, "Parameter 'batch_rows' of read_file", lo=1)
     wanted = project(plan_table, columns)
     schema = output_schema(plan_table, columns)
-    try:
-        source = warehouse.fs.open_input_file(file.path)
-    except FileNotFoundError as exc:
-        raise CatalogError(
-            f"Data file '{file.path}' of table '{plan_table.name}' is missing from the warehouse",
-            path=file.path,
-            table=plan_table.name,
-        ) from exc
-    with source:
+    with _verified(plan_table, file, warehouse) as source:
         try:
             parquet = pq.ParquetFile(source)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CatalogError(
-                f"Data file '{file.path}' of table '{plan_table.name}' is not readable "
-                f"Parquet: {exc}",
-                path=file.path,
-                table=plan_table.name,
-            ) from exc
-        by_id = {
-            int(f.metadata[FIELD_ID]): f.name
-            for f in parquet.schema_arrow
-            if f.metadata and FIELD_ID in f.metadata
-        }
-        names = [by_id[c.id] for c in wanted if c.id in by_id]
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
+            by_id = {
+                int(f.metadata[FIELD_ID]): f.name
+                for f in parquet.schema_arrow
+                if f.metadata and FIELD_ID in f.metadata
+            }
+            names = [by_id[c.id] for c in wanted if c.id in by_id]
+            batches = parquet.iter_batches(batch_size=batch_rows, columns=names)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _damaged(plan_table, file, f"not readable Parquet: {exc}") from exc
+        rows = 0
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise _damaged(plan_table, file, f"not readable Parquet: {exc}") from exc
+            rows += batch.num_rows
             if not wanted:
                 yield batch
                 continue
@@ -318,6 +323,61 @@ def read_file(
                 else:
                     arrays.append(column_fill(column, batch.num_rows, generate=False))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if rows != file.rows:
+            raise _damaged(
+                plan_table, file, f"it holds {rows} rows, its commit recorded {file.rows}"
+            )
+
+
+def _damaged(table: Table, file: DataFile, problem: str) -> CorruptDataError:
+    return CorruptDataError(
+        f"Data file '{file.path}' of table '{table.name}' is damaged: {problem}",
+        path=file.path,
+        table=table.name,
+    )
+
+
+def _verified(table: Table, file: DataFile, warehouse: Warehouse) -> pa.NativeFile:
+    """The file opened for reading once its size (when known) and checksum
+    (when its name records one) are what its commit recorded: the whole file
+    is read and checked before the Parquet reader sees a byte, since a flip in
+    a page header or the footer is as silent as one in the values."""
+    try:
+        source = warehouse.fs.open_input_file(file.path)
+    except FileNotFoundError as exc:
+        raise CatalogError(
+            f"Data file '{file.path}' of table '{table.name}' is missing from the warehouse",
+            path=file.path,
+            table=table.name,
+        ) from exc
+    except OSError as exc:
+        raise CatalogError(
+            f"Data file '{file.path}' of table '{table.name}' cannot be opened: {exc}",
+            path=file.path,
+            table=table.name,
+        ) from exc
+    try:
+        size = source.size()
+        if file.size > 0 and size != file.size:
+            raise _damaged(table, file, f"it holds {size} bytes, its commit recorded {file.size}")
+        if file.checksum is None:
+            return source
+        content = source.read_buffer()
+    except OSError as exc:
+        source.close()
+        raise _damaged(table, file, f"it cannot be read: {exc}") from exc
+    except BaseException:
+        source.close()
+        raise
+    source.close()
+    found = zlib.crc32(content)
+    if found != file.checksum:
+        raise _damaged(
+            table,
+            file,
+            f"its CRC-32 is {found:08x}, its commit recorded {file.checksum:08x}",
+        )
+    return pa.BufferReader(content)
 
 
 def _cast(

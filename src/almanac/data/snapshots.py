@@ -5,22 +5,40 @@ place in the chain, its commit time and catalog version, its write id, and
 the Iceberg ``metadata.json`` whose current snapshot it is (which lists the
 files). Records written before table data moved onto Iceberg named a JSON
 manifest instead; those are refused with ``WarehouseFormatError``.
+
+Both the record and the table's pointer (``data.table.<table>``, the
+current snapshot id in decimal) are stored in the update log's checksummed
+frame (``almanac.log_format.frame``), kind 'R' bound to the snapshot id and
+kind 'P' bound to the table id, so a flipped bit, a truncation or a value
+moved to another key is a ``CorruptDataError`` naming the key, never another
+snapshot. Values written before the frame (bare decimal, bare JSON) still
+read: a frame starts with the magic ``A1 4D C3 7E``, which differs in at
+least 2 bits from a digit in its first byte and 5 from ``{``, and in at
+least 4 from any digit in its third, so no handful of flips turns a frame into a
+legacy value; ``decode_pointer`` and ``decode_record`` are the one way in.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Final
 
 from almanac.data.files import DataFile
-from almanac.errors import CorruptLogError, WarehouseFormatError
+from almanac.errors import CorruptDataError, WarehouseFormatError
+from almanac.log_format import frame, open_frame
+from almanac.metastore import Compare, Metastore
 
 __all__ = [
     "OPERATIONS",
     "DataSnapshot",
     "Record",
+    "decode_pointer",
     "decode_record",
+    "encode_pointer",
     "encode_record",
+    "pointer_unchanged",
+    "record_unchanged",
     "snapshot_key",
     "snapshot_prefix",
     "staging_key",
@@ -35,6 +53,8 @@ TABLE_PREFIX = "data.table."
 SNAPSHOT_PREFIX = "data.snapshot."
 WRITE_PREFIX = "data.write."
 STAGING_PREFIX = "data.staging."
+KIND_POINTER: Final = ord("P")
+KIND_RECORD: Final = ord("R")
 
 
 def table_key(table_id: int) -> str:
@@ -107,7 +127,82 @@ class Record:
         )
 
 
+def _corrupt(key: str, problem: str) -> CorruptDataError:
+    return CorruptDataError(f"Data key '{key}' is corrupted: {problem}", key=key)
+
+
+def _unframe(key: str, raw: bytes, kind: int, number: int) -> bytes | None:
+    """The checked payload of a framed value; None for a value of the format
+    before frames (the caller parses it strictly)."""
+    opened = open_frame(raw, lambda problem: _corrupt(key, problem))
+    if opened is None:
+        return None
+    found_kind, found_number, payload = opened
+    if found_kind != kind:
+        raise _corrupt(key, f"it holds a value of kind {found_kind}, not {kind}")
+    if found_number != number:
+        raise _corrupt(
+            key, f"it holds the value of id {found_number}, not {number}: copied from another key"
+        )
+    return payload
+
+
+def _key_id(key: str, prefix: str) -> int:
+    """The id a data key ends with (a table id, a snapshot id)."""
+    tail = key.rsplit(".", 1)[-1] if key.startswith(prefix) else ""
+    if not tail.isdigit() or not tail.isascii():
+        raise _corrupt(key, f"the key does not end with an id under '{prefix}'")
+    return int(tail)
+
+
+def _decimal(key: str, raw: bytes) -> int:
+    if raw.isdigit() and raw.isascii() and (raw == b"0" or not raw.startswith(b"0")):
+        return int(raw)
+    raise _corrupt(key, f"it holds {bytes(raw[:32])!r}, not a snapshot id")
+
+
+def encode_pointer(table_id: int, snapshot_id: int) -> bytes:
+    """The stored form of ``data.table.<table_id>`` naming ``snapshot_id``."""
+    return frame(KIND_POINTER, table_id, str(snapshot_id).encode())
+
+
+def decode_pointer(key: str, raw: bytes) -> int:
+    """The snapshot id the pointer at ``key`` names, framed or of the format
+    before frames; ``CorruptDataError`` naming the key otherwise."""
+    payload = _unframe(key, raw, KIND_POINTER, _key_id(key, TABLE_PREFIX))
+    return _decimal(key, raw if payload is None else payload)
+
+
+def pointer_unchanged(store: Metastore, table_id: int, snapshot_id: int | None) -> Compare:
+    """The compare that holds while the table's pointer still names
+    ``snapshot_id`` (is absent for None), in whichever format it is stored:
+    a pointer written before frames is matched as it is, and the commit's
+    own put replaces it by a framed one."""
+    key = table_key(table_id)
+    if snapshot_id is None:
+        return Compare.absent(key)
+    legacy = str(snapshot_id).encode()
+    stored = store.get(key)
+    expected = legacy if stored is not None and stored.value == legacy else None
+    return Compare.value(key, "==", expected or encode_pointer(table_id, snapshot_id))
+
+
+def record_unchanged(store: Metastore, record: Record) -> Compare:
+    """The compare that holds while ``record`` is stored unchanged, in
+    whichever format (see ``pointer_unchanged``)."""
+    key = snapshot_key(record.table_id, record.snapshot_id)
+    legacy = _body(record)
+    stored = store.get(key)
+    expected = legacy if stored is not None and stored.value == legacy else None
+    return Compare.value(key, "==", expected or encode_record(record))
+
+
 def encode_record(record: Record) -> bytes:
+    """The stored form of ``record``: its JSON in a checksummed frame."""
+    return frame(KIND_RECORD, record.snapshot_id, _body(record))
+
+
+def _body(record: Record) -> bytes:
     body = {
         "table": record.table_id,
         "id": record.snapshot_id,
@@ -125,9 +220,18 @@ def encode_record(record: Record) -> bytes:
 def decode_record(key: str, raw: bytes, *, legacy: bool = False) -> Record:
     """The record stored at ``key``; ``WarehouseFormatError`` for a record of
     the JSON-manifest format, unless ``legacy`` (the upgrade reads those, and
-    gets the manifest's path as ``metadata``)."""
+    gets the manifest's path as ``metadata``). ``CorruptDataError`` naming the
+    key for a value that fails its checksum, does not parse, or belongs to
+    another key."""
+    payload = _unframe(key, raw, KIND_RECORD, _key_id(key, SNAPSHOT_PREFIX))
+    if payload is None and not raw.startswith(b"{"):
+        raise _corrupt(
+            key,
+            f"it starts with {bytes(raw[:8]).hex(' ')}, neither a checksummed frame nor "
+            "a record of an older release",
+        )
     try:
-        body = json.loads(raw)
+        body = json.loads(raw if payload is None else payload)
         old = isinstance(body, dict) and "manifest" in body and "metadata" not in body
         if old and not legacy:
             raise WarehouseFormatError(
@@ -138,7 +242,7 @@ def decode_record(key: str, raw: bytes, *, legacy: bool = False) -> Record:
                 rule="old-warehouse-format",
             )
         origin = body["origin"]
-        return Record(
+        record = Record(
             table_id=int(body["table"]),
             snapshot_id=int(body["id"]),
             parent_id=None if body["parent"] is None else int(body["parent"]),
@@ -150,4 +254,11 @@ def decode_record(key: str, raw: bytes, *, legacy: bool = False) -> Record:
             origin=(int(origin[0]), int(origin[1])),
         )
     except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise CorruptLogError(f"Data snapshot record '{key}' is corrupted: {exc}", key=key) from exc
+        raise _corrupt(key, f"{type(exc).__name__}: {exc}") from exc
+    if not legacy and key != snapshot_key(record.table_id, record.snapshot_id):
+        raise _corrupt(
+            key,
+            f"it holds the record of snapshot {record.snapshot_id} of table "
+            f"{record.table_id}: copied from another key",
+        )
+    return record

@@ -6,7 +6,8 @@ path)::
 
     <table_id>/                                   the Iceberg table location
     <table_id>/metadata/                          metadata.json, manifest lists, manifests
-    <table_id>/<write_id>/tablet=<t>/part-<uuid>.parquet   data files
+    <table_id>/<write_id>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet
+                                                  data files (crc: see ``files``)
     <table_id>/<write_id>/_STAGED                 staged-write marker
 
 Every write owns one directory, so aborting or collecting a write is one

@@ -34,7 +34,12 @@ from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
 from almanac.data.iceberg_schema import partition_spec, same_spec
-from almanac.data.snapshots import encode_record, snapshot_key, table_key
+from almanac.data.snapshots import (
+    encode_record,
+    pointer_unchanged,
+    record_unchanged,
+    snapshot_key,
+)
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
@@ -455,11 +460,8 @@ def _publish(
         compares += more[0]
         ops += more[1]
     else:
-        pointer = table_key(table_id)
         compares.append(
-            Compare.absent(pointer)
-            if parent is None
-            else Compare.value(pointer, "==", str(parent.snapshot_id).encode())
+            pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
         if parent is not None and change.properties is not None and not change.commands:
             # The properties go into a new metadata.json of the same
@@ -476,7 +478,7 @@ def _publish(
             written.append(location)
             key = snapshot_key(table_id, parent.snapshot_id)
             moved = dataclasses.replace(parent, metadata=location)
-            compares += [Compare.value(key, "==", encode_record(parent)), hold.compare()]
+            compares += [record_unchanged(data.store, parent), hold.compare()]
             ops += [Put(key, encode_record(moved)), hold.delete()]
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())

@@ -6,6 +6,7 @@ the local cache when it holds the file and from the warehouse otherwise."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -76,7 +77,7 @@ def _batches(
     for file in files:
         cached = local.cached_path(ticket.table_id, ticket.tablet_id, file)
         if cached.exists():
-            copy = DataFile(str(cached), file.rows, file.size, file.tablet, file.stats)
+            copy = dataclasses.replace(file, path=str(cached))
             sent = 0
             try:
                 for batch in read_file(table, copy, local.cache, batch_rows=batch_rows):
@@ -84,7 +85,8 @@ def _batches(
                     sent += 1
                 continue
             except (CatalogError, pa.ArrowException, OSError):
-                # Gone from the cache since, or damaged: fetched again at the
+                # Gone from the cache since, or damaged (its size, checksum or
+                # rows are not what the commit recorded): fetched again at the
                 # next sync. Before any batch the warehouse stands in; after,
                 # the stream fails and the reader goes to another replica.
                 local.damaged(ticket.table_id, ticket.tablet_id, cached)

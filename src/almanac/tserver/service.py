@@ -13,12 +13,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from almanac.errors import CatalogError
+from almanac.errors import CatalogError, CorruptDataError
 from almanac.server.auth import Tokens
 from almanac.tserver.auth import TokenCheck
 from almanac.tserver.ticket import TabletTicket
 
-__all__ = ["TabletFlightService"]
+__all__ = ["DAMAGED", "TabletFlightService"]
+
+DAMAGED = b"almanac:corrupt-data"
+"""The ``extra_info`` of a Flight error for a data file found damaged in the
+warehouse (and in the cache): another replica cannot read it either."""
 
 _log = logging.getLogger("almanac.tserver")
 
@@ -39,7 +43,7 @@ class TabletFlightService(flight.FlightServerBase):  # type: ignore[misc]
             parsed = TabletTicket.decode(ticket.ticket)
             schema, batches = self._rows(parsed)
         except CatalogError as exc:
-            raise flight.FlightServerError(f"Tablet server '{self._server}': {exc}") from None
+            raise self._error(exc) from None
         except Exception as exc:
             _log.exception("A read failed on tablet server '%s'", self._server)
             raise flight.FlightServerError(
@@ -51,4 +55,8 @@ class TabletFlightService(flight.FlightServerBase):  # type: ignore[misc]
         try:
             yield from batches
         except CatalogError as exc:
-            raise flight.FlightServerError(f"Tablet server '{self._server}': {exc}") from None
+            raise self._error(exc) from None
+
+    def _error(self, exc: CatalogError) -> flight.FlightServerError:
+        info = DAMAGED if isinstance(exc, CorruptDataError) else b""
+        return flight.FlightServerError(f"Tablet server '{self._server}': {exc}", extra_info=info)
