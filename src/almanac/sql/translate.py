@@ -470,13 +470,14 @@ def _merged(run: list[Command]) -> Command:
     """One command for a run of mergeable ones, built once: growing it one
     action at a time re-checked every column so far (quadratic)."""
     first = run[0]
-    if len(run) == 1 or not isinstance(first, AddColumns | DropColumns):
+    if len(run) == 1:
         return first
-    columns: list[Any] = []
-    for command in run:
-        assert isinstance(command, AddColumns | DropColumns)
-        columns.extend(command.columns)
-    return dataclasses.replace(first, columns=tuple(columns))
+    if isinstance(first, AddColumns):
+        added = [c for command in run if isinstance(command, AddColumns) for c in command.columns]
+        return dataclasses.replace(first, columns=tuple(added))
+    assert isinstance(first, DropColumns)
+    dropped = [c for command in run if isinstance(command, DropColumns) for c in command.columns]
+    return dataclasses.replace(first, columns=tuple(dropped))
 
 
 # -- indexes -------------------------------------------------------------------
