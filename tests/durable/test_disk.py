@@ -174,10 +174,11 @@ def test_a_store_opened_read_only_reads_and_refuses_every_write(tmp_path: Path) 
             lambda: store.txn([], [Put("x", b"y")]),
             lambda: store.grant_lease(5),
             lambda: store.compact(revision),
-            lambda: store.exclusive(1.0).__enter__(),
         ]
         for write in writes:
             with pytest.raises(ReadOnlyCatalogError, match="read-only"):
                 write()
+        with pytest.raises(ReadOnlyCatalogError, match="read-only"), store.exclusive(1.0):
+            pass
         assert store.get("k") == got
     assert path.read_bytes() == before
