@@ -82,6 +82,8 @@ def sqlite_error(path: str | os.PathLike[str], exc: sqlite3.Error) -> StorageErr
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name == "SQLITE_FULL" or (name.startswith("SQLITE_IOERR") and _nearly_full(path)):
         return disk_full(path, f"{name}: {exc}")
-    if name.startswith("SQLITE_READONLY") or (name == "SQLITE_CANTOPEN" and not is_writable(path)):
+    if name.startswith("SQLITE_READONLY") or (
+        name == "SQLITE_CANTOPEN" and Path(path).parent.is_dir() and not is_writable(path)
+    ):
         return read_only(path, f"{name}: {exc}")
     return None

@@ -10,7 +10,7 @@ import errno
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -168,7 +168,7 @@ def test_a_store_opened_read_only_reads_and_refuses_every_write(tmp_path: Path) 
         got = store.get("k")
         assert got is not None and got.value == b"v"
         assert store.revision == revision
-        writes = [
+        writes: list[Callable[[], object]] = [
             lambda: store.put("k", b"w"),
             lambda: store.delete("k"),
             lambda: store.txn([], [Put("x", b"y")]),
