@@ -42,12 +42,16 @@ def _adds(cat: almanac.Catalog, n: int, via_sql: bool) -> Callable[[], object]:
 
 
 def bench_add_columns() -> None:
-    with tempfile.TemporaryDirectory() as root, almanac.connect(root, delay_ms=0, max_clock_skew_ms=0, durability="normal") as cat:
+    with (
+        tempfile.TemporaryDirectory() as root,
+        almanac.connect(root, delay_ms=0, max_clock_skew_ms=0, durability="normal") as cat,
+    ):
         for via_sql, label in ((True, "SQL ALTER TABLE"), (False, "AddColumns")):
             small = timing.median_seconds(_adds(cat, N, via_sql), REPEATS)
             large = timing.median_seconds(_adds(cat, 2 * N, via_sql), REPEATS)
             print(
-                f"{label} on SQLite (durability normal), add {N:,} columns to {N:,}: {small * 1000:.0f} ms; "
+                f"{label} on SQLite (durability normal), add {N:,} columns to {N:,}: "
+                f"{small * 1000:.0f} ms; "
                 f"add {2 * N:,} to {2 * N:,}: {large * 1000:.0f} ms; ratio {large / small:.2f} "
                 "(goal ≤ 2.5: linear)"
             )
