@@ -145,6 +145,7 @@ def test_a_catalog_on_a_read_only_file_system_opens_for_reading(mounted: Path) -
     with almanac.connect(str(target), delay_ms=0) as reader:
         version = reader.latest_version
         assert reader.catalog().table("A") is not None
+        assert [row[1] for row in reader.sql("SHOW TABLES").rows] == ["A"]
         assert sorted(read_table(reader, "A").column("ID").to_pylist()) == [1, 2, 3]
         with pytest.raises(ReadOnlyCatalogError, match="is read-only") as info:
             reader.execute([table("B")])
