@@ -21,7 +21,6 @@ from almanac.schema_sync import MAX_DELAY_MS
 from tests.durable.helpers import table
 
 
-
 @pytest.fixture(params=["memory", "sqlite"])
 def cat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
     target = "memory://" if request.param == "memory" else str(tmp_path / "data")
