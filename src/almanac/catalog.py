@@ -292,17 +292,18 @@ class Catalog:
             log.start(self)
             if self.latest_version == 0:
                 self._commit_initial(name)
-            self._node = NodeRegistration(
-                log.store,
-                name,
-                applied=self.latest_version,
-                ttl_s=node_ttl_s,
-                fallback=node_name is None,
-            )
+            if not log.store.read_only:  # a reader of a read-only store leaves no trace
+                self._node = NodeRegistration(
+                    log.store,
+                    name,
+                    applied=self.latest_version,
+                    ttl_s=node_ttl_s,
+                    fallback=node_name is None,
+                )
         except BaseException:
             log.close()
             raise
-        self.node_name = self._node.name
+        self.node_name = name if self._node is None else self._node.name
         """This node's name among the live nodes of the catalog."""
         _log.info(
             "Node '%s' opened catalog %s at version %d", self.node_name, target, self.latest_version

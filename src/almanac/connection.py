@@ -21,7 +21,13 @@ from almanac.nodes import check_node_name
 from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, check_token
 from almanac.requests import DEFAULT_REQUEST_WINDOW_S
-from almanac.schema_sync import ETCD_DEFAULTS, MEMORY_DEFAULTS, SQLITE_DEFAULTS, SchemaSync
+from almanac.schema_sync import (
+    ETCD_DEFAULTS,
+    MEMORY_DEFAULTS,
+    SQLITE_DEFAULTS,
+    SchemaSync,
+    check_sync_settings,
+)
 from almanac.targets import Target, parse_target
 
 __all__ = ["connect", "missing_catalog", "open_catalog"]
@@ -262,8 +268,7 @@ def open_catalog(
             target=str(parsed),
             rule="remote-target",
         )
-    check.optional_int(delay_ms, "Parameter 'delay_ms' of connect", lo=0)
-    check.optional_int(max_clock_skew_ms, "Parameter 'max_clock_skew_ms' of connect", lo=0)
+    check_sync_settings(delay_ms, max_clock_skew_ms, "connect")
     check.optional_instance(retention, RetentionPolicy, "Parameter 'retention' of connect")
     if node_name is not None:
         check_node_name(node_name, "Parameter 'node_name' of connect")

@@ -12,7 +12,7 @@ import datetime as dt
 import decimal
 import enum
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from almanac import _check as check
@@ -212,6 +212,9 @@ class Table:
     update_version: int = 0
     dropped_at: int | None = None
     reserve_ms: int = 0
+    # Column by name, built on first lookup: a scan per lookup made adding
+    # or checking n columns quadratic.
+    _by_name: dict[str, Column] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def soft_deleted(self) -> bool:
@@ -228,10 +231,11 @@ class Table:
         return self.dropped_at + (self.reserve_ms << LOGICAL_BITS)
 
     def column(self, name: str) -> Column | None:
-        for col in self.columns:
-            if col.name == name:
-                return col
-        return None
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {col.name: col for col in reversed(self.columns)}
+            object.__setattr__(self, "_by_name", by_name)
+        return by_name.get(name)
 
     def column_by_id(self, column_id: int) -> Column | None:
         for col in self.columns:

@@ -18,6 +18,7 @@ Grouped by what the caller can do about it::
     │   ├── WaitTimeoutError          a wait ran out of time (also a TimeoutError)
     │   └── WriteStateError           a staged write can no longer commit: redo it
     └── StorageError                  stored state is damaged or unreachable: call an operator
+        ├── ReadOnlyCatalogError      the catalog was opened read-only: it cannot change
         ├── CorruptLogError           the update log holds an entry that cannot apply
         │   └── CatalogIdentityError  the store is not (or no longer all of) the catalog its
         │                             directory held: emptied, replaced, versions lost
@@ -56,6 +57,7 @@ __all__ = [
     "MetastoreError",
     "MetastoreUnavailableError",
     "NotFoundError",
+    "ReadOnlyCatalogError",
     "RetryableError",
     "SerializationError",
     "SnapshotExpiredError",
@@ -243,3 +245,9 @@ class WriteStateError(RetryableError):
 
 class TableBeingCreatedError(RetryableError):
     """Another CREATE/REPLACE ... AS SELECT of the same name is in progress."""
+
+
+class ReadOnlyCatalogError(StorageError):
+    """The catalog's store is on a read-only file system, or its file or
+    directory is not writable: it was opened read-only, so reads work and
+    every change is refused (nothing was written)."""

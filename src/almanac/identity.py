@@ -16,8 +16,10 @@ two places:
 On open, if the record exists but the store has no id (empty, lost), has
 another id, or a latest version below the recorded one, the node refuses
 with :class:`~almanac.errors.CatalogIdentityError` naming both paths and
-the numbers. A brand-new directory initialises both; a store written by an
-older release (no id yet) is adopted. The record is replaced atomically
+the numbers (a record that cannot be written for a full or read-only disk
+is a plain ``StorageError`` saying so: nothing is damaged). A brand-new
+directory initialises both; a store written by an older release (no id
+yet) is adopted. The record is replaced atomically
 (write, fsync, rename, fsync of the directory) and only ever moves forward;
 nodes refresh it from their log follower at most once per
 ``flush_interval_s`` (0.2 s) while versions advance, and on close, never
@@ -34,6 +36,7 @@ record: the next open adopts the store as it is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -44,7 +47,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from almanac.errors import CatalogIdentityError
+from almanac import disk
+from almanac.errors import CatalogIdentityError, StorageError
 
 __all__ = ["IdentityRecord", "identity_path_for", "new_catalog_id", "parse_catalog_id"]
 
@@ -151,7 +155,7 @@ class IdentityRecord:
         """``flush``, logging instead of raising: a record that lags is only a weaker check."""
         try:
             self.flush()
-        except CatalogIdentityError as exc:
+        except StorageError as exc:
             _log.warning("%s", exc)
 
     def flush(self, *, force: bool = False) -> None:
@@ -193,7 +197,11 @@ class IdentityRecord:
             finally:
                 os.close(dir_fd)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            known = disk.os_error(self.path, exc)
+            if known is not None:  # a full or read-only disk damages nothing
+                raise known from exc
             raise CatalogIdentityError(
                 f"Cannot write the catalog identity record '{self.path}': {exc}",
                 path=str(self.path),

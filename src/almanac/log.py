@@ -272,7 +272,7 @@ class UpdateLog:
         for version in range(max(start, 1), latest + 1):
             update = _read_update(by_key, version, earliest)
             follower.on_update(update, by_key[update_key(version)].mod_revision)
-        if identity is not None and known is not None:
+        if identity is not None and known is not None and not self.store.read_only:
             self._adopt_identity(identity, *known, latest)
         return result.revision
 

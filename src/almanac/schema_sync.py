@@ -17,25 +17,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from almanac import _check as check
 from almanac.clock import LOGICAL_BITS
-from almanac.errors import CatalogError
 
-__all__ = ["ETCD_DEFAULTS", "MEMORY_DEFAULTS", "SQLITE_DEFAULTS", "SchemaSync"]
+__all__ = [
+    "ETCD_DEFAULTS",
+    "MAX_CLOCK_SKEW_MS",
+    "MAX_DELAY_MS",
+    "MEMORY_DEFAULTS",
+    "SQLITE_DEFAULTS",
+    "SchemaSync",
+    "check_sync_settings",
+]
+
+MAX_DELAY_MS = 60_000
+"""The longest activation delay: a DDL returns only once its version is
+active everywhere, so this bounds how long every ``execute`` waits."""
+MAX_CLOCK_SKEW_MS = 60_000
+"""The largest clock skew a catalog allows for; NTP keeps clocks within
+milliseconds, and a DDL's wait grows by the skew."""
+
+
+def check_sync_settings(delay_ms: object, max_clock_skew_ms: object, what: str) -> None:
+    """Refuse a schema-sync setting (``None``: the default) out of its range,
+    before a catalog is opened: the first DDL would otherwise commit and then
+    wait for ever (or overflow the clock)."""
+    check.optional_int(delay_ms, f"Parameter 'delay_ms' of {what}", lo=0, hi=MAX_DELAY_MS)
+    check.optional_int(
+        max_clock_skew_ms, f"Parameter 'max_clock_skew_ms' of {what}", lo=0, hi=MAX_CLOCK_SKEW_MS
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class SchemaSync:
+    """``delay_ms`` in [0, ``MAX_DELAY_MS``] and ``max_clock_skew_ms`` in
+    [0, ``MAX_CLOCK_SKEW_MS``]."""
+
     delay_ms: int
     max_clock_skew_ms: int
 
     def __post_init__(self) -> None:
-        for name in ("delay_ms", "max_clock_skew_ms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise CatalogError(
-                    f"{name} must be a non-negative integer number of milliseconds, got {value!r}",
-                    setting=name,
-                )
+        check_sync_settings(self.delay_ms, self.max_clock_skew_ms, "SchemaSync")
 
     def visible_everywhere_at(self, activation_time: int) -> int:
         """The hybrid time after which every node's clock has passed activation."""

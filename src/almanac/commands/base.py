@@ -4,6 +4,7 @@ allocation, name rules and column definitions."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
@@ -34,6 +35,8 @@ from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 __all__ = [
     "DEFAULT_SCHEMA",
     "RESERVED_SCHEMAS",
+    "MAX_COLUMNS",
+    "MAX_NAME_BYTES",
     "ColumnDef",
     "Command",
     "CommitContext",
@@ -114,22 +117,57 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def check_name(kind: str, name: object) -> str:
-    """Names are non-blank Unicode text without control characters (C0, DEL,
-    C1); any other text, such as ``..`` or ``_manifests``, is a legal quoted name."""
+MAX_NAME_BYTES = 255
+"""The longest object name, in UTF-8 bytes (a file name's limit on common
+file systems): every name must also fit a URL path of the Iceberg REST API."""
+
+
+def check_name(kind: str, name: object, *, lookup: bool = False) -> str:
+    """Names are Unicode text without control characters (C0, DEL, C1) of
+    at most ``MAX_NAME_BYTES`` UTF-8 bytes, with at least one visible
+    character; any other text, such as ``..`` or ``_manifests``, is a legal
+    quoted name. ``lookup``: the name only finds an existing object, which
+    may predate the length and visibility rules, so only those are skipped."""
     if not isinstance(name, str) or not name.strip():
         raise ValidationError(f"{kind} name must not be blank", kind=kind, name=name)
     bad = _CONTROL.search(name)
     if bad is not None:
         raise ValidationError(
-            f"{kind} name {name!r} must not contain control characters "
+            f"{kind} name {_shown_name(name)} must not contain control characters "
             f"(U+{ord(bad.group()):04X} at position {bad.start() + 1})",
             kind=kind,
             name=name,
             rule="name-characters",
         )
-    check_text(f"{kind} name {name!r}", name, kind=kind, name=name)
+    check_text(f"{kind} name {_shown_name(name)}", name, kind=kind, name=name)
+    if lookup:
+        return name
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise ValidationError(
+            f"{kind} name {_shown_name(name)} is {size} UTF-8 bytes long; a name has at most "
+            f"{MAX_NAME_BYTES} bytes",
+            kind=kind,
+            name=_shown_name(name),
+            rule="name-length",
+            length=size,
+            limit=MAX_NAME_BYTES,
+        )
+    if all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in name):
+        raise ValidationError(
+            f"{kind} name {name!r} has no visible character: it is empty once whitespace and "
+            "invisible format characters (Unicode category Cf, such as U+200B and U+FEFF) "
+            "are removed",
+            kind=kind,
+            name=name,
+            rule="name-visible",
+        )
     return name
+
+
+def _shown_name(name: str) -> str:
+    """The name quoted for a message, cut to a readable length."""
+    return repr(name) if len(name) <= 60 else f"{name[:57]!r}... ({len(name)} characters)"
 
 
 def check_text(what: str, value: str, **context: object) -> None:
@@ -284,10 +322,10 @@ class ColumnDef:
         )
 
 
-def check_column_names(table: str, names: list[str]) -> None:
+def check_column_names(table: str, names: list[str], *, lookup: bool = False) -> None:
     seen: set[str] = set()
     for name in names:
-        check_name("Column", name)
+        check_name("Column", name, lookup=lookup)
         if name in seen:
             raise ValidationError(
                 f"Column '{name}' is given more than once for table '{table}'",
@@ -296,6 +334,25 @@ def check_column_names(table: str, names: list[str]) -> None:
                 table=table,
             )
         seen.add(name)
+
+
+MAX_COLUMNS = 4096
+"""The most columns a table may have. Iceberg sets no limit, but every
+version, schema and data file carries the whole column list, and one ALTER
+runs inside the catalog's writer lock: a few thousand columns is far past
+any real table (Kudu's default cap is 300)."""
+
+
+def check_column_count(table: str, count: int) -> None:
+    """Refuse a table of more than ``MAX_COLUMNS`` columns."""
+    if count > MAX_COLUMNS:
+        raise ValidationError(
+            f"Table '{table}' would have {count} columns; a table has at most {MAX_COLUMNS}",
+            table=table,
+            count=count,
+            limit=MAX_COLUMNS,
+            rule="max-columns",
+        )
 
 
 def check_column_def(table: str, col: ColumnDef) -> None:

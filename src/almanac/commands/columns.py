@@ -9,6 +9,7 @@ from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
     Command,
+    check_column_count,
     check_column_def,
     check_column_names,
     check_default,
@@ -107,6 +108,7 @@ class AddColumns(Command):
             # later SET/DROP DEFAULT do to the write default.
             new.append(replace(column, initial_default=initial_default_of(column.default)))
             next_id += 1
+        check_column_count(full, len(table.columns) + len(new))
         return [ColumnsAdded(table.id, tuple(new))] if new else []
 
 
@@ -127,7 +129,7 @@ class DropColumns(Command):
         full = qualified(self.schema, table.name)
         if not self.columns:
             raise ValidationError(f"No columns to drop from table '{full}'", table=full)
-        check_column_names(full, list(self.columns))
+        check_column_names(full, list(self.columns), lookup=True)
         alive = [i for i in cat.indexes(table.id) if i.status.alive and not i.primary_key]
         names: list[str] = []
         for name in self.columns:
@@ -316,7 +318,7 @@ class RenameColumn(Command):
         if table is None:
             return []
         full = qualified(self.schema, table.name)
-        check_name("Column", self.column)
+        check_name("Column", self.column, lookup=True)
         check_name("Column", self.new_name)
         old = table.column(self.column)
         if old is None:

@@ -61,7 +61,7 @@ class DropSchema(Command):
     cascade: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        check_name("Schema", self.name)
+        check_name("Schema", self.name, lookup=True)
         _check_not_reserved(self.name, "dropped")
         if self.name == DEFAULT_SCHEMA:
             raise ValidationError(

@@ -12,6 +12,7 @@ from almanac.commands.base import (
     Command,
     CommitContext,
     IdAllocator,
+    check_column_count,
     check_column_def,
     check_column_names,
     check_default,
@@ -157,6 +158,7 @@ class CreateTable(Command):
 
         if not self.columns:
             raise ValidationError(f"Table '{full}' needs at least one column", table=full)
+        check_column_count(full, len(self.columns))
         check_column_names(full, [c.name for c in self.columns])
         for col in self.columns:
             check_column_def(full, col)

@@ -174,6 +174,10 @@ class Metastore(ABC):
     (etcd: 128 by default); None for no limit. Callers that write many keys
     (log truncation) split their work by it."""
 
+    read_only: bool = False
+    """True when the store was opened for reading only (a SQLite file on a
+    read-only file system): every write raises ``ReadOnlyCatalogError``."""
+
     serializes_writers: bool = False
     """True when :meth:`exclusive` excludes every other writer that also
     takes it (in this process and, for a shared file, in the others)."""

@@ -29,6 +29,13 @@ in the file, so every process agrees on them.
 
 Threads. A connection is used by one thread at a time: operations borrow
 one from a small pool and give it back.
+
+Read-only. A file on a read-only file system, or a file or directory this
+process may not write, opens read-only (``mode=ro``; ``immutable=1`` when
+the directory cannot take SQLite's shared-memory file and no WAL is left
+over): reads and watches work, every write raises ``ReadOnlyCatalogError``.
+A full disk is a ``StorageError`` that says so, not damage (see
+``almanac.disk``).
 """
 
 from __future__ import annotations
@@ -40,11 +47,13 @@ import random
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
-from almanac.errors import InvalidArgumentError, MetastoreError
+from almanac import disk
+from almanac.errors import InvalidArgumentError, MetastoreError, StorageError
 from almanac.metastore.base import (
     Compare,
     Delete,
@@ -357,7 +366,11 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         idle_interval: float = 0.1,
         durability: str = "full",
         clock: Callable[[], float] = time.time,
+        read_only: bool | None = None,
     ) -> None:
+        """``read_only``: open for reading only; ``None`` (the default) does
+        so when the file exists and this process may not write it or its
+        directory."""
         if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
             raise InvalidArgumentError(
                 f"durability must be one of {', '.join(map(repr, DURABILITY_LEVELS))}, "
@@ -367,6 +380,9 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         self._synchronous = DURABILITY_LEVELS[durability]
         self.durability = durability
         self._path = os.fspath(path)
+        if read_only is None:
+            read_only = os.path.exists(self._path) and not disk.is_writable(self._path)
+        self.read_only = read_only
         self._clock = clock
         self._busy_timeout = busy_timeout
         self._poll_interval = poll_interval
@@ -398,6 +414,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         file, and an exclusive ``flock`` on the sidecar ``<file>-writer``.
         SQLite's own write lock stays free, so reads, leases and the other
         writes inside the section go on as usual."""
+        if self.read_only:
+            raise disk.read_only(self._path)
         section: WriterSection | None = getattr(self, "_writer_section", None)
         if section is None:
             section = shared_file_section(f"sqlite metastore {self._path}", self._path + "-writer")
@@ -406,21 +424,43 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
     # -- connections and transactions
 
-    def _error(self, exc: sqlite3.Error) -> MetastoreError:
+    def _error(self, exc: sqlite3.Error) -> StorageError:
+        known = disk.sqlite_error(self._path, exc)
+        if known is not None:
+            return known
         return MetastoreError(f"sqlite metastore {self._path}: {exc}", path=self._path)
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            if self.read_only:
+                conn = sqlite3.connect(
+                    self._read_only_uri(),
+                    uri=True,
+                    timeout=self._busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self._path,
+                    timeout=self._busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
         return conn
+
+    def _read_only_uri(self) -> str:
+        """``mode=ro`` reads a WAL database when SQLite can create (or find)
+        its shared-memory file; a directory that takes no new file and holds
+        no WAL (closed cleanly) is read as ``immutable``: nothing can change it."""
+        path = os.path.abspath(self._path)
+        directory = os.path.dirname(path)
+        immutable = not os.access(directory, os.W_OK) and not os.path.exists(path + "-wal")
+        mode = "immutable=1" if immutable else "mode=ro"
+        return f"file:{urllib.parse.quote(path)}?{mode}"
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -463,6 +503,25 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             delay = min(delay * 2, 0.5)
 
     def _initialize(self) -> None:
+        def check_schema(conn: sqlite3.Connection) -> None:
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                raise disk.read_only(self._path, "it holds no catalog store yet") from exc
+            schema = None if row is None else row[0]
+            if schema != _SCHEMA_VERSION:
+                raise MetastoreError(
+                    f"sqlite metastore {self._path} has schema {schema},"
+                    f" this code reads schema {_SCHEMA_VERSION}",
+                    path=self._path,
+                )
+
+        if self.read_only:
+            self._run(check_schema)
+            return
+
         def attempt(conn: sqlite3.Connection) -> None:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -492,6 +551,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         MetastoreError), only its own changes are rolled back, so the
         revocation still commits.
         """
+        if self.read_only:
+            raise disk.read_only(self._path)
 
         def attempt(conn: sqlite3.Connection) -> tuple[_T, bool]:
             conn.execute("BEGIN IMMEDIATE")
@@ -537,8 +598,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
             conn.execute("BEGIN")
             try:
                 view = _SqliteView(conn, self._clock())
-                if view.start():
-                    return None
+                if view.start() and not self.read_only:
+                    return None  # revoke the due lease first (a read-only store cannot)
                 return (read(view),)
             finally:
                 conn.execute("COMMIT")
@@ -563,7 +624,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         return self._read(lambda view: view.meta("compact_revision"))
 
     def _read_range(self, prefix: str, revision: int | None, limit: int | None) -> RangeResult:
-        if revision is None:
+        if revision is None and not self.read_only:
             now = self._run(lambda conn: _current_range(conn, self._clock(), prefix, limit))
             if now is not None:
                 return now
@@ -716,6 +777,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                         last_version = version
                         self._notify()
                         next_expiry = _next_expiry(conn)
+                    if self.read_only:
+                        next_expiry = None  # leases expire only where they can be revoked
                     if next_expiry is not None and self._clock() >= next_expiry:
                         self._write(lambda view, revision: (None, revision))
                         next_expiry = _next_expiry(conn)

@@ -316,15 +316,14 @@ def _alter_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     check_clauses(tree, ("this", "kind", "exists", "actions"), "ALTER TABLE")
     schema, table = table_name(tree.this, default_schema, "table")
     if_exists = bool(tree.args.get("exists"))
-    commands: list[Command] = []
+    runs: list[list[Command]] = []
     for action in tree.args.get("actions") or []:
         command = _alter_action(action, schema, table, if_exists)
-        merged = _merged(commands[-1], command) if commands else None
-        if merged is None:
-            commands.append(command)
+        if runs and _mergeable(runs[-1][0], command):
+            runs[-1].append(command)
         else:
-            commands[-1] = merged
-    return commands
+            runs.append([command])
+    return [_merged(run) for run in runs]
 
 
 def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
@@ -458,21 +457,27 @@ def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: b
     return AlterColumn(table=table, column=column, schema=schema, if_exists=if_exists, **changes)
 
 
-def _merged(last: Command, command: Command) -> Command | None:
-    """Neighbouring ADDs (or DROPs) with the same IF [NOT] EXISTS become one command."""
-    if (
-        isinstance(last, AddColumns)
-        and isinstance(command, AddColumns)
-        and last.if_not_exists == command.if_not_exists
-    ):
-        return dataclasses.replace(last, columns=last.columns + command.columns)
-    if (
-        isinstance(last, DropColumns)
-        and isinstance(command, DropColumns)
-        and last.if_exists == command.if_exists
-    ):
-        return dataclasses.replace(last, columns=last.columns + command.columns)
-    return None
+def _mergeable(first: Command, command: Command) -> bool:
+    """Neighbouring ADDs (or DROPs) with the same IF [NOT] EXISTS make one command."""
+    if isinstance(first, AddColumns) and isinstance(command, AddColumns):
+        return first.if_not_exists == command.if_not_exists
+    if isinstance(first, DropColumns) and isinstance(command, DropColumns):
+        return first.if_exists == command.if_exists
+    return False
+
+
+def _merged(run: list[Command]) -> Command:
+    """One command for a run of mergeable ones, built once: growing it one
+    action at a time re-checked every column so far (quadratic)."""
+    first = run[0]
+    if len(run) == 1:
+        return first
+    if isinstance(first, AddColumns):
+        added = [c for command in run if isinstance(command, AddColumns) for c in command.columns]
+        return dataclasses.replace(first, columns=tuple(added))
+    assert isinstance(first, DropColumns)
+    dropped = [c for command in run if isinstance(command, DropColumns) for c in command.columns]
+    return dataclasses.replace(first, columns=tuple(dropped))
 
 
 # -- indexes -------------------------------------------------------------------
