@@ -207,7 +207,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         try:
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             _log.warning("rollback failed", exc_info=True)
 
 
@@ -424,7 +424,16 @@ class SqliteMetastore(ConditionWakeups, Metastore):
 
     # -- connections and transactions
 
-    def _error(self, exc: sqlite3.Error) -> StorageError:
+    def _error(self, exc: sqlite3.Error | UnicodeDecodeError) -> StorageError:
+        if isinstance(exc, UnicodeDecodeError):
+            # SQLite quotes damaged schema text in its message; Python's
+            # sqlite3 fails to decode it when those bytes are not UTF-8
+            return MetastoreError(
+                f"sqlite metastore {self._path} is damaged: SQLite reported an error"
+                " whose text is not UTF-8 (a damaged schema page)",
+                path=self._path,
+                rule="damaged",
+            )
         known = disk.sqlite_error(self._path, exc)
         if known is not None:
             return known
@@ -447,9 +456,14 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                     isolation_level=None,
                     check_same_thread=False,
                 )
-                conn.execute(f"PRAGMA synchronous={self._synchronous}")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
+        if not self.read_only:
+            try:
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
+                conn.close()
+                raise self._error(exc) from exc
         return conn
 
     def _read_only_uri(self) -> str:
@@ -493,7 +507,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                     _rollback(conn)
                     if not _is_busy(exc) or tries >= _MAX_ATTEMPTS:
                         raise self._error(exc) from exc
-                except sqlite3.Error as exc:
+                except (sqlite3.Error, UnicodeDecodeError) as exc:
                     _rollback(conn)
                     raise self._error(exc) from exc
                 except BaseException:
@@ -782,7 +796,7 @@ class SqliteMetastore(ConditionWakeups, Metastore):
                     if next_expiry is not None and self._clock() >= next_expiry:
                         self._write(lambda view, revision: (None, revision))
                         next_expiry = _next_expiry(conn)
-                except (sqlite3.Error, MetastoreError):
+                except (sqlite3.Error, UnicodeDecodeError, MetastoreError):
                     if self._closed:
                         break
                     _log.warning("metastore background poll failed", exc_info=True)
