@@ -78,6 +78,17 @@ _FORMS = (
 
 TargetKind = Literal["memory", "directory", "sqlite", "etcd", "http"]
 
+MAX_NAME_BYTES = 255
+"""The longest file name (one path component) a target may have, in UTF-8
+bytes: Linux's NAME_MAX; beyond it every file call fails."""
+MAX_PATH_BYTES = 4095
+"""The longest path a target may have, in UTF-8 bytes (Linux's PATH_MAX,
+less its NUL)."""
+MAX_HOST_CHARS = 253
+"""The longest host name (DNS: 253 characters, labels of at most 63)."""
+_MAX_LABEL_CHARS = 63
+_SHOWN_CHARS = 120
+
 
 @dataclass(frozen=True, slots=True)
 class Target:
@@ -155,11 +166,47 @@ class Target:
 
 
 def _refuse(target: object, problem: str, rule: str) -> ValidationError:
+    shown = repr(target)
+    if len(shown) > _SHOWN_CHARS:
+        shown = shown[: _SHOWN_CHARS - 3] + "..."
     return ValidationError(
-        f"Unsupported catalog target {target!r}: it {problem}; use {_FORMS}",
-        target=repr(target),
+        f"Unsupported catalog target {shown}: it {problem}; use {_FORMS}",
+        target=shown,
         rule=rule,
     )
+
+
+def _check_path(path: Path, original: object) -> Path:
+    """Refuse a path the file system would refuse with ENAMETOOLONG, so that
+    it is one ``ValidationError`` here and not an ``OSError`` at any later
+    file call."""
+    size = len(os.fsencode(path))
+    if size > MAX_PATH_BYTES:
+        raise _refuse(
+            original, f"is a path of {size} bytes, over {MAX_PATH_BYTES}", "target-path-length"
+        )
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > MAX_NAME_BYTES:
+            raise _refuse(
+                original,
+                f"has a file name of {size} bytes, over {MAX_NAME_BYTES}",
+                "target-path-length",
+            )
+    return path
+
+
+def _check_host(host: str, original: object) -> None:
+    """Refuse a host name DNS cannot carry (the IDNA codec raises
+    ``UnicodeError`` on it when a client connects)."""
+    labels = host.split(".")
+    if len(host) > MAX_HOST_CHARS or any(len(label) > _MAX_LABEL_CHARS for label in labels):
+        raise _refuse(
+            original,
+            f"has a host name over {MAX_HOST_CHARS} characters or with a label over "
+            f"{_MAX_LABEL_CHARS}",
+            "target-host-length",
+        )
 
 
 def _check_text(text: str, original: object) -> None:
@@ -200,7 +247,7 @@ def parse_target(target: object) -> Target:
         if text == MEMORY:
             return Target("memory")
         if text.startswith(_SQLITE):
-            return Target("sqlite", _sqlite_path(text))
+            return Target("sqlite", _check_path(_sqlite_path(text), target))
         if text.startswith(_ETCD):
             return _etcd_target(text)
         if text.startswith(_HTTP):
@@ -208,7 +255,7 @@ def parse_target(target: object) -> Target:
         if scheme.group(1).lower() in ("memory", "sqlite", "etcd", "http", "https"):
             raise _refuse(target, "is malformed", "target-form")
         raise _refuse(target, f"has the unsupported scheme '{scheme.group(1)}:'", "target-scheme")
-    return Target("directory", Path(os.path.abspath(text)))
+    return Target("directory", _check_path(Path(os.path.abspath(text)), target))
 
 
 def _sqlite_path(text: str) -> Path:
@@ -246,6 +293,8 @@ def _etcd_target(text: str) -> Target:
             )
         if not 1 <= int(match["port"]) <= 65535:
             raise _refuse(text, f"has the port {match['port']}, outside 1..65535", "target-port")
+        if match["ipv6"] is None:
+            _check_host(match["host"], text)
     if len(set(endpoints)) != len(endpoints):
         raise _refuse(text, "lists an endpoint twice", "target-form")
     if namespace and not _NAMESPACE.match(namespace):
@@ -271,6 +320,8 @@ def _http_target(text: str) -> Target:
     match = _ENDPOINT.match(netloc) or _ENDPOINT.match(netloc + ":0")
     if match is None or (match["ipv6"] is not None and not _is_ipv6(match["ipv6"])):
         raise _refuse(text, f"has the host {netloc!r}, which is not host[:port]", "target-form")
+    if match["ipv6"] is None:
+        _check_host(match["host"], text)
     port = int(match["port"])
     if netloc.endswith(":" + match["port"]) and not 1 <= port <= 65535:
         raise _refuse(text, f"has the port {match['port']}, outside 1..65535", "target-port")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 
 import almanac
 from almanac.cli import main
+from almanac.cli.reads import MAX_SCRIPT_BYTES
 from almanac.connection import open_catalog
 from tests.cli.support import PATIENCE, environment
 
@@ -83,3 +86,131 @@ def test_a_closed_pipe_ends_the_command_without_a_traceback(store: str, tmp_path
     assert proc.wait(PATIENCE) != 0  # 8000 rows: more than a pipe buffer holds
     assert first.split() == [b"NAME", b"ID", b"TABLES"]
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def _bounded(*args: str, cwd: Path, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``almanac ARGS`` in its own process with at most 4 GiB of address
+    space, so that a command that reads a file without end fails instead of
+    taking the machine's memory; ``PATIENCE`` is only a failure guard."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "almanac", *args],
+        cwd=cwd,
+        env=environment(),
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        preexec_fn=limit,
+        check=False,
+    )
+
+
+def _one_error_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert len(lines[0]) < 600, "a hostile argument is shown cut short"
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "a" * 5000,
+        "/tmp/" + "a" * 300 + "/catalog",
+        "/tmp" + "/abc" * 1100,
+        "sqlite:///" + "a" * 5000,
+        "http://" + "h" * 5000,
+        "http://" + "h" * 64 + ".example:80",
+        "etcd://" + "h" * 300 + ":2379",
+    ],
+    ids=["5000-chars", "long-name", "long-path", "sqlite", "http-host", "http-label", "etcd-host"],
+)
+@pytest.mark.parametrize("command", [("show", "tables"), ("init",)], ids=["show", "init"])
+def test_a_store_too_long_for_the_file_system_or_dns_is_one_error_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    command: tuple[str, ...],
+) -> None:
+    """ENAMETOOLONG from the file system and UnicodeError from the IDNA codec
+    escaped as tracebacks; the target parser refuses such names."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _call(capsys, "--store", target, *command)
+    assert (status, out) == (1, "")
+    assert "Unsupported catalog target" in _one_error_line(err)
+    assert os.listdir(tmp_path) == [], "nothing was created"
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_sql_from_a_device_or_a_fifo_is_refused_at_once(
+    store: str, tmp_path: Path, kind: str
+) -> None:
+    """/dev/zero was read without end (memory), a FIFO blocked for a writer."""
+    if kind == "fifo":
+        path = tmp_path / "script.fifo"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    result = _bounded("--store", store, "sql", "-f", str(path), cwd=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    line = _one_error_line(result.stderr)
+    assert f"Cannot read script file '{path}'" in line and "not a regular file" in line, line
+
+
+def test_sql_from_a_directory_a_huge_file_or_a_bad_path_is_one_error_line(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = tmp_path / "huge.sql"
+    huge.write_bytes(b"CREATE SCHEMA IF NOT EXISTS x;" * (MAX_SCRIPT_BYTES // 30 + 1))
+    cases = {
+        str(tmp_path): "is a directory",
+        str(huge): f"more than {MAX_SCRIPT_BYTES} bytes",
+        str(tmp_path / ("a" * 5000)): "File name too long",
+        str(tmp_path / "missing.sql"): "No such file or directory",
+        "a\x00b": "NUL character",
+    }
+    for path, fragment in cases.items():
+        status, out, err = _call(capsys, "--store", store, "sql", "-f", path)
+        assert (status, out) == (1, ""), path[:80]
+        line = _one_error_line(err)
+        assert "Cannot read script file" in line and fragment in line, line
+    with open_catalog(store) as cat:
+        assert cat.catalog().schema("X") is None, "nothing was applied"
+
+
+def test_sql_on_stdin_is_read_up_to_the_cap(store: str, tmp_path: Path) -> None:
+    with open("/dev/zero", "rb") as endless:
+        result = _bounded("--store", store, "sql", cwd=tmp_path, stdin=endless.fileno())
+    assert result.returncode == 1
+    assert f"more than {MAX_SCRIPT_BYTES} bytes" in _one_error_line(result.stderr)
+
+
+def test_a_script_at_the_cap_is_still_run(store: str, tmp_path: Path) -> None:
+    statement = b"CREATE SCHEMA IF NOT EXISTS capped;"
+    script = tmp_path / "cap.sql"
+    script.write_bytes(statement + b" " * (MAX_SCRIPT_BYTES - len(statement)))
+    result = _bounded("--store", store, "sql", "-f", str(script), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with open_catalog(store) as cat:
+        assert cat.catalog().schema("CAPPED") is not None
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_serve_with_a_tokens_file_that_is_no_regular_file_is_refused(
+    store: str, tmp_path: Path, kind: str
+) -> None:
+    path = Path("/dev/zero") if kind == "dev-zero" else tmp_path / "t.fifo"
+    if kind == "fifo":
+        os.mkfifo(path)
+    result = _bounded(
+        "--store", store, "serve", "--port", "0", "--tokens-file", str(path), cwd=tmp_path
+    )
+    assert result.returncode == 1
+    line = _one_error_line(result.stderr)
+    assert "Cannot read tokens file" in line, line

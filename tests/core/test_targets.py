@@ -207,3 +207,31 @@ def test_open_metastore_reads_targets_with_the_same_parser(tmp_path: Path) -> No
     for bad in ["memory:/", "", "foo://x"]:
         with pytest.raises(InvalidArgumentError, match="Unsupported catalog target"):
             open_metastore(bad)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 5000,
+        "/" + "n" * 256,
+        "/x" * 2100,
+        "sqlite:///" + "b" * 300 + "/c.db",
+        "http://" + "h" * 254,
+        "https://" + "l" * 64 + ".example",
+        "etcd://" + "h" * 64 + ":2379",
+    ],
+    ids=["relative", "long-name", "long-path", "sqlite", "http-host", "http-label", "etcd"],
+)
+def test_names_the_file_system_or_dns_cannot_carry_are_refused(text: str) -> None:
+    """They failed later as OSError (ENAMETOOLONG) or UnicodeError (IDNA)."""
+    with pytest.raises(ValidationError, match="Unsupported catalog target") as info:
+        parse_target(text)
+    assert info.value.context["rule"] in ("target-path-length", "target-host-length")
+    assert len(str(info.value)) < 500, "the target is shown cut short"
+    with pytest.raises(ValidationError):
+        almanac.connect(text)
+
+
+def test_the_longest_names_still_parse() -> None:
+    assert parse_target("/" + "n" * 255).path == Path("/" + "n" * 255)
+    assert parse_target("http://" + "l" * 63 + ".example").url.endswith(".example")

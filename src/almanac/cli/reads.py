@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from almanac.sql.results import SqlResult
 
 __all__ = [
+    "MAX_SCRIPT_BYTES",
     "describe",
     "diff",
     "history",
+    "read_script",
     "read_statement",
     "servers",
     "show",
@@ -35,6 +37,10 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_SCRIPT_BYTES = 8 * 2**20
+"""The largest script ``sql`` reads from a file or stdin: what a catalog
+server accepts as one request body (``almanac.server.app.MAX_BODY_BYTES``)."""
 
 
 def read_statement(head: str, *, version: int | None = None, time: str | None = None) -> str:
@@ -107,7 +113,6 @@ def _run_read(
     "-f",
     "--file",
     "script",
-    type=click.File("r", encoding="utf-8", errors="surrogateescape"),  # as stdin reads
     metavar="FILE",
     help="Read the script from FILE ('-' for stdin).",
 )
@@ -123,7 +128,7 @@ def _run_read(
 @store_option
 def sql(
     text: str | None,
-    script: IO[str] | None,
+    script: str | None,
     default_schema: str,
     request_id: str | None,
     as_json: bool,
@@ -136,16 +141,40 @@ def sql(
     """
     if text is not None and script is not None:
         raise click.UsageError("Give the script as TEXT or with --file, not both")
-    if script is not None:
-        text = script.read()
-    elif text is None or text == "-":
-        if sys.stdin.isatty():
-            click.echo("Reading SQL from the terminal; end it with Ctrl-D.", err=True)
-        text = sys.stdin.read()
+    if script is not None and script != "-":
+        text = read_script(script)
+    elif script == "-" or text is None or text == "-":
+        text = _read_stdin()
     with open_sql(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
     show_result(result, Output.for_stdout(as_json))
     return 0
+
+
+def read_script(path: str) -> str:
+    """The script in the file ``path``, as ``sql -f`` reads it: a regular
+    file of at most ``MAX_SCRIPT_BYTES`` (see ``almanac._files``). Bytes that
+    are not UTF-8 are kept as surrogates, which ``Catalog.sql`` then refuses
+    as text that is not valid Unicode, naming them."""
+    from almanac._files import read_small_file
+
+    data = read_small_file(path, limit=MAX_SCRIPT_BYTES, what="script file")
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def _read_stdin() -> str:
+    from almanac.errors import ValidationError
+
+    if sys.stdin.isatty():
+        click.echo("Reading SQL from the terminal; end it with Ctrl-D.", err=True)
+    data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ValidationError(
+            f"The script on stdin holds more than {MAX_SCRIPT_BYTES} bytes, "
+            "the most a script may have",
+            rule="file-size",
+        )
+    return data.decode("utf-8", errors="surrogateescape")
 
 
 @click.group()

@@ -15,18 +15,19 @@ import hmac
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyCookie, HTTPBearer
 
+from almanac._files import read_small_file, shown_path
 from almanac.errors import ValidationError
 
 __all__ = [
     "ADMIN",
     "COOKIE",
     "ENV_VARIABLE",
+    "MAX_TOKENS_BYTES",
     "READ",
     "AuthError",
     "Role",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 ENV_VARIABLE = "ALMANAC_TOKENS"
+MAX_TOKENS_BYTES = 2**20
+"""The largest tokens file read (a line is about 70 bytes)."""
 COOKIE = "almanac_token"
 """The cookie the console's login page sets; honoured for GET and HEAD only,
 so a page on another site cannot make a browser change the catalog."""
@@ -123,11 +126,12 @@ class Tokens:
     def load(cls, tokens_file: str | None, env: Mapping[str, str] = os.environ) -> Tokens | None:
         """The tokens of ``tokens_file``, else of ``$ALMANAC_TOKENS``, else None."""
         if tokens_file is not None:
+            data = read_small_file(tokens_file, limit=MAX_TOKENS_BYTES, what="tokens file")
             try:
-                text = Path(tokens_file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise ValidationError(
-                    f"Cannot read tokens file '{tokens_file}': {exc}",
+                    f"Cannot read tokens file {shown_path(tokens_file)}: {exc}",
                     source=tokens_file,
                     rule="tokens file",
                 ) from exc
