@@ -337,6 +337,11 @@ def system_rows(
     """The rows of system table ``name`` (``SYSTEM.TABLES`` or ``TABLES``) at
     ``as_of`` (the latest for ``None``); ``table_id`` keeps the tablets of one
     table. A version for a placement table is a ``ValidationError``."""
+    if not callable(getattr(source, "catalog", None)):
+        raise check.fail("Parameter 'source' of system_rows", "a Catalog", source)
+    check.string(name, "Parameter 'name' of system_rows")
+    check.optional_instance(as_of, AsOf, "Parameter 'as_of' of system_rows")
+    check.optional_int(table_id, "Parameter 'table_id' of system_rows")
     short = name if name in SYSTEM_COLUMNS else system_name(name)
     if short not in _VERSIONED:
         if as_of is not None:
@@ -364,6 +369,7 @@ def system_rows(
 def sql_cells(rows: SystemRows) -> tuple[tuple[Cell, ...], ...]:
     """The rows as JSON scalars: a list as ``a, b``, a map as ``k=v, k2=v2``,
     an instant as ISO-8601 UTC text."""
+    check.instance(rows, SystemRows, "Parameter 'rows' of sql_cells")
     return tuple(tuple(_cell(value) for value in row) for row in rows.rows)
 
 
@@ -379,6 +385,7 @@ def arrow_schema(name: str) -> pa.Schema:
     """The Arrow schema of system table ``name`` (``SYSTEM.TABLES`` or ``TABLES``)."""
     import pyarrow as pa
 
+    check.string(name, "Parameter 'name' of arrow_schema")
     short = name if name in SYSTEM_COLUMNS else system_name(name)
     types: dict[ColumnKind, pa.DataType] = {
         "int64": pa.int64(),
@@ -396,6 +403,7 @@ def to_arrow(rows: SystemRows) -> pa.Table:
     """The rows as an Arrow table of ``arrow_schema(rows.name)``."""
     import pyarrow as pa
 
+    check.instance(rows, SystemRows, "Parameter 'rows' of to_arrow")
     schema = arrow_schema(rows.name)
     columns = list(zip(*rows.rows, strict=True)) if rows.rows else [()] * len(schema)
     arrays = [

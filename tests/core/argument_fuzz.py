@@ -2,8 +2,13 @@
 
 It finds what to call by introspection: every command class exported by
 ``almanac``, the values users build (column definitions, defaults,
-properties, retention policies, predicates), the exported functions, and
-every public method of ``Catalog``. Each call gets arguments drawn from a pool
+properties, retention policies, predicates, commit shapes, warehouses),
+every function in the ``__all__`` of the swept public modules
+(``SWEPT_MODULES``: ``almanac`` and its data, serialization, system-table and
+Iceberg modules), every public static method of their classes, and every
+public method of ``Catalog``. A name it does not call is in ``NOT_CALLED``
+with the reason, and a module it does not sweep is in ``MODULES_NOT_SWEPT``,
+so a new public function or module cannot be forgotten. Each call gets arguments drawn from a pool
 of wrong and odd values (None, bools, floats with nan/inf, huge ints, bytes,
 containers, NUL and surrogate strings, naive/aware/extreme datetimes, plain
 objects), mixed with plausible legal values so that calls get past their
@@ -27,9 +32,11 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import importlib
 import inspect
 import math
 import os
+import pkgutil
 import random
 import threading
 import types
@@ -40,9 +47,19 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
 import almanac
+import almanac.data
+import almanac.serialization
+import almanac.system_tables
 from almanac import Catalog, CatalogError, Command
-from almanac.data import Predicate
+from almanac.catalog_version import CatalogVersion
+from almanac.data import CommitShape, Predicate, TableData, Warehouse
+from almanac.descriptors import Column, Table
+from almanac.metastore import Metastore
 
 INT64 = (-(2**63), 2**63 - 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -57,8 +74,62 @@ USER_BUILT: tuple[type, ...] = (
     almanac.RetentionPolicy,
     almanac.PlacementSettings,
     Predicate,
+    CommitShape,
+    Warehouse,
+    TableData,
 )
 """Values users build and hand to the catalog, besides commands."""
+
+SWEPT_MODULES = (
+    "almanac",
+    "almanac.data",
+    "almanac.serialization",
+    "almanac.system_tables",
+    "almanac.iceberg",
+)
+"""The public modules whose ``__all__`` the fuzzer calls."""
+
+_EXPORTED = "its public names are exported from almanac (tests/core/test_public_api.py)"
+_INTERNAL = "the catalog node's own machinery, reached through the swept API"
+MODULES_NOT_SWEPT = {
+    "almanac.catalog": _EXPORTED,
+    "almanac.catalog_version": _EXPORTED,
+    "almanac.clock": _EXPORTED,
+    "almanac.commands": _EXPORTED,
+    "almanac.connection": _EXPORTED,
+    "almanac.datatypes": _EXPORTED,
+    "almanac.descriptors": _EXPORTED,
+    "almanac.diff": _EXPORTED,
+    "almanac.errors": _EXPORTED,
+    "almanac.events": _EXPORTED,
+    "almanac.remote": _EXPORTED,
+    "almanac.soft_delete": _EXPORTED,
+    "almanac.targets": _EXPORTED,
+    "almanac.cli": "the command line: tests/cli/test_hostile_input.py attacks it",
+    "almanac.console": "the web console's routes: tests/console",
+    "almanac.demo": "a demo script",
+    "almanac.demo_cluster": "a demo script",
+    "almanac.entries": _INTERNAL,
+    "almanac.etcd_local": "starts a local etcd for demos and tests",
+    "almanac.flight": "reads from tablet servers: tests/tserver/test_arguments.py",
+    "almanac.iceberg_rest": "HTTP routes: tests/iceberg_rest/test_hostile.py",
+    "almanac.identity": _INTERNAL,
+    "almanac.log": _INTERNAL,
+    "almanac.log_format": _INTERNAL,
+    "almanac.metastore": "the store interface under the catalog: tests/metastore",
+    "almanac.nodes": _INTERNAL,
+    "almanac.placement": "tablet placement state, read through almanac.system_tables",
+    "almanac.requests": _INTERNAL,
+    "almanac.schema_sync": _INTERNAL,
+    "almanac.server": "the HTTP server: tests/server/test_hostile.py",
+    "almanac.spark": "needs a Spark session: tests/spark/test_units.py",
+    "almanac.spelling": _INTERNAL,
+    "almanac.sql": "reached through Catalog.sql: tests/sql/test_fuzz.py",
+    "almanac.sse": _INTERNAL,
+    "almanac.summary": _INTERNAL,
+    "almanac.tserver": "tablet servers: tests/tserver/test_arguments.py",
+}
+"""Every other module of the package, and why the fuzzer does not sweep it."""
 
 NOT_CALLED = {
     "Catalog": "made by connect; its public methods are called instead",
@@ -91,6 +162,15 @@ NOT_CALLED = {
     "RemoteVersionInfo": "returned by RemoteCatalog.history",
     "VersionInfo": "returned by history",
     "Zone": "a descriptor the catalog builds",
+    "almanac.data.ColumnStats": "part of a DataFile",
+    "almanac.data.DataFile": "returned by write_files and plan_scan",
+    "almanac.data.DataSnapshot": "returned by the data plane's commits and reads",
+    "almanac.data.JanitorReport": "returned by run_janitor",
+    "almanac.data.ScanPlan": "returned by plan_scan",
+    "almanac.serialization.Registry": "the registry (REGISTRY); encode and decode are called",
+    "almanac.serialization.SerializerInfo": "one registered serializer of the registry",
+    "almanac.system_tables.ColumnKind": "a type alias of the system tables' column kinds",
+    "almanac.system_tables.SystemRows": "returned by system_rows",
 }
 """Exported names that are not called, and why. Enums and errors are not called either."""
 
@@ -116,19 +196,57 @@ def constructors() -> list[Callable[..., Any]]:
     return found
 
 
-STATIC_METHODS: tuple[Callable[..., Any], ...] = (almanac.CatalogDiff.from_json,)
-"""Public static methods that read user input (exported classes' own functions)."""
+def exports() -> dict[str, object]:
+    """Every name of the swept modules' ``__all__``, by its qualified name
+    (a bare name for ``almanac``'s own), each object once."""
+    found: dict[str, object] = {}
+    seen: set[int] = set()
+    for module_name in SWEPT_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            found[name if module_name == "almanac" else f"{module_name}.{name}"] = obj
+    return found
+
+
+def _is_class(obj: object) -> bool:
+    return isinstance(obj, type) and not issubclass(obj, enum.Enum | BaseException)
+
+
+def static_methods() -> list[Callable[..., Any]]:
+    """Public static methods of the exported classes (``Warehouse.open``,
+    ``TableData.for_catalog``, ``CatalogDiff.from_json``...)."""
+    found: list[Callable[..., Any]] = []
+    for obj in exports().values():
+        if not _is_class(obj):
+            continue
+        assert isinstance(obj, type)
+        for name, member in vars(obj).items():
+            if not name.startswith("_") and isinstance(member, staticmethod | classmethod):
+                found.append(getattr(obj, name))
+    return found
 
 
 def functions() -> list[Callable[..., Any]]:
     return [
-        *(
-            obj
-            for name in almanac.__all__
-            if isinstance(obj := getattr(almanac, name), types.FunctionType)
-        ),
-        *STATIC_METHODS,
+        *(obj for obj in exports().values() if isinstance(obj, types.FunctionType)),
+        *static_methods(),
     ]
+
+
+def label(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn))))
+
+
+def unswept_modules() -> list[str]:
+    """Modules of the package that are neither swept nor explained."""
+    names = {
+        f"almanac.{m.name}" for m in pkgutil.iter_modules(almanac.__path__) if m.name[0] != "_"
+    }
+    return sorted(names - set(SWEPT_MODULES) - set(MODULES_NOT_SWEPT))
 
 
 def catalog_methods() -> list[str]:
@@ -141,18 +259,42 @@ def catalog_methods() -> list[str]:
 
 def uncovered_exports() -> list[str]:
     """Exported names that the fuzzer neither calls nor explains."""
-    called = {c.__name__ for c in (*constructors(), *functions())}
+    called = {id(c) for c in (*constructors(), *functions())}
     out = []
-    for name in almanac.__all__:
-        obj = getattr(almanac, name)
-        if name in called or name in NOT_CALLED or name == "Command":
+    for name, obj in exports().items():
+        if id(obj) in called or name in NOT_CALLED or obj is Command:
             continue
         if isinstance(obj, type) and issubclass(obj, enum.Enum | BaseException):
             continue
-        if isinstance(obj, str):
-            continue
+        if not callable(obj):
+            continue  # constants: PROTOCOL_VERSION, REGISTRY, SYSTEM_COLUMNS...
         out.append(name)
     return out
+
+
+_NAMES: dict[str, object] = {
+    "pa": pa,
+    "pc": pc,
+    "pafs": pafs,
+    "Catalog": Catalog,
+    "CatalogVersion": CatalogVersion,
+    "Column": Column,
+    "Metastore": Metastore,
+    "Table": Table,
+}
+"""Names that modules import only for type checking, to resolve their hints."""
+
+
+def type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameter annotations of a function or of a class's constructor
+    (its fields for a dataclass)."""
+    if isinstance(fn, type) and not dataclasses.is_dataclass(fn):
+        fn = fn.__init__  # type: ignore[misc]
+    try:
+        return typing.get_type_hints(fn)
+    except NameError:
+        namespace = {**_NAMES, **getattr(inspect.unwrap(fn), "__globals__", {})}
+        return typing.get_type_hints(fn, globalns=namespace)
 
 
 # --------------------------------------------------------------------------- values
@@ -306,6 +448,17 @@ def odd_values() -> list[Callable[[], object]]:
         almanac.CreateSchema("FZ", if_not_exists=True),
         [almanac.CreateSchema("FZ", if_not_exists=True)],
         _anything,
+        memoryview(b"\x00\x01\x00\x05\x01"),
+        b"\x00\x01\x00\x05\x01\x00",
+        pa.array([1, None, 3]),
+        pa.array(["a", "b"]),
+        pa.chunked_array([[1], [2]]),
+        pa.table({"X": [1]}),
+        pa.table({"ID": ["1"]}),
+        pa.record_batch({"ID": pa.array([1], pa.int64())}),
+        pa.schema([("ID", pa.int64())]),
+        pafs.LocalFileSystem(),
+        Path("/nonexistent/almanac"),
     ]
     factories: list[Callable[[], object]] = [_constant(v) for v in fixed]
     factories.append(lambda: iter([1, 2]))
@@ -313,8 +466,15 @@ def odd_values() -> list[Callable[[], object]]:
     return factories
 
 
-def legal_values(annotation: Any, param: str) -> list[object]:
-    """Plausible legal values for a parameter, so that calls go deeper."""
+def legal_values(
+    annotation: Any, param: str, context: dict[Any, list[object]] | None = None
+) -> list[object]:
+    """Plausible legal values for a parameter, so that calls go deeper;
+    ``context`` holds live values by annotation (a catalog, its table...)."""
+    if context:
+        with contextlib.suppress(TypeError):  # an unhashable annotation
+            if annotation in context:
+                return list(context[annotation])
     if param == "target":
         return ["memory://"]
     if param in ("timeout",):
@@ -326,7 +486,7 @@ def legal_values(annotation: Any, param: str) -> list[object]:
     if origin is typing.Union or origin is types.UnionType:
         out: list[object] = []
         for a in args:
-            out.extend(legal_values(a, param))
+            out.extend(legal_values(a, param, context))
         return out
     if annotation is type(None):
         return [None]
@@ -339,7 +499,7 @@ def legal_values(annotation: Any, param: str) -> list[object]:
     if annotation is float:
         return [0.0, 0.5, 1, 10.0]
     if origin is tuple or origin is cabc.Sequence or origin is cabc.Iterable:
-        inner = legal_values(args[0], param) if args else ["A"]
+        inner = legal_values(args[0], param, context) if args else ["A"]
         return [*((v,) for v in inner), tuple(inner[:2]), list(inner[:1])]
     if annotation in (dt.datetime,):
         return [dt.datetime.now(dt.UTC), EPOCH]
@@ -409,6 +569,14 @@ def conforms(value: object, annotation: Any) -> bool:
         return callable(value)
     if origin is os.PathLike:
         return isinstance(value, os.PathLike) and conforms(os.fspath(value), str)
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if origin in (cabc.Mapping, dict):
+        return isinstance(value, cabc.Mapping) and all(
+            conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items()
+        )
+    if getattr(annotation, "_is_protocol", False):
+        return isinstance(value, Catalog)  # the one implementation users hold
     if isinstance(annotation, type):
         return isinstance(value, annotation)
     raise AssertionError(f"the oracle does not know {annotation!r}")
@@ -459,10 +627,11 @@ class Fuzzer:
         self.workdir = workdir
         self.odd = odd_values()
         self.cat = almanac.connect("memory://")
+        self.data_cat = almanac.connect(str(workdir / "data-catalog"), durability="normal")
+        self.context = data_context(self.data_cat)
         self.targets: list[tuple[str, Callable[..., Any], inspect.Signature, dict[str, Any]]] = []
         for fn in (*constructors(), *functions()):
-            hints = typing.get_type_hints(fn)
-            self.targets.append((fn.__name__, fn, inspect.signature(fn), hints))
+            self.targets.append((label(fn), fn, inspect.signature(fn), type_hints(fn)))
         for name in catalog_methods():
             method = getattr(Catalog, name)
             hints = typing.get_type_hints(method)
@@ -484,7 +653,7 @@ class Fuzzer:
         odd_one = self.rng.randrange(len(params)) if params else -1
         kwargs: dict[str, object] = {}
         for i, p in enumerate(params):
-            legal = legal_values(hints.get(p.name, Any), p.name)
+            legal = legal_values(hints.get(p.name, Any), p.name, self.context)
             odd = (mode == 0 and i == odd_one) or mode == 2 or not legal
             if p.default is not p.empty and not odd and self.rng.random() < 0.5:
                 continue
@@ -532,8 +701,11 @@ class Fuzzer:
         )
 
     def _close_result(self, result: object) -> object:
+        if inspect.isgenerator(result):
+            return list(result)  # a read's batches: its errors come while iterating
         if isinstance(result, Catalog):
-            result.close()
+            if result is not self.data_cat:
+                result.close()
         elif isinstance(result, Future):
             return result.result(timeout=30)
         elif isinstance(result, contextlib.AbstractContextManager):
@@ -550,6 +722,7 @@ class Fuzzer:
         args, rest = self._split(sig, kwargs)
         before_version = self.cat.latest_version
         before_snapshot = self.cat.catalog()
+        before_data_version = self.data_cat.latest_version
         before_files = set(os.listdir(self.workdir)) if name == "connect" else set()
         self.report.calls += 1
         self.report.by_target[name] = self.report.by_target.get(name, 0) + 1
@@ -565,6 +738,10 @@ class Fuzzer:
                 raise Bug(
                     f"{_describe_call(name, kwargs)} failed but changed the catalog"
                 ) from None
+            if self.data_cat.latest_version != before_data_version:
+                raise Bug(
+                    f"{_describe_call(name, kwargs)} failed but changed the data catalog"
+                ) from None
             if name == "connect" and set(os.listdir(self.workdir)) != before_files:
                 new = set(os.listdir(self.workdir)) - before_files
                 raise Bug(f"{_describe_call(name, kwargs)} failed but left {sorted(new)}") from None
@@ -572,7 +749,7 @@ class Fuzzer:
         except Exception as exc:
             raise Bug(f"{_describe_call(name, kwargs)} raised {type(exc).__name__}: {exc}") from exc
         self.report.succeeded += 1
-        if isinstance(fn, type):
+        if isinstance(fn, type) and dataclasses.is_dataclass(fn):
             if not built_legally(result):
                 raise Bug(f"{_describe_call(name, kwargs)} built an illegal {result!r}")
             if isinstance(result, Command):
@@ -625,7 +802,62 @@ class Fuzzer:
         finally:
             threading.excepthook = previous
             self.cat.close()
+            self.data_cat.close()
         return self.report
+
+
+def data_context(cat: Catalog) -> dict[Any, list[object]]:
+    """Live legal values of the data plane's parameters, by annotation: the
+    catalog (with a warehouse), its table T with rows, a data file of it..."""
+    from almanac.clock import HybridClock
+    from almanac.data import DataFile, plan_scan, write_table
+    from almanac.serialization import encode_catalog
+    from almanac.sql.reads import AsOf, ReadSource
+    from almanac.system_tables import SystemRows, system_rows
+
+    if cat.catalog().table("T") is None:
+        cat.sql("CREATE TABLE T (ID INT64 PRIMARY KEY, A INT32, S VARCHAR(10))")
+    rows = pa.table(
+        {
+            "ID": pa.array([1, 2], pa.int64()),
+            "A": pa.array([3, 4], pa.int32()),
+            "S": pa.array(["x", "y"]),
+        }
+    )
+    write_table(cat, "T", rows)
+    table = cat.catalog().table("T")
+    assert table is not None
+    data = TableData.for_catalog(cat)
+    return {
+        Catalog: [cat],
+        ReadSource: [cat],
+        Table: [table],
+        Column: list(table.columns),
+        CatalogVersion: [cat.catalog()],
+        TableData: [data],
+        Warehouse: [data.warehouse],
+        Metastore: [data.store],
+        HybridClock: [cat.clock],
+        pa.Table: [rows],
+        pa.RecordBatch: [rows.to_batches()[0]],
+        pa.Array: [pa.array([1, 2, None], pa.int64()), pa.array(["a", None])],
+        pa.ChunkedArray: [pa.chunked_array([[1, 2]], pa.int64())],
+        pafs.FileSystem: [pafs.LocalFileSystem()],
+        DataFile: list(plan_scan(cat, data, "T").files),
+        Predicate: [Predicate("ID", "=", 1), Predicate("A", ">", 0)],
+        almanac.CreateTable: [
+            almanac.CreateTable(
+                name="T2",
+                columns=(
+                    almanac.ColumnDef(name="ID", type=almanac.ColumnType.INT64, nullable=False),
+                ),
+                primary_key=("ID",),
+            )
+        ],
+        SystemRows: [system_rows(cat, "TABLES"), system_rows(cat, "SERVERS")],
+        AsOf: [AsOf(version=cat.latest_version)],
+        bytes: [encode_catalog(cat.catalog())],
+    }
 
 
 def fuzz(calls: int, seed: int, workdir: Path) -> Report:

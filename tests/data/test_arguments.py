@@ -188,3 +188,70 @@ def test_reads_check_their_columns_and_filters(cat: Catalog) -> None:
     assert read_table(cat, "T", filters=[Predicate("V", "in", [])]).num_rows == 0
     assert read_table(cat, "T", filters=[Predicate("V", "in", [None])]).num_rows == 0
     assert read_table(cat, "T", filters=[Predicate("V", "in", ["v1"])]).num_rows == 1
+
+
+def test_every_public_data_function_names_a_wrong_argument(cat: Catalog) -> None:
+    """Wrong types at the public functions the argument fuzzer found: each
+    escaped as TypeError, AttributeError or OverflowError from deep inside
+    pyarrow, numpy or the serializer."""
+    from almanac import serialization, system_tables
+    from almanac.data import Warehouse, iceberg_bucket_values
+
+    table = create(cat)
+    append(cat, [1])
+    data = TableData.for_catalog(cat)
+    rows = conform(pa.table({"ID": [2]}), table)
+    values = pa.array([1, 2], pa.int64())
+    fs = data.warehouse.fs
+    cases: list[tuple[Any, str]] = [
+        (lambda: serialization.decode(bad(3.5)), "'data' of decode"),
+        (lambda: serialization.decode_catalog(bad(2**70)), "'data' of decode_catalog"),
+        (lambda: serialization.decode_update(bad("x")), "'data' of decode_update"),
+        (lambda: serialization.encode_catalog(bad(table)), "'snapshot' of encode_catalog"),
+        (lambda: serialization.encode_update(bad(table)), "'update' of encode_update"),
+        (lambda: system_tables.arrow_schema(bad(["A"])), "'name' of arrow_schema"),
+        (lambda: system_tables.to_arrow(bad(b"")), "'rows' of to_arrow"),
+        (lambda: system_tables.sql_cells(bad(rows)), "'rows' of sql_cells"),
+        (lambda: system_tables.system_rows(cat, bad(set())), "'name' of system_rows"),
+        (lambda: system_tables.system_rows(bad(None), "TABLES"), "'source' of system_rows"),
+        (
+            lambda: system_tables.system_rows(cat, "TABLES", as_of=bad(1)),
+            "'as_of' of system_rows",
+        ),
+        (lambda: Warehouse(bad(None), fs, "/x"), "'uri' of Warehouse"),
+        (lambda: Warehouse("/x", bad("local"), "/x"), "'fs' of Warehouse"),
+        (lambda: Warehouse("/x", fs, bad(7)), "'root' of Warehouse"),
+        (lambda: TableData(bad("store"), data.warehouse), "'store' of TableData"),
+        (lambda: TableData(data.store, bad("/x")), "'warehouse' of TableData"),
+        (lambda: TableData.for_catalog(bad("memory://")), "'cat' of TableData.for_catalog"),
+        (lambda: iceberg_bucket_values(bad("x"), 4), "'values' of iceberg_bucket_values"),
+        (lambda: iceberg_bucket_values(values, 4, uuid=bad("no")), "'uuid' of"),
+        (lambda: iceberg_bucket_values(values, 2**63 - 1), "from 1 to 2147483647"),
+        (lambda: tablets_of(rows, table, 2**40), "from 1 to 2147483647"),
+        (lambda: write_files(bad("/"), table, 4, rows, "/tmp/w"), "'warehouse' of write_files"),
+        (
+            lambda: write_files(data.warehouse, bad(None), 4, rows, "/tmp/w"),
+            "'table' of write_files",
+        ),
+        (
+            lambda: write_files(data.warehouse, table, bad(2**70), rows, "/tmp/w"),
+            "'partitions' of write_files",
+        ),
+        (
+            lambda: write_files(data.warehouse, table, 4, bad(""), "/tmp/w"),
+            "'data' of write_files",
+        ),
+        (
+            lambda: write_files(data.warehouse, table, 4, rows, bad(dt.timedelta(1))),
+            "'write_dir' of write_files",
+        ),
+        (
+            lambda: write_files(data.warehouse, table, 4, rows, "/tmp/w", max_rows_per_file=bad(0)),
+            "'max_rows_per_file' of write_files",
+        ),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert read_table(cat, "T").num_rows == 1

@@ -136,6 +136,10 @@ class TableData:
     def __init__(
         self, store: Metastore, warehouse: Warehouse, clock: HybridClock | None = None
     ) -> None:
+        if not isinstance(store, Metastore):
+            raise check.fail("Parameter 'store' of TableData", "a Metastore", store)
+        check.instance(warehouse, Warehouse, "Parameter 'warehouse' of TableData")
+        check.optional_instance(clock, HybridClock, "Parameter 'clock' of TableData")
         self.store = store
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
@@ -152,7 +156,9 @@ class TableData:
         its caches are shared); ``CatalogError`` when it has no warehouse."""
         from almanac.data.plane import plane_of
 
-        return plane_of(cat).data
+        return plane_of(
+            check.instance(cat, Catalog, "Parameter 'cat' of TableData.for_catalog")
+        ).data
 
     # -- reading ---------------------------------------------------------------
 

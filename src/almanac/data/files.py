@@ -23,11 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from almanac import _check as check
 from almanac.data.arrow import FIELD_ID, arrow_schema
 from almanac.data.tablets import tablets_of
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
-from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.errors import CatalogError, DataError
 
 __all__ = ["ColumnStats", "DataFile", "checksum_in_name", "column_stats", "write_files"]
 
@@ -129,8 +130,13 @@ def write_files(
     tablet (``<write_dir>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet``), with
     field ids, per-column statistics and the file's checksum in its name.
     Nothing is visible until a commit names them."""
-    if max_rows_per_file < 1:
-        raise ValidationError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    what = "Parameter '{}' of write_files"
+    check.instance(warehouse, Warehouse, what.format("warehouse"))
+    check.instance(table, Table, what.format("table"))
+    check.integer(partitions, what.format("partitions"), lo=1)
+    check.instance(data, pa.Table, what.format("data"), "a pyarrow Table")
+    check.string(write_dir, what.format("write_dir"), nonblank=True)
+    check.integer(max_rows_per_file, what.format("max_rows_per_file"), lo=1)
     expected = arrow_schema(table)
     if not data.schema.equals(expected, check_metadata=True):
         raise DataError(

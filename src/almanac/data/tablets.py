@@ -301,9 +301,17 @@ def _zero_nulls(arr: pa.Array, out: I32Array) -> I32Array:
     return out
 
 
+MAX_BUCKETS = 2**31 - 1
+"""The most buckets (and partitions) a table may have: Iceberg's bucket
+numbers are 32-bit ints."""
+
+
 def _check_buckets(n: object, what: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValidationError(f"{what} must be a positive integer, got {n!r}", partitions=n)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BUCKETS:
+        raise ValidationError(
+            f"{what} must be an integer from 1 to {MAX_BUCKETS}, got {check.describe(n)}",
+            partitions=check.describe(n),
+        )
     return n
 
 
@@ -359,6 +367,13 @@ def iceberg_bucket_values(
     """Iceberg ``bucket[n]`` of every value (``uuid`` and errors as for
     ``iceberg_hash_values``); NULL goes to bucket 0."""
     n = _check_buckets(n, "Bucket count")
+    check.boolean(uuid, "Parameter 'uuid' of iceberg_bucket_values")
+    if not isinstance(values, pa.Array | pa.ChunkedArray):
+        raise check.fail(
+            "Parameter 'values' of iceberg_bucket_values",
+            "a pyarrow Array or ChunkedArray",
+            values,
+        )
     arr = _plain(values)
     return _zero_nulls(arr, _to_buckets(_hash(arr, "Values", uuid=uuid), n))
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from almanac import _check as check
 from almanac.errors import CatalogError
 
 __all__ = ["METADATA_DIR", "STAGED_MARKER", "Warehouse", "new_write_id"]
@@ -47,6 +48,9 @@ class Warehouse:
     executors and commit workers reopen the same place."""
 
     def __init__(self, uri: str, fs: pafs.FileSystem, root: str) -> None:
+        check.string(uri, "Parameter 'uri' of Warehouse", nonblank=True)
+        check.instance(fs, pafs.FileSystem, "Parameter 'fs' of Warehouse", "a pyarrow FileSystem")
+        check.string(root, "Parameter 'root' of Warehouse", nonblank=True)
         self.uri = uri
         self.fs = fs
         self.root = root.rstrip("/") or "/"

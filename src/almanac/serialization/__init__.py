@@ -16,6 +16,7 @@ Importing this package registers every serializer.
 
 from __future__ import annotations
 
+from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.entries import VersionedUpdate
 from almanac.serialization import catalogs as _catalogs
@@ -48,6 +49,12 @@ __all__ = [
 del _catalogs, _types, _updates  # imported for their registrations only
 
 
+def _bytes(data: object, what: str) -> bytes | bytearray | memoryview:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise check.fail(what, "bytes, a bytearray or a memoryview", data)
+    return data
+
+
 def encode(obj: object) -> bytes:
     """Any registered object (descriptor, entry, update, catalog version) as bytes."""
     return REGISTRY.encode(obj)
@@ -55,22 +62,26 @@ def encode(obj: object) -> bytes:
 
 def decode(data: bytes | bytearray | memoryview) -> object:
     """The object ``data`` holds, whatever its registered type."""
-    return REGISTRY.decode(data)
+    return REGISTRY.decode(_bytes(data, "Parameter 'data' of decode"))
 
 
 def encode_update(update: VersionedUpdate) -> bytes:
-    return REGISTRY.encode(update)
+    return REGISTRY.encode(
+        check.instance(update, VersionedUpdate, "Parameter 'update' of encode_update")
+    )
 
 
 def decode_update(data: bytes | bytearray | memoryview) -> VersionedUpdate:
     """A ``VersionedUpdate``; any other type in the header is an error."""
-    return REGISTRY.decode(data, VersionedUpdate)
+    return REGISTRY.decode(_bytes(data, "Parameter 'data' of decode_update"), VersionedUpdate)
 
 
 def encode_catalog(snapshot: CatalogVersion) -> bytes:
-    return REGISTRY.encode(snapshot)
+    return REGISTRY.encode(
+        check.instance(snapshot, CatalogVersion, "Parameter 'snapshot' of encode_catalog")
+    )
 
 
 def decode_catalog(data: bytes | bytearray | memoryview) -> CatalogVersion:
     """A whole ``CatalogVersion`` (a checkpoint in the update log)."""
-    return REGISTRY.decode(data, CatalogVersion)
+    return REGISTRY.decode(_bytes(data, "Parameter 'data' of decode_catalog"), CatalogVersion)
