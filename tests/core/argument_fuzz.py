@@ -472,9 +472,12 @@ def legal_values(
     """Plausible legal values for a parameter, so that calls go deeper;
     ``context`` holds live values by annotation (a catalog, its table...)."""
     if context:
+        by_name = context.get(("param", param), [])
         with contextlib.suppress(TypeError):  # an unhashable annotation
             if annotation in context:
-                return list(context[annotation])
+                return [*context[annotation], *by_name]
+        if by_name:
+            return list(by_name)
     if param == "target":
         return ["memory://"]
     if param in ("timeout",):
@@ -810,7 +813,7 @@ def data_context(cat: Catalog) -> dict[Any, list[object]]:
     """Live legal values of the data plane's parameters, by annotation: the
     catalog (with a warehouse), its table T with rows, a data file of it..."""
     from almanac.clock import HybridClock
-    from almanac.data import DataFile, plan_scan, write_table
+    from almanac.data import DataFile, conform, new_write_id, plan_scan, write_table
     from almanac.serialization import encode_catalog
     from almanac.sql.reads import AsOf, ReadSource
     from almanac.system_tables import SystemRows, system_rows
@@ -829,6 +832,9 @@ def data_context(cat: Catalog) -> dict[Any, list[object]]:
     assert table is not None
     data = TableData.for_catalog(cat)
     return {
+        ("param", "target"): ["memory://", cat.target],
+        ("param", "name"): ["T", "SYSTEM.TABLES", "TABLES", "COLUMNS", "HISTORY", "SERVERS"],
+        ("param", "write_dir"): [data.warehouse.write_dir(table.id, new_write_id())],
         Catalog: [cat],
         ReadSource: [cat],
         Table: [table],
@@ -838,7 +844,7 @@ def data_context(cat: Catalog) -> dict[Any, list[object]]:
         Warehouse: [data.warehouse],
         Metastore: [data.store],
         HybridClock: [cat.clock],
-        pa.Table: [rows],
+        pa.Table: [rows, conform(rows, table)],
         pa.RecordBatch: [rows.to_batches()[0]],
         pa.Array: [pa.array([1, 2, None], pa.int64()), pa.array(["a", None])],
         pa.ChunkedArray: [pa.chunked_array([[1, 2]], pa.int64())],
