@@ -202,15 +202,21 @@ def test_a_script_at_the_cap_is_still_run(store: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
-def test_serve_with_a_tokens_file_that_is_no_regular_file_is_refused(
-    store: str, tmp_path: Path, kind: str
+@pytest.mark.parametrize("command", ["serve", "tserver"])
+def test_a_tokens_file_that_is_no_regular_file_is_refused(
+    store: str, tmp_path: Path, kind: str, command: str
 ) -> None:
+    """``serve`` and ``tserver`` read ``--tokens-file`` whole: /dev/zero took
+    memory without end, a FIFO blocked for a writer."""
     path = Path("/dev/zero") if kind == "dev-zero" else tmp_path / "t.fifo"
     if kind == "fifo":
         os.mkfifo(path)
-    result = _bounded(
-        "--store", store, "serve", "--port", "0", "--tokens-file", str(path), cwd=tmp_path
+    server = (
+        ("serve", "--port", "0")
+        if command == "serve"
+        else ("tserver", "--name", "t1", "--data-dir", str(tmp_path / "d"))
     )
+    result = _bounded("--store", store, *server, "--tokens-file", str(path), cwd=tmp_path)
     assert result.returncode == 1
     line = _one_error_line(result.stderr)
-    assert "Cannot read tokens file" in line, line
+    assert "Cannot read tokens file" in line and "not a regular file" in line, line

@@ -255,3 +255,14 @@ def test_every_public_data_function_names_a_wrong_argument(cat: Catalog) -> None
             call()
         assert fragment in str(info.value), (fragment, str(info.value))
     assert read_table(cat, "T").num_rows == 1
+
+
+def test_a_write_dir_the_warehouse_cannot_hold_is_a_catalog_error(cat: Catalog) -> None:
+    """A URI as ``write_dir`` of a local warehouse raised pyarrow's ArrowInvalid."""
+    from almanac import CatalogError
+
+    table = create(cat)
+    data = TableData.for_catalog(cat)
+    rows = conform(pa.table({"ID": [2]}), table)
+    with pytest.raises(CatalogError, match="memory://tablet="):
+        write_files(data.warehouse, table, 4, rows, "memory:/")

@@ -101,7 +101,7 @@ def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: st
     try:
         with warehouse.fs.open_output_stream(path) as out:
             out.write(payload)
-    except OSError as exc:
+    except (OSError, pa.ArrowInvalid) as exc:
         raise CatalogError(f"Cannot write data file '{path}': {exc}", path=path) from exc
     stats = {
         int(f.metadata[FIELD_ID]): column_stats(part.column(i)) for i, f in enumerate(part.schema)
@@ -158,7 +158,7 @@ def write_files(
         directory = f"{write_dir}/tablet={tablet}"
         try:
             warehouse.fs.create_dir(directory, recursive=True)
-        except OSError as exc:
+        except (OSError, pa.ArrowInvalid) as exc:  # ArrowInvalid: not a path of this fs
             raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
         for start in range(begin, end, max_rows_per_file):
             part = grouped.slice(start, min(max_rows_per_file, end - start))
