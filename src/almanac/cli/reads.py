@@ -170,7 +170,7 @@ def _read_stdin() -> str:
     data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
     if len(data) > MAX_SCRIPT_BYTES:
         raise ValidationError(
-            f"The script on stdin holds more than {MAX_SCRIPT_BYTES} bytes, "
+            f"The script on stdin is larger than {MAX_SCRIPT_BYTES} bytes, "
             "the most a script may have",
             rule="file-size",
         )

@@ -4,26 +4,21 @@ regular files only.
 A ``metadata.json``, manifest list or manifest is read whole into memory
 (pyiceberg parses each from one buffer), and a registered table's files lie
 wherever its metadata says. Every such read goes through ``BoundedFileIO``:
-a local path is checked with ``stat`` before it is opened, so a FIFO, a
-device or a directory is refused without being opened (opening a FIFO for
-reading waits for a writer, for good); the file is then opened without
-blocking, checked again on the open descriptor (it may have been swapped
-meanwhile), and read up to the cap and one byte more, so a file past the cap
-is refused without reading it all. Writing and deleting are pyarrow's as
-usual.
+a local path is read by ``almanac._files.read_regular`` (regular files only,
+checked before opening, up to the cap), an object store's file up to the
+cap. Writing and deleting are pyarrow's as usual.
 """
 
 from __future__ import annotations
 
 import io
-import os
-import stat
 import zlib
 
 from pyiceberg.io import InputFile, InputStream
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
+from almanac._files import FileRefused, read_regular
 from almanac.errors import ValidationError
 
 __all__ = ["MAX_METADATA_BYTES", "BoundedFileIO", "MetadataFileError", "gunzip_bounded"]
@@ -39,29 +34,6 @@ thousands of snapshots; parsing one costs several times its size in memory."""
 class MetadataFileError(ValidationError):
     """An Iceberg metadata file that is not read: not a regular file, or
     larger than ``MAX_METADATA_BYTES``."""
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _check(location: str, mode: int, size: int, limit: int) -> None:
-    if not stat.S_ISREG(mode):
-        raise MetadataFileError(
-            f"Iceberg metadata file '{location}' is {_kind(mode)}: only regular files are read",
-            path=location,
-            rule="metadata-file-type",
-        )
-    if size > limit:
-        raise _too_large(location, limit)
 
 
 def _too_large(location: str, limit: int) -> MetadataFileError:
@@ -119,22 +91,17 @@ class _BoundedInput(InputFile):
         return io.BytesIO(data)
 
     def _read_local(self, path: str) -> bytes:
-        before = os.stat(path)  # FileNotFoundError goes to the caller as such
-        _check(self.location, before.st_mode, before.st_size, self._limit)
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
-        fd = os.open(path, flags)
-        with os.fdopen(fd, "rb", buffering=0) as file:
-            opened = os.fstat(fd)
-            _check(self.location, opened.st_mode, opened.st_size, self._limit)
-            chunks: list[bytes] = []
-            left = self._limit + 1
-            while left > 0:
-                chunk = file.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)
+        try:
+            return read_regular(path, self._limit)  # OSError goes to the caller as such
+        except FileRefused as exc:
+            if exc.rule == "file-size":
+                raise _too_large(self.location, self._limit) from None
+            raise MetadataFileError(
+                f"Iceberg metadata file '{self.location}' {exc.problem}: only regular files "
+                "are read",
+                path=self.location,
+                rule="metadata-file-type",
+            ) from None
 
 
 class BoundedFileIO(PyArrowFileIO):
