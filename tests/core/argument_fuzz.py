@@ -4,15 +4,17 @@ It finds what to call by introspection: every command class exported by
 ``almanac``, the values users build (column definitions, defaults,
 properties, retention policies, predicates, commit shapes, warehouses),
 every function in the ``__all__`` of the swept public modules
-(``SWEPT_MODULES``: ``almanac`` and its data, serialization, system-table and
-Iceberg modules), every public static method of their classes, and every
-public method of ``Catalog``. A name it does not call is in ``NOT_CALLED``
-with the reason, and a module it does not sweep is in ``MODULES_NOT_SWEPT``,
-so a new public function or module cannot be forgotten. Each call gets arguments drawn from a pool
-of wrong and odd values (None, bools, floats with nan/inf, huge ints, bytes,
-containers, NUL and surrogate strings, naive/aware/extreme datetimes, plain
-objects), mixed with plausible legal values so that calls get past their
-first argument. Rules checked on every call:
+(``SWEPT_MODULES``: ``almanac`` and its data, serialization, system-table,
+Iceberg and Flight modules), every public static method of their classes,
+and every public method of ``Catalog``. A name it does not call is in
+``NOT_CALLED`` with the reason, and a module it does not sweep is in
+``MODULES_NOT_SWEPT``, so a new public function or module cannot be
+forgotten. Each call gets arguments drawn from a pool of wrong and odd
+values (None, bools, floats with nan/inf, huge ints, bytes, containers, NUL
+and surrogate strings, naive/aware/extreme datetimes, Arrow values, plain
+objects), mixed with plausible legal values (live ones for the data plane:
+a catalog with a warehouse, its table, its rows) so that calls get past
+their first argument. Rules checked on every call:
 
 * only ``CatalogError`` subclasses escape;
 * a call that succeeds was a legal call: every argument (for a constructor,
@@ -86,6 +88,7 @@ SWEPT_MODULES = (
     "almanac.serialization",
     "almanac.system_tables",
     "almanac.iceberg",
+    "almanac.flight",
 )
 """The public modules whose ``__all__`` the fuzzer calls."""
 
@@ -111,7 +114,6 @@ MODULES_NOT_SWEPT = {
     "almanac.demo_cluster": "a demo script",
     "almanac.entries": _INTERNAL,
     "almanac.etcd_local": "starts a local etcd for demos and tests",
-    "almanac.flight": "reads from tablet servers: tests/tserver/test_arguments.py",
     "almanac.iceberg_rest": "HTTP routes: tests/iceberg_rest/test_hostile.py",
     "almanac.identity": _INTERNAL,
     "almanac.log": _INTERNAL,
@@ -170,6 +172,7 @@ NOT_CALLED = {
     "almanac.serialization.Registry": "the registry (REGISTRY); encode and decode are called",
     "almanac.serialization.SerializerInfo": "one registered serializer of the registry",
     "almanac.system_tables.ColumnKind": "a type alias of the system tables' column kinds",
+    "almanac.flight.Progress": "a type alias of read_table's progress callable",
     "almanac.system_tables.SystemRows": "returned by system_rows",
 }
 """Exported names that are not called, and why. Enums and errors are not called either."""
