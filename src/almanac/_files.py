@@ -74,8 +74,9 @@ def read_regular(path: str, limit: int) -> bytes:
     return data
 
 
-def shown_path(path: str) -> str:
-    """``path`` quoted, cut to a readable length for a message."""
+def shown_path(path: object) -> str:
+    """``path`` (a ``str`` or anything a user gave as one) quoted, cut to a
+    readable length for a message."""
     text = repr(path)
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, unquote
 
+from almanac._files import shown_path
 from almanac.errors import ValidationError
 
 __all__ = ["MAX_TIMEOUT_S", "MEMORY", "STORE_FILE", "Target", "TargetKind", "parse_target"]
@@ -87,7 +88,6 @@ less its NUL)."""
 MAX_HOST_CHARS = 253
 """The longest host name (DNS: 253 characters, labels of at most 63)."""
 _MAX_LABEL_CHARS = 63
-_SHOWN_CHARS = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +166,7 @@ class Target:
 
 
 def _refuse(target: object, problem: str, rule: str) -> ValidationError:
-    shown = repr(target)
-    if len(shown) > _SHOWN_CHARS:
-        shown = shown[: _SHOWN_CHARS - 3] + "..."
+    shown = shown_path(target)
     return ValidationError(
         f"Unsupported catalog target {shown}: it {problem}; use {_FORMS}",
         target=shown,
