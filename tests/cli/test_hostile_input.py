@@ -221,3 +221,17 @@ def test_a_tokens_file_that_is_no_regular_file_is_refused(
     assert result.returncode == 1
     line = _one_error_line(result.stderr)
     assert "Cannot read tokens file" in line and ("a FIFO" in line or "a device" in line), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["SHOW TABLES " + "x" * 100_000, "CREATE SCHEMA s; DROP " + "y" * 100_000],
+    ids=["read", "script"],
+)
+def test_a_huge_token_is_quoted_cut_short(
+    store: str, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """The parse error quoted the whole offending token: one line of megabytes."""
+    status, out, err = _call(capsys, "--store", store, "sql", text)
+    assert (status, out) == (1, "")
+    assert "Unexpected" in _one_error_line(err)

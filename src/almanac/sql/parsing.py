@@ -28,6 +28,8 @@ __all__ = ["parse_script", "parse_sql"]
 _DIALECT = AlmanacDialect()
 _MAX_SHOWN = 60
 """Longest offending text an error quotes."""
+_MAX_MESSAGE = 200
+"""Longest message before the position (it may quote a whole token)."""
 
 
 def parse_script(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Command]:
@@ -179,6 +181,8 @@ def _ancestors(node: exp.Expr) -> Iterator[exp.Expr]:
 
 
 def _error(message: str, text: str, start: int, end: int) -> SqlParseError:
+    if len(message) > _MAX_MESSAGE:  # it may quote a token of any length
+        message = message[: _MAX_MESSAGE - 1] + "…"
     line = text.count("\n", 0, start) + 1
     column = start - (text.rfind("\n", 0, start) + 1) + 1
     shown = text[start : end + 1]
