@@ -50,7 +50,7 @@ class Warehouse:
     def __init__(self, uri: str, fs: pafs.FileSystem, root: str) -> None:
         check.string(uri, "Parameter 'uri' of Warehouse", nonblank=True)
         check.instance(fs, pafs.FileSystem, "Parameter 'fs' of Warehouse", "a pyarrow FileSystem")
-        check.string(root, "Parameter 'root' of Warehouse", nonblank=True)
+        check.string(root, "Parameter 'root' of Warehouse")
         self.uri = uri
         self.fs = fs
         self.root = root.rstrip("/") or "/"
