@@ -112,6 +112,7 @@ MODULES_NOT_SWEPT = {
     "almanac.console": "the web console's routes: tests/console",
     "almanac.demo": "a demo script",
     "almanac.demo_cluster": "a demo script",
+    "almanac.disk": _INTERNAL,
     "almanac.entries": _INTERNAL,
     "almanac.etcd_local": "starts a local etcd for demos and tests",
     "almanac.iceberg_rest": "HTTP routes: tests/iceberg_rest/test_hostile.py",
