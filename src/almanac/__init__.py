@@ -81,6 +81,7 @@ from almanac.errors import (
     VersionNotFoundError,
     WaitTimeoutError,
     WarehouseFormatError,
+    WarehouseOwnerError,
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
@@ -174,6 +175,7 @@ __all__ = [
     "StartBuildingIndex",
     "StorageError",
     "WarehouseFormatError",
+    "WarehouseOwnerError",
     "Table",
     "TableBeingCreatedError",
     "TableProperties",

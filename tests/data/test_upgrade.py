@@ -283,12 +283,14 @@ def test_a_second_upgrade_changes_nothing_and_writes_go_on(cat: Catalog) -> None
         assert _read(cat, t, version=version) == _expected(cat, t, version=version)
 
 
-def test_expiry_after_the_upgrade_removes_old_layout_files(cat: Catalog) -> None:
+def test_expiry_after_the_upgrade_keeps_old_layout_files(cat: Catalog) -> None:
+    """Files of the old layout lie outside the table's id directory: like a
+    registered table's, they are never deleted (only the table's own are)."""
     t, _ = _build(cat)
     upgrade_warehouse(cat)
     before_overwrite = set(t.written[2].files)
     expire_data(cat, "T", older_than=t.written[4].record.commit_time)
-    assert not any(os.path.exists(p) for p in before_overwrite)
+    assert all(os.path.exists(p) for p in before_overwrite)
     assert all(os.path.exists(p) for p in t.written[4].files)
     assert _read(cat, t) == _expected(cat, t, version=cat.latest_version)
 
