@@ -171,9 +171,12 @@ class Warehouse:
         or another catalog's directory loses nothing."""
         if self.owner is not None:
             return
-        if self._catalog_id is not None and self._signs is not None:
-            if self.claim(self._catalog_id, self._signs):
-                return
+        if (
+            self._catalog_id is not None
+            and self._signs is not None
+            and self.claim(self._catalog_id, self._signs)
+        ):
+            return
         found = self._read_marker()
         if self._catalog_id is None:
             why = "no catalog has claimed it in this process"

@@ -35,8 +35,8 @@ from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
 from almanac.data.iceberg_schema import partition_spec, same_spec
 from almanac.data.snapshots import encode_record, snapshot_key, table_key
-from almanac.data.tablets import table_partitions
 from almanac.data.sweep import Sweep, read_sweep
+from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError, ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
