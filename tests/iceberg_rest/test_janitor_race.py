@@ -55,7 +55,8 @@ def _table(client: RestCatalog, name: str) -> Table:
         client.create_namespace("RACE")
     table = client.create_table(("RACE", name), SCHEMA)
     table.append(batch([(1, "one", 1)]))
-    return client.load_table(("RACE", name))
+    loaded: Table = client.load_table(("RACE", name))
+    return loaded
 
 
 def _janitor_with_commit_in_the_gap(

@@ -246,7 +246,10 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         if not (status is not None or staged or old(infos)):
             continue
         garbage = [i.path for i in infos if i.path not in referenced]
-        if len(garbage) == len(infos):
+        # A whole directory goes only for a write of Almanac's, which can no
+        # longer add to it; any other (an Iceberg client's ``data/``) may be
+        # gaining files right now, so only the files listed old go.
+        if len(garbage) == len(infos) and (status is not None or staged):
             if not warehouse.remove_dir(directory, owner):
                 continue
             if not committed:

@@ -271,9 +271,7 @@ class Warehouse:
         normal = self._guard(path, table_id, itself)
         if normal is None:
             return False
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.delete_dir(normal)
-        return True
+        return self._remove(self.fs.delete_dir, normal)
 
     def remove_file(self, path: str, table_id: int | None) -> bool:
         """Delete one file below table ``table_id``'s directory; a missing one
@@ -281,6 +279,18 @@ class Warehouse:
         normal = self._guard(path, table_id, False)
         if normal is None:
             return False
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.delete_file(normal)
+        return self._remove(self.fs.delete_file, normal)
+
+    @staticmethod
+    def _remove(delete: Callable[[str], None], path: str) -> bool:
+        """A missing path is gone already; a failure (a directory that filled
+        meanwhile, permissions) is logged and reported as kept, so one path
+        never stops a janitor run."""
+        try:
+            delete(path)
+        except FileNotFoundError:
+            pass
+        except (OSError, pa.ArrowException) as exc:
+            _log.warning("Could not delete '%s': %s", path, exc)
+            return False
         return True
