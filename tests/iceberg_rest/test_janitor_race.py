@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +60,21 @@ def _table(client: RestCatalog, name: str) -> Table:
 
 
 def _janitor_with_commit_in_the_gap(
-    monkeypatch: pytest.MonkeyPatch, cat: Catalog, tx: Transaction, grace_s: float
+    monkeypatch: pytest.MonkeyPatch,
+    cat: Catalog,
+    tx: Transaction | Callable[[], object],
+    grace_s: float,
 ) -> tuple[list[BaseException], Any]:
     """Run the janitor; right after it read the metastore (its view of the
-    referenced files), the other process commits ``tx``."""
+    referenced files), the other process commits ``tx`` (or ``tx()`` runs)."""
     read_state = janitor_module._read_state
     failures: list[BaseException] = []
+    commit = tx.commit_transaction if isinstance(tx, Transaction) else tx
 
     def read_then_commit(data: Any) -> Any:
         state = read_state(data)
         try:
-            tx.commit_transaction()
+            commit()
         except BadRequestError as exc:  # refused: not acknowledged, so not lost
             failures.append(exc)
         return state
@@ -143,3 +147,30 @@ def test_young_files_commit_in_the_gap_and_are_kept(
     assert failures == []
     assert not {str(p) for p in written} & set(report.files_removed)
     _check_table(client, "YOUNG", [(1, "one", 1), (2, "two", 2)])
+
+
+def test_a_clients_directory_is_never_deleted_whole_while_it_writes_into_it(
+    place: tuple[Server, Catalog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old junk alone in a client's ``data/`` (a failed job's) goes, file by
+    file: an append landing in the gap writes beside it and stays."""
+    server, cat = place
+    client = rest_catalog(server)
+    if ("RACE",) not in client.list_namespaces():
+        client.create_namespace("RACE")
+    table = client.create_table(("RACE", "JUNK"), SCHEMA)
+    junk = Path(table.metadata.location) / "data" / "junk-of-a-failed-job.parquet"
+    junk.parent.mkdir(parents=True)
+    junk.write_bytes(b"PAR1 left behind")
+    old = time.time() - DEFAULT_GRACE_S - 3600
+    os.utime(junk, (old, old))
+
+    def append() -> None:
+        table.append(batch([(1, "one", 1)]))
+
+    failures, report = _janitor_with_commit_in_the_gap(
+        monkeypatch, cat, append, grace_s=DEFAULT_GRACE_S
+    )
+    assert failures == []
+    _check_table(client, "JUNK", [(1, "one", 1)])
+    assert not junk.exists() and str(junk) in report.files_removed
