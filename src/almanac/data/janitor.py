@@ -249,14 +249,16 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         # A whole directory goes only for a write of Almanac's, which can no
         # longer add to it; any other (an Iceberg client's ``data/``) may be
         # gaining files right now, so only the files listed old go.
-        if len(garbage) == len(infos) and (status is not None or staged):
+        whole = len(garbage) == len(infos)
+        if whole and (status is not None or staged):
             if not warehouse.remove_dir(directory, owner):
-                continue
-            if not committed:
-                report.staging_removed.append(directory)
                 continue
         else:
             garbage = [p for p in garbage if warehouse.remove_file(p, owner)]
+            whole = len(garbage) == len(infos) and warehouse.remove_empty_dirs(directory, owner)
+        if whole and not committed:
+            report.staging_removed.append(directory)
+            continue
         report.files_removed.extend(p for p in garbage if not p.endswith(f"/{STAGED_MARKER}"))
     return report
 

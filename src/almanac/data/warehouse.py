@@ -281,6 +281,19 @@ class Warehouse:
             return False
         return self._remove(self.fs.delete_file, normal)
 
+    def remove_empty_dirs(self, path: str, table_id: int) -> bool:
+        """Remove the directory tree at ``path`` below table ``table_id``'s
+        directory if it holds no file: each directory goes only while empty
+        (``rmdir``), so a file written into it meanwhile stays. True when it
+        is gone; False on a filesystem without real directories."""
+        normal = self._guard(path, table_id, False)
+        if normal is None or not isinstance(self.fs, pafs.LocalFileSystem):
+            return False
+        for directory, _, _ in os.walk(normal, topdown=False):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+        return not os.path.lexists(normal)
+
     @staticmethod
     def _remove(delete: Callable[[str], None], path: str) -> bool:
         """A missing path is gone already; a failure (a directory that filled
