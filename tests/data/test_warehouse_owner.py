@@ -54,6 +54,11 @@ def test_janitor_on_the_filesystem_root_or_a_uri_is_a_clean_answer(
     assert main(["janitor", cat.target, "--warehouse", "/"]) == 1
     err = capsys.readouterr().err
     assert "'/' is not proven to be this catalog's warehouse" in err and "Traceback" not in err
+    assert not Path("/", MARKER).exists()
+    parent = Path(TableData.for_catalog(cat).warehouse.root).parent.parent
+    assert main(["janitor", cat.target, "--warehouse", str(parent), "--grace", "0"]) == 1
+    assert "is not proven" in capsys.readouterr().err, "a parent of the warehouse is not it"
+    assert not (parent / MARKER).exists()
     warehouse = TableData.for_catalog(cat).warehouse.root
     assert main(["janitor", cat.target, "--warehouse", f"file://{warehouse}"]) == 0
     assert "files removed: 0" in capsys.readouterr().out

@@ -188,11 +188,29 @@ _SIGNS_CHECKED = 64
 def claim_warehouse(data: TableData) -> bool:
     """Prove the warehouse is this catalog's (``Warehouse.claim``). A
     warehouse made before markers is adopted when a file that the catalog's
-    snapshot records or staged writes name below a table directory of it
-    exists: a directory that merely looks like a warehouse never is."""
+    snapshot records or staged writes name in it exists (a table's metadata,
+    a staged write's directory, an old-layout manifest): a directory that
+    merely looks like a warehouse never is."""
     warehouse = data.warehouse
     root = warehouse.root.rstrip("/")
-    named = re.compile(re.escape(root).encode() + rb"/[0-9]+/[^\"\\\s]+")
+    # Whole paths only (a record's path starts the value or follows a quote
+    # or a space), in the layouts Almanac writes: a table's metadata.json, a
+    # staged write's directory, an old-layout manifest. A parent of the real
+    # warehouse (or "/") never matches them.
+    segment = rb'[^/"\\\s]+'
+    named = re.compile(
+        rb'(?<![^"\s])'
+        + re.escape(root).encode()
+        + rb"/(?:[0-9]+/(?:metadata/"
+        + segment
+        + rb"\.metadata\.json|[0-9a-f]{32})|"
+        + segment
+        + rb"/"
+        + segment
+        + rb"/_manifests/"
+        + segment
+        + rb'\.json)(?=["\s]|$)'
+    )
 
     def signs() -> bool:
         candidates: list[str] = []

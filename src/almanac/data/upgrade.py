@@ -427,6 +427,7 @@ def upgrade_warehouse(cat: Catalog) -> UpgradeReport:
     one broken table never stops the others."""
     check.instance(cat, Catalog, "Parameter 'cat' of upgrade_warehouse")
     data = TableData.for_catalog(cat)
+    data.warehouse.check_owner()
     cat.catch_up()
     report = UpgradeReport()
     for table_id in legacy_tables(data):
