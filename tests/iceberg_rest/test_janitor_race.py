@@ -174,3 +174,30 @@ def test_a_clients_directory_is_never_deleted_whole_while_it_writes_into_it(
     assert failures == []
     _check_table(client, "JUNK", [(1, "one", 1)])
     assert not junk.exists() and str(junk) in report.files_removed
+
+
+def test_a_file_the_client_finishes_after_the_listing_is_not_collected(
+    place: tuple[Server, Catalog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The janitor lists a client's file while it is still being written
+    (old then); the client finishes it and commits in the gap: the janitor
+    reads the file's age again as it deletes, and keeps it."""
+    server, cat = place
+    client = rest_catalog(server)
+    table = _table(client, "SLOW")
+    tx, written = _staged_append(table, [(2, "two", 2)])
+    old = time.time() - DEFAULT_GRACE_S - 3600
+    for path in written:
+        os.utime(path, (old, old))
+
+    def finish_then_commit() -> None:
+        for path in written:
+            os.utime(path)  # the last bytes land now
+        tx.commit_transaction()
+
+    failures, report = _janitor_with_commit_in_the_gap(
+        monkeypatch, cat, finish_then_commit, grace_s=DEFAULT_GRACE_S
+    )
+    assert failures == []
+    _check_table(client, "SLOW", [(1, "one", 1), (2, "two", 2)])
+    assert not {str(p) for p in written} & set(report.files_removed)

@@ -139,11 +139,14 @@ def _delete(
     paths: Iterable[str],
     report: list[str],
     kept: list[str] | None = None,
+    *,
+    older_than_ns: int | None = None,
 ) -> None:
     """Delete the table's files through the warehouse's guard: those outside
-    the table's directory are kept (and listed in ``kept``)."""
+    the table's directory are kept (and listed in ``kept``), and with
+    ``older_than_ns`` those modified since (see ``Warehouse.remove_file``)."""
     for path in sorted(paths):
-        if warehouse.remove_file(path, table_id):
+        if warehouse.remove_file(path, table_id, older_than_ns=older_than_ns):
             report.append(path)
         elif kept is not None:
             kept.append(path)
@@ -231,7 +234,7 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
             continue
         if parts[depth + 2] == METADATA_DIR:
             if owner not in busy and info.path not in referenced and old([info]):
-                _delete(warehouse, owner, [info.path], report.files_removed)
+                _delete(warehouse, owner, [info.path], report.files_removed, older_than_ns=cutoff)
             continue
         by_dir["/".join(parts[: depth + 3])].append(info)
     for directory, infos in sorted(by_dir.items()):
@@ -249,12 +252,14 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         # A whole directory goes only for a write of Almanac's, which can no
         # longer add to it; any other (an Iceberg client's ``data/``) may be
         # gaining files right now, so only the files listed old go.
+        almanacs = status is not None or staged
         whole = len(garbage) == len(infos)
-        if whole and (status is not None or staged):
+        if whole and almanacs:
             if not warehouse.remove_dir(directory, owner):
                 continue
         else:
-            garbage = [p for p in garbage if warehouse.remove_file(p, owner)]
+            age = None if almanacs else cutoff
+            garbage = [p for p in garbage if warehouse.remove_file(p, owner, older_than_ns=age)]
             whole = len(garbage) == len(infos) and warehouse.remove_empty_dirs(directory, owner)
         if whole and not committed:
             report.staging_removed.append(directory)

@@ -273,13 +273,41 @@ class Warehouse:
             return False
         return self._remove(self.fs.delete_dir, normal)
 
-    def remove_file(self, path: str, table_id: int | None) -> bool:
+    def remove_file(
+        self, path: str, table_id: int | None, *, older_than_ns: int | None = None
+    ) -> bool:
         """Delete one file below table ``table_id``'s directory; a missing one
-        is fine. False (nothing deleted) for one outside it (see the module)."""
+        is fine. False (nothing deleted) for one outside it (see the module).
+
+        With ``older_than_ns``, only while the file is still older than that:
+        a client may still be writing a file the janitor listed as old, and
+        commit it once done. On a local filesystem the file is first renamed
+        aside and its age read under the new name, so a commit either finds
+        it gone or sees the age the decision saw; a young one is put back."""
         normal = self._guard(path, table_id, False)
         if normal is None:
             return False
-        return self._remove(self.fs.delete_file, normal)
+        if older_than_ns is None:
+            return self._remove(self.fs.delete_file, normal)
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            info = self.fs.get_file_info(normal)
+            if info.mtime_ns is not None and info.mtime_ns >= older_than_ns:
+                return False
+            return self._remove(self.fs.delete_file, normal)
+        aside = f"{posixpath.dirname(normal)}/.{uuid.uuid4().hex}.collected"
+        try:
+            if os.stat(normal, follow_symlinks=False).st_mtime_ns >= older_than_ns:
+                return False
+            os.rename(normal, aside)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            _log.warning("Could not delete '%s': %s", path, exc)
+            return False
+        if os.stat(aside, follow_symlinks=False).st_mtime_ns >= older_than_ns:
+            os.rename(aside, normal)  # written meanwhile: a client's, in flight
+            return False
+        return self._remove(os.unlink, aside)
 
     def remove_empty_dirs(self, path: str, table_id: int) -> bool:
         """Remove the directory tree at ``path`` below table ``table_id``'s
