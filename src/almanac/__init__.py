@@ -83,6 +83,7 @@ from almanac.errors import (
     VersionNotFoundError,
     WaitTimeoutError,
     WarehouseFormatError,
+    WarehouseOwnerError,
     WriteStateError,
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
@@ -178,6 +179,7 @@ __all__ = [
     "StartBuildingIndex",
     "StorageError",
     "WarehouseFormatError",
+    "WarehouseOwnerError",
     "Table",
     "TableBeingCreatedError",
     "TableProperties",

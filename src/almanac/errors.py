@@ -64,6 +64,7 @@ __all__ = [
     "SqlParseError",
     "StorageError",
     "WarehouseFormatError",
+    "WarehouseOwnerError",
     "TableBeingCreatedError",
     "ValidationError",
     "VersionNotFoundError",
@@ -104,6 +105,11 @@ class StorageError(CatalogError):
 class WarehouseFormatError(StorageError):
     """The warehouse holds table data in a format this release no longer
     reads; the message names the command that converts it."""
+
+
+class WarehouseOwnerError(InputError):
+    """The directory is not proven to be this catalog's warehouse (its marker
+    is missing or names another catalog), so nothing in it is deleted."""
 
 
 class ValidationError(InputError):

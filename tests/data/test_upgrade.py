@@ -20,6 +20,7 @@ import pytest
 from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
 from pyiceberg.table import StaticTable
 
+import almanac
 from almanac import (
     AddColumns,
     AlterColumn,
@@ -283,14 +284,30 @@ def test_a_second_upgrade_changes_nothing_and_writes_go_on(cat: Catalog) -> None
         assert _read(cat, t, version=version) == _expected(cat, t, version=version)
 
 
-def test_expiry_after_the_upgrade_removes_old_layout_files(cat: Catalog) -> None:
+def test_expiry_after_the_upgrade_keeps_old_layout_files(cat: Catalog) -> None:
+    """Files of the old layout lie outside the table's id directory: like a
+    registered table's, they are never deleted (only the table's own are)."""
     t, _ = _build(cat)
     upgrade_warehouse(cat)
     before_overwrite = set(t.written[2].files)
     expire_data(cat, "T", older_than=t.written[4].record.commit_time)
-    assert not any(os.path.exists(p) for p in before_overwrite)
+    assert all(os.path.exists(p) for p in before_overwrite)
     assert all(os.path.exists(p) for p in t.written[4].files)
     assert _read(cat, t) == _expected(cat, t, version=cat.latest_version)
+
+
+def test_an_old_warehouse_without_a_marker_is_adopted_by_its_catalog(cat: Catalog) -> None:
+    """A warehouse from before markers (only old-layout records name its
+    files) is proven by them: opening its catalog writes the marker."""
+    t, _ = _build(cat)
+    warehouse = TableData.for_catalog(cat).warehouse
+    marker = Path(warehouse.marker)
+    owner = marker.read_text(encoding="utf-8")
+    marker.unlink()
+    with almanac.connect(cat.target) as node:
+        assert marker.read_text(encoding="utf-8") == owner
+        assert t.table_id in upgrade_warehouse(node).converted
+        _check_every_read(node, t)
 
 
 def test_cli_upgrades_in_another_process(cat: Catalog, tmp_path: Path) -> None:

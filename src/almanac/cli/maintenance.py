@@ -100,14 +100,19 @@ def _store(target: str | None, store: str | None) -> str | None:
     "--grace",
     type=float,
     metavar="SECONDS",
-    help="Minimum age of unregistered write directories and manifests to remove "
-    "(default: one hour).",
+    help="Minimum age of unregistered write directories and of unreferenced files "
+    "to remove (default: three days); Iceberg clients' commits of files older than "
+    "this are refused.",
 )
 @store_option
 def janitor(
     target: str | None, warehouse: str | None, grace: float | None, store: str | None
 ) -> int:
-    """Remove uncommitted writes, unreferenced files and dropped tables' data."""
+    """Remove uncommitted writes, unreferenced files and dropped tables' data.
+
+    Only in the catalog's own warehouse (its .almanac-warehouse marker names
+    the catalog), and only below each table's own directory.
+    """
     from almanac.data import run_janitor
     from almanac.data.janitor import DEFAULT_GRACE_S
 
@@ -125,6 +130,10 @@ def janitor(
     click.echo(f"tables purged: {len(report.tables_purged)}")
     for table_id in report.tables_purged:
         click.echo(f"  table {table_id}")
+    if report.kept:
+        click.echo(f"files kept (outside their table's directory): {len(report.kept)}")
+        for path in report.kept:
+            click.echo(f"  {path}")
     return 0
 
 

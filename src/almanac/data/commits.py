@@ -56,6 +56,7 @@ from almanac.errors import (
     MetastoreError,
     SnapshotExpiredError,
     ValidationError,
+    WarehouseOwnerError,
     WriteStateError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
@@ -692,7 +693,14 @@ class TableData:
                     self._revoke(staging.lease)
                 break
             self._revoke(marker)
-        self.warehouse.remove_dir(write_dir)
+        table_id = self.warehouse.table_of(write_dir)
+        if table_id is not None:  # the janitor collects what cannot go now
+            with contextlib.suppress(WarehouseOwnerError):
+                if self.warehouse.owner is None:  # a Spark worker's own TableData
+                    from almanac.data.plane import claim_warehouse
+
+                    claim_warehouse(self)
+                self.warehouse.remove_dir(write_dir, table_id)
 
     def is_committed(self, write_id: str) -> bool:
         """True once a commit of ``write_id`` succeeded (until its snapshot expires)."""

@@ -9,6 +9,13 @@ that table holds a staging lease: every commit is staged, so the metadata a
 commit in flight is about to publish is never collected, whatever the
 grace. A table whose metadata cannot be read is reported and left alone;
 the others are still cleaned.
+
+Iceberg clients commit files they wrote without a lease: the janitor
+publishes its cutoff first (``sweep``) and deletes only files modified
+before it, and their commits refuse files older than it. It deletes only
+inside this catalog's warehouse (its marker proves it), each file only
+below its own table's directory (``Warehouse.remove_file``): the files of a
+registered table outside the warehouse are never deleted.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,16 +48,18 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
+from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
-DEFAULT_GRACE_S = 3600.0
+DEFAULT_GRACE_S = 3 * 24 * 3600.0
 """How old a write directory that never held a staging lease, or an
-unreferenced manifest, must be before the janitor removes it: younger ones
-may belong to a commit in flight."""
+unreferenced file of an Iceberg client, must be before the janitor removes
+it: younger ones may belong to a commit in flight (an engine's job writes
+for as long as it runs). Three days, as Iceberg's own orphan cleanup."""
 _MAX_ATTEMPTS = 10
 
 
@@ -65,6 +73,9 @@ class JanitorReport:
     tables_purged: list[int] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
     """Tables left alone because their stored state cannot be read, with why."""
+    kept: list[str] = field(default_factory=list)
+    """Unreferenced files outside their table's directory (a registered
+    table's, say): never deleted."""
 
 
 @dataclass
@@ -123,10 +134,23 @@ def _files(data: TableData, record: Record) -> set[str]:
         raise
 
 
-def _delete(warehouse: Warehouse, paths: Iterable[str], report: list[str]) -> None:
+def _delete(
+    warehouse: Warehouse,
+    table_id: int,
+    paths: Iterable[str],
+    report: list[str],
+    kept: list[str] | None = None,
+    *,
+    older_than_ns: int | None = None,
+) -> None:
+    """Delete the table's files through the warehouse's guard: those outside
+    the table's directory are kept (and listed in ``kept``), and with
+    ``older_than_ns`` those modified since (see ``Warehouse.remove_file``)."""
     for path in sorted(paths):
-        warehouse.remove_file(path)
-        report.append(path)
+        if warehouse.remove_file(path, table_id, older_than_ns=older_than_ns):
+            report.append(path)
+        elif kept is not None:
+            kept.append(path)
 
 
 def _purge(
@@ -152,14 +176,14 @@ def _purge(
     if not data.store.txn(compares, ops).succeeded:
         return
     report.tables_purged.append(table_id)
+    warehouse = data.warehouse
     if table_id in busy:
-        _delete(data.warehouse, paths, report.files_removed)
+        _delete(warehouse, table_id, paths, report.files_removed, report.kept)
         return
-    # Files of a converted (upgraded) table may live outside its directory.
-    inside = data.warehouse.table_dir(table_id) + "/"
-    _delete(data.warehouse, {p for p in paths if not p.startswith(inside)}, report.files_removed)
-    report.files_removed.extend(sorted(p for p in paths if p.startswith(inside)))
-    data.warehouse.remove_dir(data.warehouse.table_dir(table_id))
+    inside = {p for p in paths if warehouse.inside(p, table_id)}
+    report.kept.extend(sorted(paths - inside))
+    if warehouse.remove_dir(warehouse.table_dir(table_id), table_id, itself=True):
+        report.files_removed.extend(sorted(inside))
 
 
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
@@ -171,7 +195,11 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     grace_s = check.number(grace_s, "Parameter 'grace_s' of run_janitor", lo=0)
     data = TableData.for_catalog(cat)
     warehouse = data.warehouse
+    warehouse.check_owner()
     report = JanitorReport()
+    # The cutoff is published before the listing: a commit that lands after
+    # the state read below saw it, and refused files older than it.
+    cutoff = begin_sweep(data.store, grace_s)
     selector = pafs.FileSelector(warehouse.root, recursive=True, allow_not_found=True)
     listing = [i for i in warehouse.fs.get_file_info(selector) if i.type == pafs.FileType.File]
     state = _read_state(data)
@@ -188,13 +216,10 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
             referenced |= table_files
         except CatalogError as exc:
             report.errors[table_id] = str(exc)
-    now = time.time()
 
     def old(infos: Iterable[pafs.FileInfo]) -> bool:
-        times = [i.mtime for i in infos]
-        if any(t is None for t in times):
-            return False
-        return all(now - t.timestamp() > grace_s for t in times)
+        times = [i.mtime_ns for i in infos]
+        return all(t is not None and t < cutoff for t in times)
 
     purged = {warehouse.table_dir(t) + "/" for t in report.tables_purged if t not in busy}
     by_dir: dict[str, list[pafs.FileInfo]] = defaultdict(list)
@@ -210,11 +235,13 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
             continue
         if parts[depth + 2] == METADATA_DIR:
             if owner not in busy and info.path not in referenced and old([info]):
-                _delete(warehouse, [info.path], report.files_removed)
+                _delete(warehouse, owner, [info.path], report.files_removed, older_than_ns=cutoff)
             continue
         by_dir["/".join(parts[: depth + 3])].append(info)
     for directory, infos in sorted(by_dir.items()):
         write_id = directory.rsplit("/", 1)[1]
+        owner = warehouse.table_of(directory)
+        assert owner is not None  # listed below a table directory
         if write_id in state.staging:
             continue
         status = state.writes.get(write_id)
@@ -223,14 +250,21 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         if not (status is not None or staged or old(infos)):
             continue
         garbage = [i.path for i in infos if i.path not in referenced]
-        if len(garbage) == len(infos):
-            warehouse.remove_dir(directory)
-            if not committed:
-                report.staging_removed.append(directory)
+        # A whole directory goes only for a write of Almanac's, which can no
+        # longer add to it; any other (an Iceberg client's ``data/``) may be
+        # gaining files right now, so only the files listed old go.
+        almanacs = status is not None or staged
+        whole = len(garbage) == len(infos)
+        if whole and almanacs:
+            if not warehouse.remove_dir(directory, owner):
                 continue
         else:
-            for path in garbage:
-                warehouse.remove_file(path)
+            age = None if almanacs else cutoff
+            garbage = [p for p in garbage if warehouse.remove_file(p, owner, older_than_ns=age)]
+            whole = len(garbage) == len(infos) and warehouse.remove_empty_dirs(directory, owner)
+        if whole and not committed:
+            report.staging_removed.append(directory)
+            continue
         report.files_removed.extend(p for p in garbage if not p.endswith(f"/{STAGED_MARKER}"))
     return report
 
@@ -255,6 +289,7 @@ def expire_data(
             f"Table '{schema}.{name}' does not exist", kind="table", name=f"{schema}.{name}"
         )
     data = TableData.for_catalog(cat)
+    data.warehouse.check_owner()
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
     for _ in range(_MAX_ATTEMPTS):
         oldest_pin, pins_unchanged = cat.oldest_pinned()
@@ -317,11 +352,11 @@ def expire_data(
             with contextlib.suppress(CatalogError):
                 removed_metadata |= data.iceberg.referenced(record.metadata).all()
         sink: list[str] = []
-        _delete(data.warehouse, doomed, sink)
-        _delete(data.warehouse, removed_metadata - live, sink)
+        _delete(data.warehouse, table.id, doomed, sink)
+        _delete(data.warehouse, table.id, removed_metadata - live, sink)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
-            data.warehouse.remove_dir(directory)
+            data.warehouse.remove_dir(directory, table.id)
         return snapshots
     raise CatalogError(
         f"Could not expire data of table '{schema}.{name}': new pins kept arriving",

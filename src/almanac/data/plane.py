@@ -8,20 +8,32 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import threading
 import weakref
+
+import pyarrow.fs as pafs
 
 from almanac.catalog import Catalog, HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
-from almanac.data.snapshots import decode_pointer, encode_record, snapshot_key, table_key
+from almanac.data.snapshots import (
+    SNAPSHOT_PREFIX,
+    STAGING_PREFIX,
+    decode_pointer,
+    encode_record,
+    snapshot_key,
+    table_key,
+)
 from almanac.data.warehouse import Warehouse
 from almanac.entries import VersionedUpdate
-from almanac.errors import CatalogError, MetastoreError
-from almanac.metastore import Compare, Op, Put
+from almanac.errors import CatalogError, CorruptLogError, MetastoreError
+from almanac.identity import new_catalog_id, parse_catalog_id
+from almanac.log import KEY_ID
+from almanac.metastore import Compare, Metastore, Op, Put
 
-__all__ = ["DataPlane", "attach_data_plane", "plane_of", "warehouse_of"]
+__all__ = ["DataPlane", "attach_data_plane", "claim_warehouse", "plane_of", "warehouse_of"]
 
 _log = logging.getLogger("almanac.data")
 _planes: weakref.WeakKeyDictionary[Catalog, DataPlane] = weakref.WeakKeyDictionary()
@@ -36,6 +48,7 @@ class DataPlane:
         self.warehouse = warehouse
         self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
         self.data.versions = self._version
+        claim_warehouse(self.data)
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
@@ -158,6 +171,64 @@ class DataPlane:
         for lease in leases:
             with contextlib.suppress(MetastoreError):
                 self.data.store.revoke_lease(lease)
+
+
+def catalog_id(store: Metastore) -> str:
+    """The catalog's id (``catalog.id``), given to a store that has none yet
+    (etcd, memory), as a SQLite catalog's log gives it."""
+    while True:
+        kv = store.get(KEY_ID)
+        if kv is not None:
+            found = parse_catalog_id(kv.value)
+            if found is None:
+                raise CorruptLogError(f"Metastore key '{KEY_ID}' is unreadable", key=KEY_ID)
+            return found
+        fresh = new_catalog_id()
+        if store.txn([Compare.absent(KEY_ID)], [Put(KEY_ID, fresh.encode("ascii"))]).succeeded:
+            return fresh
+
+
+_SIGNS_CHECKED = 64
+
+
+def claim_warehouse(data: TableData) -> bool:
+    """Prove the warehouse is this catalog's (``Warehouse.claim``). A
+    warehouse made before markers is adopted when a file that the catalog's
+    snapshot records or staged writes name in it exists (a table's metadata,
+    a staged write's directory, an old-layout manifest): a directory that
+    merely looks like a warehouse never is."""
+    warehouse = data.warehouse
+    root = warehouse.root.rstrip("/")
+    # Whole paths only (a record's path starts the value or follows a quote
+    # or a space), in the layouts Almanac writes: a table's metadata.json, a
+    # staged write's directory, an old-layout manifest. A parent of the real
+    # warehouse (or "/") never matches them.
+    segment = rb'[^/"\\\s]+'
+    named = re.compile(
+        rb'(?<![^"\s])'
+        + re.escape(root).encode()
+        + rb"/(?:[0-9]+/(?:metadata/"
+        + segment
+        + rb"\.metadata\.json|[0-9a-f]{32})|"
+        + segment
+        + rb"/"
+        + segment
+        + rb"/_manifests/"
+        + segment
+        + rb'\.json)(?=["\s]|$)'
+    )
+
+    def signs() -> bool:
+        candidates: list[str] = []
+        for prefix in (STAGING_PREFIX, SNAPSHOT_PREFIX):
+            for kv in data.store.range(prefix, limit=_SIGNS_CHECKED).kvs:
+                candidates += [m.decode("utf-8", "replace") for m in named.findall(kv.value)]
+        if not candidates:
+            return False
+        infos = warehouse.fs.get_file_info(candidates[:_SIGNS_CHECKED])
+        return any(i.type != pafs.FileType.NotFound for i in infos)
+
+    return warehouse.claim(catalog_id(data.store), signs)
 
 
 def attach_data_plane(

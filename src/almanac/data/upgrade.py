@@ -379,16 +379,19 @@ def publish(data: TableData, conversion: Conversion, report: UpgradeReport) -> b
     if not succeeded:
         abandon(data, conversion)
         return False
+    # The old layout's files lie in the warehouse but below no table-id
+    # directory of their own: the guard admits anywhere inside (None).
     for path in conversion.manifests:
-        data.warehouse.remove_file(path)
+        data.warehouse.remove_file(path, None)
     for directory in {path.rsplit("/", 1)[0] for path in conversion.manifests}:
         _remove_if_empty(data, directory)
     for path in conversion.relocated:
-        data.warehouse.remove_file(path)
+        data.warehouse.remove_file(path, None)
     if conversion.write_dir:
-        data.warehouse.remove_file(f"{conversion.write_dir}/{STAGED_MARKER}")
+        table_id = conversion.table_id
+        data.warehouse.remove_file(f"{conversion.write_dir}/{STAGED_MARKER}", table_id)
         if not conversion.relocated:
-            data.warehouse.remove_dir(conversion.write_dir)
+            data.warehouse.remove_dir(conversion.write_dir, table_id)
         data.release(conversion.lease)
         report.converted[conversion.table_id] = conversion.snapshots
         report.relocated.update(conversion.relocated)
@@ -404,14 +407,14 @@ def _remove_if_empty(data: TableData, directory: str) -> None:
     with contextlib.suppress(OSError):
         selector = pafs.FileSelector(directory, allow_not_found=True)
         if not fs.get_file_info(selector):
-            fs.delete_dir(directory)
+            data.warehouse.remove_dir(directory, None)
 
 
 def abandon(data: TableData, conversion: Conversion) -> None:
     """Delete what an unpublished conversion wrote and give up its lease."""
     data.iceberg.remove(conversion.written)
     if conversion.write_dir:
-        data.warehouse.remove_dir(conversion.write_dir)
+        data.warehouse.remove_dir(conversion.write_dir, conversion.table_id)
         data.release(conversion.lease)
 
 
@@ -424,6 +427,7 @@ def upgrade_warehouse(cat: Catalog) -> UpgradeReport:
     one broken table never stops the others."""
     check.instance(cat, Catalog, "Parameter 'cat' of upgrade_warehouse")
     data = TableData.for_catalog(cat)
+    data.warehouse.check_owner()
     cat.catch_up()
     report = UpgradeReport()
     for table_id in legacy_tables(data):

@@ -40,8 +40,9 @@ from almanac.data.snapshots import (
     record_unchanged,
     snapshot_key,
 )
+from almanac.data.sweep import Sweep, read_sweep
 from almanac.data.tablets import table_partitions
-from almanac.errors import CatalogError
+from almanac.errors import CatalogError, ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
@@ -63,6 +64,7 @@ _OPERATIONS = {
 }
 _RESERVED_PREFIX = "almanac."
 _FORMAT_VERSION = 2
+_SWEEP_ATTEMPTS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,8 @@ class Change:
     """The table's new Iceberg properties, None when they do not change."""
     creates: bool = False
     """The table does not exist yet: ``commands`` create it (a staged create)."""
+    added: tuple[str, ...] = ()
+    """The files its new snapshots add (manifest lists, manifests, data files)."""
 
     @property
     def full_name(self) -> str:
@@ -127,17 +131,18 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     if wanted.schema() != base.schema():
         commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
     operation = None
+    added: tuple[str, ...] = ()
     if wanted.current_snapshot_id != base.current_snapshot_id:
         operation = _operation(base, wanted)
     if operation is not None:
-        _check_files(cat, full, base, wanted)
+        added = _check_files(cat, full, loaded.table.id, base, wanted)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
         properties = {
             k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
         }
-    return Change(loaded, wanted, commands, operation, properties)
+    return Change(loaded, wanted, commands, operation, properties, added=added)
 
 
 def _plan_create(
@@ -199,8 +204,9 @@ def created(
             table=full,
         )
     operation = None
+    added: tuple[str, ...] = ()
     if wanted.current_snapshot() is not None:
-        _check_files(cat, full, None, wanted, registered=relocate)
+        added = _check_files(cat, full, made.id, None, wanted, registered=relocate)
         operation = _operation(None, wanted)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
     wanted = wanted.model_copy(
@@ -208,7 +214,9 @@ def created(
     )
     stored = Properties(properties_key("table", made.id), {}, 0)
     loaded = Loaded(namespace, made, planned, None, stored, wanted)
-    return Change(loaded, wanted, (create,), operation, properties or None, creates=True)
+    return Change(
+        loaded, wanted, (create,), operation, properties or None, creates=True, added=added
+    )
 
 
 def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
@@ -228,33 +236,37 @@ def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
 def _check_files(
     cat: Catalog,
     full: str,
+    table_id: int,
     base: TableMetadata | None,
     wanted: TableMetadata,
     *,
     registered: bool = False,
-) -> None:
-    """The files a commit adds are the table's own, and data files only.
+) -> tuple[str, ...]:
+    """The files a commit adds are the table's own, and data files only;
+    returns them.
 
     Every manifest list, manifest and data file its new snapshots add must
-    be below the table's location: a file elsewhere (another table's, say)
-    would be deleted under it when its owner's janitor collects it. A
-    ``registered`` table's files are the opposite: all outside the catalog's
-    warehouse, where no janitor ever goes. Delete files (merge-on-read)
-    are refused: Almanac reads data files only, so
-    deleted rows would read back."""
+    be below the table's location, spelled as the warehouse lists it (no
+    ``file:``, ``//``, ``..``) and not resolving elsewhere through a
+    symlink: a file elsewhere (another table's, say) would be deleted under
+    it when its owner's janitor collects it. A ``registered`` table's files
+    are the opposite: all outside the catalog's warehouse however spelled,
+    where no janitor ever deletes. Delete files (merge-on-read) are refused:
+    Almanac reads data files only, so deleted rows would read back."""
     snapshot = wanted.current_snapshot()
     if snapshot is None:
-        return
+        return ()
     data = TableData.for_catalog(cat)
-    root = wanted.location.rstrip("/") + "/"
-    warehouse = data.warehouse.root.rstrip("/") + "/"
+    warehouse = data.warehouse
     known = set() if base is None else {s.snapshot_id for s in base.snapshots}
     added = {s.snapshot_id for s in wanted.snapshots} - known
+    paths: list[str] = []
 
     def outside(path: str) -> bool:
-        if "/../" in path or "/./" in path:
-            return True
-        return path.startswith(warehouse) if registered else not path.startswith(root)
+        paths.append(path)
+        if registered:
+            return warehouse.within(path) or ("://" not in path and not path.startswith("/"))
+        return warehouse.normal(path) != path or warehouse.inside(path, table_id) is None
 
     def refuse(what: str, rule: str) -> CatalogError:
         return refused(f"Table '{full}': {what}", table=full, rule=rule)
@@ -297,6 +309,7 @@ def _check_files(
             f"the files of its new snapshot cannot be read ({type(exc).__name__})",
             "snapshot-files",
         ) from None
+    return tuple(paths)
 
 
 def _place(wanted: TableMetadata, registered: bool) -> str:
@@ -364,17 +377,37 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
             )
         seen.add(change.loaded.table.id)
     data = TableData.for_catalog(cat)
+    for _ in range(_SWEEP_ATTEMPTS):
+        if _commit_once(cat, data, changes):
+            return
+    raise CommitFailedError(
+        "Janitor runs kept starting while "
+        + ", ".join(f"'{c.full_name}'" for c in changes)
+        + " committed; retry"
+    )
+
+
+def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bool:
+    """One try; False when nothing was published because a janitor sweep
+    began meanwhile (``almanac.data.sweep``): the new files are checked again."""
     commands = [c for change in changes for c in change.commands]
     attempts: list[list[str]] = []
     leases: list[int] = []
+    sweeps: list[Sweep] = []
+    adds = any(change.operation is not None for change in changes)
 
     def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
         written: list[str] = []
         attempts.append(written)
         compares: list[Compare] = []
         ops: list[Op] = []
+        sweep = None
+        if adds:
+            sweep = read_sweep(data.store)
+            sweeps.append(sweep)
+            compares.append(sweep.compare())
         for change in changes:
-            more = _publish(data, change, base, new, written, leases)
+            more = _publish(data, change, base, new, written, leases, sweep)
             compares += more[0]
             ops += more[1]
         return compares, ops
@@ -388,13 +421,19 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
                 version = cat.catalog()
                 compares, ops = attach(version, version)
                 if not ops:
-                    return
+                    return True
                 if not store.txn(compares, ops).succeeded:
                     raise CommitFailedError(
                         "Another commit changed "
                         + ", ".join(f"'{c.full_name}'" for c in changes)
                         + " first; refresh and retry",
                     )
+    except ConflictError:
+        for written in attempts:
+            data.iceberg.remove(written)
+        if sweeps and read_sweep(data.store).revision != sweeps[-1].revision:
+            return False
+        raise
     except BaseException:
         for written in attempts:
             data.iceberg.remove(written)
@@ -404,6 +443,7 @@ def commit(cat: Catalog, changes: Sequence[Change]) -> None:
             data.release(lease)
     for stale in attempts[:-1]:
         data.iceberg.remove(stale)
+    return True
 
 
 def _publish(
@@ -413,6 +453,7 @@ def _publish(
     new: CatalogVersion,
     written: list[str],
     leases: list[int],
+    sweep: Sweep | None,
 ) -> tuple[list[Compare], list[Op]]:
     loaded = change.loaded
     table_id = loaded.table.id
@@ -457,6 +498,12 @@ def _publish(
             activated_at=new.activation_time,
         )
         written.append(more[2].metadata)
+        assert sweep is not None  # read for every change that adds files
+        sweep.check_fresh(
+            data.warehouse,
+            [*change.added, more[2].metadata],
+            f"The commit to table '{change.full_name}'",
+        )
         compares += more[0]
         ops += more[1]
     else:

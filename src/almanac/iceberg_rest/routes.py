@@ -409,9 +409,10 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         data = TableData.for_catalog(cat)
         location = request.metadata_location
         root = data.warehouse.root.rstrip("/")
-        if location == root or location.startswith(f"{root}/") or "/../" in location:
+        if data.warehouse.within(location) or "/../" in location:
             # The janitor owns the warehouse: it would collect the files of a
-            # table registered from there once their own table lets go of them.
+            # table registered from there once their own table lets go of them
+            # (however spelled: file:, //, .., a symlink).
             raise refused(
                 f"Table '{name}.{request.name}': register a table from outside the catalog's "
                 f"warehouse ('{root}'), not from '{location}'",
