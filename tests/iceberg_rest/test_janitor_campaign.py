@@ -127,6 +127,7 @@ def test_writers_killed_mid_commit_beside_a_janitor_at_grace_zero_lose_nothing(
         cat, lambda: sum(len(_acked(p)) for p in tmp_path.glob("acks-*") if not p.suffix)
     )
     acknowledged: dict[str, set[int]] = {name: set() for name in TABLES}
+    started: list[subprocess.Popen[bytes]] = []
     try:
         for round_ in range(ROUNDS):
             writers = []
@@ -134,6 +135,7 @@ def test_writers_killed_mid_commit_beside_a_janitor_at_grace_zero_lose_nothing(
                 acks = tmp_path / f"acks-{round_}-{name}"
                 first = (round_ * len(TABLES) + t) * _SPAN
                 writers.append((name, acks, _writer(server, name, acks, first)))
+                started.append(writers[-1][2])
             for name, acks, proc in writers:
                 # Killed once it acknowledged 1 to 3 appends: by then it is
                 # inside its next one, writing files or committing.
@@ -148,6 +150,10 @@ def test_writers_killed_mid_commit_beside_a_janitor_at_grace_zero_lose_nothing(
                 for start in _acked(acks):
                     acknowledged[name].update(range(start, start + BATCH))
     finally:
+        for proc in started:  # a failed wait leaves no writer behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         janitor.stop()
     assert janitor.runs > 0
     run_janitor(cat, grace_s=0)
