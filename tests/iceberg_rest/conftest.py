@@ -5,6 +5,7 @@ namespaces, so the modules share the server (starting one costs seconds)."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +43,22 @@ def server(server_dir: Path, target: str) -> Iterator[Server]:
     srv = Server(target, "--tokens-file", str(tokens), log=server_dir / "server.log")
     try:
         yield srv
+    finally:
+        assert srv.stop() == 0, srv.log_text()
+
+
+@contextlib.contextmanager
+def own_server(directory: Path, **connect: Any) -> Iterator[tuple[Server, Catalog]]:
+    """A server of its own over a new catalog in ``directory`` (admin token
+    only) and a second node of that catalog opened with ``connect``: for
+    tests that run the janitor over the whole warehouse or change retention."""
+    tokens = directory / "tokens"
+    tokens.write_text(f"admin {ADMIN_TOKEN}\n", encoding="utf-8")
+    target = str(directory / "catalog")
+    srv = Server(target, "--tokens-file", str(tokens), log=directory / "server.log")
+    try:
+        with almanac.connect(target, **connect) as node:
+            yield srv, node
     finally:
         assert srv.stop() == 0, srv.log_text()
 

@@ -16,11 +16,10 @@ from typing import IO
 
 import pytest
 
-import almanac
 from almanac import Catalog
 from almanac.data import read_table, run_janitor
 from tests.iceberg_rest.campaign_writer import BATCH
-from tests.iceberg_rest.conftest import ADMIN_TOKEN, PREFIX, rest_catalog
+from tests.iceberg_rest.conftest import ADMIN_TOKEN, PREFIX, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch
 from tests.server.harness import ROOT, Server, wait_for
 
@@ -32,15 +31,8 @@ _SPAN = 1_000_000
 
 @pytest.fixture
 def place(tmp_path: Path) -> Iterator[tuple[Server, Catalog]]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"admin {ADMIN_TOKEN}\n", encoding="utf-8")
-    target = str(tmp_path / "catalog")
-    server = Server(target, "--tokens-file", str(tokens), log=tmp_path / "server.log")
-    try:
-        with almanac.connect(target) as node:
-            yield server, node
-    finally:
-        assert server.stop() == 0, server.log_text()
+    with own_server(tmp_path) as placed:
+        yield placed
 
 
 class Janitor:

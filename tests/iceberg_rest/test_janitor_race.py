@@ -20,12 +20,11 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.table import Table, Transaction
 
-import almanac
 from almanac import Catalog
 from almanac.data import janitor as janitor_module
 from almanac.data import run_janitor
 from almanac.data.janitor import DEFAULT_GRACE_S
-from tests.iceberg_rest.conftest import ADMIN_TOKEN, rest_catalog
+from tests.iceberg_rest.conftest import own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch, scanned
 from tests.server.harness import Server
 
@@ -34,16 +33,8 @@ from tests.server.harness import Server
 def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Catalog]]:
     """Its own server (the janitor here runs at grace 0 over its whole
     warehouse) and a second node of its catalog, where the janitor runs."""
-    directory = tmp_path_factory.mktemp("janitor-race")
-    tokens = directory / "tokens"
-    tokens.write_text(f"admin {ADMIN_TOKEN}\n", encoding="utf-8")
-    target = str(directory / "catalog")
-    server = Server(target, "--tokens-file", str(tokens), log=directory / "server.log")
-    try:
-        with almanac.connect(target) as node:
-            yield server, node
-    finally:
-        assert server.stop() == 0, server.log_text()
+    with own_server(tmp_path_factory.mktemp("janitor-race")) as placed:
+        yield placed
 
 
 def _files_under(root: Path) -> set[Path]:

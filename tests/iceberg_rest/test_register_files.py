@@ -17,7 +17,7 @@ import almanac
 from almanac import Catalog, RetentionPolicy
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
 from almanac.iceberg import metadata_location
-from tests.iceberg_rest.conftest import ADMIN_TOKEN, rest_catalog
+from tests.iceberg_rest.conftest import ADMIN_TOKEN, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch, scanned
 from tests.server.harness import Server
 
@@ -27,15 +27,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ca
     """A server, a second node of its catalog that keeps one version (so a
     dropped table is purged at once), and a directory for other catalogs."""
     directory = tmp_path_factory.mktemp("register-files")
-    tokens = directory / "tokens"
-    tokens.write_text(f"admin {ADMIN_TOKEN}\n", encoding="utf-8")
-    target = str(directory / "catalog")
-    server = Server(target, "--tokens-file", str(tokens), log=directory / "server.log")
-    try:
-        with almanac.connect(target, retention=RetentionPolicy(keep_versions=1)) as node:
-            yield server, node, directory
-    finally:
-        assert server.stop() == 0, server.log_text()
+    with own_server(directory, retention=RetentionPolicy(keep_versions=1)) as (server, node):
+        yield server, node, directory
 
 
 def _other_table(directory: Path, name: str) -> tuple[str, set[Path]]:
