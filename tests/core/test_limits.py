@@ -137,7 +137,12 @@ def test_one_alter_of_many_column_actions_becomes_one_command() -> None:
 
 # -- names ---------------------------------------------------------------------------------
 
-INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u200e", " ", "\u3000", "\u00a0"]
+INVISIBLE = [
+    *("\u200b", "\ufeff", "\u2060", "\u00ad", "\u200e", " ", "\u3000", "\u00a0"),
+    *("\u3164", "\uffa0", "\ufe0f", "\u034f", "\u17b4", "\U000e0101"),  # letters and marks
+]
+IGNORABLE = set("\u3164\uffa0\ufe0f\u034f\u17b4\U000e0101")
+"""Default-ignorable characters the alphabet uses that are not format characters."""
 
 
 def _name_allowed(name: str) -> bool:
@@ -148,7 +153,9 @@ def _name_allowed(name: str) -> bool:
         return False
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return False
-    return any(not c.isspace() and unicodedata.category(c) != "Cf" for c in name)
+    return any(
+        not c.isspace() and unicodedata.category(c) != "Cf" and c not in IGNORABLE for c in name
+    )
 
 
 NAMES = st.one_of(
@@ -180,7 +187,10 @@ def test_the_name_rule(name: str) -> None:
     assert str(info.value).startswith(("Table name", "Parameter 'name' of CreateTable"))
 
 
-@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff", "\u200b\ufeff", " \u2060 ", "\u00ad"])
+@pytest.mark.parametrize(
+    "invisible",
+    ["\u200b", "\ufeff", "\u200b\ufeff", " \u2060 ", "\u00ad", "\u3164", "\ufe0f", "\u034f\uffa0"],
+)
 def test_an_invisible_name_is_refused_for_every_object(cat: Catalog, invisible: str) -> None:
     apply(cat, table("T", col("C")))
     commands: list[tuple[almanac.Command, str]] = [

@@ -115,6 +115,14 @@ def qualified(schema: str, name: str) -> str:
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Unicode's Default_Ignorable_Code_Point: characters a renderer shows as
+nothing, such as U+3164 HANGUL FILLER and the variation selectors, which are
+letters or marks rather than format characters (Cf)."""
 
 
 MAX_NAME_BYTES = 255
@@ -153,11 +161,11 @@ def check_name(kind: str, name: object, *, lookup: bool = False) -> str:
             length=size,
             limit=MAX_NAME_BYTES,
         )
-    if all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in name):
+    if all(ch.isspace() or unicodedata.category(ch) == "Cf" or _IGNORABLE.match(ch) for ch in name):
         raise ValidationError(
             f"{kind} name {name!r} has no visible character: it is empty once whitespace and "
-            "invisible format characters (Unicode category Cf, such as U+200B and U+FEFF) "
-            "are removed",
+            "invisible characters (Unicode category Cf or default-ignorable, such as U+200B, "
+            "U+FEFF and U+3164) are removed",
             kind=kind,
             name=name,
             rule="name-visible",
