@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import logging
 import os
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -451,6 +453,80 @@ def test_a_commit_before_the_first_snapshot_answers_a_metadata_location(served: 
     table.append(_rows([1]))
     assert _ids(served.client().load_table("early.t").scan().to_arrow()) == [1]
     assert served.client().load_table("early.t").properties["owner"] == "ana"
+
+
+def _avro_long(n: int) -> bytes:
+    zigzag, out = (n << 1) ^ (n >> 63), bytearray()
+    while zigzag > 0x7F:
+        out.append(zigzag & 0x7F | 0x80)
+        zigzag >>= 7
+    return bytes([*out, zigzag])
+
+
+def _avro_bytes(data: bytes) -> bytes:
+    return _avro_long(len(data)) + data
+
+
+def _deflate_bomb(real: bytes, inflated: int) -> bytes:
+    """The Avro file ``real`` with its header kept but its codec set to
+    deflate and one block of one record that inflates to ``inflated`` bytes."""
+    magic, meta = real[:4], {}
+    cursor = io.BytesIO(real[4:])
+
+    def long() -> int:
+        shift = result = 0
+        while True:
+            byte = cursor.read(1)[0]
+            result |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return (result >> 1) ^ -(result & 1)
+
+    while (count := long()) != 0:
+        for _ in range(abs(count)):
+            key = cursor.read(long())
+            meta[key] = cursor.read(long())
+    sync = cursor.read(16)
+    meta[b"avro.codec"] = b"deflate"
+    header = magic + _avro_long(len(meta))
+    header += b"".join(_avro_bytes(k) + _avro_bytes(v) for k, v in meta.items()) + b"\0" + sync
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = b"".join(packer.compress(bytes(1 << 20)) for _ in range(inflated >> 20))
+    block += packer.compress(bytes(inflated & ((1 << 20) - 1))) + packer.flush()
+    return header + _avro_long(1) + _avro_bytes(block) + sync
+
+
+def test_register_refuses_a_manifest_list_that_inflates_past_the_cap(
+    served: Served, tmp_path: Path
+) -> None:
+    """A manifest list of a few hundred kilobytes whose deflate block unpacks
+    to more than ``MAX_METADATA_BYTES`` is refused by its size, as a gzipped
+    ``metadata.json`` is, before pyiceberg inflates it whole (a larger one
+    would take gigabytes)."""
+    served.client().create_namespace("regbomb")
+    with almanac.connect(str(tmp_path / "other")) as other:
+        other.sql("CREATE SCHEMA X; CREATE TABLE X.T (ID INT64 PRIMARY KEY, V INT32)")
+        write_table(other, "T", _rows([1, 2]).rename_columns(["ID", "V"]), "X")
+        location = metadata_location(other.target, "X.T")
+    document = json.loads(Path(location).read_text(encoding="utf-8"))
+    (snapshot,) = document["snapshots"]
+    bomb = tmp_path / "bomb-list.avro"
+    bomb.write_bytes(
+        _deflate_bomb(Path(snapshot["manifest-list"]).read_bytes(), MAX_METADATA_BYTES + 1)
+    )
+    assert bomb.stat().st_size < MAX_METADATA_BYTES // 100
+    snapshot["manifest-list"] = str(bomb)
+    forged = tmp_path / "bomb.metadata.json"
+    forged.write_text(json.dumps(document), encoding="utf-8")
+    with served.http() as http:
+        response = http.post(
+            "/v1/namespaces/regbomb/register",
+            json={"name": "r", "metadata-location": str(forged), "overwrite": False},
+        )
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert f"'{bomb}' is larger than {MAX_METADATA_BYTES} bytes" in message, message
+    assert served.cat.catalog().table("r", "regbomb") is None
 
 
 @contextlib.contextmanager

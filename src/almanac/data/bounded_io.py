@@ -6,13 +6,16 @@ A ``metadata.json``, manifest list or manifest is read whole into memory
 wherever its metadata says. Every such read goes through ``BoundedFileIO``:
 a local path is read by ``almanac._files.read_regular`` (regular files only,
 checked before opening, up to the cap), an object store's file up to the
-cap. Writing and deleting are pyarrow's as usual.
+cap; an Avro file's compressed blocks may unpack to the cap in all
+(``check_avro_blocks``). Writing and deleting are pyarrow's as usual.
 """
 
 from __future__ import annotations
 
+import bz2
 import io
 import zlib
+from collections.abc import Callable
 
 from pyiceberg.io import InputFile, InputStream
 from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -21,7 +24,13 @@ from pyiceberg.typedef import EMPTY_DICT, Properties
 from almanac._files import FileRefused, read_regular
 from almanac.errors import ValidationError
 
-__all__ = ["MAX_METADATA_BYTES", "BoundedFileIO", "MetadataFileError", "gunzip_bounded"]
+__all__ = [
+    "MAX_METADATA_BYTES",
+    "BoundedFileIO",
+    "MetadataFileError",
+    "check_avro_blocks",
+    "gunzip_bounded",
+]
 
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 """The largest Iceberg metadata file read (``metadata.json``, manifest list,
@@ -63,6 +72,100 @@ def gunzip_bounded(location: str, data: bytes, limit: int = MAX_METADATA_BYTES) 
     return out
 
 
+_AVRO_MAGIC = b"Obj\x01"
+_AVRO_SYNC = 16
+
+
+class _Avro:
+    """A cursor over an Avro container's bytes: zigzag longs and byte strings."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = len(_AVRO_MAGIC)
+
+    def long(self) -> int:
+        shift = result = 0
+        while True:
+            byte = self.data[self.at]  # IndexError past the end
+            self.at += 1
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return (result >> 1) ^ -(result & 1)
+            shift += 7
+            if shift > 63:
+                raise ValueError("an Avro long longer than 64 bits")
+
+    def bytes_(self) -> bytes:
+        size = self.long()
+        if size < 0 or self.at + size > len(self.data):
+            raise ValueError("an Avro byte string past the end of the file")
+        self.at += size
+        return self.data[self.at - size : self.at]
+
+    def codec(self) -> bytes:
+        """Reads the header; the value of ``avro.codec`` (``null`` by default)."""
+        found = b"null"
+        while (count := self.long()) != 0:
+            if count < 0:
+                count = -count
+                self.long()  # the block's size in bytes
+            for _ in range(count):
+                key, value = self.bytes_(), self.bytes_()
+                if key == b"avro.codec":
+                    found = value
+        self.at += _AVRO_SYNC
+        return found
+
+
+def _inflate_deflate(block: bytes, cap: int) -> int:
+    return len(zlib.decompressobj(-15).decompress(block, cap + 1))
+
+
+def _inflate_bzip2(block: bytes, cap: int) -> int:
+    return len(bz2.BZ2Decompressor().decompress(block, cap + 1))
+
+
+def _inflate_zstandard(block: bytes, cap: int) -> int:
+    import zstandard  # pyiceberg's optional codec; absent, pyiceberg refuses the file
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(block)) as reader:
+            return len(reader.read(cap + 1))
+    except zstandard.ZstdError as exc:
+        raise ValueError(str(exc)) from None
+
+
+_INFLATE: dict[bytes, Callable[[bytes, int], int]] = {
+    b"deflate": _inflate_deflate,
+    b"bzip2": _inflate_bzip2,
+    b"zstandard": _inflate_zstandard,
+}
+
+
+def check_avro_blocks(location: str, data: bytes, limit: int = MAX_METADATA_BYTES) -> None:
+    """Refuse an Avro file (a manifest list or manifest) whose compressed
+    blocks unpack past ``limit`` bytes in all: pyiceberg inflates each block
+    whole, so a few megabytes of deflate would become gigabytes. Only as
+    much as the cap is ever inflated here; a file that is not Avro, or is
+    malformed, is left to pyiceberg to refuse."""
+    if not data.startswith(_AVRO_MAGIC):
+        return
+    cursor = _Avro(data)
+    try:
+        inflate = _INFLATE.get(cursor.codec())
+        if inflate is None:  # null: the blocks are the file's own bytes
+            return
+        left = limit
+        while cursor.at < len(data):
+            cursor.long()  # the block's record count
+            left -= inflate(cursor.bytes_(), left)
+            if left < 0:
+                raise _too_large(location, limit)
+            cursor.at += _AVRO_SYNC
+    except (ValueError, IndexError, EOFError, OSError, ImportError, zlib.error):
+        return  # malformed, or a codec not installed: pyiceberg's reader says how
+
+
 class _BoundedInput(InputFile):
     """One file, read whole (at most the cap) into a seekable buffer."""
 
@@ -88,6 +191,7 @@ class _BoundedInput(InputFile):
             data = self._read_local(self._local)
         if len(data) > self._limit:  # it grew after the size was checked
             raise _too_large(self.location, self._limit)
+        check_avro_blocks(self.location, data, self._limit)
         return io.BytesIO(data)
 
     def _read_local(self, path: str) -> bytes:
