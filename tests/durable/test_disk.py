@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyiceberg.exceptions import ForbiddenError
 
 import almanac
 from almanac import ReadOnlyCatalogError, StorageError
@@ -22,6 +23,7 @@ from almanac.data import read_table, write_table
 from almanac.metastore import SqliteMetastore
 from almanac.metastore.types import Put
 from tests.durable.helpers import ROOT, table
+from tests.iceberg_rest.test_rest import _serve
 
 
 def _mount(directory: Path, options: str) -> None:
@@ -156,6 +158,39 @@ def test_a_catalog_on_a_read_only_file_system_opens_for_reading(mounted: Path) -
     assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == stored
 
 
+_CREATOR = """
+import sys
+import almanac
+
+with almanac.connect(f"sqlite:///{sys.argv[1]}/catalog.db", warehouse=sys.argv[1] + "/wh") as cat:
+    cat.sql("CREATE SCHEMA NS; CREATE TABLE NS.T (ID INT64 PRIMARY KEY, V INT32)")
+"""
+
+
+def test_a_change_to_a_read_only_catalog_over_http_is_a_403(mounted: Path) -> None:
+    """Refused before anything is written, so a definite 403 through ``/v1``
+    and Iceberg REST alike: a 500 made pyiceberg raise
+    ``CommitStateUnknownException`` for a commit that could not have landed."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    subprocess.run([sys.executable, "-c", _CREATOR, str(mounted)], env=env, cwd=ROOT, check=True)
+    done = subprocess.run(
+        ["mount", "-o", "remount,ro", str(mounted)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    with _serve(mounted) as served:
+        table = served.client().load_table("NS.T")
+        with pytest.raises(ForbiddenError, match="is read-only"):
+            table.transaction().set_properties(owner="ana").commit_transaction()
+        with served.http() as http:
+            reply = http.post(
+                served.uri.removesuffix("/iceberg") + "/v1/sql",
+                json={"sql": "CREATE TABLE NS.U (ID INT64 PRIMARY KEY)"},
+            )
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["error"] == "ReadOnlyCatalogError"
+        assert served.client().load_table("NS.T").properties.get("owner") is None
+
+
 def test_a_store_opened_read_only_reads_and_refuses_every_write(tmp_path: Path) -> None:
     """The same code path without a mount: the store is told it is read-only
     (as it finds out for itself from a read-only file system or file)."""
@@ -183,3 +218,15 @@ def test_a_store_opened_read_only_reads_and_refuses_every_write(tmp_path: Path) 
             pass
         assert store.get("k") == got
     assert path.read_bytes() == before
+
+
+def test_a_path_with_a_leading_double_slash_opens_read_only(tmp_path: Path) -> None:
+    """``sqlite:////dir/file.db`` names ``//dir/file.db``, the same file as
+    ``/dir/file.db``: read-only it once became an SQLite URI whose authority
+    was the first directory (``MetastoreError: invalid uri authority``)."""
+    path = tmp_path / "store.db"
+    with SqliteMetastore(path) as store:
+        store.put("k", b"v")
+    with SqliteMetastore(f"/{path}", read_only=True) as store:
+        got = store.get("k")
+        assert got is not None and got.value == b"v"

@@ -73,6 +73,8 @@ def iceberg_error_type(exc: CatalogError) -> tuple[str, int]:
     if isinstance(exc, InputError):
         return "BadRequestException", 400
     status = status_of(exc)
+    if status == 403:  # a read-only catalog: a definite refusal, not an unknown commit state
+        return "ForbiddenException", 403
     if status == 503 or isinstance(exc, RetryableError):
         return "ServiceUnavailableException", 503
     return "ServerErrorException", status if status >= 500 else 500

@@ -474,7 +474,8 @@ class SqliteMetastore(ConditionWakeups, Metastore):
         directory = os.path.dirname(path)
         immutable = not os.access(directory, os.W_OK) and not os.path.exists(path + "-wal")
         mode = "immutable=1" if immutable else "mode=ro"
-        return f"file:{urllib.parse.quote(path)}?{mode}"
+        # An empty authority: a path spelled with a leading '//' is not a host.
+        return f"file://{urllib.parse.quote(path)}?{mode}"
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:

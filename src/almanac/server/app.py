@@ -53,7 +53,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, why in (
         (400, "invalid request, validation or parse error"),
         (401, "no token, or a token that is not valid"),
-        (403, "a read token asked for a change"),
+        (403, "a read token asked for a change, or the catalog is read-only"),
         (404, "no such object or version"),
         (409, "already exists, or a conflict"),
         (410, "the version was truncated from the log"),

@@ -21,6 +21,7 @@ from almanac.errors import (
     InputError,
     MetastoreUnavailableError,
     NotFoundError,
+    ReadOnlyCatalogError,
     RetryableError,
     SnapshotExpiredError,
     StorageError,
@@ -47,6 +48,7 @@ _STATUS: tuple[tuple[type[CatalogError], int], ...] = (
     (WaitTimeoutError, 503),
     (InputError, 400),
     (RetryableError, 503),
+    (ReadOnlyCatalogError, 403),  # nothing changed, and retrying will not help
     (StorageError, 500),
 )
 """First match wins; a plain ``CatalogError`` (a closed node, a node that
