@@ -73,3 +73,33 @@ def test_the_longest_names_are_reachable_through_rest(admin: RestCatalog, cat: C
     assert (namespace, longest) in admin.list_tables(namespace)
     cat.catch_up()
     assert cat.catalog().table(longest, namespace) is not None
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_a_dot_segment_name_is_a_400_through_rest_and_changes_nothing(
+    client: httpx.Client, admin: RestCatalog, cat: Catalog, names_namespace: str, name: str
+) -> None:
+    """``.`` and ``..`` travel in a JSON body but no URL path can carry them:
+    clients resolve them as dot segments, so ``load_table(("NS", ".."))``
+    asked for ``GET /namespaces/NS`` and ``drop_table`` became a DROP of
+    the namespace. Created through REST, such a table could never be
+    reached again through it."""
+    source = f"DOTS{len(name)}"
+    admin.create_table((names_namespace, source), SCHEMA)
+    cat.catch_up()
+    version = cat.latest_version
+    error = spec_error(client.post("/v1/namespaces", json={"namespace": [name]}), 400)
+    assert "Namespace name" in error["message"]
+    created = client.post(f"/v1/namespaces/{names_namespace}/tables", json=_create_table_body(name))
+    error = spec_error(created, 400)
+    assert f"Table name '{name}'" in error["message"] and "path" in error["message"]
+    renamed = client.post(
+        "/v1/tables/rename",
+        json={
+            "source": {"namespace": [names_namespace], "name": source},
+            "destination": {"namespace": [names_namespace], "name": name},
+        },
+    )
+    spec_error(renamed, 400)
+    cat.catch_up()
+    assert cat.latest_version == version

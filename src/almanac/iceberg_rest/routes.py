@@ -116,7 +116,15 @@ def _parse(model: type[_M], body: dict[str, Any]) -> _M:
 def _addressable(kind: str, name: str) -> str:
     """A 400 for a name no Iceberg REST path can reach: servers decode
     ``%2F`` in a path into ``/`` before routing, so a name holding ``/``
-    would be created and then never found."""
+    would be created and then never found; clients resolve ``.`` and ``..``
+    as dot segments of the URL, so those never arrive as names."""
+    if name in (".", ".."):
+        raise refused(
+            f"{kind} name '{name}' is a dot segment, which no Iceberg REST path can carry "
+            "(clients resolve it away); choose another name",
+            name=name,
+            rule="name-in-path",
+        )
     if "/" in name:
         raise refused(
             f"{kind} name '{name}' holds '/', which no Iceberg REST path can carry; "
