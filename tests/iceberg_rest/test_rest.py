@@ -455,6 +455,31 @@ def test_a_commit_before_the_first_snapshot_answers_a_metadata_location(served: 
     assert served.client().load_table("early.t").properties["owner"] == "ana"
 
 
+def test_removing_an_absent_property_changes_nothing(served: Served) -> None:
+    """As in Iceberg's own catalogs (Spark's ``UNSET TBLPROPERTIES`` sends
+    such removals): once a 400 whose message was the bare key."""
+    table = _table(served, "unset")
+    with table.transaction() as tx:
+        tx.set_properties(owner="ana")
+
+    def commit(*updates: dict[str, Any]) -> httpx.Response:
+        with served.http() as http:
+            return http.post(
+                "/v1/namespaces/unset/tables/t", json={"requirements": [], "updates": updates}
+            )
+
+    absent = commit({"action": "remove-properties", "removals": ["gone"]})
+    assert absent.status_code == 200, absent.text
+    mixed = commit(
+        {"action": "set-properties", "updates": {"a": "1"}},
+        {"action": "remove-properties", "removals": ["a", "owner", "gone"]},
+        {"action": "remove-properties", "removals": ["a"]},
+    )
+    assert mixed.status_code == 200, mixed.text
+    assert served.client().load_table("unset.t").properties.get("owner") is None
+    assert "a" not in served.client().load_table("unset.t").properties
+
+
 def _avro_long(n: int) -> bytes:
     zigzag, out = (n << 1) ^ (n >> 63), bytearray()
     while zigzag > 0x7F:

@@ -25,7 +25,13 @@ from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update import AssertCreate, update_table_metadata
+from pyiceberg.table.update import (
+    AssertCreate,
+    RemovePropertiesUpdate,
+    SetPropertiesUpdate,
+    TableUpdate,
+    update_table_metadata,
+)
 
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
@@ -121,7 +127,7 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
     try:
-        wanted = update_table_metadata(base, request.updates)
+        wanted = update_table_metadata(base, _present_removals(base, request.updates))
     except CatalogError:
         raise
     except Exception as exc:  # pyiceberg refuses an update: the client's doing
@@ -145,6 +151,25 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     return Change(loaded, wanted, commands, operation, properties, added=added)
 
 
+def _present_removals(
+    base: TableMetadata, updates: Sequence[TableUpdate]
+) -> tuple[TableUpdate, ...]:
+    """``updates`` with each ``remove-properties`` cut to the keys set at that
+    point: removing an absent property changes nothing, as in Iceberg's own
+    catalogs (Spark's ``UNSET TBLPROPERTIES`` sends such removals), where
+    pyiceberg's code would fail with a bare ``KeyError``."""
+    present = set(base.properties)
+    out: list[TableUpdate] = []
+    for update in updates:
+        if isinstance(update, RemovePropertiesUpdate):
+            update = RemovePropertiesUpdate(removals=[k for k in update.removals if k in present])
+            present.difference_update(update.removals)
+        elif isinstance(update, SetPropertiesUpdate):
+            present.update(update.updates)
+        out.append(update)
+    return tuple(out)
+
+
 def _plan_create(
     cat: Catalog, version: CatalogVersion, namespace: str, name: str, request: CommitTableRequest
 ) -> Change:
@@ -156,7 +181,8 @@ def _plan_create(
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
     try:
-        wanted = update_table_metadata(MetastoreCatalog._empty_table_metadata(), request.updates)
+        empty = MetastoreCatalog._empty_table_metadata()
+        wanted = update_table_metadata(empty, _present_removals(empty, request.updates))
     except CatalogError:
         raise
     except Exception as exc:  # pyiceberg refuses an update: the client's doing
