@@ -17,6 +17,7 @@ from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
+from almanac.schema_sync import MAX_DELAY_MS
 
 __all__ = [
     "ColumnAltered",
@@ -544,8 +545,12 @@ class VersionedUpdate:
 
 def activation_time(base: CatalogVersion, update: VersionedUpdate) -> int:
     """Commit time plus the delay, pushed past the previous version's so it
-    increases strictly even when clocks or delays differ between nodes."""
-    proposed = update.commit_time + (update.delay_ms << LOGICAL_BITS)
+    increases strictly even when clocks or delays differ between nodes. A
+    stored delay past ``MAX_DELAY_MS`` (committed by a release before the
+    bound) counts as the bound: else every later version would activate, and
+    every DDL wait, as far in the future as that one."""
+    delay = min(max(update.delay_ms, 0), MAX_DELAY_MS)
+    proposed = update.commit_time + (delay << LOGICAL_BITS)
     return max(proposed, base.activation_time + 1)
 
 

@@ -23,7 +23,9 @@ from almanac import (
     ValidationError,
 )
 from almanac.catalog_version import CatalogVersion
+from almanac.clock import LOGICAL_BITS
 from almanac.commands.base import MAX_COLUMNS, MAX_NAME_BYTES
+from almanac.entries import VersionedUpdate
 from almanac.schema_sync import MAX_CLOCK_SKEW_MS, MAX_DELAY_MS, SchemaSync
 from tests.core.support import apply, col, rejected, table
 
@@ -76,6 +78,27 @@ def test_the_largest_sync_settings_are_accepted() -> None:
         assert (cat.delay_ms, cat.max_clock_skew_ms) == (MAX_DELAY_MS, MAX_CLOCK_SKEW_MS)
     with pytest.raises(ValidationError, match=r"'delay_ms' of SchemaSync must be an int in"):
         SchemaSync(delay_ms=MAX_DELAY_MS + 1, max_clock_skew_ms=0)
+
+
+def test_a_stored_delay_past_the_bound_does_not_stall_later_versions(tmp_path: Path) -> None:
+    """A release before the bound committed a version with the delay it was
+    given (10**12 ms) and hung; the catalog it left, opened a while later,
+    must still take DDL: the stored delay counts as ``MAX_DELAY_MS`` when
+    the version's activation time is computed, on every node that reads it."""
+    target = str(tmp_path / "c")
+    with almanac.connect(target, delay_ms=0) as cat:
+        cat.execute([table("A")])
+        old = VersionedUpdate(
+            version=cat.latest_version + 1,
+            commit_time=cat.clock.now() - (2 * MAX_DELAY_MS << LOGICAL_BITS),
+            delay_ms=10**12,
+            entries=(),
+        )
+        assert cat.log.append(old) is not None
+    with almanac.connect(target, delay_ms=0) as cat:
+        assert cat.latest_version == old.version
+        assert cat.catalog().activation_time <= cat.clock.now()  # active already
+        cat.execute([table("B")], timeout=30.0)  # waited ~31 years before
 
 
 # -- columns per table ---------------------------------------------------------------
