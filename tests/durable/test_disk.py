@@ -191,6 +191,48 @@ def test_a_change_to_a_read_only_catalog_over_http_is_a_403(mounted: Path) -> No
         assert served.client().load_table("NS.T").properties.get("owner") is None
 
 
+def test_a_warehouse_that_takes_no_metadata_file_is_a_storage_error(tmp_path: Path) -> None:
+    """The catalog writable, its warehouse on a read-only file system: an
+    Iceberg REST commit that must write a ``metadata.json`` is refused with
+    the file named, not a bare ``OSError`` (a 500 saying only that the
+    server failed), and nothing changes."""
+    served_dir = tmp_path / "served"
+    served_dir.mkdir()
+    _mount(served_dir / "wh", "size=4m")
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+        subprocess.run(
+            [sys.executable, "-c", _CREATOR, str(served_dir)], env=env, cwd=ROOT, check=True
+        )
+        with _serve(served_dir) as served:
+            table = served.client().load_table("NS.T")
+            rows = pa.schema(
+                [pa.field("ID", pa.int64(), nullable=False), pa.field("V", pa.int32())]
+            )
+            table.append(pa.Table.from_pylist([{"ID": 1, "V": 1}], rows))
+            done = subprocess.run(
+                ["mount", "-o", "remount,ro", str(served_dir / "wh")],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            with served.http() as http:
+                reply = http.post(
+                    "/v1/namespaces/NS/tables/T",
+                    json={
+                        "requirements": [],
+                        "updates": [{"action": "set-properties", "updates": {"a": "b"}}],
+                    },
+                )
+            message = reply.json()["error"]["message"]
+            assert message.startswith("Cannot write Iceberg metadata file '"), reply.text
+            assert "Read-only file system" in message
+            assert "a" not in served.client().load_table("NS.T").properties
+    finally:
+        subprocess.run(["umount", "-l", str(served_dir / "wh")], check=False)
+
+
 def test_a_store_opened_read_only_reads_and_refuses_every_write(tmp_path: Path) -> None:
     """The same code path without a mount: the store is told it is read-only
     (as it finds out for itself from a read-only file system or file)."""

@@ -7,22 +7,24 @@ wherever its metadata says. Every such read goes through ``BoundedFileIO``:
 a local path is read by ``almanac._files.read_regular`` (regular files only,
 checked before opening, up to the cap), an object store's file up to the
 cap; an Avro file's compressed blocks may unpack to the cap in all
-(``check_avro_blocks``). Writing and deleting are pyarrow's as usual.
+(``check_avro_blocks``). Writing is pyarrow's, its failures (a full or
+read-only disk) a ``StorageError`` naming the file.
 """
 
 from __future__ import annotations
 
 import bz2
 import io
+import os
 import zlib
 from collections.abc import Callable
 
-from pyiceberg.io import InputFile, InputStream
+from pyiceberg.io import InputFile, InputStream, OutputFile, OutputStream
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
 from almanac._files import FileRefused, read_regular
-from almanac.errors import ValidationError
+from almanac.errors import StorageError, ValidationError
 
 __all__ = [
     "MAX_METADATA_BYTES",
@@ -208,6 +210,67 @@ class _BoundedInput(InputFile):
             ) from None
 
 
+def _unwritable(location: str, exc: OSError) -> StorageError:
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return StorageError(
+        f"Cannot write Iceberg metadata file '{location}': {reason}",
+        path=location,
+        rule="metadata-file-write",
+    )
+
+
+class _GuardedStream:
+    """An output stream whose failures (a full or read-only disk) are a
+    ``StorageError`` naming the file, never a bare ``OSError``."""
+
+    def __init__(self, inner: OutputStream, location: str) -> None:
+        self._inner = inner
+        self._location = location
+
+    def write(self, b: bytes) -> int:
+        try:
+            return self._inner.write(b)
+        except OSError as exc:
+            raise _unwritable(self._location, exc) from exc
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        except OSError as exc:
+            raise _unwritable(self._location, exc) from exc
+
+    def __enter__(self) -> _GuardedStream:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class _GuardedOutput(OutputFile):
+    def __init__(self, inner: OutputFile) -> None:
+        super().__init__(inner.location)
+        self._inner = inner
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def exists(self) -> bool:
+        return self._inner.exists()
+
+    def to_input_file(self) -> InputFile:
+        return self._inner.to_input_file()
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        try:
+            stream = self._inner.create(overwrite=overwrite)
+        except OSError as exc:
+            raise _unwritable(self.location, exc) from exc
+        return _GuardedStream(stream, self.location)
+
+
 class BoundedFileIO(PyArrowFileIO):
     """pyarrow's ``FileIO`` whose every read is bounded as the module says."""
 
@@ -221,3 +284,6 @@ class BoundedFileIO(PyArrowFileIO):
         scheme, _, path = self.parse_location(location, self.properties)
         local = path if scheme == "file" else None
         return _BoundedInput(super().new_input(location), local, self.limit)
+
+    def new_output(self, location: str) -> OutputFile:  # type: ignore[override]
+        return _GuardedOutput(super().new_output(location))
