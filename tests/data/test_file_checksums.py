@@ -161,3 +161,30 @@ def test_a_commit_refuses_a_file_whose_size_or_checksum_is_not_its_own(cat: Cata
             data.commit(shape, write_id, [wrong], operation="append")
     data.commit(shape, write_id, [file], operation="append")
     assert len(read_table(cat, "T")) == 2
+
+
+@pytest.mark.parametrize("replacement", ["fifo", "directory"])
+def test_a_data_file_replaced_by_a_fifo_or_directory_is_refused_without_blocking(
+    cat: Catalog, replacement: str
+) -> None:
+    """Opening a FIFO waits for a writer that never comes: the read must
+    refuse it (and a directory) before opening, naming file and table."""
+    _many_rows(cat)
+    path = Path(_only_file(cat).path)
+    good = path.read_bytes()
+    path.unlink()
+    if replacement == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    try:
+        with pytest.raises(CorruptDataError, match=r"is not a regular file") as caught:
+            read_table(cat, "T")
+        assert path.name in str(caught.value) and "table 'T'" in str(caught.value)
+    finally:
+        if replacement == "fifo":
+            path.unlink()
+        else:
+            path.rmdir()
+        path.write_bytes(good)
+    assert len(read_table(cat, "T")) == 2000

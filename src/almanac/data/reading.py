@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from almanac import _check as check
@@ -341,8 +342,15 @@ def _verified(table: Table, file: DataFile, warehouse: Warehouse) -> pa.NativeFi
     """The file opened for reading once its size (when known) and checksum
     (when its name records one) are what its commit recorded: the whole file
     is read and checked before the Parquet reader sees a byte, since a flip in
-    a page header or the footer is as silent as one in the values."""
+    a page header or the footer is as silent as one in the values. Anything
+    but a regular file is refused before it is opened: opening a FIFO waits
+    for a writer that never comes."""
     try:
+        kind = warehouse.fs.get_file_info(file.path).type
+        if kind == pafs.FileType.NotFound:
+            raise FileNotFoundError(file.path)
+        if kind != pafs.FileType.File:
+            raise _damaged(table, file, "it is not a regular file")
         source = warehouse.fs.open_input_file(file.path)
     except FileNotFoundError as exc:
         raise CatalogError(
@@ -350,7 +358,7 @@ def _verified(table: Table, file: DataFile, warehouse: Warehouse) -> pa.NativeFi
             path=file.path,
             table=table.name,
         ) from exc
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         raise CatalogError(
             f"Data file '{file.path}' of table '{table.name}' cannot be opened: {exc}",
             path=file.path,
