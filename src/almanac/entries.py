@@ -16,6 +16,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
+from almanac.nested import field_ids
 from almanac.events import EventType
 
 __all__ = [
@@ -341,7 +342,7 @@ class ColumnsAdded(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
-        next_id = max([old.next_column_id, *(c.id + 1 for c in self.columns)])
+        next_id = max([old.next_column_id, *(i + 1 for i in field_ids(self.columns))])
         return _put_table(
             cat,
             replace(

@@ -34,6 +34,7 @@ from almanac.descriptors import (
     initial_default_of,
 )
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
+from almanac.nested import field_ids
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
@@ -107,7 +108,7 @@ class AddColumns(Command):
             # Rows written before now read the default given here, whatever
             # later SET/DROP DEFAULT do to the write default.
             new.append(replace(column, initial_default=initial_default_of(column.default)))
-            next_id += 1
+            next_id = max(field_ids((column,))) + 1
         check_column_count(full, len(table.columns) + len(new))
         return [ColumnsAdded(table.id, tuple(new))] if new else []
 

@@ -41,6 +41,7 @@ from almanac.entries import (
     ZoneCreated,
     pk_index_name,
 )
+from almanac.nested import assign_ids
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
 
 __all__ = [
@@ -183,7 +184,7 @@ class CreateTable(Command):
         _check_properties(full, self.properties)
 
         ids = IdAllocator(cat)
-        columns = tuple(col.to_column(i) for i, col in enumerate(self.columns))
+        columns, next_column_id = assign_ids(self.columns, 0)
         for column in columns:
             check_default(full, column, column.default, primary_key=column.name in pk)
 
@@ -228,7 +229,7 @@ class CreateTable(Command):
             primary_key_index_id=pk_index_id,
             storage_profile=profile,
             properties=self.properties,
-            next_column_id=len(columns),
+            next_column_id=next_column_id,
         )
         index = Index(
             id=pk_index_id,
