@@ -580,7 +580,8 @@ class AlmanacParser(parser.Parser):
         with_collation: bool = False,
     ) -> exp.Expr | None:
         """Records where a type starts (for error messages) and accepts
-        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name.
+        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name,
+        and Iceberg's ``TIMESTAMPTZ`` as its other spelling.
 
         A quoted name is a user-defined type, never a built-in one: sqlglot
         would tokenize its text again, which need not be valid SQL on its own
@@ -593,6 +594,10 @@ class AlmanacParser(parser.Parser):
         dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
         if not isinstance(dtype, exp.DataType):
             return dtype
+        if dtype.this == exp.DType.TIMESTAMPTZ and start and start.text.upper() == "TIMESTAMPTZ":
+            # Iceberg's timestamptz is an instant shown in UTC: WITH LOCAL TIME
+            # ZONE, unlike SQL's TIMESTAMP WITH TIME ZONE, which stays unknown.
+            dtype.set("this", exp.DType.TIMESTAMPLTZ)
         if (
             dtype.this == exp.DType.TIMESTAMPLTZ
             and not dtype.expressions
