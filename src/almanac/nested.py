@@ -17,6 +17,7 @@ from typing import Protocol
 from almanac.datatypes import ColumnType, can_widen
 from almanac.descriptors import Column
 from almanac.errors import ValidationError
+from almanac.spelling import type_sql
 
 __all__ = [
     "ELEMENT",
@@ -26,7 +27,6 @@ __all__ = [
     "check_evolution",
     "check_shape",
     "field_ids",
-    "shown_type",
     "walk",
 ]
 
@@ -158,7 +158,7 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
                 table,
                 path,
                 "type-change",
-                f"cannot change from {shown_type(old)} to {shown_type(new)}: only INT to "
+                f"cannot change from {type_sql(old)} to {type_sql(new)}: only INT to "
                 "BIGINT, FLOAT to DOUBLE and a wider DECIMAL precision are safe",
             )
     if old.nullable and not new.nullable:
@@ -185,21 +185,3 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
         raise _refuse(
             table, path, "nested-drop", f"is {old.type.sql_name}; its fields cannot be dropped"
         )
-
-
-def shown_type(column: Column) -> str:
-    """A column's type as SQL spells it: ``DECIMAL(10, 2)``,
-    ``STRUCT<a: INT, b: STRING>``, ``MAP<STRING, BIGINT>``."""
-    kind = column.type
-    if kind is ColumnType.STRUCT:
-        inner = ", ".join(
-            f"{f.name}: {shown_type(f)}{'' if f.nullable else ' NOT NULL'}" for f in column.fields
-        )
-        return f"STRUCT<{inner}>"
-    if kind in (ColumnType.LIST, ColumnType.MAP):
-        return f"{kind.sql_name}<{', '.join(shown_type(f) for f in column.fields)}>"
-    if kind is ColumnType.DECIMAL:
-        return f"DECIMAL({column.precision}, {column.scale})"
-    if kind is ColumnType.FIXED:
-        return f"FIXED({column.length})"
-    return kind.sql_name
