@@ -70,6 +70,8 @@ _FIXED: dict[ColumnType, pa.DataType] = {
     ColumnType.TIMESTAMP: pa.timestamp("us"),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: pa.timestamp("us", tz="UTC"),
     ColumnType.UUID: pa.string(),
+    ColumnType.TIMESTAMP_NS: pa.timestamp("ns"),
+    ColumnType.TIMESTAMPTZ_NS: pa.timestamp("ns", tz="UTC"),
 }
 
 
@@ -83,6 +85,15 @@ def check_rows(value: object, what: str) -> pa.Table | pa.RecordBatch:
 def arrow_type(column: Column) -> pa.DataType:
     """The Arrow type that stores ``column``."""
     check.instance(column, Column, "Parameter 'column' of arrow_type")
+    kind = column.type
+    if kind is ColumnType.STRUCT:
+        return pa.struct([_arrow_field(f) for f in column.fields])
+    if kind is ColumnType.LIST:
+        return pa.list_(_arrow_field(column.fields[0]))
+    if kind is ColumnType.MAP:
+        return pa.map_(_arrow_field(column.fields[0]), _arrow_field(column.fields[1]))
+    if kind is ColumnType.FIXED:
+        return pa.binary(column.length or 0)
     if column.type is ColumnType.DECIMAL:
         precision = column.precision or MAX_DECIMAL256
         scale = column.scale or 0
@@ -92,16 +103,17 @@ def arrow_type(column: Column) -> pa.DataType:
     return _FIXED[column.type]
 
 
+def _arrow_field(column: Column) -> pa.Field:
+    return pa.field(
+        column.name, arrow_type(column), column.nullable, metadata={FIELD_ID: str(column.id).encode()}
+    )
+
+
 def arrow_schema(table: Table) -> pa.Schema:
     """The table's columns in catalog order with catalog names, nullability
-    and their column ids as Parquet field ids."""
+    and their column ids as Parquet field ids (nested fields too)."""
     check.instance(table, Table, "Parameter 'table' of arrow_schema")
-    return pa.schema(
-        [
-            pa.field(c.name, arrow_type(c), c.nullable, metadata={FIELD_ID: str(c.id).encode()})
-            for c in table.columns
-        ]
-    )
+    return pa.schema([_arrow_field(c) for c in table.columns])
 
 
 def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
@@ -297,6 +309,15 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
         return CastRule.EXACT
     if kind is ColumnType.BOOLEAN:
         return CastRule.EXACT if pa.types.is_boolean(source) else CastRule.REFUSED
+    if kind.nested:
+        if source.equals(target):
+            return CastRule.EXACT
+        same_kind = _NESTED_KINDS[kind](source)
+        return CastRule.CHECKED if same_kind else CastRule.REFUSED
+    if kind is ColumnType.FIXED:
+        if pa.types.is_fixed_size_binary(source):
+            return _exact_if(source.byte_width == column.length)
+        return CastRule.CHECKED if _is_bytes(source) else CastRule.REFUSED
     if kind in _NUMBERS:
         return _numeric_rule(source, target, rounding) if _is_number(source) else CastRule.REFUSED
     if kind is ColumnType.STRING:
@@ -322,6 +343,15 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
     if pa.types.is_timestamp(source) and (source.tz is None) == (target.tz is None):
         return _unit_rule(source, target, bounded=False)
     return CastRule.REFUSED
+
+
+_NESTED_KINDS: dict[ColumnType, _Kind] = {
+    ColumnType.STRUCT: pa.types.is_struct,
+    ColumnType.LIST: lambda t: pa.types.is_list(t) or pa.types.is_large_list(t),
+    ColumnType.MAP: pa.types.is_map,
+}
+"""A nested column takes values of its own Arrow kind, cast field by field
+(and checked: a field may narrow or fail), never another kind."""
 
 
 def cast_is_safe(source: pa.DataType, column: Column) -> bool:
