@@ -16,8 +16,8 @@ from almanac.catalog_version import CatalogVersion
 from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
-from almanac.nested import field_ids
 from almanac.events import EventType
+from almanac.nested import field_ids
 
 __all__ = [
     "ColumnAltered",

@@ -44,9 +44,7 @@ class ColumnSource(Protocol):
     def to_flat_column(self, column_id: int) -> Column: ...
 
 
-def assign_ids(
-    defs: Sequence[ColumnSource], next_id: int
-) -> tuple[tuple[Column, ...], int]:
+def assign_ids(defs: Sequence[ColumnSource], next_id: int) -> tuple[tuple[Column, ...], int]:
     """Columns for ``defs`` numbered from ``next_id``, and the next free id.
 
     Iceberg's order: the fields of one struct take consecutive ids, then each
@@ -114,7 +112,10 @@ def check_shape(table: str, column: _Shaped, path: str | None = None) -> None:
     if kind is ColumnType.MAP:
         if names != [KEY, VALUE]:
             raise _refuse(
-                table, path, "map-shape", f"is a MAP; it has fields '{KEY}' and '{VALUE}', not {names}"
+                table,
+                path,
+                "map-shape",
+                f"is a MAP; it has fields '{KEY}' and '{VALUE}', not {names}",
             )
         if column.fields[0].nullable:
             raise _refuse(table, f"{path}.{KEY}", "map-key", "is a map key, which cannot be NULL")
@@ -152,15 +153,15 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
     DECIMAL's precision), and made optional; never narrowed, changed to
     another kind, or made required."""
     path = new.name if path is None else path
-    if old.type is not new.type or not _same_type(old, new):
-        if not (can_widen(old.type, new.type) or _decimal_widens(old, new)):
-            raise _refuse(
-                table,
-                path,
-                "type-change",
-                f"cannot change from {type_sql(old)} to {type_sql(new)}: only INT to "
-                "BIGINT, FLOAT to DOUBLE and a wider DECIMAL precision are safe",
-            )
+    widens = can_widen(old.type, new.type) or _decimal_widens(old, new)
+    if not _same_type(old, new) and not widens:
+        raise _refuse(
+            table,
+            path,
+            "type-change",
+            f"cannot change from {type_sql(old)} to {type_sql(new)}: only INT to "
+            "BIGINT, FLOAT to DOUBLE and a wider DECIMAL precision are safe",
+        )
     if old.nullable and not new.nullable:
         raise _refuse(
             table, path, "required", "cannot become required: rows already written may be NULL"
@@ -171,7 +172,9 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
         where = f"{path}.{field.name}"
         if was is None:
             if old.type is not ColumnType.STRUCT:
-                raise _refuse(table, where, "nested-add", "cannot be added: only a STRUCT gains fields")
+                raise _refuse(
+                    table, where, "nested-add", "cannot be added: only a STRUCT gains fields"
+                )
             if not field.nullable and field.initial_default is None:
                 raise _refuse(
                     table,

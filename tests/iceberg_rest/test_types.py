@@ -41,8 +41,8 @@ from almanac.catalog import Catalog
 from almanac.data import read_table, write_table
 from almanac.descriptors import Column
 from almanac.nested import walk
-from almanac.sql.parsing import parse_script
 from almanac.spelling import type_sql
+from almanac.sql.parsing import parse_script
 
 _ids = itertools.count(1)
 

@@ -34,8 +34,8 @@ from almanac.descriptors import (
     initial_default_of,
 )
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
-from almanac.nested import field_ids
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.nested import field_ids
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
 

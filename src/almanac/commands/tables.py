@@ -41,8 +41,8 @@ from almanac.entries import (
     ZoneCreated,
     pk_index_name,
 )
-from almanac.nested import assign_ids
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.nested import assign_ids
 
 __all__ = [
     "MAX_RESERVE_S",

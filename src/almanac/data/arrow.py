@@ -105,7 +105,10 @@ def arrow_type(column: Column) -> pa.DataType:
 
 def _arrow_field(column: Column) -> pa.Field:
     return pa.field(
-        column.name, arrow_type(column), column.nullable, metadata={FIELD_ID: str(column.id).encode()}
+        column.name,
+        arrow_type(column),
+        column.nullable,
+        metadata={FIELD_ID: str(column.id).encode()},
     )
 
 

@@ -105,7 +105,7 @@ def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> Iceber
     values: dict[int, int] = {}
     for cid, stats in file.stats.items():
         kind = types.get(cid)
-        if kind is None or not kind.is_primitive:
+        if not isinstance(kind, PrimitiveType):  # absent, or nested: no bounds
             continue
         nulls[cid] = stats.null_count
         values[cid] = file.rows

@@ -364,5 +364,7 @@ def _with_ids(field: NestedField, ids: dict[int, int]) -> NestedField:
     elif isinstance(kind, MapType):
         key = _with_ids(kind.key_field, ids)
         value = _with_ids(kind.value_field, ids)
-        kind = MapType(key.field_id, key.field_type, value.field_id, value.field_type, value.required)
+        kind = MapType(
+            key.field_id, key.field_type, value.field_id, value.field_type, value.required
+        )
     return field.model_copy(update={"field_id": ids.get(field.field_id, -1), "field_type": kind})
