@@ -274,3 +274,77 @@ def test_random_nested_schemas_created_through_rest_load_back_equal(
     assert _shape(loaded.fields) == _shape(schema.fields)
     ids_loaded = _ids_of(loaded.fields)
     assert len(set(ids_loaded)) == len(ids_loaded)
+
+
+NESTED = Schema(
+    NestedField(1, "ID", LongType(), required=True),
+    NestedField(
+        2,
+        "S",
+        StructType(
+            NestedField(4, "A", IntegerType(), required=True),
+            NestedField(5, "B", FloatType()),
+            NestedField(6, "C", DecimalType(5, 2)),
+        ),
+    ),
+    NestedField(3, "L", ListType(7, IntegerType(), element_required=False)),
+    identifier_field_ids=[1],
+)
+
+
+def test_nested_evolution_through_pyiceberg_keeps_ids_and_old_rows(
+    admin: RestCatalog, cat: Catalog
+) -> None:
+    admin.create_namespace("NEVO")
+    table = admin.create_table(("NEVO", "T"), NESTED)
+    old_row = {"ID": 1, "S": {"A": 7, "B": 1.5, "C": decimal.Decimal("1.25")}, "L": [1, None]}
+    table.append(pa.Table.from_pylist([old_row], table.schema().as_arrow()))
+    cat.catch_up()
+    ids_before = {p: c.id for p, c in walk(cat.catalog().table("T", "NEVO").columns)}
+
+    with table.update_schema() as update:
+        update.add_column(("S", "D"), StringType(), doc="added")
+        update.rename_column("S.A", "A2")
+        update.update_column("S.A", required=False)
+        update.update_column("S.B", DoubleType())
+        update.update_column("S.C", DecimalType(9, 2))
+        update.update_column("L.element", LongType())
+        update.move_first("S.C")
+    with table.update_schema() as update:
+        update.delete_column("S.B")
+
+    cat.catch_up()
+    evolved = cat.catalog().table("T", "NEVO")
+    assert evolved is not None
+    shape = [(p, c.id, type_sql(c), c.nullable, c.doc) for p, c in walk(evolved.columns)]
+    next_id = max(ids_before.values()) + 1
+    assert shape == [
+        ("ID", 0, "INT64", False, None),
+        ("S", ids_before["S"], shape[1][2], True, None),
+        ("S.C", ids_before["S.C"], "DECIMAL(9, 2)", True, None),
+        ("S.A2", ids_before["S.A"], "INT32", True, None),
+        ("S.D", next_id, "STRING(65536)", True, "added"),
+        ("L", ids_before["L"], "ARRAY<INT64>", True, None),
+        ("L.element", ids_before["L.element"], "INT64", True, None),
+    ]
+    assert evolved.next_column_id == next_id + 1
+    # The file written before reads in the new shape, by Almanac and pyiceberg.
+    expected = {"ID": 1, "S": {"C": decimal.Decimal("1.25"), "A2": 7, "D": None}, "L": [1, None]}
+    assert read_table(cat, "T", "NEVO").to_pylist() == [expected]
+    assert admin.load_table(("NEVO", "T")).scan().to_arrow().to_pylist() == [expected]
+
+
+def test_a_nested_change_iceberg_forbids_is_refused_naming_the_field(
+    admin: RestCatalog, cat: Catalog
+) -> None:
+    from pyiceberg.exceptions import BadRequestError, ValidationError
+
+    admin.create_namespace("NBAD")
+    table = admin.create_table(("NBAD", "T"), NESTED)
+    try:
+        with table.update_schema(allow_incompatible_changes=True) as update:
+            update.update_column("S.B", IntegerType())
+    except (BadRequestError, ValidationError) as exc:
+        assert "S.B" in str(exc)
+    else:
+        raise AssertionError("narrowing a nested field was accepted")

@@ -35,7 +35,7 @@ from almanac.descriptors import (
 )
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.nested import field_ids
+from almanac.nested import check_evolution, check_shape, field_ids, walk
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
 
@@ -299,6 +299,84 @@ class AlterColumn(Command):
                 )
             col = replace(col, length=self.length)
         return col
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvolveColumn(Command):
+    """Gives a column a new tree by Iceberg's schema-evolution rules (see
+    ``nested.check_evolution``): nested fields added, dropped, renamed,
+    reordered within their struct, widened or made optional, docs changed.
+    ``new`` is the whole column as it should be, under its current name; a
+    field whose id the column does not hold is new and gets a fresh id from
+    the table's counter, so ids are never reused."""
+
+    table: str
+    column: str
+    new: Column
+    schema: str = DEFAULT_SCHEMA
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(cat, self.schema, self.table, missing_ok=False)
+        assert table is not None  # not missing_ok: find_table raised
+        full = qualified(self.schema, table.name)
+        old = table.column(self.column)
+        if old is None:
+            raise NotFoundError(
+                f"Column '{self.column}' does not exist in table '{full}'",
+                kind="column",
+                name=self.column,
+                table=full,
+            )
+        new = self.new
+        if new.name != old.name or new.id != old.id:
+            raise ValidationError(
+                f"Column '{old.name}' (id {old.id}) of table '{full}' cannot become "
+                f"'{new.name}' (id {new.id}) here: rename it with RENAME COLUMN",
+                table=full,
+                column=old.name,
+                rule="evolve-column",
+            )
+        if new.nullable and old.name in table.primary_key:
+            raise ValidationError(
+                f"Column '{old.name}' is part of the primary key of table '{full}' and "
+                "cannot be made nullable",
+                table=full,
+                column=old.name,
+                rule="primary-key",
+            )
+        check_shape(full, new)
+        seen: set[int] = set()
+        for path, field in walk((new,)):
+            problem = validate_params(path, field.type, field.precision, field.scale, field.length)
+            if problem is not None:
+                raise ValidationError(problem, table=full, column=path)
+            if field.id in seen:
+                raise ValidationError(
+                    f"Field '{path}' of table '{full}' repeats field id {field.id}",
+                    table=full,
+                    column=path,
+                    rule="field-id",
+                )
+            seen.add(field.id)
+        new, _ = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
+        check_evolution(full, old, new)
+        if new == old:
+            return []
+        return [ColumnAltered(table.id, new)]
+
+
+def _fresh_ids(column: Column, known: set[int], next_id: int) -> tuple[Column, int]:
+    """``column`` with every field whose id is not in ``known`` numbered from
+    ``next_id`` on, depth first, and the next free id."""
+    fields: list[Column] = []
+    for field in column.fields:
+        if field.id not in known:
+            field = replace(field, id=next_id)
+            known = known | {next_id}
+            next_id += 1
+        field, next_id = _fresh_ids(field, known, next_id)
+        fields.append(field)
+    return replace(column, fields=tuple(fields)), next_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,6 +34,7 @@ from almanac.errors import DataError, NotFoundError, ValidationError
 
 __all__ = [
     "FIELD_ID",
+    "by_field_id",
     "CastRule",
     "arrow_schema",
     "arrow_type",
@@ -142,6 +143,41 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
                 column=name,
             )
     return [c for c in table.columns if c.name in wanted]
+
+
+def by_field_id(arr: pa.Array, column: Column) -> pa.Array:
+    """A file's values of a nested column in the column's current shape:
+    nested fields matched by their field ids, so a field renamed or reordered
+    since the file was written is found, one added since reads as its initial
+    default or NULL, one dropped is left out, and a widened one is cast.
+    Values of other columns are cast as they are."""
+    target = arrow_type(column)
+    if not column.type.nested:
+        return arr if arr.type == target else arr.cast(target)
+    if arr.offset:
+        arr = pa.concat_arrays([arr])  # offsets and children from 0
+    mask = arr.is_null()
+    if column.type is ColumnType.STRUCT:
+        children = arr.flatten()
+        by_id = {_id_of(f): i for i, f in enumerate(arr.type)}
+        arrays = [
+            by_field_id(children[by_id[f.id]], f)
+            if f.id in by_id
+            else column_fill(f, len(arr), generate=False)
+            for f in column.fields
+        ]
+        return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
+    if column.type is ColumnType.LIST:
+        values = by_field_id(arr.values, column.fields[0])
+        return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
+    keys = by_field_id(arr.keys, column.fields[0])
+    items = by_field_id(arr.items, column.fields[1])
+    return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+
+
+def _id_of(field: pa.Field) -> int | None:
+    metadata = field.metadata or {}
+    return int(metadata[FIELD_ID]) if FIELD_ID in metadata else None
 
 
 def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Schema:

@@ -14,6 +14,7 @@ nothing a client sends is silently dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -49,17 +50,20 @@ from almanac.commands import (
     Command,
     CreateTable,
     DropColumns,
+    EvolveColumn,
     RenameColumn,
 )
 from almanac.data.iceberg_schema import iceberg_schema
 from almanac.datatypes import ColumnType
-from almanac.descriptors import Table
+from almanac.descriptors import Column, Table
 from almanac.iceberg_rest.errors import refused
+from almanac.nested import walk
 
 __all__ = [
     "check_expressed",
     "check_spec",
     "column_def",
+    "column_of",
     "column_type",
     "create_command",
     "schema_commands",
@@ -136,6 +140,42 @@ def column_def(field: NestedField, table: str) -> ColumnDef:
         doc=field.doc,
         fields=tuple(column_def(f, table) for f in _nested_fields(field)),
     )
+
+
+def column_of(field: NestedField, table: str) -> Column:
+    """The column an Iceberg field is, its ids (nested ones too) kept: what an
+    evolved column should become. Defaults are not sent this way."""
+    definition = column_def(field, table)
+    return _numbered(definition, field)
+
+
+def _numbered(definition: ColumnDef, field: NestedField) -> Column:
+    column = definition.to_flat_column(field.field_id)
+    nested = _nested_fields(field)
+    fields = tuple(_numbered(d, f) for d, f in zip(definition.fields, nested, strict=True))
+    return replace(column, fields=fields)
+
+
+def _with_defaults(column: Column, table: Table) -> Column:
+    """``column`` with the defaults its fields have in ``table``: Iceberg
+    clients send them back unchanged, and ``check_expressed`` compares."""
+    kept = {c.id: c for _, c in walk(table.columns)}
+
+    def keep(c: Column) -> Column:
+        was = kept.get(c.id)
+        fields = tuple(keep(f) for f in c.fields)
+        if was is None:
+            return replace(c, fields=fields)
+        return replace(c, default=was.default, initial_default=was.initial_default, fields=fields)
+
+    return keep(column)
+
+
+def _evolves(was: NestedField, field: NestedField) -> bool:
+    """Whether a kept field changed in what only ``EvolveColumn`` changes: a
+    nested type's fields, or a doc."""
+    nested = not was.field_type.is_primitive or not field.field_type.is_primitive
+    return was.doc != field.doc or (nested and was.field_type != field.field_type)
 
 
 def _name_of(schema: Schema, field_id: int, table: str, what: str) -> str:
@@ -256,6 +296,16 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
     for field_id, field in after.items():
         was = before.get(field_id)
         if was is None:
+            continue
+        if _evolves(was, field):
+            commands.append(
+                EvolveColumn(
+                    table=table.name,
+                    column=field.name,
+                    new=_with_defaults(column_of(field, full), table),
+                    schema=namespace,
+                )
+            )
             continue
         if was.field_type != field.field_type:
             kind, precision, scale, _ = column_type(field, full)
