@@ -167,7 +167,7 @@ class DropZoneStatement(exp.Expression):
 
 _FOREIGN_TYPE_NAMES = frozenset(
     {"BOOL", "BYTE", "SHORT", "LONG", "INT1", "INT2", "INT4", "FLOAT4", "FLOAT8", "NUMBER"}
-    | {"FIXED", "STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
+    | {"STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
     | {"TIMESTAMPLTZ", "TIMESTAMP_LTZ"}
 )
 """Other dialects' names that sqlglot maps onto our types. They stay unknown
@@ -176,8 +176,8 @@ integer) next to ``BYTES``, would mislead."""
 
 
 class AlmanacTokenizer(tokens.Tokenizer):
-    """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` type
-    names; drops other dialects' type names. ``SHOW`` is a statement like any
+    """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` /
+    ``FIXED`` type names; drops other dialects' type names. ``SHOW`` is a statement like any
     other here, not an opaque command whose rest is one string."""
 
     COMMANDS: ClassVar[set[TokenType]] = tokens.Tokenizer.COMMANDS - {TokenType.SHOW}
@@ -189,6 +189,7 @@ class AlmanacTokenizer(tokens.Tokenizer):
             **tokens.Tokenizer.KEYWORDS,
             "BYTES": TokenType.VARBINARY,
             "BINARY VARYING": TokenType.VARBINARY,
+            "FIXED": TokenType.FIXEDSTRING,  # Iceberg's fixed(L), not a DECIMAL
         }.items()
         if name not in _FOREIGN_TYPE_NAMES
     }

@@ -50,13 +50,13 @@ _TYPES: dict[exp.DType, ColumnType] = {
     exp.DType.TIMESTAMPLTZ: ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
     exp.DType.UUID: ColumnType.UUID,
     exp.DType.BINARY: ColumnType.BYTES,
+    exp.DType.FIXEDSTRING: ColumnType.FIXED,
     exp.DType.STRUCT: ColumnType.STRUCT,
     exp.DType.ARRAY: ColumnType.LIST,
     exp.DType.MAP: ColumnType.MAP,
 }
 
 _NAMED_TYPES: dict[str, ColumnType] = {
-    "FIXED": ColumnType.FIXED,
     "TIMESTAMP_NS": ColumnType.TIMESTAMP_NS,
     "TIMESTAMPTZ_NS": ColumnType.TIMESTAMPTZ_NS,
 }

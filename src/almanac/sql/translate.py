@@ -501,6 +501,12 @@ def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: b
     changes: dict[str, Any] = {}
     if action.args.get("dtype") is not None:
         ctype, precision, scale, length = column_type(action.args["dtype"], column)
+        if ctype.nested:
+            raise Untranslatable(
+                f"Column '{column}' cannot change to a {ctype.sql_name} type in SQL; evolve "
+                "nested fields through an Iceberg client's schema update (EvolveColumn)",
+                action.args["dtype"],
+            )
         changes.update(type=ctype, precision=precision, scale=scale, length=length)
     allow_null = action.args.get("allow_null")
     if allow_null is not None:
