@@ -358,6 +358,11 @@ class EvolveColumn(Command):
                     rule="field-id",
                 )
             seen.add(field.id)
+            if path != new.name:  # the column's own defaults are ALTER COLUMN's
+                check_default(full, replace(field, name=path), field.default, primary_key=False)
+                check_default(
+                    full, replace(field, name=path), field.initial_default, primary_key=False
+                )
         new, _ = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
         check_evolution(full, old, new)
         if new == old:
