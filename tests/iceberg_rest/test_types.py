@@ -345,9 +345,12 @@ def test_a_nested_change_iceberg_forbids_is_refused_naming_the_field(
     table = admin.create_table(("NBAD", "T"), NESTED)
     cat.catch_up()
     before = cat.latest_version
-    with pytest.raises(
-        BadRequestError, match=r"Field 'S\.B' of table 'NBAD\.T' cannot become required"
-    ), table.update_schema(allow_incompatible_changes=True) as update:
+    with (
+        pytest.raises(
+            BadRequestError, match=r"Field 'S\.B' of table 'NBAD\.T' cannot become required"
+        ),
+        table.update_schema(allow_incompatible_changes=True) as update,
+    ):
         update.update_column("S.B", required=True)
     cat.catch_up()
     assert cat.latest_version == before

@@ -4,11 +4,12 @@ and MAP<…> with a field id for every nested field, and COMMENT on any field.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 import almanac
-from almanac import Catalog
+from almanac import Catalog, EvolveColumn
 from almanac.datatypes import ColumnType
 from almanac.errors import SqlParseError, ValidationError
 from almanac.nested import walk
@@ -119,3 +120,19 @@ def test_sql_does_not_retype_a_column_to_a_nested_type(cat: Catalog) -> None:
     cat.sql("CREATE TABLE t (k INT PRIMARY KEY, s STRUCT<a: INT>)")
     with pytest.raises(SqlParseError, match="EvolveColumn"):
         cat.sql("ALTER TABLE t ALTER COLUMN s SET DATA TYPE STRUCT<a: BIGINT>")
+
+
+def test_diff_shows_a_change_inside_a_nested_column_and_a_doc(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE t (k INT PRIMARY KEY, s STRUCT<a: INT>)")
+    before = cat.latest_version
+    table = cat.catalog().table("T")
+    assert table is not None
+    s = table.columns[1]
+    widened = replace(s, doc="d", fields=(replace(s.fields[0], type=T.INT64),))
+    cat.execute([EvolveColumn(table="T", column="S", new=widened)])
+    (change,) = [c for c in cat.diff(before, cat.latest_version).changed if c.kind == "column"]
+    fields = {f.field: (f.before, f.after) for f in change.fields}
+    assert fields == {
+        "type": ('STRUCT<"A": INT32>', 'STRUCT<"A": INT64>'),
+        "doc": (None, "d"),
+    }
