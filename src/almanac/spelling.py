@@ -20,12 +20,16 @@ __all__ = ["constant_sql", "default_sql", "type_sql"]
 def type_sql(column: Column) -> str:
     """``STRING(100)``, ``DECIMAL(10, 2)``, ``INT64``: the type with the
     parameters it holds; a nested type with its fields, struct field names
-    quoted (``STRUCT<"a": INT32 NOT NULL COMMENT 'x'>``, ``ARRAY<INT32>``,
-    ``MAP<STRING(65536), INT64>``)."""
+    quoted (``STRUCT<"a": INT32 NOT NULL COMMENT 'x'>``, ``ARRAY<INT32 NOT
+    NULL>``, ``MAP<STRING(65536), INT64>``; a map's key is never NULL)."""
     if column.type is ColumnType.STRUCT:
         return f"STRUCT<{', '.join(_struct_field_sql(f) for f in column.fields)}>"
     if column.type.nested:
-        return f"{column.type.sql_name}<{', '.join(type_sql(f) for f in column.fields)}>"
+        map_key = column.fields[0] if column.type is ColumnType.MAP else None
+        inner = [
+            type_sql(f) + ("" if f.nullable or f is map_key else " NOT NULL") for f in column.fields
+        ]
+        return f"{column.type.sql_name}<{', '.join(inner)}>"
     params = [p for p in (column.precision, column.scale, column.length) if p is not None]
     name = column.type.sql_name
     return f"{name}({', '.join(map(str, params))})" if params else name

@@ -82,7 +82,7 @@ EVERY_TYPE = Schema(
         ListType(
             next(_ids),
             MapType(next(_ids), StringType(), next(_ids), _address(), value_required=False),
-            element_required=False,
+            element_required=True,
         ),
     ),
     identifier_field_ids=[1],
@@ -94,7 +94,8 @@ SQL_DDL = """CREATE TABLE TY.SQL_MADE (
     FX FIXED(4), BIN BINARY,
     ADDR STRUCT<STREET: STRING NOT NULL COMMENT 'street and number', ZIP: INT> COMMENT 'where',
     TAGS ARRAY<STRING>, ATTRS MAP<STRING, BIGINT>,
-    DEEP ARRAY<MAP<STRING, STRUCT<STREET: STRING NOT NULL COMMENT 'street and number', ZIP: INT>>>
+    DEEP ARRAY<MAP<STRING, STRUCT<STREET: STRING NOT NULL COMMENT 'street and number', ZIP: INT>>
+        NOT NULL>
 )"""
 
 ROWS: list[dict[str, Any]] = [

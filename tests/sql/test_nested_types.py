@@ -82,7 +82,7 @@ def test_nested_columns_get_ids_from_the_table_counter_never_reused(cat: Catalog
 
 
 def test_describe_spells_nested_types_that_read_back(cat: Catalog) -> None:
-    ddl = 'STRUCT<"a b": INT32 NOT NULL COMMENT \'its\', "c": ARRAY<MAP<STRING(65536), FIXED(3)>>>'
+    ddl = """STRUCT<"a b": INT32 NOT NULL COMMENT 'it''s', "c": ARRAY<MAP<STRING(65536), FIXED(3) NOT NULL> NOT NULL>>"""
     cat.sql(f"CREATE TABLE t (k INT PRIMARY KEY, s {ddl})")
     table = cat.catalog().table("T")
     assert table is not None
@@ -91,6 +91,9 @@ def test_describe_spells_nested_types_that_read_back(cat: Catalog) -> None:
     cat.sql(f"CREATE TABLE u (k INT PRIMARY KEY, s {spelled})")
     again = cat.catalog().table("U")
     assert again is not None and type_sql(again.columns[1]) == spelled
+    assert table.columns[1].fields[0].doc == "it's"
+    element = table.columns[1].fields[1].fields[0]
+    assert (element.nullable, element.fields[1].nullable) == (False, False)
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,12 @@ class AlmanacTokenizer(tokens.Tokenizer):
     }
 
 
+_NESTING = {TokenType.ARRAY: "args", TokenType.MAP: "args", TokenType.STRUCT: "struct"}
+"""What the types inside ``<…>`` of a nested type are: ARRAY's and MAP's
+arguments, which may say NOT NULL, or a STRUCT's fields, whose NOT NULL is a
+column constraint."""
+
+
 class AlmanacParser(parser.Parser):
     """sqlglot's parser with Almanac's clauses and without the ``Command`` fallback."""
 
@@ -592,9 +598,21 @@ class AlmanacParser(parser.Parser):
             self._advance()
             udt = self._parse_user_defined_type(exp.to_identifier(start.text, quoted=True))
             return udt.update_positions(start) if udt is not None else None
-        dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        inside = _NESTING.get(start.token_type) if start else None
+        stack: list[str] = self.__dict__.setdefault("_nesting", [])
+        if inside:
+            stack.append(inside)
+        try:
+            dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        finally:
+            if inside:
+                stack.pop()
         if not isinstance(dtype, exp.DataType):
             return dtype
+        if stack and stack[-1] == "args" and self._match_text_seq("NOT", "NULL"):
+            # ARRAY<INT NOT NULL>, MAP<STRING, INT NOT NULL>: a required element
+            # or value. A struct field's NOT NULL stays its column constraint.
+            dtype.set("nullable", False)
         if dtype.this == exp.DType.TIMESTAMPTZ and start and start.text.upper() == "TIMESTAMPTZ":
             # Iceberg's timestamptz is an instant shown in UTC: WITH LOCAL TIME
             # ZONE, unlike SQL's TIMESTAMP WITH TIME ZONE, which stays unknown.

@@ -84,7 +84,9 @@ def column_type(node: object, column: str) -> TypeSpec:
         name = node.args.get("kind") if dtype == exp.DType.USERDEFINED else None
         shown = str(name) if name else getattr(dtype, "name", str(dtype))
         raise Untranslatable(f"Unknown type {shown} of column '{column}'", node)
-    check_clauses(node, ("this", "expressions", "nested", "kind"), f"Type {ctype.sql_name}")
+    check_clauses(
+        node, ("this", "expressions", "nested", "kind", "nullable"), f"Type {ctype.sql_name}"
+    )
     params = [_type_param(p, column) for p in node.expressions]
     allowed = 2 if ctype.takes_scale else int(ctype.takes_length or ctype.takes_precision)
     if len(params) > allowed:

@@ -137,7 +137,7 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
 def _nested_fields(node: object, ctype: ColumnType, name: str) -> tuple[ColumnDef, ...]:
     """The fields a STRUCT<…>, ARRAY<…> or MAP<…> type spells: a struct's
     ``name: TYPE [NOT NULL] [COMMENT '…']`` fields, an array's ``element``
-    and a map's ``key`` (never NULL) and ``value``."""
+    and a map's ``key`` (never NULL) and ``value``, each ``[NOT NULL]``."""
     if not ctype.nested or not isinstance(node, exp.DataType):
         return ()
     inner = list(node.expressions)
@@ -168,7 +168,7 @@ def _nested_fields(node: object, ctype: ColumnType, name: str) -> tuple[ColumnDe
             ColumnDef(
                 name=field_name,
                 type=kind,
-                nullable=field_name != KEY,
+                nullable=field_name != KEY and field_type.args.get("nullable") is not False,
                 precision=precision,
                 scale=scale,
                 length=length,
