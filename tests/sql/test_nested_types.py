@@ -82,7 +82,10 @@ def test_nested_columns_get_ids_from_the_table_counter_never_reused(cat: Catalog
 
 
 def test_describe_spells_nested_types_that_read_back(cat: Catalog) -> None:
-    ddl = """STRUCT<"a b": INT32 NOT NULL COMMENT 'it''s', "c": ARRAY<MAP<STRING(65536), FIXED(3) NOT NULL> NOT NULL>>"""
+    ddl = (
+        """STRUCT<"a b": INT32 NOT NULL COMMENT 'it''s', """
+        """"c": ARRAY<MAP<STRING(65536), FIXED(3) NOT NULL> NOT NULL>>"""
+    )
     cat.sql(f"CREATE TABLE t (k INT PRIMARY KEY, s {ddl})")
     table = cat.catalog().table("T")
     assert table is not None
