@@ -40,7 +40,7 @@ from pyiceberg.types import (
 )
 
 from almanac.catalog import Catalog
-from almanac.data import read_table, write_table
+from almanac.data import DataError, read_table, write_table
 from almanac.descriptors import Column
 from almanac.nested import walk
 from almanac.spelling import type_sql
@@ -355,3 +355,32 @@ def test_a_nested_change_iceberg_forbids_is_refused_naming_the_field(
         update.update_column("S.B", required=True)
     cat.catch_up()
     assert cat.latest_version == before
+
+
+def test_a_null_in_a_required_nested_field_is_refused_naming_its_path(
+    admin: RestCatalog, cat: Catalog
+) -> None:
+    admin.create_namespace("TYN")
+    admin.create_table(("TYN", "T"), NESTED_REQUIRED)
+    cat.catch_up()
+    arrow = read_table(cat, "T", "TYN").schema
+    cases = [
+        ({"ID": 1, "S": {"A": None}, "L": [], "M": []}, "S.A"),
+        ({"ID": 1, "S": None, "L": [1, None], "M": []}, "L.element"),
+        ({"ID": 1, "S": None, "L": [], "M": [("k", None)]}, "M.value"),
+    ]
+    for row, path in cases:
+        with pytest.raises(DataError, match=rf"Field '{path}' of table 'T' is NOT NULL"):
+            write_table(cat, "T", pa.Table.from_pylist([row], arrow), "TYN")
+    # A NULL struct may hide a NULL in its required field: that is no value.
+    write_table(cat, "T", pa.Table.from_pylist([cases[0][0] | {"S": None}], arrow), "TYN")
+    assert read_table(cat, "T", "TYN").num_rows == 1
+
+
+NESTED_REQUIRED = Schema(
+    NestedField(1, "ID", LongType(), required=True),
+    NestedField(2, "S", StructType(NestedField(5, "A", IntegerType(), required=True))),
+    NestedField(3, "L", ListType(6, IntegerType(), element_required=True)),
+    NestedField(4, "M", MapType(7, StringType(), 8, LongType(), value_required=True)),
+    identifier_field_ids=[1],
+)

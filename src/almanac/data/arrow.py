@@ -586,6 +586,44 @@ def _check_values(arr: pa.ChunkedArray, column: Column, table: Table) -> None:
             )
     if not column.nullable and arr.null_count:
         raise _fail(table, column, f"is NOT NULL; the data has {arr.null_count} NULL value(s)")
+    if column.type.nested:
+        for chunk in arr.chunks:
+            found = _null_in_required(chunk, column, column.name)
+            if found is not None:
+                path, count = found
+                raise DataError(
+                    f"Field '{path}' of table '{table.name}' is NOT NULL; the data has {count} "
+                    "NULL value(s) in it",
+                    table=table.name,
+                    column=path,
+                )
+
+
+def _null_in_required(arr: pa.Array, column: Column, path: str) -> tuple[str, int] | None:
+    """The first required nested field holding a NULL where its parent is
+    not NULL (path and count), or None: Parquet cannot store one."""
+    if arr.offset:
+        arr = pa.concat_arrays([arr])
+    if column.type is ColumnType.STRUCT:
+        valid = arr.is_valid()
+        children = list(zip(column.fields, arr.flatten(), strict=True))
+        for field, child in children:
+            nulls = int(pc.sum(pc.and_(valid, child.is_null())).as_py() or 0)
+            if nulls and not field.nullable:
+                return f"{path}.{field.name}", nulls
+        pairs = [(f, pc.filter(c, valid)) for f, c in children]
+    elif column.type is ColumnType.LIST:
+        pairs = [(column.fields[0], pc.list_flatten(arr))]
+    else:
+        pairs = [(column.fields[1], arr.items)]
+    for field, child in pairs:
+        if column.type is not ColumnType.STRUCT and child.null_count and not field.nullable:
+            return f"{path}.{field.name}", child.null_count
+        if field.type.nested:
+            found = _null_in_required(child, field, f"{path}.{field.name}")
+            if found is not None:
+                return found
+    return None
 
 
 _INT64 = 2**63
