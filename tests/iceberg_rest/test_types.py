@@ -364,7 +364,7 @@ def test_a_null_in_a_required_nested_field_is_refused_naming_its_path(
     admin.create_table(("TYN", "T"), NESTED_REQUIRED)
     cat.catch_up()
     arrow = read_table(cat, "T", "TYN").schema
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"ID": 1, "S": {"A": None}, "L": [], "M": []}, "S.A"),
         ({"ID": 1, "S": None, "L": [1, None], "M": []}, "L.element"),
         ({"ID": 1, "S": None, "L": [], "M": [("k", None)]}, "M.value"),
