@@ -93,6 +93,17 @@ columns = st.builds(
     default=st.none() | defaults,
     initial_default=st.none() | st.builds(ConstantDefault, column_values),
 )
+nested_columns = st.recursive(
+    columns,
+    lambda inner: st.builds(
+        replace,
+        columns,
+        doc=st.none() | names,
+        fields=st.lists(inner, max_size=3).map(tuple),
+    ),
+    max_leaves=6,
+)
+"""Columns with docs and nested fields at any depth (Column v3 and later)."""
 collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
 table_properties = st.builds(
     TableProperties, st.floats(allow_nan=False, allow_infinity=False), int64s
@@ -226,7 +237,7 @@ checkpoints = st.builds(
 
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Schema: schemas,
-    Column: columns,
+    Column: nested_columns,
     Table: tables,
     TableProperties: table_properties,
     Index: indexes,
