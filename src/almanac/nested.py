@@ -25,6 +25,7 @@ __all__ = [
     "VALUE",
     "assign_ids",
     "check_evolution",
+    "check_key_column",
     "check_shape",
     "field_ids",
     "walk",
@@ -126,6 +127,18 @@ def check_shape(table: str, column: _Shaped, path: str | None = None) -> None:
         seen.add(name)
     for field in column.fields:
         check_shape(table, field, f"{path}.{field.name}")
+
+
+def check_key_column(table: str, column: Column, what: str) -> None:
+    """Refuse a STRUCT, ARRAY or MAP column as a key or index column (``what``):
+    Iceberg's identifier fields are primitive, and keys are compared as values."""
+    if column.type.nested:
+        raise _refuse(
+            table,
+            column.name,
+            "nested-key",
+            f"is {column.type.sql_name}; {what} holds only columns of primitive types",
+        )
 
 
 def _decimal_widens(old: Column, new: Column) -> bool:

@@ -142,3 +142,24 @@ def test_diff_shows_a_change_inside_a_nested_column_and_a_doc(cat: Catalog) -> N
         "type": ('STRUCT<"A": INT32>', 'STRUCT<"A": INT64>'),
         "doc": (None, "d"),
     }
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "CREATE TABLE u (k STRUCT<a: INT> NOT NULL PRIMARY KEY)",
+            r"Field 'K' of table 'PUBLIC.U' is STRUCT; a primary key holds only",
+        ),
+        (
+            "CREATE INDEX i ON t (s)",
+            r"Field 'S' of table 'PUBLIC.T' is STRUCT; index 'PUBLIC.I' holds only",
+        ),
+    ],
+)
+def test_a_nested_column_is_no_key(cat: Catalog, sql: str, message: str) -> None:
+    cat.sql("CREATE TABLE t (k INT PRIMARY KEY, s STRUCT<a: INT>)")
+    before = cat.latest_version
+    with pytest.raises(ValidationError, match=message):
+        cat.sql(sql)
+    assert cat.latest_version == before

@@ -42,7 +42,7 @@ from almanac.entries import (
     pk_index_name,
 )
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.nested import assign_ids
+from almanac.nested import assign_ids, check_key_column
 
 __all__ = [
     "MAX_RESERVE_S",
@@ -187,6 +187,8 @@ class CreateTable(Command):
         columns, next_column_id = assign_ids(self.columns, 0)
         for column in columns:
             check_default(full, column, column.default, primary_key=column.name in pk)
+            if column.name in pk:
+                check_key_column(full, column, "a primary key")
 
         zone_entries: list[UpdateEntry] = []
         if self.zone is not None:
