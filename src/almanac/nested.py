@@ -158,14 +158,21 @@ def _same_type(old: Column, new: Column) -> bool:
     )
 
 
-def check_evolution(table: str, old: Column, new: Column, path: str | None = None) -> None:
+def check_evolution(
+    table: str,
+    old: Column,
+    new: Column,
+    path: str | None = None,
+    known: frozenset[int] | None = None,
+) -> None:
     """Refuse a change of one column's tree that Iceberg's schema evolution
     does not allow. Fields are matched by id: a field may be added (NULL or
     with a default for old rows, so optional), dropped, renamed and
     reordered within its struct, widened (INT to BIGINT, FLOAT to DOUBLE, a
     DECIMAL's precision), and made optional; never narrowed, changed to
-    another kind, or made required."""
+    another kind, made required, or moved to another struct."""
     path = new.name if path is None else path
+    known = frozenset(field_ids((old,))) if known is None else known
     widens = can_widen(old.type, new.type) or _decimal_widens(old, new)
     if not _same_type(old, new) and not widens:
         raise _refuse(
@@ -184,6 +191,13 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
         was = before.get(field.id)
         where = f"{path}.{field.name}"
         if was is None:
+            if field.id in known:
+                raise _refuse(
+                    table,
+                    where,
+                    "nested-move",
+                    f"has the id {field.id} of a field elsewhere: a field stays in its struct",
+                )
             if old.type is not ColumnType.STRUCT:
                 raise _refuse(
                     table, where, "nested-add", "cannot be added: only a STRUCT gains fields"
@@ -196,7 +210,7 @@ def check_evolution(table: str, old: Column, new: Column, path: str | None = Non
                     "is added as required without a default: rows already written have no value",
                 )
             continue
-        check_evolution(table, was, field, where)
+        check_evolution(table, was, field, where, known)
     if old.type is not ColumnType.STRUCT and {f.id for f in new.fields} != set(before):
         raise _refuse(
             table, path, "nested-drop", f"is {old.type.sql_name}; its fields cannot be dropped"

@@ -151,3 +151,14 @@ def test_a_nested_default_must_fit_its_field(cat: Catalog) -> None:
         ValidationError, match=r"Default 'x' is not a valid INT32 value for column 'S\.R'"
     ):
         _evolve(cat, replace(s, fields=(*s.fields, added)))
+
+
+def test_a_field_cannot_move_to_another_struct(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE u (k INT PRIMARY KEY, s STRUCT<a: INT, t: STRUCT<b: INT>>)")
+    table = cat.catalog().table("U")
+    assert table is not None
+    s = table.columns[1]
+    a, t = s.fields
+    moved = replace(s, fields=(replace(t, fields=(*t.fields, a)),))
+    with pytest.raises(ValidationError, match=r"Field 'S\.T\.A' of table 'PUBLIC\.U' has the id"):
+        cat.execute([EvolveColumn(table="U", column="S", new=moved)])
