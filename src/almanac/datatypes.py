@@ -170,8 +170,6 @@ def validate_params(
     for what, value in (("Precision", precision), ("Scale", scale), ("Length", length)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             return f"{what} of {where} must be an integer, got {shown(value)}"
-    if ctype is ColumnType.FIXED and length is None:
-        return f"Type FIXED of column '{column}' needs its length in bytes, as in FIXED(16)"
     if length is not None and not 1 <= length <= MAX_LENGTH:
         return f"Length of {where} must be in [1, {MAX_LENGTH}], got {shown(length)}"
     if ctype is ColumnType.DECIMAL:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 import almanac
-from almanac import Catalog, EvolveColumn
+from almanac import AlterColumn, Catalog, EvolveColumn
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault
 from almanac.errors import ValidationError
@@ -162,3 +162,11 @@ def test_a_field_cannot_move_to_another_struct(cat: Catalog) -> None:
     moved = replace(s, fields=(replace(t, fields=(*t.fields, a)),))
     with pytest.raises(ValidationError, match=r"Field 'S\.T\.A' of table 'PUBLIC\.U' has the id"):
         cat.execute([EvolveColumn(table="U", column="S", new=moved)])
+
+
+def test_a_fixed_column_alters_without_restating_its_length(cat: Catalog) -> None:
+    cat.sql("CREATE TABLE f (k INT PRIMARY KEY, x FIXED(3) NOT NULL)")
+    cat.execute([AlterColumn(table="F", column="X", not_null=False)])
+    table = cat.catalog().table("F")
+    assert table is not None
+    assert (table.columns[1].nullable, table.columns[1].length) == (True, 3)

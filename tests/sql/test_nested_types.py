@@ -107,11 +107,11 @@ def test_describe_spells_nested_types_that_read_back(cat: Catalog) -> None:
             ValidationError,
             "Field 'S.A' of table 'PUBLIC.T' is given more",
         ),
-        ("f FIXED", ValidationError, "FIXED of column 'F' needs its length"),
+        ("f FIXED", ValidationError, "FIXED of column 'F' of table 'PUBLIC.T' needs its length"),
         ("s STRUCT<a: INT DEFAULT 1>", SqlParseError, "takes no PRIMARY KEY or DEFAULT"),
         ("m MAP<INT>", SqlParseError, "Type MAP of column 'M' takes 2 type"),
         ("s STRUCT<a: INT> DEFAULT 1", SqlParseError, "not a valid STRUCT default of .S."),
-        ("s STRUCT<a: FIXED>", ValidationError, "FIXED of column 'A' needs its length"),
+        ("s STRUCT<a: FIXED>", ValidationError, "FIXED of column 'A' of table 'PUBLIC.T' needs"),
     ],
 )
 def test_malformed_nested_types_are_refused_naming_the_field(

@@ -375,6 +375,14 @@ def check_column_def(table: str, col: ColumnDef) -> None:
     problem = validate_params(col.name, col.type, col.precision, col.scale, col.length)
     if problem is not None:
         raise ValidationError(problem, column=col.name, table=table)
+    if col.type is ColumnType.FIXED and col.length is None:
+        raise ValidationError(
+            f"Type FIXED of column '{col.name}' of table '{table}' needs its length in bytes, "
+            "as in FIXED(16)",
+            column=col.name,
+            table=table,
+            rule="fixed-length",
+        )
     check_shape(table, col)
     for field in col.fields:
         check_column_def(table, field)
