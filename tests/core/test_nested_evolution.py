@@ -170,3 +170,20 @@ def test_a_fixed_column_alters_without_restating_its_length(cat: Catalog) -> Non
     table = cat.catalog().table("F")
     assert table is not None
     assert (table.columns[1].nullable, table.columns[1].length) == (True, 3)
+
+
+def test_a_new_field_keeps_an_unused_id_and_never_takes_a_dropped_one(cat: Catalog) -> None:
+    s = _column(cat, "S")
+    a, b, c, d = s.fields
+    _evolve(cat, replace(s, fields=(a, b, c)))  # D (id 6) dropped
+    table = cat.catalog().table("T")
+    assert table is not None
+    unused = table.next_column_id + 5  # as an Iceberg client numbering from its own counter
+    reuse = Column(id=d.id, name="E", type=ColumnType.INT32)
+    client = Column(id=unused, name="F", type=ColumnType.INT32)
+    _evolve(cat, replace(s, fields=(a, b, c, reuse, client)))
+    e, f = _column(cat, "S").fields[3:]
+    assert f.id == unused
+    assert e.id == unused + 1 and e.id != d.id
+    after = cat.catalog().table("T")
+    assert after is not None and after.next_column_id == unused + 2

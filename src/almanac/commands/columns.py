@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from almanac.catalog_version import CatalogVersion
@@ -363,25 +364,39 @@ class EvolveColumn(Command):
                 check_default(
                     full, replace(field, name=path), field.initial_default, primary_key=False
                 )
-        new, _ = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
+        new = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
         check_evolution(full, old, new)
         if new == old:
             return []
         return [ColumnAltered(table.id, new)]
 
 
-def _fresh_ids(column: Column, known: set[int], next_id: int) -> tuple[Column, int]:
-    """``column`` with every field whose id is not in ``known`` numbered from
-    ``next_id`` on, depth first, and the next free id."""
-    fields: list[Column] = []
-    for field in column.fields:
-        if field.id not in known:
-            field = replace(field, id=next_id)
-            known = known | {next_id}
-            next_id += 1
-        field, next_id = _fresh_ids(field, known, next_id)
-        fields.append(field)
-    return replace(column, fields=tuple(fields)), next_id
+_MAX_FIELD_ID = 2**31 - 1
+"""Iceberg's field ids are 32-bit."""
+
+
+def _fresh_ids(column: Column, known: set[int], next_id: int) -> Column:
+    """``column`` with the id of every field new to it settled. An id never
+    used in the table (``next_id`` or above, as an Iceberg client assigns
+    them) is kept, so the client's schema stays exact; any other (a dropped
+    field's id, or a placeholder such as -1) is numbered after those, depth
+    first. Ids are unique within ``column`` (checked before)."""
+    fresh = {
+        c.id
+        for _, c in walk(column.fields)
+        if c.id not in known and next_id <= c.id <= _MAX_FIELD_ID
+    }
+    counter = itertools.count(max([next_id - 1, *fresh]) + 1)
+
+    def settle(parent: Column) -> Column:
+        fields = []
+        for field in parent.fields:
+            if field.id not in known and field.id not in fresh:
+                field = replace(field, id=next(counter))
+            fields.append(settle(field))
+        return replace(parent, fields=tuple(fields))
+
+    return settle(column)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
