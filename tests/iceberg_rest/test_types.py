@@ -249,7 +249,7 @@ def _types(ids: itertools.count[int]) -> st.SearchStrategy[IcebergType]:
 _tables = itertools.count()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_random_nested_schemas_created_through_rest_load_back_equal(
     admin: RestCatalog, cat: Catalog, data: st.DataObject
@@ -408,7 +408,7 @@ def _leaves(fields: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     return out
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_random_nested_evolutions_through_rest_load_back_as_pyiceberg_made_them(
     admin: RestCatalog, cat: Catalog, data: st.DataObject
