@@ -17,6 +17,7 @@ __all__ = [
     "MAX_DECIMAL_PRECISION",
     "MAX_LENGTH",
     "MAX_TIME_PRECISION",
+    "NANO_TIMESTAMPS",
     "ColumnType",
     "TypeParams",
     "can_widen",
@@ -56,14 +57,28 @@ class ColumnType(enum.Enum):
     TIMESTAMP = 13
     TIMESTAMP_WITH_LOCAL_TIME_ZONE = 14
     UUID = 15
+    FIXED = 16
+    TIMESTAMP_NS = 17
+    TIMESTAMPTZ_NS = 18
+    STRUCT = 19
+    LIST = 20
+    MAP = 21
 
     @property
     def sql_name(self) -> str:
+        if self in _SQL_NAMES:
+            return _SQL_NAMES[self]
         return self.name.replace("_", " ")
 
     @property
     def takes_length(self) -> bool:
-        return self in (ColumnType.STRING, ColumnType.BYTES)
+        """STRING and BYTES take a maximum length, FIXED its exact one."""
+        return self in (ColumnType.STRING, ColumnType.BYTES, ColumnType.FIXED)
+
+    @property
+    def nested(self) -> bool:
+        """STRUCT, LIST and MAP hold fields (``Column.fields``) rather than values."""
+        return self in (ColumnType.STRUCT, ColumnType.LIST, ColumnType.MAP)
 
     @property
     def takes_precision(self) -> bool:
@@ -73,6 +88,13 @@ class ColumnType(enum.Enum):
     def takes_scale(self) -> bool:
         return self is ColumnType.DECIMAL
 
+
+_SQL_NAMES = {
+    ColumnType.TIMESTAMP_NS: "TIMESTAMP_NS",
+    ColumnType.TIMESTAMPTZ_NS: "TIMESTAMPTZ_NS",
+    ColumnType.LIST: "ARRAY",
+}
+"""Names that are not the member's name with spaces for underscores."""
 
 _PRECISION_TYPES = frozenset(
     {
@@ -101,6 +123,8 @@ _WIDENINGS = {
     ColumnType.FLOAT: frozenset({ColumnType.DOUBLE}),
 }
 
+NANO_TIMESTAMPS = frozenset({ColumnType.TIMESTAMP_NS, ColumnType.TIMESTAMPTZ_NS})
+
 
 TypeParams = tuple[int | None, int | None, int | None]
 """(precision, scale, length); ``None`` where the type takes no such parameter."""
@@ -114,7 +138,7 @@ def default_params(ctype: ColumnType) -> TypeParams:
         return DEFAULT_TIME_PRECISION, None, None
     if ctype in _TEMPORAL:
         return DEFAULT_TIMESTAMP_PRECISION, None, None
-    if ctype.takes_length:
+    if ctype.takes_length and ctype is not ColumnType.FIXED:
         return None, None, DEFAULT_LENGTH
     return None, None, None
 
@@ -211,15 +235,17 @@ def python_value_fits(
     if ctype is ColumnType.BYTES:
         n = length if length is not None else DEFAULT_LENGTH
         return isinstance(value, bytes) and len(value) <= n
+    if ctype is ColumnType.FIXED:
+        return isinstance(value, bytes) and len(value) == length
     if ctype is ColumnType.DATE:
         return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
     if ctype is ColumnType.TIME:
         return isinstance(value, dt.time)
-    if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE):
+    if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE, *NANO_TIMESTAMPS):
         return isinstance(value, dt.datetime)
     if ctype is ColumnType.UUID:
         return isinstance(value, uuid.UUID)
-    return False
+    return False  # a nested column has no constant default but NULL
 
 
 NO_COERCION = object()
@@ -246,7 +272,11 @@ def coerce_constant(ctype: ColumnType, value: object) -> object:
                 return dt.date.fromisoformat(value)
             if ctype is ColumnType.TIME:
                 return dt.time.fromisoformat(value)
-            if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE):
+            if ctype in (
+                ColumnType.TIMESTAMP,
+                ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
+                *NANO_TIMESTAMPS,
+            ):
                 return dt.datetime.fromisoformat(value)
             if ctype is ColumnType.UUID:
                 return uuid.UUID(value)

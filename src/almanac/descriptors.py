@@ -159,6 +159,11 @@ class Column:
     as (Iceberg's ``initial-default``): the constant default the column was
     added with, fixed for the column's life so a changed default never
     rewrites old rows. It is always a constant (or ``None`` for NULL).
+
+    ``doc`` is the column's comment (Iceberg's ``doc``). A STRUCT, LIST or
+    MAP column holds its nested fields in ``fields``, each a ``Column``
+    with its own id from the table's column-id counter (see
+    ``almanac.nested``); a primitive column has none.
     """
 
     id: int
@@ -170,6 +175,8 @@ class Column:
     length: int | None = None
     default: DefaultValue | None = None
     initial_default: ConstantDefault | None = None
+    doc: str | None = None
+    fields: tuple[Column, ...] = ()
 
 
 def initial_default_of(default: DefaultValue | None) -> ConstantDefault | None:

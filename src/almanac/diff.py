@@ -28,7 +28,7 @@ from immutables import Map
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Column, Index, Schema, Table, Zone
 from almanac.errors import ValidationError
-from almanac.spelling import default_sql
+from almanac.spelling import default_sql, type_sql
 
 __all__ = [
     "OBJECT_KINDS",
@@ -303,13 +303,15 @@ def _table_fields(t: Table) -> dict[str, JsonValue]:
 def _column_fields(c: Column) -> dict[str, JsonValue]:
     return {
         "name": c.name,
-        "type": c.type.sql_name,
+        # A nested type with its fields, so a change inside it shows.
+        "type": type_sql(c) if c.type.nested else c.type.sql_name,
         "nullable": c.nullable,
         "precision": c.precision,
         "scale": c.scale,
         "length": c.length,
         "default": default_sql(c.default),
         "initial_default": default_sql(c.initial_default),
+        "doc": c.doc,
     }
 
 

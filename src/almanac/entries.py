@@ -17,6 +17,7 @@ from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
+from almanac.nested import field_ids
 from almanac.schema_sync import MAX_DELAY_MS
 
 __all__ = [
@@ -342,7 +343,7 @@ class ColumnsAdded(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
-        next_id = max([old.next_column_id, *(c.id + 1 for c in self.columns)])
+        next_id = max([old.next_column_id, *(i + 1 for i in field_ids(self.columns))])
         return _put_table(
             cat,
             replace(
@@ -383,7 +384,8 @@ class ColumnsDropped(UpdateEntry):
 
 @dataclass(frozen=True, slots=True)
 class ColumnAltered(UpdateEntry):
-    """Replaces the column with the same id, except its ``initial_default``:
+    """Replaces the column with the same id (nested fields new to it took
+    their ids from ``next_column_id``), except its ``initial_default``:
     that is fixed when the column is added, and an entry from a Column v1
     serializer only guesses it, so the replacement keeps the current one."""
 
@@ -397,11 +399,13 @@ class ColumnAltered(UpdateEntry):
             replace(self.column, initial_default=c.initial_default) if c.id == self.column.id else c
             for c in old.columns
         )
+        next_id = max([old.next_column_id, *(i + 1 for i in field_ids((self.column,)))])
         return _put_table(
             cat,
             replace(
                 old,
                 columns=columns,
+                next_column_id=next_id,
                 table_version=old.table_version + 1,
                 update_version=cat.version,
             ),

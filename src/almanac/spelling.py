@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 import uuid
 
+from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault
 
 __all__ = ["constant_sql", "default_sql", "type_sql"]
@@ -18,10 +19,30 @@ __all__ = ["constant_sql", "default_sql", "type_sql"]
 
 def type_sql(column: Column) -> str:
     """``STRING(100)``, ``DECIMAL(10, 2)``, ``INT64``: the type with the
-    parameters it holds."""
+    parameters it holds; a nested type with its fields, struct field names
+    quoted (``STRUCT<"a": INT32 NOT NULL COMMENT 'x'>``, ``ARRAY<INT32 NOT
+    NULL>``, ``MAP<STRING(65536), INT64>``; a map's key is never NULL)."""
+    if column.type is ColumnType.STRUCT:
+        return f"STRUCT<{', '.join(_struct_field_sql(f) for f in column.fields)}>"
+    if column.type.nested:
+        map_key = column.fields[0] if column.type is ColumnType.MAP else None
+        inner = [
+            type_sql(f) + ("" if f.nullable or f is map_key else " NOT NULL") for f in column.fields
+        ]
+        return f"{column.type.sql_name}<{', '.join(inner)}>"
     params = [p for p in (column.precision, column.scale, column.length) if p is not None]
     name = column.type.sql_name
     return f"{name}({', '.join(map(str, params))})" if params else name
+
+
+def _struct_field_sql(field: Column) -> str:
+    name = '"' + field.name.replace('"', '""') + '"'
+    text = f"{name}: {type_sql(field)}"
+    if not field.nullable:
+        text += " NOT NULL"
+    if field.doc is not None:
+        text += f" COMMENT {_quoted(field.doc)}"
+    return text
 
 
 def default_sql(default: DefaultValue | None) -> str | None:

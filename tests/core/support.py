@@ -33,6 +33,15 @@ def col(
     length: int | None = None,
     default: DefaultValue | None = None,
 ) -> ColumnDef:
+    """A column of ``ctype``; FIXED gets a length of 16 and ARRAY and MAP
+    their INT32 element, key and value unless given."""
+    fields: tuple[ColumnDef, ...] = ()
+    if ctype is ColumnType.LIST:
+        fields = (col("element"),)
+    elif ctype is ColumnType.MAP:
+        fields = (col("key", nullable=False), col("value"))
+    elif ctype is ColumnType.FIXED and length is None:
+        length = 16
     return ColumnDef(
         name=name,
         type=ctype,
@@ -41,6 +50,7 @@ def col(
         scale=scale,
         length=length,
         default=default,
+        fields=fields,
     )
 
 

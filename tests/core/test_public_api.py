@@ -86,6 +86,7 @@ NOT_EXPORTED = {
     "almanac.datatypes.shown": "how the type rules describe a value in their messages",
     "almanac.datatypes.MAX_LENGTH": "a type rule the commands apply",
     "almanac.datatypes.MAX_TIME_PRECISION": "a type rule the commands apply",
+    "almanac.datatypes.NANO_TIMESTAMPS": "a type rule the commands apply",
     "almanac.datatypes.TypeParams": "a helper type of the type rules",
     "almanac.datatypes.can_widen": "a type rule the commands apply",
     "almanac.datatypes.default_params": "a type rule the commands apply",

@@ -24,7 +24,7 @@ from .support import apply, col, rejected, table
 
 MAX_LENGTH = 2**31 - 1
 TEMPORAL = [ColumnType.TIME, ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE]
-LENGTHED = [ColumnType.STRING, ColumnType.BYTES]
+LENGTHED = [ColumnType.STRING, ColumnType.BYTES, ColumnType.FIXED]
 
 VALID: list[tuple[ColumnType, dict[str, int]]] = [
     *((t, {"length": n}) for t in LENGTHED for n in (1, 2, MAX_LENGTH)),
@@ -46,7 +46,7 @@ OUT_OF_RANGE: list[tuple[ColumnType, dict[str, int]]] = [
 ]
 
 NOT_TAKEN: list[tuple[ColumnType, dict[str, int]]] = [
-    *((t, {"length": 10}) for t in ColumnType if t not in (ColumnType.STRING, ColumnType.BYTES)),
+    *((t, {"length": 10}) for t in ColumnType if t not in LENGTHED),
     *((t, {"precision": 3}) for t in ColumnType if t not in (ColumnType.DECIMAL, *TEMPORAL)),
     *((t, {"scale": 2}) for t in ColumnType if t is not ColumnType.DECIMAL),
 ]

@@ -93,6 +93,17 @@ columns = st.builds(
     default=st.none() | defaults,
     initial_default=st.none() | st.builds(ConstantDefault, column_values),
 )
+nested_columns = st.recursive(
+    columns,
+    lambda inner: st.builds(
+        replace,
+        columns,
+        doc=st.none() | names,
+        fields=st.lists(inner, max_size=3).map(tuple),
+    ),
+    max_leaves=6,
+)
+"""Columns with docs and nested fields at any depth (Column v3 and later)."""
 collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
 table_properties = st.builds(
     TableProperties, st.floats(allow_nan=False, allow_infinity=False), int64s
@@ -226,7 +237,7 @@ checkpoints = st.builds(
 
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Schema: schemas,
-    Column: columns,
+    Column: nested_columns,
     Table: tables,
     TableProperties: table_properties,
     Index: indexes,
@@ -302,6 +313,31 @@ CREATED_WITH_DEFAULT = Column(
     id=5, name="STATUS", type=ColumnType.STRING, default=ConstantDefault("new")
 )
 """Created with the table: no row predates it, so it has no initial default."""
+NESTED = Column(
+    id=6,
+    name="ADDRESS",
+    type=ColumnType.STRUCT,
+    doc="Where to deliver",
+    fields=(
+        Column(id=7, name="STREET", type=ColumnType.STRING, nullable=False, doc="Street"),
+        Column(
+            id=8,
+            name="TAGS",
+            type=ColumnType.LIST,
+            fields=(Column(id=10, name="element", type=ColumnType.FIXED, length=4),),
+        ),
+        Column(
+            id=9,
+            name="CODES",
+            type=ColumnType.MAP,
+            fields=(
+                Column(id=11, name="key", type=ColumnType.STRING, nullable=False),
+                Column(id=12, name="value", type=ColumnType.TIMESTAMPTZ_NS, precision=9),
+            ),
+        ),
+    ),
+)
+"""Column v3: a doc and nested fields at every depth."""
 PROPERTIES = TableProperties(stale_rows_fraction=0.35, min_stale_rows=1000)
 TABLE = Table(
     id=10,
@@ -447,6 +483,7 @@ EXAMPLES: dict[str, object] = {
     "Column-function_default": KEY,
     "Column-initial_default": REDEFAULTED,
     "Column-no_initial_default": CREATED_WITH_DEFAULT,
+    "Column-nested": NESTED,
     "Table": TABLE,
     "Table-soft_deleted": SOFT_DELETED_TABLE,
     "TableProperties": PROPERTIES,

@@ -57,6 +57,7 @@ def test_the_column_serializer_versions() -> None:
     assert [(i.version, i.release) for i in REGISTRY.serializers(Column)] == [
         (1, "0.1.0"),
         (2, "0.2.0"),
+        (3, "0.4.0"),
     ]
 
 

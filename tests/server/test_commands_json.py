@@ -53,7 +53,8 @@ def _strategy(hint: Any) -> st.SearchStrategy[Any]:
     if hint is FunctionDefault:
         return st.builds(FunctionDefault, st.text(max_size=8))
     assert isinstance(hint, type) and dataclasses.is_dataclass(hint), hint
-    return _instances(hint)
+    # Deferred: a nested column's fields are columns again.
+    return st.deferred(lambda: _instances(hint))
 
 
 def _instances(cls: type) -> st.SearchStrategy[Any]:

@@ -93,7 +93,6 @@ def test_type_names(
         ("FOO", "Unknown type FOO of column 'C'"),
         ("CHAR(3)", "Unknown type CHAR of column 'C'"),
         ("JSON", "Unknown type JSON of column 'C'"),
-        ("INT[]", "Unknown type ARRAY of column 'C'"),
         ("TIMESTAMP WITH TIME ZONE", "Unknown type TIMESTAMPTZ of column 'C'"),
         ("INT4", "Unknown type INT4 of column 'C'"),
         ("FLOAT8", "Unknown type FLOAT8 of column 'C'"),

@@ -1,7 +1,13 @@
 """Commands: frozen values that validate against a catalog version and yield entries."""
 
 from almanac.commands.base import ColumnDef, Command, CommitContext
-from almanac.commands.columns import AddColumns, AlterColumn, DropColumns, RenameColumn
+from almanac.commands.columns import (
+    AddColumns,
+    AlterColumn,
+    DropColumns,
+    EvolveColumn,
+    RenameColumn,
+)
 from almanac.commands.indexes import (
     CreateIndex,
     DropIndex,
@@ -25,6 +31,7 @@ from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, 
 __all__ = [
     "AddColumns",
     "AlterColumn",
+    "EvolveColumn",
     "AlterZone",
     "ColumnDef",
     "Command",

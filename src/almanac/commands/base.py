@@ -31,6 +31,7 @@ from almanac.descriptors import (
 )
 from almanac.entries import ObjectIdsReserved, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.nested import assign_ids, check_shape
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -312,11 +313,21 @@ class ColumnDef:
     scale: int | None = None
     length: int | None = None
     default: DefaultValue | None = None
+    doc: str | None = None
+    fields: tuple[ColumnDef, ...] = ()
+    """A STRUCT's fields, a LIST's element or a MAP's key and value (see
+    ``almanac.nested``); their ids are assigned with the column's."""
 
     def __post_init__(self) -> None:
         check_fields(self)
 
     def to_column(self, column_id: int) -> Column:
+        """The column with id ``column_id``, its nested fields numbered on from
+        ``column_id + 1`` (``nested.assign_ids`` numbers several columns)."""
+        return assign_ids((self,), column_id)[0][0]
+
+    def to_flat_column(self, column_id: int) -> Column:
+        """This column alone (no nested fields) with id ``column_id``."""
         dp, ds, dl = default_params(self.type)
         return Column(
             id=column_id,
@@ -327,6 +338,7 @@ class ColumnDef:
             scale=ds if self.scale is None else self.scale,
             length=dl if self.length is None else self.length,
             default=self.default,
+            doc=self.doc,
         )
 
 
@@ -371,6 +383,17 @@ def check_column_def(table: str, col: ColumnDef) -> None:
     problem = validate_params(col.name, col.type, col.precision, col.scale, col.length)
     if problem is not None:
         raise ValidationError(problem, column=col.name, table=table)
+    if col.type is ColumnType.FIXED and col.length is None:
+        raise ValidationError(
+            f"Type FIXED of column '{col.name}' of table '{table}' needs its length in bytes, "
+            "as in FIXED(16)",
+            column=col.name,
+            table=table,
+            rule="fixed-length",
+        )
+    check_shape(table, col)
+    for field in col.fields:
+        check_column_def(table, field)
 
 
 def check_default(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from almanac.catalog_version import CatalogVersion
@@ -35,6 +36,7 @@ from almanac.descriptors import (
 )
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.nested import check_evolution, check_shape, field_ids, walk
 
 __all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
 
@@ -107,7 +109,7 @@ class AddColumns(Command):
             # Rows written before now read the default given here, whatever
             # later SET/DROP DEFAULT do to the write default.
             new.append(replace(column, initial_default=initial_default_of(column.default)))
-            next_id += 1
+            next_id = max(field_ids((column,))) + 1
         check_column_count(full, len(table.columns) + len(new))
         return [ColumnsAdded(table.id, tuple(new))] if new else []
 
@@ -298,6 +300,103 @@ class AlterColumn(Command):
                 )
             col = replace(col, length=self.length)
         return col
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvolveColumn(Command):
+    """Gives a column a new tree by Iceberg's schema-evolution rules (see
+    ``nested.check_evolution``): nested fields added, dropped, renamed,
+    reordered within their struct, widened or made optional, docs changed.
+    ``new`` is the whole column as it should be, under its current name; a
+    field whose id the column does not hold is new and gets a fresh id from
+    the table's counter, so ids are never reused."""
+
+    table: str
+    column: str
+    new: Column
+    schema: str = DEFAULT_SCHEMA
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(cat, self.schema, self.table, missing_ok=False)
+        assert table is not None  # not missing_ok: find_table raised
+        full = qualified(self.schema, table.name)
+        old = table.column(self.column)
+        if old is None:
+            raise NotFoundError(
+                f"Column '{self.column}' does not exist in table '{full}'",
+                kind="column",
+                name=self.column,
+                table=full,
+            )
+        new = self.new
+        if new.name != old.name or new.id != old.id:
+            raise ValidationError(
+                f"Column '{old.name}' (id {old.id}) of table '{full}' cannot become "
+                f"'{new.name}' (id {new.id}) here: rename it with RENAME COLUMN",
+                table=full,
+                column=old.name,
+                rule="evolve-column",
+            )
+        if new.nullable and old.name in table.primary_key:
+            raise ValidationError(
+                f"Column '{old.name}' is part of the primary key of table '{full}' and "
+                "cannot be made nullable",
+                table=full,
+                column=old.name,
+                rule="primary-key",
+            )
+        check_shape(full, new)
+        seen: set[int] = set()
+        for path, field in walk((new,)):
+            problem = validate_params(path, field.type, field.precision, field.scale, field.length)
+            if problem is not None:
+                raise ValidationError(problem, table=full, column=path)
+            if field.id in seen:
+                raise ValidationError(
+                    f"Field '{path}' of table '{full}' repeats field id {field.id}",
+                    table=full,
+                    column=path,
+                    rule="field-id",
+                )
+            seen.add(field.id)
+            if path != new.name:  # the column's own defaults are ALTER COLUMN's
+                check_default(full, replace(field, name=path), field.default, primary_key=False)
+                check_default(
+                    full, replace(field, name=path), field.initial_default, primary_key=False
+                )
+        new = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
+        check_evolution(full, old, new)
+        if new == old:
+            return []
+        return [ColumnAltered(table.id, new)]
+
+
+_MAX_FIELD_ID = 2**31 - 1
+"""Iceberg's field ids are 32-bit."""
+
+
+def _fresh_ids(column: Column, known: set[int], next_id: int) -> Column:
+    """``column`` with the id of every field new to it settled. An id never
+    used in the table (``next_id`` or above, as an Iceberg client assigns
+    them) is kept, so the client's schema stays exact; any other (a dropped
+    field's id, or a placeholder such as -1) is numbered after those, depth
+    first. Ids are unique within ``column`` (checked before)."""
+    fresh = {
+        c.id
+        for _, c in walk(column.fields)
+        if c.id not in known and next_id <= c.id <= _MAX_FIELD_ID
+    }
+    counter = itertools.count(max([next_id - 1, *fresh]) + 1)
+
+    def settle(parent: Column) -> Column:
+        fields = []
+        for field in parent.fields:
+            if field.id not in known and field.id not in fresh:
+                field = replace(field, id=next(counter))
+            fields.append(settle(field))
+        return replace(parent, fields=tuple(fields))
+
+    return settle(column)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from almanac.entries import (
     UpdateEntry,
 )
 from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.nested import check_key_column
 
 __all__ = [
     "CreateIndex",
@@ -93,12 +94,14 @@ class CreateIndex(Command):
                     column=col,
                 )
             seen.add(col)
-            if table.column(col) is None:
+            column = table.column(col)
+            if column is None:
                 raise ValidationError(
                     f"Column '{col}' of index '{full}' does not exist in table '{tname}'",
                     index=full,
                     column=col,
                 )
+            check_key_column(tname, column, f"index '{full}'")
         if self.unique:
             missing = [c for c in table.colocation if c not in seen]
             if missing:

@@ -42,6 +42,7 @@ from almanac.entries import (
     pk_index_name,
 )
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.nested import assign_ids, check_key_column
 
 __all__ = [
     "MAX_RESERVE_S",
@@ -183,9 +184,11 @@ class CreateTable(Command):
         _check_properties(full, self.properties)
 
         ids = IdAllocator(cat)
-        columns = tuple(col.to_column(i) for i, col in enumerate(self.columns))
+        columns, next_column_id = assign_ids(self.columns, 0)
         for column in columns:
             check_default(full, column, column.default, primary_key=column.name in pk)
+            if column.name in pk:
+                check_key_column(full, column, "a primary key")
 
         zone_entries: list[UpdateEntry] = []
         if self.zone is not None:
@@ -228,7 +231,7 @@ class CreateTable(Command):
             primary_key_index_id=pk_index_id,
             storage_profile=profile,
             properties=self.properties,
-            next_column_id=len(columns),
+            next_column_id=next_column_id,
         )
         index = Index(
             id=pk_index_id,

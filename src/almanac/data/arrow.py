@@ -34,6 +34,7 @@ from almanac.errors import DataError, NotFoundError, ValidationError
 
 __all__ = [
     "FIELD_ID",
+    "by_field_id",
     "CastRule",
     "arrow_schema",
     "arrow_type",
@@ -70,6 +71,8 @@ _FIXED: dict[ColumnType, pa.DataType] = {
     ColumnType.TIMESTAMP: pa.timestamp("us"),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: pa.timestamp("us", tz="UTC"),
     ColumnType.UUID: pa.string(),
+    ColumnType.TIMESTAMP_NS: pa.timestamp("ns"),
+    ColumnType.TIMESTAMPTZ_NS: pa.timestamp("ns", tz="UTC"),
 }
 
 
@@ -83,6 +86,15 @@ def check_rows(value: object, what: str) -> pa.Table | pa.RecordBatch:
 def arrow_type(column: Column) -> pa.DataType:
     """The Arrow type that stores ``column``."""
     check.instance(column, Column, "Parameter 'column' of arrow_type")
+    kind = column.type
+    if kind is ColumnType.STRUCT:
+        return pa.struct([_arrow_field(f) for f in column.fields])
+    if kind is ColumnType.LIST:
+        return pa.list_(_arrow_field(column.fields[0]))
+    if kind is ColumnType.MAP:
+        return pa.map_(_arrow_field(column.fields[0]), _arrow_field(column.fields[1]))
+    if kind is ColumnType.FIXED:
+        return pa.binary(column.length or 0)
     if column.type is ColumnType.DECIMAL:
         precision = column.precision or MAX_DECIMAL256
         scale = column.scale or 0
@@ -92,16 +104,20 @@ def arrow_type(column: Column) -> pa.DataType:
     return _FIXED[column.type]
 
 
+def _arrow_field(column: Column) -> pa.Field:
+    return pa.field(
+        column.name,
+        arrow_type(column),
+        column.nullable,
+        metadata={FIELD_ID: str(column.id).encode()},
+    )
+
+
 def arrow_schema(table: Table) -> pa.Schema:
     """The table's columns in catalog order with catalog names, nullability
-    and their column ids as Parquet field ids."""
+    and their column ids as Parquet field ids (nested fields too)."""
     check.instance(table, Table, "Parameter 'table' of arrow_schema")
-    return pa.schema(
-        [
-            pa.field(c.name, arrow_type(c), c.nullable, metadata={FIELD_ID: str(c.id).encode()})
-            for c in table.columns
-        ]
-    )
+    return pa.schema([_arrow_field(c) for c in table.columns])
 
 
 def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
@@ -127,6 +143,41 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
                 column=name,
             )
     return [c for c in table.columns if c.name in wanted]
+
+
+def by_field_id(arr: pa.Array, column: Column) -> pa.Array:
+    """A file's values of a nested column in the column's current shape:
+    nested fields matched by their field ids, so a field renamed or reordered
+    since the file was written is found, one added since reads as its initial
+    default or NULL, one dropped is left out, and a widened one is cast.
+    Values of other columns are cast as they are."""
+    target = arrow_type(column)
+    if not column.type.nested:
+        return arr if arr.type == target else arr.cast(target)
+    if arr.offset:
+        arr = pa.concat_arrays([arr])  # offsets and children from 0
+    mask = arr.is_null()
+    if column.type is ColumnType.STRUCT:
+        children = arr.flatten()
+        by_id = {_id_of(f): i for i, f in enumerate(arr.type)}
+        arrays = [
+            by_field_id(children[by_id[f.id]], f)
+            if f.id in by_id
+            else column_fill(f, len(arr), generate=False)
+            for f in column.fields
+        ]
+        return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
+    if column.type is ColumnType.LIST:
+        values = by_field_id(arr.values, column.fields[0])
+        return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
+    keys = by_field_id(arr.keys, column.fields[0])
+    items = by_field_id(arr.items, column.fields[1])
+    return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+
+
+def _id_of(field: pa.Field) -> int | None:
+    metadata = field.metadata or {}
+    return int(metadata[FIELD_ID]) if FIELD_ID in metadata else None
 
 
 def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Schema:
@@ -297,6 +348,15 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
         return CastRule.EXACT
     if kind is ColumnType.BOOLEAN:
         return CastRule.EXACT if pa.types.is_boolean(source) else CastRule.REFUSED
+    if kind.nested:
+        if source.equals(target):
+            return CastRule.EXACT
+        same_kind = _NESTED_KINDS[kind](source)
+        return CastRule.CHECKED if same_kind else CastRule.REFUSED
+    if kind is ColumnType.FIXED:
+        if pa.types.is_fixed_size_binary(source):
+            return _exact_if(source.byte_width == column.length)
+        return CastRule.CHECKED if _is_bytes(source) else CastRule.REFUSED
     if kind in _NUMBERS:
         return _numeric_rule(source, target, rounding) if _is_number(source) else CastRule.REFUSED
     if kind is ColumnType.STRING:
@@ -322,6 +382,15 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
     if pa.types.is_timestamp(source) and (source.tz is None) == (target.tz is None):
         return _unit_rule(source, target, bounded=False)
     return CastRule.REFUSED
+
+
+_NESTED_KINDS: dict[ColumnType, _Kind] = {
+    ColumnType.STRUCT: pa.types.is_struct,
+    ColumnType.LIST: lambda t: pa.types.is_list(t) or pa.types.is_large_list(t),
+    ColumnType.MAP: pa.types.is_map,
+}
+"""A nested column takes values of its own Arrow kind, cast field by field
+(and checked: a field may narrow or fail), never another kind."""
 
 
 def cast_is_safe(source: pa.DataType, column: Column) -> bool:
@@ -517,6 +586,44 @@ def _check_values(arr: pa.ChunkedArray, column: Column, table: Table) -> None:
             )
     if not column.nullable and arr.null_count:
         raise _fail(table, column, f"is NOT NULL; the data has {arr.null_count} NULL value(s)")
+    if column.type.nested:
+        for chunk in arr.chunks:
+            found = _null_in_required(chunk, column, column.name)
+            if found is not None:
+                path, count = found
+                raise DataError(
+                    f"Field '{path}' of table '{table.name}' is NOT NULL; the data has {count} "
+                    "NULL value(s) in it",
+                    table=table.name,
+                    column=path,
+                )
+
+
+def _null_in_required(arr: pa.Array, column: Column, path: str) -> tuple[str, int] | None:
+    """The first required nested field holding a NULL where its parent is
+    not NULL (path and count), or None: Parquet cannot store one."""
+    if arr.offset:
+        arr = pa.concat_arrays([arr])
+    if column.type is ColumnType.STRUCT:
+        valid = arr.is_valid()
+        children = list(zip(column.fields, arr.flatten(), strict=True))
+        for field, child in children:
+            nulls = int(pc.sum(pc.and_(valid, child.is_null())).as_py() or 0)
+            if nulls and not field.nullable:
+                return f"{path}.{field.name}", nulls
+        pairs = [(f, pc.filter(c, valid)) for f, c in children]
+    elif column.type is ColumnType.LIST:
+        pairs = [(column.fields[0], pc.list_flatten(arr))]
+    else:
+        pairs = [(column.fields[1], arr.items)]
+    for field, child in pairs:
+        if column.type is not ColumnType.STRUCT and child.null_count and not field.nullable:
+            return f"{path}.{field.name}", child.null_count
+        if field.type.nested:
+            found = _null_in_required(child, field, f"{path}.{field.name}")
+            if found is not None:
+                return found
+    return None
 
 
 _INT64 = 2**63

@@ -105,7 +105,7 @@ def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> Iceber
     values: dict[int, int] = {}
     for cid, stats in file.stats.items():
         kind = types.get(cid)
-        if kind is None:
+        if not isinstance(kind, PrimitiveType):  # absent, or nested: no bounds
             continue
         nulls[cid] = stats.null_count
         values[cid] = file.rows
@@ -141,7 +141,7 @@ def _tablet_from_path(path: str) -> int:
 
 
 def from_iceberg_file(
-    iceberg_file: IcebergFile, types: Mapping[int, PrimitiveType], partitioned: bool
+    iceberg_file: IcebergFile, types: Mapping[int, IcebergType], partitioned: bool
 ) -> DataFile:
     """Our view of an Iceberg data file: statistics keyed by column id, one
     entry per column the file holds (so a reader knows which columns a file
@@ -152,7 +152,8 @@ def from_iceberg_file(
     ids = set(nulls) | set(iceberg_file.value_counts or {}) | set(lower) | set(upper)
     stats: dict[int, ColumnStats] = {}
     for cid in sorted(ids):
-        kind = types.get(cid)
+        found = types.get(cid)
+        kind = found if isinstance(found, PrimitiveType) else None  # a nested one has no bounds
         low = None if kind is None or cid not in lower else _decode_bound(kind, lower[cid])
         high = None if kind is None or cid not in upper else _decode_bound(kind, upper[cid])
         stats[cid] = ColumnStats(low, high, int(nulls.get(cid, 0)))

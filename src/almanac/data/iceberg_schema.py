@@ -3,7 +3,8 @@ ids, with initial and write defaults), its ``bucket[N]`` partition spec on
 the partition column (the tablet), and the ``CommitShape`` a data commit is
 written against.
 
-Types Iceberg lacks get the nearest wider one (INT8 and INT16 are ``int``,
+STRUCT, LIST and MAP columns are Iceberg's nested types, every nested
+field's id its column id. Types Iceberg lacks get the nearest wider one (INT8 and INT16 are ``int``,
 a STRING length is dropped, UUID is ``string`` because that is how the
 Parquet files hold it); the catalog stays the source of truth.
 """
@@ -22,13 +23,20 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
+    IcebergType,
     IntegerType,
+    ListType,
     LongType,
+    MapType,
     NestedField,
     PrimitiveType,
     StringType,
+    StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
 )
@@ -72,12 +80,36 @@ _SIMPLE: dict[ColumnType, PrimitiveType] = {
     ColumnType.TIMESTAMP: TimestampType(),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
     ColumnType.UUID: StringType(),
+    ColumnType.TIMESTAMP_NS: TimestampNanoType(),
+    ColumnType.TIMESTAMPTZ_NS: TimestamptzNanoType(),
 }
 
 
-def iceberg_type(column: Column) -> PrimitiveType:
-    """The Iceberg type of a column; ``DataError`` for a DECIMAL wider than
-    Iceberg's 38 digits, which no Iceberg reader could read."""
+def iceberg_type(column: Column) -> IcebergType:
+    """The Iceberg type of a column, nested fields with their column ids as
+    field ids; ``DataError`` for a DECIMAL wider than Iceberg's 38 digits,
+    which no Iceberg reader could read."""
+    kind = column.type
+    if kind is ColumnType.STRUCT:
+        return StructType(*(_field(f) for f in column.fields))
+    if kind is ColumnType.LIST:
+        (element,) = column.fields
+        return ListType(
+            element_id=element.id,
+            element=iceberg_type(element),
+            element_required=not element.nullable,
+        )
+    if kind is ColumnType.MAP:
+        key, value = column.fields
+        return MapType(
+            key_id=key.id,
+            key_type=iceberg_type(key),
+            value_id=value.id,
+            value_type=iceberg_type(value),
+            value_required=not value.nullable,
+        )
+    if kind is ColumnType.FIXED:
+        return FixedType(column.length or 0)
     if column.type is ColumnType.DECIMAL:
         precision = column.precision or _MAX_ICEBERG_DECIMAL + 1
         if precision > _MAX_ICEBERG_DECIMAL:
@@ -112,8 +144,9 @@ def identifier_ids(table: Table) -> list[int]:
 
 
 def _field(column: Column) -> NestedField:
-    """A column as an Iceberg field, with its ``initial-default`` (what rows
-    written before it existed read) and ``write-default``."""
+    """A column or nested field as an Iceberg field, with its doc, its
+    ``initial-default`` (what rows written before it existed read) and
+    ``write-default``."""
     initial, write = column_defaults(column)
     defaults: dict[str, Any] = {"initial_default": initial, "write_default": write}
     return NestedField(
@@ -121,6 +154,7 @@ def _field(column: Column) -> NestedField:
         name=column.name,
         field_type=iceberg_type(column),
         required=not column.nullable,
+        doc=column.doc,
         **defaults,
     )
 

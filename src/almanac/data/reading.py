@@ -21,7 +21,14 @@ import pyarrow.parquet as pq
 from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
-from almanac.data.arrow import FIELD_ID, arrow_type, column_fill, output_schema, project
+from almanac.data.arrow import (
+    FIELD_ID,
+    arrow_type,
+    by_field_id,
+    column_fill,
+    output_schema,
+    project,
+)
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.snapshots import DataSnapshot
@@ -318,9 +325,10 @@ def read_file(
                 if column.id in by_id:
                     arr = batch.column(by_id[column.id])
                     target = arrow_type(column)
-                    arrays.append(
-                        arr if arr.type == target else _cast(arr, target, column, file, plan_table)
-                    )
+                    # Nested fields go by id whatever the names: equal types
+                    # may hold two same-typed fields swapped by renames.
+                    same = arr.type == target and not column.type.nested
+                    arrays.append(arr if same else _cast(arr, target, column, file, plan_table))
                 else:
                     arrays.append(column_fill(column, batch.num_rows, generate=False))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -400,6 +408,8 @@ def _cast(
             # A TIME file written in nanoseconds before TIME became Iceberg's
             # microseconds: floored, as Iceberg readers do.
             return arr.cast(target, safe=False)
+        if column.type.nested:
+            return by_field_id(arr, column)
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise DataError(

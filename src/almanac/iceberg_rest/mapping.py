@@ -14,6 +14,7 @@ nothing a client sends is silently dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -25,13 +26,19 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
     IcebergType,
     IntegerType,
+    ListType,
     LongType,
+    MapType,
     NestedField,
     StringType,
+    StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
 )
@@ -43,17 +50,20 @@ from almanac.commands import (
     Command,
     CreateTable,
     DropColumns,
+    EvolveColumn,
     RenameColumn,
 )
 from almanac.data.iceberg_schema import iceberg_schema
 from almanac.datatypes import ColumnType
-from almanac.descriptors import Table
+from almanac.descriptors import Column, Table
 from almanac.iceberg_rest.errors import refused
+from almanac.nested import walk
 
 __all__ = [
     "check_expressed",
     "check_spec",
     "column_def",
+    "column_of",
     "column_type",
     "create_command",
     "schema_commands",
@@ -71,38 +81,101 @@ _TYPES: tuple[tuple[type[IcebergType], ColumnType], ...] = (
     (TimeType, ColumnType.TIME),
     (TimestampType, ColumnType.TIMESTAMP),
     (TimestamptzType, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE),
+    (TimestampNanoType, ColumnType.TIMESTAMP_NS),
+    (TimestamptzNanoType, ColumnType.TIMESTAMPTZ_NS),
+    (StructType, ColumnType.STRUCT),
+    (ListType, ColumnType.LIST),
+    (MapType, ColumnType.MAP),
 )
 
 
-def column_type(field: NestedField, table: str) -> tuple[ColumnType, int | None, int | None]:
-    """(type, precision, scale) of the column an Iceberg field becomes; a 400
-    for a type the catalog has no column type for (nested, fixed, uuid,
-    nanosecond timestamps, ...)."""
+def column_type(
+    field: NestedField, table: str
+) -> tuple[ColumnType, int | None, int | None, int | None]:
+    """(type, precision, scale, length) of the column an Iceberg field
+    becomes; a 400 for a type the catalog has no column type for (uuid, whose
+    values the catalog keeps as text, and Iceberg v3's variant and geometry)."""
     kind = field.field_type
     if isinstance(kind, DecimalType):
-        return ColumnType.DECIMAL, kind.precision, kind.scale
+        return ColumnType.DECIMAL, kind.precision, kind.scale, None
+    if isinstance(kind, FixedType):
+        return ColumnType.FIXED, None, None, len(kind)
     for iceberg, ours in _TYPES:
         if type(kind) is iceberg:
-            return ours, None, None
+            return ours, None, None, None
     raise refused(
         f"Field '{field.name}' of table '{table}' has Iceberg type {kind}, which the catalog "
         "has no column type for (it holds boolean, int, long, float, double, decimal, string, "
-        "binary, date, time, timestamp and timestamptz)",
+        "binary, fixed, date, time, timestamp, timestamptz, timestamp_ns, timestamptz_ns, "
+        "struct, list and map)",
         table=table,
         column=field.name,
         rule="iceberg-type",
     )
 
 
+def _nested_fields(field: NestedField) -> list[NestedField]:
+    """A nested type's fields as Iceberg fields: a struct's own, a list's
+    ``element``, a map's ``key`` and ``value``."""
+    kind = field.field_type
+    if isinstance(kind, StructType):
+        return list(kind.fields)
+    if isinstance(kind, ListType):
+        return [kind.element_field]
+    if isinstance(kind, MapType):
+        return [kind.key_field, kind.value_field]
+    return []
+
+
 def column_def(field: NestedField, table: str) -> ColumnDef:
-    kind, precision, scale = column_type(field, table)
+    """The column an Iceberg field becomes, nested fields and docs included."""
+    kind, precision, scale, length = column_type(field, table)
     return ColumnDef(
         name=field.name,
         type=kind,
         nullable=not field.required,
         precision=precision,
         scale=scale,
+        length=length,
+        doc=field.doc,
+        fields=tuple(column_def(f, table) for f in _nested_fields(field)),
     )
+
+
+def column_of(field: NestedField, table: str) -> Column:
+    """The column an Iceberg field is, its ids (nested ones too) kept: what an
+    evolved column should become. Defaults are not sent this way."""
+    definition = column_def(field, table)
+    return _numbered(definition, field)
+
+
+def _numbered(definition: ColumnDef, field: NestedField) -> Column:
+    column = definition.to_flat_column(field.field_id)
+    nested = _nested_fields(field)
+    fields = tuple(_numbered(d, f) for d, f in zip(definition.fields, nested, strict=True))
+    return replace(column, fields=fields)
+
+
+def _with_defaults(column: Column, table: Table) -> Column:
+    """``column`` with the defaults its fields have in ``table``: Iceberg
+    clients send them back unchanged, and ``check_expressed`` compares."""
+    kept = {c.id: c for _, c in walk(table.columns)}
+
+    def keep(c: Column) -> Column:
+        was = kept.get(c.id)
+        fields = tuple(keep(f) for f in c.fields)
+        if was is None:
+            return replace(c, fields=fields)
+        return replace(c, default=was.default, initial_default=was.initial_default, fields=fields)
+
+    return keep(column)
+
+
+def _evolves(was: NestedField, field: NestedField) -> bool:
+    """Whether a kept field changed in what only ``EvolveColumn`` changes: a
+    nested type's fields, or a doc."""
+    nested = not was.field_type.is_primitive or not field.field_type.is_primitive
+    return was.doc != field.doc or (nested and was.field_type != field.field_type)
 
 
 def _name_of(schema: Schema, field_id: int, table: str, what: str) -> str:
@@ -131,9 +204,9 @@ def create_command(
     table is unsorted. ``check_spec`` checks N once the zone is known."""
     full = f"{namespace}.{name}"
     for field in schema.fields:
-        if field.doc or field.initial_default is not None or field.write_default is not None:
+        if field.initial_default is not None or field.write_default is not None:
             raise refused(
-                f"Field '{field.name}' of table '{full}' has a doc or a default; create the "
+                f"Field '{field.name}' of table '{full}' has a default; create the "
                 "table without them (the catalog keeps defaults through ALTER TABLE)",
                 table=full,
                 column=field.name,
@@ -224,8 +297,18 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
         was = before.get(field_id)
         if was is None:
             continue
+        if _evolves(was, field):
+            commands.append(
+                EvolveColumn(
+                    table=table.name,
+                    column=field.name,
+                    new=_with_defaults(column_of(field, full), table),
+                    schema=namespace,
+                )
+            )
+            continue
         if was.field_type != field.field_type:
-            kind, precision, scale = column_type(field, full)
+            kind, precision, scale, _ = column_type(field, full)
             commands.append(
                 AlterColumn(
                     table=table.name,
@@ -284,10 +367,8 @@ def check_expressed(full: str, made: Table, wanted: Schema, *, same_ids: bool = 
     mine: Sequence[NestedField] = ours.fields
     theirs: Sequence[NestedField] = wanted.fields
     if not same_ids:
-        by_position = dict(
-            zip((f.field_id for f in theirs), (f.field_id for f in mine), strict=False)
-        )
-        theirs = [_with_id(f, by_position.get(f.field_id, -1)) for f in theirs]
+        by_position = dict(zip(_all_ids(theirs), _all_ids(mine), strict=False))
+        theirs = [_with_ids(f, by_position) for f in theirs]
         keys = sorted(by_position.get(i, -1) for i in wanted.identifier_field_ids)
     else:
         keys = sorted(wanted.identifier_field_ids)
@@ -313,5 +394,27 @@ def check_expressed(full: str, made: Table, wanted: Schema, *, same_ids: bool = 
         )
 
 
-def _with_id(field: NestedField, field_id: int) -> NestedField:
-    return field.model_copy(update={"field_id": field_id})
+def _all_ids(fields: Sequence[NestedField]) -> list[int]:
+    """Every field id, depth first in the order ``assign_ids`` numbers them:
+    a struct's fields, then each one's nested fields."""
+    ids = [f.field_id for f in fields]
+    for field in fields:
+        ids += _all_ids(_nested_fields(field))
+    return ids
+
+
+def _with_ids(field: NestedField, ids: dict[int, int]) -> NestedField:
+    """``field`` with its ids at every depth renumbered by ``ids``."""
+    kind = field.field_type
+    if isinstance(kind, StructType):
+        kind = StructType(*(_with_ids(f, ids) for f in kind.fields))
+    elif isinstance(kind, ListType):
+        element = _with_ids(kind.element_field, ids)
+        kind = ListType(element.field_id, element.field_type, element.required)
+    elif isinstance(kind, MapType):
+        key = _with_ids(kind.key_field, ids)
+        value = _with_ids(kind.value_field, ids)
+        kind = MapType(
+            key.field_id, key.field_type, value.field_id, value.field_type, value.required
+        )
+    return field.model_copy(update={"field_id": ids.get(field.field_id, -1), "field_type": kind})

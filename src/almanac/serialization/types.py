@@ -189,6 +189,29 @@ def _read_column_v2(r: Reader) -> Column:
     )
 
 
+def _write_column_v3(w: Writer, obj: Column) -> None:
+    """v2's fields, then the doc (a flag, then a string) and the nested
+    fields, each a nested Column (at the newest version, so v3 or later)."""
+    _write_column_v2(w, obj)
+    if obj.doc is None:
+        w.append(0)
+    else:
+        w.append(1)
+        w.string(obj.doc)
+    w.uvarint(len(obj.fields))
+    for field in obj.fields:
+        _nested(w, field)
+
+
+def _read_column_v3(r: Reader) -> Column:
+    column = _read_column_v2(r)
+    doc = r.string() if r.boolean() else None
+    fields = tuple([read_column(r) for _ in range(r.count("nested field", 3))])
+    if doc is None and not fields:
+        return column
+    return replace(column, doc=doc, fields=fields)
+
+
 # -- table -----------------------------------------------------------------------
 
 
@@ -335,6 +358,8 @@ _R010 = "0.1.0"
 _R020 = "0.2.0"
 _R030 = "0.3.0"
 """Soft delete: Table v2."""
+_R040 = "0.4.0"
+"""Column docs and nested fields: Column v3."""
 REGISTRY.register(
     SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
 )
@@ -345,6 +370,7 @@ REGISTRY.register(SerializerInfo(Schema, 1, _R010, _read_schema_v1, _write_schem
 REGISTRY.register(
     SerializerInfo(Column, 1, _R010, _read_column_v1, _write_column_v1),
     SerializerInfo(Column, 2, _R020, _read_column_v2, _write_column_v2),
+    SerializerInfo(Column, 3, _R040, _read_column_v3, _write_column_v3),
 )
 REGISTRY.register(
     SerializerInfo(TableProperties, 1, _R010, _read_table_properties_v1, _write_table_properties_v1)

@@ -77,8 +77,14 @@ def _json_type(hint: Any) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return Literal[tuple(hint.__members__)]
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if hint in _BUILDING:
+            return hint.__name__  # a nested column's own fields: a forward reference
         return model_of(hint)
     return hint
+
+
+_BUILDING: set[type] = set()
+"""Dataclasses whose model is being made, so a recursive one refers to itself."""
 
 
 def model_of(cls: type, *, kind: str | None = None) -> type[BaseModel]:
@@ -90,6 +96,7 @@ def model_of(cls: type, *, kind: str | None = None) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     if kind is not None:
         fields["kind"] = (Literal[kind], ...)
+    _BUILDING.add(cls)
     for name, key, hint, required in command_fields(cls):
         attribute = f"{key}_" if hasattr(BaseModel, key) else key
         if required:
@@ -100,7 +107,9 @@ def model_of(cls: type, *, kind: str | None = None) -> type[BaseModel]:
             value = f.default if factory is dataclasses.MISSING else factory()
             default = value_to_json(value)
         fields[attribute] = (_json_type(hint), Field(default=default, alias=key))
+    _BUILDING.discard(cls)
     model = create_model(cls.__name__, __config__=_STRICT, __doc__=cls.__doc__, **fields)
+    model.model_rebuild(_types_namespace={cls.__name__: model})
     _MODELS[cls] = model
     return model
 

@@ -167,7 +167,7 @@ class DropZoneStatement(exp.Expression):
 
 _FOREIGN_TYPE_NAMES = frozenset(
     {"BOOL", "BYTE", "SHORT", "LONG", "INT1", "INT2", "INT4", "FLOAT4", "FLOAT8", "NUMBER"}
-    | {"FIXED", "STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
+    | {"STR", "TEXT", "CLOB", "LONGVARCHAR", "VARCHAR2", "BLOB", "BYTEA"}
     | {"TIMESTAMPLTZ", "TIMESTAMP_LTZ"}
 )
 """Other dialects' names that sqlglot maps onto our types. They stay unknown
@@ -176,8 +176,8 @@ integer) next to ``BYTES``, would mislead."""
 
 
 class AlmanacTokenizer(tokens.Tokenizer):
-    """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` type
-    names; drops other dialects' type names. ``SHOW`` is a statement like any
+    """Adds ``X'…'`` byte literals and the ``BYTES`` / ``BINARY VARYING`` /
+    ``FIXED`` type names; drops other dialects' type names. ``SHOW`` is a statement like any
     other here, not an opaque command whose rest is one string."""
 
     COMMANDS: ClassVar[set[TokenType]] = tokens.Tokenizer.COMMANDS - {TokenType.SHOW}
@@ -189,9 +189,16 @@ class AlmanacTokenizer(tokens.Tokenizer):
             **tokens.Tokenizer.KEYWORDS,
             "BYTES": TokenType.VARBINARY,
             "BINARY VARYING": TokenType.VARBINARY,
+            "FIXED": TokenType.FIXEDSTRING,  # Iceberg's fixed(L), not a DECIMAL
         }.items()
         if name not in _FOREIGN_TYPE_NAMES
     }
+
+
+_NESTING = {TokenType.ARRAY: "args", TokenType.MAP: "args", TokenType.STRUCT: "struct"}
+"""What the types inside ``<…>`` of a nested type are: ARRAY's and MAP's
+arguments, which may say NOT NULL, or a STRUCT's fields, whose NOT NULL is a
+column constraint."""
 
 
 class AlmanacParser(parser.Parser):
@@ -580,7 +587,8 @@ class AlmanacParser(parser.Parser):
         with_collation: bool = False,
     ) -> exp.Expr | None:
         """Records where a type starts (for error messages) and accepts
-        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name.
+        ``TIMESTAMP WITH LOCAL TIME ZONE(p)``, with the precision after the name,
+        and Iceberg's ``TIMESTAMPTZ`` as its other spelling.
 
         A quoted name is a user-defined type, never a built-in one: sqlglot
         would tokenize its text again, which need not be valid SQL on its own
@@ -590,9 +598,25 @@ class AlmanacParser(parser.Parser):
             self._advance()
             udt = self._parse_user_defined_type(exp.to_identifier(start.text, quoted=True))
             return udt.update_positions(start) if udt is not None else None
-        dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        inside = _NESTING.get(start.token_type) if start else None
+        stack: list[str] = self.__dict__.setdefault("_nesting", [])
+        if inside:
+            stack.append(inside)
+        try:
+            dtype = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        finally:
+            if inside:
+                stack.pop()
         if not isinstance(dtype, exp.DataType):
             return dtype
+        if stack and stack[-1] == "args" and self._match_text_seq("NOT", "NULL"):
+            # ARRAY<INT NOT NULL>, MAP<STRING, INT NOT NULL>: a required element
+            # or value. A struct field's NOT NULL stays its column constraint.
+            dtype.set("nullable", False)
+        if dtype.this == exp.DType.TIMESTAMPTZ and start and start.text.upper() == "TIMESTAMPTZ":
+            # Iceberg's timestamptz is an instant shown in UTC: WITH LOCAL TIME
+            # ZONE, unlike SQL's TIMESTAMP WITH TIME ZONE, which stays unknown.
+            dtype.set("this", exp.DType.TIMESTAMPLTZ)
         if (
             dtype.this == exp.DType.TIMESTAMPLTZ
             and not dtype.expressions

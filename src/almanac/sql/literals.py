@@ -49,7 +49,19 @@ _TYPES: dict[exp.DType, ColumnType] = {
     exp.DType.TIMESTAMP: ColumnType.TIMESTAMP,
     exp.DType.TIMESTAMPLTZ: ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE,
     exp.DType.UUID: ColumnType.UUID,
+    exp.DType.BINARY: ColumnType.BYTES,
+    exp.DType.FIXEDSTRING: ColumnType.FIXED,
+    exp.DType.STRUCT: ColumnType.STRUCT,
+    exp.DType.ARRAY: ColumnType.LIST,
+    exp.DType.MAP: ColumnType.MAP,
 }
+
+_NAMED_TYPES: dict[str, ColumnType] = {
+    "TIMESTAMP_NS": ColumnType.TIMESTAMP_NS,
+    "TIMESTAMPTZ_NS": ColumnType.TIMESTAMPTZ_NS,
+}
+"""Iceberg's names sqlglot has no type for: they parse as user-defined
+types and mean these (unquoted, in any case)."""
 
 _TIMESTAMPS = frozenset({ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE})
 
@@ -63,11 +75,18 @@ def column_type(node: object, column: str) -> TypeSpec:
         raise Untranslatable(f"Column '{column}' needs a type", node)
     dtype = node.this
     ctype = _TYPES.get(dtype) if isinstance(dtype, exp.DType) else None
+    if dtype == exp.DType.USERDEFINED and isinstance(node.args.get("kind"), str):
+        ctype = _NAMED_TYPES.get(str(node.args["kind"]).upper())
+    if ctype is not None and ctype.nested:
+        # Its expressions are the nested types, read by the caller.
+        return ctype, None, None, None
     if ctype is None:
         name = node.args.get("kind") if dtype == exp.DType.USERDEFINED else None
         shown = str(name) if name else getattr(dtype, "name", str(dtype))
         raise Untranslatable(f"Unknown type {shown} of column '{column}'", node)
-    check_clauses(node, ("this", "expressions", "nested"), f"Type {ctype.sql_name}")
+    check_clauses(
+        node, ("this", "expressions", "nested", "kind", "nullable"), f"Type {ctype.sql_name}"
+    )
     params = [_type_param(p, column) for p in node.expressions]
     allowed = 2 if ctype.takes_scale else int(ctype.takes_length or ctype.takes_precision)
     if len(params) > allowed:

@@ -40,7 +40,9 @@ from almanac.commands import (
     SetDefaultZone,
     SetTableProperties,
 )
+from almanac.datatypes import ColumnType
 from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
+from almanac.nested import ELEMENT, KEY, VALUE
 from almanac.sql.dialect import (
     AlterIndexStatement,
     AlterZoneStatement,
@@ -87,9 +89,12 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
     NULL was written explicitly."""
     check_clauses(node, ("this", "kind", "constraints", "exists"), "A column definition")
     name = ident(node.this, "column")
-    ctype, precision, scale, length = column_type(node.args.get("kind"), name)
+    kind_node = node.args.get("kind")
+    ctype, precision, scale, length = column_type(kind_node, name)
+    fields = _nested_fields(kind_node, ctype, name)
     nullable: bool | None = None
     default: DefaultValue | None = None
+    doc: str | None = None
     primary_key: exp.Expr | None = None
     for constraint in node.args.get("constraints") or []:
         check_clauses(constraint, ("kind",), f"Column '{name}'")
@@ -103,6 +108,10 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
             if default is not None:
                 raise Untranslatable(f"Column '{name}' has more than one DEFAULT", constraint)
             default = default_value(kind.this, ctype, name)
+        elif isinstance(kind, exp.CommentColumnConstraint):
+            if doc is not None or not isinstance(kind.this, exp.Literal) or not kind.this.is_string:
+                raise Untranslatable(f"Column '{name}' takes one COMMENT 'text'", constraint)
+            doc = str(kind.this.this)
         elif isinstance(kind, exp.PrimaryKeyColumnConstraint) and not kind.args.get("desc"):
             check_clauses(kind, (), "A column-level PRIMARY KEY")
             if primary_key is not None:
@@ -119,8 +128,54 @@ def _column_def(node: exp.ColumnDef) -> tuple[ColumnDef, exp.Expr | None, bool]:
         scale=scale,
         length=length,
         default=default,
+        doc=doc,
+        fields=fields,
     )
     return column, primary_key, nullable is True
+
+
+def _nested_fields(node: object, ctype: ColumnType, name: str) -> tuple[ColumnDef, ...]:
+    """The fields a STRUCT<…>, ARRAY<…> or MAP<…> type spells: a struct's
+    ``name: TYPE [NOT NULL] [COMMENT '…']`` fields, an array's ``element``
+    and a map's ``key`` (never NULL) and ``value``, each ``[NOT NULL]``."""
+    if not ctype.nested or not isinstance(node, exp.DataType):
+        return ()
+    inner = list(node.expressions)
+    if ctype is ColumnType.STRUCT:
+        fields: list[ColumnDef] = []
+        for field in inner:
+            if not isinstance(field, exp.ColumnDef):
+                raise Untranslatable(f"Expecting 'name: TYPE' in STRUCT column '{name}'", field)
+            column, key, _ = _column_def(field)
+            if key is not None or column.default is not None:
+                raise Untranslatable(
+                    f"Field '{column.name}' of STRUCT column '{name}' takes no PRIMARY KEY or "
+                    "DEFAULT",
+                    field,
+                )
+            fields.append(column)
+        return tuple(fields)
+    names = (ELEMENT,) if ctype is ColumnType.LIST else (KEY, VALUE)
+    if len(inner) != len(names):
+        raise Untranslatable(
+            f"Type {ctype.sql_name} of column '{name}' takes {len(names)} type(s) in <…>", node
+        )
+    out: list[ColumnDef] = []
+    for field_name, field_type in zip(names, inner, strict=True):
+        path = f"{name}.{field_name}"
+        kind, precision, scale, length = column_type(field_type, path)
+        out.append(
+            ColumnDef(
+                name=field_name,
+                type=kind,
+                nullable=field_name != KEY and field_type.args.get("nullable") is not False,
+                precision=precision,
+                scale=scale,
+                length=length,
+                fields=_nested_fields(field_type, kind, path),
+            )
+        )
+    return tuple(out)
 
 
 def _key_columns(
@@ -446,6 +501,12 @@ def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: b
     changes: dict[str, Any] = {}
     if action.args.get("dtype") is not None:
         ctype, precision, scale, length = column_type(action.args["dtype"], column)
+        if ctype.nested:
+            raise Untranslatable(
+                f"Column '{column}' cannot change to a {ctype.sql_name} type in SQL; evolve "
+                "nested fields through an Iceberg client's schema update (EvolveColumn)",
+                action.args["dtype"],
+            )
         changes.update(type=ctype, precision=precision, scale=scale, length=length)
     allow_null = action.args.get("allow_null")
     if allow_null is not None:
