@@ -59,6 +59,7 @@ from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, Obje
 from almanac.errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    AmbiguousNameError,
     CatalogError,
     CatalogIdentityError,
     CompactedError,
@@ -99,6 +100,7 @@ __all__ = [
     "AccessDeniedError",
     "AddColumns",
     "AlreadyExistsError",
+    "AmbiguousNameError",
     "AlterColumn",
     "AlterZone",
     "Catalog",

@@ -14,6 +14,7 @@ from almanac.commands.base import (
     DEFAULT_SCHEMA,
     Command,
     IdAllocator,
+    already_exists,
     check_enum,
     check_enum_tuple,
     check_name,
@@ -23,6 +24,7 @@ from almanac.commands.base import (
     require_index_id,
     require_schema,
     require_table,
+    taken_by,
 )
 from almanac.descriptors import Collation, Index, IndexKind, IndexStatus
 from almanac.entries import (
@@ -34,7 +36,7 @@ from almanac.entries import (
     IndexStopped,
     UpdateEntry,
 )
-from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.errors import ValidationError
 
 __all__ = [
     "CreateIndex",
@@ -74,10 +76,14 @@ class CreateIndex(Command):
         check_name("Index", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
-        if cat.index(self.name, self.schema) is not None:
+        existing = taken_by(cat, "index", self.name, schema.id)
+        owner = None if existing is None else cat.tables_by_id[cat.indexes_by_id[existing].table_id]
+        if existing is not None and owner is not None and not owner.soft_deleted:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
+            raise already_exists(
+                "Index", full, qualified(self.schema, cat.indexes_by_id[existing].name)
+            )
         table = require_table(cat, self.schema, self.table)
         ensure_relation_name_free(cat, schema, self.name)
         tname = qualified(self.schema, table.name)
@@ -177,7 +183,8 @@ class RenameIndex(Command):
         if index is None or index.name == self.new_name:
             return []
         _refuse_primary_key(index, self.schema, "renamed (rename its table instead)")
-        ensure_relation_name_free(cat, require_schema(cat, self.schema), self.new_name)
+        schema = require_schema(cat, self.schema)
+        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=index.id)
         return [IndexRenamed(index.id, self.new_name)]
 
 

@@ -12,6 +12,7 @@ from almanac.commands.base import (
     Command,
     CommitContext,
     IdAllocator,
+    already_exists,
     check_column_count,
     check_column_def,
     check_column_names,
@@ -24,6 +25,7 @@ from almanac.commands.base import (
     qualified,
     require_schema,
     reserve_text,
+    taken_by,
 )
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
@@ -41,7 +43,7 @@ from almanac.entries import (
     ZoneCreated,
     pk_index_name,
 )
-from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.errors import NotFoundError, ValidationError
 
 __all__ = [
     "MAX_RESERVE_S",
@@ -149,10 +151,13 @@ class CreateTable(Command):
         check_name("Table", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
-        if cat.table(self.name, self.schema) is not None:
+        existing = taken_by(cat, "table", self.name, schema.id)
+        if existing is not None and not cat.tables_by_id[existing].soft_deleted:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
+            raise already_exists(
+                "Table", full, qualified(self.schema, cat.tables_by_id[existing].name)
+            )
         ensure_relation_name_free(cat, schema, self.name)
         ensure_relation_name_free(cat, schema, pk_index_name(self.name))
 
@@ -349,11 +354,9 @@ class RecoverTable(Command):
         entries: list[UpdateEntry] = [TableRecovered(table.id)]
         if self.new_name is not None and self.new_name != table.name:
             check_name("Table", self.new_name)
-            own_pk = table.primary_key_index_id
-            ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
-            ensure_relation_name_free(
-                cat, schema, pk_index_name(self.new_name), ignore_index=own_pk
-            )
+            own_pk, own = table.primary_key_index_id, table.id
+            for name in (self.new_name, pk_index_name(self.new_name)):
+                ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
             entries.append(TableRenamed(table.id, self.new_name))
         return entries
 
@@ -414,10 +417,11 @@ class RenameTable(Command):
             return []
         schema = require_schema(cat, self.schema)
         # The table's own primary-key index is renamed by the same entry, so
-        # its current name does not block either new name.
-        own_pk = table.primary_key_index_id
-        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
-        ensure_relation_name_free(cat, schema, pk_index_name(self.new_name), ignore_index=own_pk)
+        # its current name does not block either new name, nor does the
+        # table's own name a change of case.
+        own_pk, own = table.primary_key_index_id, table.id
+        for name in (self.new_name, pk_index_name(self.new_name)):
+            ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
         return [TableRenamed(table.id, self.new_name)]
 
 
