@@ -27,8 +27,9 @@ from immutables import Map
 
 from almanac.descriptors import Index, Schema, Table, Zone
 from almanac.errors import AmbiguousNameError
+from almanac.names import name_key
 
-__all__ = ["DEFAULT_SCHEMA", "CatalogVersion", "NameKind", "name_key", "bind_name", "unbind_name"]
+__all__ = ["DEFAULT_SCHEMA", "CatalogVersion"]
 
 DEFAULT_SCHEMA = "PUBLIC"
 
@@ -44,19 +45,6 @@ NameKind = Literal["schema", "table", "index", "zone"]
 
 _Key = TypeVar("_Key", str, tuple[int, str])
 _Ids = tuple[int, ...]
-
-
-def name_key(name: str) -> str:
-    """The case-free key of a name: the one place names are compared.
-
-    Unicode default caseless matching (``str.casefold``), applied after
-    ``str.upper`` (SQL's folding of unquoted names) so that an unquoted SQL
-    name always finds what the same text names elsewhere:
-    ``name_key(s.upper()) == name_key(s)`` for every string (casefold alone
-    misses one letter, the dotless i, U+0131). ASCII-only folding would not
-    do: SQL folds ``café`` to ``CAFÉ``. Names are not Unicode-normalised:
-    precomposed and decomposed spellings stay different names."""
-    return name.upper().casefold()
 
 
 def _fold(key: _Key) -> _Key:

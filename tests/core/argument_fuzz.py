@@ -120,6 +120,7 @@ MODULES_NOT_SWEPT = {
     "almanac.log": _INTERNAL,
     "almanac.log_format": _INTERNAL,
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
+    "almanac.names": _INTERNAL,
     "almanac.nodes": _INTERNAL,
     "almanac.placement": "tablet placement state, read through almanac.system_tables",
     "almanac.requests": _INTERNAL,

@@ -16,7 +16,7 @@ from immutables import Map
 
 import almanac
 from almanac import Catalog
-from almanac.catalog_version import CatalogVersion, name_key
+from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
     ColumnDef,
     CreateIndex,
@@ -30,6 +30,7 @@ from almanac.commands import (
 from almanac.datatypes import ColumnType
 from almanac.entries import UpdateEntry, VersionedUpdate, apply_entries
 from almanac.errors import AlreadyExistsError, AmbiguousNameError
+from almanac.names import name_key
 from almanac.serialization import decode_catalog, encode_catalog
 from almanac.spark.names import parse_name, resolve_table
 

@@ -31,6 +31,7 @@ from almanac.descriptors import (
 )
 from almanac.entries import ObjectIdsReserved, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.names import name_key
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -358,14 +359,15 @@ def check_column_names(table: str, names: list[str], *, lookup: bool = False) ->
     seen: set[str] = set()
     for name in names:
         check_name("Column", name, lookup=lookup)
-        if name in seen:
+        key = name_key(name)
+        if key in seen:
             raise ValidationError(
                 f"Column '{name}' is given more than once for table '{table}'",
                 kind="column",
                 name=name,
                 table=table,
             )
-        seen.add(name)
+        seen.add(key)
 
 
 MAX_COLUMNS = 4096

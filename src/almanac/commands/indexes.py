@@ -26,7 +26,7 @@ from almanac.commands.base import (
     require_table,
     taken_by,
 )
-from almanac.descriptors import Collation, Index, IndexKind, IndexStatus
+from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table
 from almanac.entries import (
     IndexBuildStarted,
     IndexCreated,
@@ -87,7 +87,7 @@ class CreateIndex(Command):
         table = require_table(cat, self.schema, self.table)
         ensure_relation_name_free(cat, schema, self.name)
         tname = qualified(self.schema, table.name)
-        columns = tuple(self.columns)
+        columns = tuple(_defined(table, c) for c in self.columns)
         if not columns:
             raise ValidationError(f"Index '{full}' needs at least one column", index=full)
         seen: set[str] = set()
@@ -235,3 +235,9 @@ class RemoveIndex(_IndexTransition):
 
     def _entry(self, index_id: int) -> UpdateEntry:
         return IndexRemoved(index_id)
+
+
+def _defined(table: Table, name: str) -> str:
+    """The column as the table spells it (any case finds it), else as given."""
+    column = table.column(name)
+    return name if column is None else column.name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from almanac.catalog_version import CatalogVersion, name_key
+from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     RESERVED_SCHEMAS,
@@ -18,6 +18,7 @@ from almanac.commands.base import (
 from almanac.descriptors import Schema
 from almanac.entries import IndexRemoved, SchemaCreated, SchemaDropped, TableDropped, UpdateEntry
 from almanac.errors import ValidationError
+from almanac.names import name_key
 
 __all__ = ["CreateSchema", "DropSchema", "drop_table_entries"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from almanac.catalog_version import CatalogVersion
@@ -44,6 +45,7 @@ from almanac.entries import (
     pk_index_name,
 )
 from almanac.errors import NotFoundError, ValidationError
+from almanac.names import name_key
 
 __all__ = [
     "MAX_RESERVE_S",
@@ -104,6 +106,13 @@ def _check_properties(table: str, props: TableProperties) -> None:
             table=table,
             rule="min-stale-rows",
         )
+
+
+def spelled_as_defined(names: tuple[str, ...], defined: Iterable[str]) -> tuple[str, ...]:
+    """Column names as the table defines them: a key may name its columns
+    in any case (names that match nothing are left for the checks)."""
+    spelled = {name_key(name): name for name in defined}
+    return tuple(spelled.get(name_key(name), name) for name in names)
 
 
 def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[str]) -> None:
@@ -168,7 +177,7 @@ class CreateTable(Command):
         for col in self.columns:
             check_column_def(full, col)
 
-        pk = tuple(self.primary_key)
+        pk = spelled_as_defined(self.primary_key, [c.name for c in self.columns])
         if not pk:
             raise ValidationError(f"Table '{full}' needs a primary key", table=full)
         by_name = {c.name: c for c in self.columns}
@@ -181,7 +190,7 @@ class CreateTable(Command):
                     column=name,
                 )
         collations = self._pk_collations(full, pk)
-        colocation = pk if self.colocation is None else tuple(self.colocation)
+        colocation = pk if self.colocation is None else spelled_as_defined(self.colocation, pk)
         if not colocation:
             raise ValidationError(f"Colocation columns of table '{full}' are empty", table=full)
         _check_key_list(full, "colocation columns", colocation, set(pk))

@@ -34,7 +34,6 @@ from typing import Any
 from urllib.parse import quote
 
 from almanac.catalog import Catalog
-from almanac.catalog_version import name_key
 from almanac.commands import Command, CreateTable, DropTable
 from almanac.data import DataFile, TableData
 from almanac.data.writing import commit_table_as
@@ -47,6 +46,7 @@ from almanac.errors import (
     TableBeingCreatedError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Put
+from almanac.names import name_key
 from almanac.spark.names import catalog_session, parse_name, resolve_schema
 from almanac.spark.native_write import prepare, write_staged
 from almanac.spark.types import column_defs
