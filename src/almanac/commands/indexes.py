@@ -82,7 +82,7 @@ class CreateIndex(Command):
             if self.if_not_exists:
                 return []
             raise already_exists(
-                "Index", full, qualified(self.schema, cat.indexes_by_id[existing].name)
+                "Index", full, qualified(schema.name, cat.indexes_by_id[existing].name)
             )
         table = require_table(cat, self.schema, self.table)
         ensure_relation_name_free(cat, schema, self.name)

@@ -165,7 +165,7 @@ class CreateTable(Command):
             if self.if_not_exists:
                 return []
             raise already_exists(
-                "Table", full, qualified(self.schema, cat.tables_by_id[existing].name)
+                "Table", full, qualified(schema.name, cat.tables_by_id[existing].name)
             )
         ensure_relation_name_free(cat, schema, self.name)
         ensure_relation_name_free(cat, schema, pk_index_name(self.name))
