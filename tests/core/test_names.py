@@ -7,6 +7,7 @@ reachable by its exact spelling, and only an ambiguous spelling is refused."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,18 +19,20 @@ import almanac
 from almanac import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
+    AddColumns,
     ColumnDef,
     CreateIndex,
     CreateSchema,
     CreateTable,
     CreateZone,
+    RenameColumn,
     RenameIndex,
     RenameTable,
     RenameZone,
 )
 from almanac.datatypes import ColumnType
 from almanac.entries import UpdateEntry, VersionedUpdate, apply_entries
-from almanac.errors import AlreadyExistsError, AmbiguousNameError
+from almanac.errors import AlreadyExistsError, AmbiguousNameError, ValidationError
 from almanac.names import name_key
 from almanac.serialization import decode_catalog, encode_catalog
 from almanac.spark.names import parse_name, resolve_table
@@ -221,3 +224,28 @@ def test_an_old_catalog_with_case_only_twins_opens_and_reaches_each(
         cat.execute([RenameTable("Orders", "ORDERS_OLD", schema="SALES")])
         assert cat.catalog().table("orders", "SALES") == first
         assert ("table", ["SALES.ORDERS", "SALES.Orders"]) not in cat.catalog().name_collisions()
+
+
+def test_column_names_are_unique_within_a_table_without_regard_to_case(cat: Catalog) -> None:
+    note = ColumnDef(name="note", type=ColumnType.STRING)
+    with pytest.raises(ValidationError, match=r"Column 'NOTE' is given more than once"):
+        cat.execute(
+            [
+                CreateTable(
+                    name="t", columns=(ID, note, replace(note, name="NOTE")), primary_key=("ID",)
+                )
+            ]
+        )
+    cat.execute([CreateTable(name="t", columns=(ID, note), primary_key=("id",))])
+    table = cat.catalog().table("T")
+    assert table is not None and table.primary_key == ("ID",), "the key as the table spells it"
+    with pytest.raises(
+        AlreadyExistsError, match=r"Column 'Note' already exists in table 'PUBLIC.t' as 'note'"
+    ):
+        cat.execute([AddColumns(table="t", columns=(replace(note, name="Note"),))])
+    cat.execute([CreateIndex(name="by_note", table="t", columns=("NOTE",))])
+    assert cat.catalog().index("by_note").columns == ("note",)  # type: ignore[union-attr]
+    cat.execute([AddColumns(table="t", columns=(replace(note, name="extra"),))])
+    cat.execute([RenameColumn(table="t", column="EXTRA", new_name="Extra")])
+    cat.sql("ALTER TABLE t DROP COLUMN extra")  # SQL folds it to EXTRA
+    assert [c.name for c in cat.catalog().table("t").columns] == ["ID", "note"]  # type: ignore[union-attr]
