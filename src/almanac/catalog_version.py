@@ -45,6 +45,19 @@ NameKind = Literal["schema", "table", "index", "zone"]
 
 _Key = TypeVar("_Key", str, tuple[int, str])
 _Ids = tuple[int, ...]
+_Held = int | _Ids
+"""A key map's value: the one id holding the key (nearly always), or the
+sorted ids of an old catalog's case-only twins; a bare int keeps the maps small."""
+
+
+def _ids(held: _Held | None) -> _Ids:
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, int) else held
+
+
+def _held(ids: _Ids) -> _Held:
+    return ids[0] if len(ids) == 1 else tuple(sorted(ids))
 
 
 def _fold(key: _Key) -> _Key:
@@ -54,32 +67,32 @@ def _fold(key: _Key) -> _Key:
 
 
 def bind_name(
-    names: Map[_Key, int], keys: Map[_Key, _Ids], key: _Key, object_id: int
-) -> tuple[Map[_Key, int], Map[_Key, _Ids]]:
+    names: Map[_Key, int], keys: Map[_Key, _Held], key: _Key, object_id: int
+) -> tuple[Map[_Key, int], Map[_Key, _Held]]:
     """``names`` and its key map with ``key`` naming ``object_id``."""
     folded = _fold(key)
-    held: _Ids = keys.get(folded, ())
+    held: _Ids = _ids(keys.get(folded))
     if object_id not in held:
-        keys = keys.set(folded, tuple(sorted((*held, object_id))))
+        keys = keys.set(folded, _held((*held, object_id)))
     return names.set(key, object_id), keys
 
 
 def unbind_name(
-    names: Map[_Key, int], keys: Map[_Key, _Ids], key: _Key, object_id: int
-) -> tuple[Map[_Key, int], Map[_Key, _Ids]]:
+    names: Map[_Key, int], keys: Map[_Key, _Held], key: _Key, object_id: int
+) -> tuple[Map[_Key, int], Map[_Key, _Held]]:
     """``names`` and its key map without ``key``, if it names ``object_id``."""
     if names.get(key) != object_id:
         return names, keys
     folded = _fold(key)
-    rest = tuple(i for i in keys.get(folded, ()) if i != object_id)
-    return names.delete(key), keys.set(folded, rest) if rest else keys.delete(folded)
+    rest = tuple(i for i in _ids(keys.get(folded)) if i != object_id)
+    return names.delete(key), keys.set(folded, _held(rest)) if rest else keys.delete(folded)
 
 
-def _key_map(names: Map[_Key, int]) -> Map[_Key, _Ids]:
+def _key_map(names: Map[_Key, int]) -> Map[_Key, _Held]:
     grouped: dict[_Key, list[int]] = {}
     for key, object_id in names.items():
         grouped.setdefault(_fold(key), []).append(object_id)
-    return Map({key: tuple(sorted(ids)) for key, ids in grouped.items()})
+    return Map({key: _held(tuple(ids)) for key, ids in grouped.items()})
 
 
 _DERIVE: Map[Any, Any] = Map()
@@ -116,10 +129,10 @@ class CatalogVersion:
     table_indexes: Map[int, tuple[int, ...]]
     zones_by_id: Map[int, Zone]
     zone_names: Map[str, int]
-    schema_keys: Map[str, _Ids] = field(default=_DERIVE, compare=False, repr=False)
-    table_keys: Map[tuple[int, str], _Ids] = field(default=_DERIVE, compare=False, repr=False)
-    index_keys: Map[tuple[int, str], _Ids] = field(default=_DERIVE, compare=False, repr=False)
-    zone_keys: Map[str, _Ids] = field(default=_DERIVE, compare=False, repr=False)
+    schema_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
+    table_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
+    index_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
+    zone_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for names, keys in _NAME_FIELDS.values():
@@ -162,11 +175,9 @@ class CatalogVersion:
         """The one id ``key`` names without regard to case, when its exact
         spelling (which the callers try first, inline: it is the hot path)
         names nothing."""
-        held: _Ids | None = getattr(self, _NAME_FIELDS[kind][1]).get(_fold(key))
-        if held is None:
-            return None
-        if len(held) == 1:
-            return held[0]
+        held: _Held | None = getattr(self, _NAME_FIELDS[kind][1]).get(_fold(key))
+        if held is None or isinstance(held, int):
+            return held
         name = key[1] if isinstance(key, tuple) else key
         raise self._ambiguous(kind, name, held)
 
@@ -187,9 +198,9 @@ class CatalogVersion:
         """Every id whose name equals ``name`` without regard to case (alive
         indexes only; soft-deleted tables included): what a create collides
         with. ``schema_id`` is the parent of tables and indexes."""
-        keys: Map[Any, _Ids] = getattr(self, _NAME_FIELDS[kind][1])
+        keys: Map[Any, _Held] = getattr(self, _NAME_FIELDS[kind][1])
         key = name_key(name)
-        return keys.get(key if schema_id is None else (schema_id, key), ())
+        return _ids(keys.get(key if schema_id is None else (schema_id, key)))
 
     def name_collisions(self) -> list[tuple[NameKind, list[str]]]:
         """Names that differ only by case, each group sorted, schema-qualified
@@ -197,7 +208,7 @@ class CatalogVersion:
         found: list[tuple[NameKind, list[str]]] = []
         for kind, (_, keys) in _NAME_FIELDS.items():
             for held in getattr(self, keys).values():
-                if len(held) > 1:
+                if not isinstance(held, int):
                     found.append((kind, sorted(self._qualified(kind, i) for i in held)))
         return sorted(found)
 
