@@ -96,7 +96,8 @@ def _key_map(names: Map[_Key, int]) -> Map[_Key, _Held]:
 
 
 _DERIVE: Map[Any, Any] = Map()
-"""Default of the key maps: derive them from the by-name maps (a decoded or
+"""Default of the key maps, told apart by identity (``immutables`` makes a
+new empty map per call): derive them from the by-name maps (a decoded or
 hand-built version); ``evolve`` passes them on, kept up by ``bind_name``."""
 
 

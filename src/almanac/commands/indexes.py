@@ -77,13 +77,11 @@ class CreateIndex(Command):
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
         existing = taken_by(cat, "index", self.name, schema.id)
-        owner = None if existing is None else cat.tables_by_id[cat.indexes_by_id[existing].table_id]
-        if existing is not None and owner is not None and not owner.soft_deleted:
+        found = None if existing is None else cat.indexes_by_id[existing]
+        if found is not None and not cat.tables_by_id[found.table_id].soft_deleted:
             if self.if_not_exists:
                 return []
-            raise already_exists(
-                "Index", full, qualified(schema.name, cat.indexes_by_id[existing].name)
-            )
+            raise already_exists("Index", full, qualified(schema.name, found.name))
         table = require_table(cat, self.schema, self.table)
         ensure_relation_name_free(cat, schema, self.name)
         tname = qualified(self.schema, table.name)
