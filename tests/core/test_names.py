@@ -249,3 +249,17 @@ def test_column_names_are_unique_within_a_table_without_regard_to_case(cat: Cata
     cat.execute([RenameColumn(table="t", column="EXTRA", new_name="Extra")])
     cat.sql("ALTER TABLE t DROP COLUMN extra")  # SQL folds it to EXTRA
     assert [c.name for c in cat.catalog().table("t").columns] == ["ID", "note"]  # type: ignore[union-attr]
+
+
+def test_case_only_twin_columns_of_an_old_table_stay_reachable(cat: Catalog) -> None:
+    cat.execute([CreateTable(name="t", columns=(ID,), primary_key=("ID",))])
+    made = cat.catalog().table("T")
+    assert made is not None
+    twins = (replace(ID, name="ab"), replace(ID, name="AB"))
+    old = replace(made, columns=(*made.columns, *(c.to_column(i + 1) for i, c in enumerate(twins))))
+    assert old.column("ab") is not None and old.column("ab").id == 1  # type: ignore[union-attr]
+    assert old.column("AB") is not None and old.column("AB").id == 2  # type: ignore[union-attr]
+    assert old.column("id") is not None
+    with pytest.raises(AmbiguousNameError, match=r"'AB' and 'ab'") as err:
+        old.column("Ab")
+    assert err.value.context["matches"] == ["AB", "ab"]
