@@ -220,6 +220,7 @@ def test_conform_finds_columns_by_any_spelling(cat: Catalog) -> None:
     rows = conform(pa.table({"id": [1, 2], "NOTE": ["a", "b"]}), table)
     assert rows.column_names == ["ID", "note"]
     assert rows.to_pylist() == [{"ID": 1, "note": "a"}, {"ID": 2, "note": "b"}]
+    assert output_schema(table, ["Note", "id"]).names == ["ID", "note"]
 
 
 def test_conform_accepts_record_batches_and_exact_narrowing(cat: Catalog) -> None:

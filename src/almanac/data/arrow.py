@@ -117,16 +117,18 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
         )
     for name in columns:
         check.string(name, f"Column name in parameter 'columns' of a read of table '{table.name}'")
-    wanted = set(columns)
+    wanted: set[int] = set()  # column ids: any spelling names a column
     for name in columns:
-        if table.column(name) is None:
+        column = table.column(name)
+        if column is None:
             raise NotFoundError(
                 f"Column '{name}' does not exist in table '{table.name}'",
                 kind="column",
                 table=table.name,
                 column=name,
             )
-    return [c for c in table.columns if c.name in wanted]
+        wanted.add(column.id)
+    return [c for c in table.columns if c.id in wanted]
 
 
 def output_schema(table: Table, columns: Sequence[str] | None = None) -> pa.Schema:
