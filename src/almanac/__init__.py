@@ -60,6 +60,7 @@ from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, Obje
 from almanac.errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    AmbiguousNameError,
     CatalogError,
     CatalogIdentityError,
     CompactedError,
@@ -101,6 +102,7 @@ __all__ = [
     "AccessDeniedError",
     "AddColumns",
     "AlreadyExistsError",
+    "AmbiguousNameError",
     "AlterColumn",
     "EvolveColumn",
     "AlterZone",

@@ -308,6 +308,15 @@ class Catalog:
         _log.info(
             "Node '%s' opened catalog %s at version %d", self.node_name, target, self.latest_version
         )
+        for kind, names in self.catalog().name_collisions():
+            _log.warning(
+                "Catalog %s holds %s names that differ only by case, made before names became "
+                "case-insensitive: %s. Each is still found by its exact spelling; another "
+                "spelling is refused as ambiguous. Rename all but one to lift it",
+                target,
+                kind,
+                ", ".join(repr(name) for name in names),
+            )
 
     # -- reading -------------------------------------------------------------
 

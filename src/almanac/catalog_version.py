@@ -3,6 +3,16 @@
 Every map is an ``immutables.Map`` (a hash array mapped trie), so a new
 version shares every node it did not change: a version costs memory in
 proportion to what changed, not to the size of the catalog.
+
+Names follow one rule: within their parent (the catalog for schemas and
+zones, a schema for tables and indexes) they are unique without regard to
+case, and every lookup finds an object by any spelling of its name. The
+by-name maps keep each name as it was written; beside each one a *key map*,
+made by ``name_key`` alone, groups the ids by case-free key. A lookup tries
+the exact spelling first, then the key. Catalogs made before the rule may
+hold case-only twins (``orders`` and ``ORDERS``): each stays reachable by
+its exact spelling, and only a spelling that matches neither exactly but
+both without case is refused (``AmbiguousNameError``, naming both).
 """
 
 from __future__ import annotations
@@ -10,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from immutables import Map
 
 from almanac.descriptors import Index, Schema, Table, Zone
+from almanac.errors import AmbiguousNameError
+from almanac.names import name_key
 
 __all__ = ["DEFAULT_SCHEMA", "CatalogVersion"]
 
@@ -29,13 +41,75 @@ def _sorted_by_id(items: Iterable[_V]) -> list[_V]:
     return sorted(items, key=lambda o: o.id)  # type: ignore[attr-defined]
 
 
+NameKind = Literal["schema", "table", "index", "zone"]
+
+_Key = TypeVar("_Key", str, tuple[int, str])
+_Ids = tuple[int, ...]
+_Held = int | _Ids
+"""A key map's value: the one id holding the key (nearly always), or the
+sorted ids of an old catalog's case-only twins; a bare int keeps the maps small."""
+
+
+def _ids(held: _Held | None) -> _Ids:
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, int) else held
+
+
+def _held(ids: _Ids) -> _Held:
+    return ids[0] if len(ids) == 1 else tuple(sorted(ids))
+
+
+def _fold(key: _Key) -> _Key:
+    if isinstance(key, tuple):
+        return (key[0], name_key(key[1]))
+    return name_key(key)
+
+
+def bind_name(
+    names: Map[_Key, int], keys: Map[_Key, _Held], key: _Key, object_id: int
+) -> tuple[Map[_Key, int], Map[_Key, _Held]]:
+    """``names`` and its key map with ``key`` naming ``object_id``."""
+    folded = _fold(key)
+    held: _Ids = _ids(keys.get(folded))
+    if object_id not in held:
+        keys = keys.set(folded, _held((*held, object_id)))
+    return names.set(key, object_id), keys
+
+
+def unbind_name(
+    names: Map[_Key, int], keys: Map[_Key, _Held], key: _Key, object_id: int
+) -> tuple[Map[_Key, int], Map[_Key, _Held]]:
+    """``names`` and its key map without ``key``, if it names ``object_id``."""
+    if names.get(key) != object_id:
+        return names, keys
+    folded = _fold(key)
+    rest = tuple(i for i in _ids(keys.get(folded)) if i != object_id)
+    return names.delete(key), keys.set(folded, _held(rest)) if rest else keys.delete(folded)
+
+
+def _key_map(names: Map[_Key, int]) -> Map[_Key, _Held]:
+    grouped: dict[_Key, list[int]] = {}
+    for key, object_id in names.items():
+        grouped.setdefault(_fold(key), []).append(object_id)
+    return Map({key: _held(tuple(ids)) for key, ids in grouped.items()})
+
+
+_DERIVE: Map[Any, Any] = Map()
+"""Default of the key maps, told apart by identity (``immutables`` makes a
+new empty map per call): derive them from the by-name maps (a decoded or
+hand-built version); ``evolve`` passes them on, kept up by ``bind_name``."""
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogVersion:
     """The catalog as of ``version``; equal versions compare equal field by field.
 
     Name maps are keyed by ``(schema_id, name)`` for objects that live in a
-    schema. ``index_names`` holds only alive indexes: a STOPPING index keeps
-    its name but frees it for reuse.
+    schema. The ``*_keys`` maps are theirs grouped by ``name_key``: derived
+    state, left out of equality and of the serialized form. ``index_names``
+    holds only alive indexes: a STOPPING index keeps its name but frees it
+    for reuse.
 
     A soft-deleted table (``Table.soft_deleted``) keeps its entries in every
     map, so its name and its indexes' names stay taken and ``tables_by_id``
@@ -56,6 +130,15 @@ class CatalogVersion:
     table_indexes: Map[int, tuple[int, ...]]
     zones_by_id: Map[int, Zone]
     zone_names: Map[str, int]
+    schema_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
+    table_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
+    index_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
+    zone_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for names, keys in _NAME_FIELDS.values():
+            if getattr(self, keys) is _DERIVE:
+                object.__setattr__(self, keys, _key_map(getattr(self, names)))
 
     @staticmethod
     def empty() -> CatalogVersion:
@@ -89,8 +172,60 @@ class CatalogVersion:
 
     # -- schemas -------------------------------------------------------------
 
+    def _by_key(self, kind: NameKind, key: _Key) -> int | None:
+        """The one id ``key`` names without regard to case, when its exact
+        spelling (which the callers try first, inline: it is the hot path)
+        names nothing."""
+        held: _Held | None = getattr(self, _NAME_FIELDS[kind][1]).get(_fold(key))
+        if held is None or isinstance(held, int):
+            return held
+        name = key[1] if isinstance(key, tuple) else key
+        raise self._ambiguous(kind, name, held)
+
+    def _ambiguous(self, kind: NameKind, name: str, held: _Ids) -> AmbiguousNameError:
+        matches = sorted(self._qualified(kind, i) for i in held)
+        shown = " and ".join(repr(m) for m in matches)
+        return AmbiguousNameError(
+            f"{kind.capitalize()} name {name!r} matches {shown} without regard to case: they "
+            "were made before names became case-insensitive; spell one of them exactly "
+            "(quoted in SQL) or rename one",
+            kind=kind,
+            name=name,
+            matches=matches,
+            rule="ambiguous-name",
+        )
+
+    def holders(self, kind: NameKind, name: str, schema_id: int | None = None) -> _Ids:
+        """Every id whose name equals ``name`` without regard to case (alive
+        indexes only; soft-deleted tables included): what a create collides
+        with. ``schema_id`` is the parent of tables and indexes."""
+        keys: Map[Any, _Held] = getattr(self, _NAME_FIELDS[kind][1])
+        key = name_key(name)
+        return _ids(keys.get(key if schema_id is None else (schema_id, key)))
+
+    def name_collisions(self) -> list[tuple[NameKind, list[str]]]:
+        """Names that differ only by case, each group sorted, schema-qualified
+        for tables and indexes: only catalogs made before the rule hold any."""
+        found: list[tuple[NameKind, list[str]]] = []
+        for kind, (_, keys) in _NAME_FIELDS.items():
+            for held in getattr(self, keys).values():
+                if not isinstance(held, int):
+                    found.append((kind, sorted(self._qualified(kind, i) for i in held)))
+        return sorted(found)
+
+    def _qualified(self, kind: NameKind, object_id: int) -> str:
+        if kind == "schema":
+            return self.schemas_by_id[object_id].name
+        if kind == "zone":
+            return self.zones_by_id[object_id].name
+        obj = self.tables_by_id[object_id] if kind == "table" else self.indexes_by_id[object_id]
+        schema = self.schemas_by_id.get(obj.schema_id)
+        return f"{'?' if schema is None else schema.name}.{obj.name}"
+
     def schema(self, name: str) -> Schema | None:
         sid = self.schema_names.get(name)
+        if sid is None:
+            sid = self._by_key("schema", name)
         return None if sid is None else self.schemas_by_id[sid]
 
     def schema_by_id(self, schema_id: int) -> Schema | None:
@@ -104,8 +239,12 @@ class CatalogVersion:
     def table(self, name: str, schema: str = DEFAULT_SCHEMA) -> Table | None:
         sid = self.schema_names.get(schema)
         if sid is None:
+            sid = self._by_key("schema", schema)
+        if sid is None:
             return None
         tid = self.table_names.get((sid, name))
+        if tid is None:
+            tid = self._by_key("table", (sid, name))
         if tid is None:
             return None
         table = self.tables_by_id[tid]
@@ -122,7 +261,11 @@ class CatalogVersion:
     def soft_deleted_table(self, name: str, schema: str = DEFAULT_SCHEMA) -> Table | None:
         """The soft-deleted table holding this name, if any."""
         sid = self.schema_names.get(schema)
+        if sid is None:
+            sid = self._by_key("schema", schema)
         tid = None if sid is None else self.table_names.get((sid, name))
+        if sid is not None and tid is None:
+            tid = self._by_key("table", (sid, name))
         table = None if tid is None else self.tables_by_id[tid]
         return table if table is not None and table.dropped_at is not None else None
 
@@ -134,6 +277,8 @@ class CatalogVersion:
             return _sorted_by_id(self.tables_by_id.values())
         sid = self.schema_names.get(schema)
         if sid is None:
+            sid = self._by_key("schema", schema)
+        if sid is None:
             return []
         return _sorted_by_id(t for t in self.tables_by_id.values() if t.schema_id == sid)
 
@@ -142,8 +287,12 @@ class CatalogVersion:
     def index(self, name: str, schema: str = DEFAULT_SCHEMA) -> Index | None:
         sid = self.schema_names.get(schema)
         if sid is None:
+            sid = self._by_key("schema", schema)
+        if sid is None:
             return None
         iid = self.index_names.get((sid, name))
+        if iid is None:
+            iid = self._by_key("index", (sid, name))
         if iid is None:
             return None
         index = self.indexes_by_id[iid]
@@ -169,6 +318,8 @@ class CatalogVersion:
 
     def zone(self, name: str) -> Zone | None:
         zid = self.zone_names.get(name)
+        if zid is None:
+            zid = self._by_key("zone", name)
         return None if zid is None else self.zones_by_id[zid]
 
     def zone_by_id(self, zone_id: int) -> Zone | None:
@@ -181,6 +332,13 @@ class CatalogVersion:
     def default_zone(self) -> Zone | None:
         return None if self.default_zone_id is None else self.zones_by_id.get(self.default_zone_id)
 
+
+_NAME_FIELDS: dict[NameKind, tuple[str, str]] = {
+    "schema": ("schema_names", "schema_keys"),
+    "table": ("table_names", "table_keys"),
+    "index": ("index_names", "index_keys"),
+    "zone": ("zone_names", "zone_keys"),
+}
 
 _FIELD_NAMES = tuple(field.name for field in dataclasses.fields(CatalogVersion))
 _FIELD_INDEX = {name: i for i, name in enumerate(_FIELD_NAMES)}

@@ -18,6 +18,8 @@ from typing import Any
 from almanac import _check as check
 from almanac.clock import LOGICAL_BITS
 from almanac.datatypes import ColumnType
+from almanac.errors import AmbiguousNameError
+from almanac.names import name_key
 
 __all__ = [
     "Collation",
@@ -199,6 +201,10 @@ class TableProperties:
         check.check_fields(self)
 
 
+def _columns(held: Column | tuple[Column, ...]) -> tuple[Column, ...]:
+    return (held,) if isinstance(held, Column) else held
+
+
 @dataclass(frozen=True, slots=True)
 class Table:
     id: int
@@ -219,9 +225,13 @@ class Table:
     update_version: int = 0
     dropped_at: int | None = None
     reserve_ms: int = 0
-    # Column by name, built on first lookup: a scan per lookup made adding
-    # or checking n columns quadratic.
-    _by_name: dict[str, Column] | None = field(default=None, init=False, repr=False, compare=False)
+    # Columns by ``name_key``, built on first lookup: a scan per lookup made
+    # adding or checking n columns quadratic. One dict, and a bare column per
+    # key (a tuple only for an old table's case-only twins): old versions
+    # keep their tables, caches included.
+    _by_key: dict[str, Column | tuple[Column, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def soft_deleted(self) -> bool:
@@ -238,11 +248,34 @@ class Table:
         return self.dropped_at + (self.reserve_ms << LOGICAL_BITS)
 
     def column(self, name: str) -> Column | None:
-        by_name = self._by_name
-        if by_name is None:
-            by_name = {col.name: col for col in reversed(self.columns)}
-            object.__setattr__(self, "_by_name", by_name)
-        return by_name.get(name)
+        """The column ``name`` spells, without regard to case; its exact
+        spelling first, which picks one of an old table's case-only twins."""
+        by_key = self._by_key
+        if by_key is None:
+            by_key = {}
+            for col in self.columns:
+                key = name_key(col.name)
+                held = by_key.get(key)
+                by_key[key] = col if held is None else (*_columns(held), col)
+            object.__setattr__(self, "_by_key", by_key)
+        held = by_key.get(name_key(name))
+        if held is None or isinstance(held, Column):
+            return held
+        for col in held:
+            if col.name == name:
+                return col
+        matches = sorted(col.name for col in held)
+        raise AmbiguousNameError(
+            f"Column name {name!r} of table '{self.name}' matches "
+            f"{' and '.join(repr(m) for m in matches)} without regard to case: they were "
+            "made before names became case-insensitive; spell one of them exactly "
+            "(quoted in SQL) or rename one",
+            kind="column",
+            name=name,
+            table=self.name,
+            matches=matches,
+            rule="ambiguous-name",
+        )
 
     def column_by_id(self, column_id: int) -> Column | None:
         for col in self.columns:

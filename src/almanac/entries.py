@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from almanac.catalog_version import CatalogVersion
+from almanac.catalog_version import CatalogVersion, bind_name, unbind_name
 from almanac.clock import LOGICAL_BITS
 from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
 from almanac.errors import CorruptLogError
@@ -79,13 +79,14 @@ def _put_table(cat: CatalogVersion, table: Table) -> CatalogVersion:
 
 
 def _put_index(cat: CatalogVersion, old: Index, new: Index) -> CatalogVersion:
-    names = cat.index_names
-    old_key = (old.schema_id, old.name)
-    if old.status.alive and names.get(old_key) == old.id:
-        names = names.delete(old_key)
+    names, keys = cat.index_names, cat.index_keys
+    if old.status.alive:
+        names, keys = unbind_name(names, keys, (old.schema_id, old.name), old.id)
     if new.status.alive:
-        names = names.set((new.schema_id, new.name), new.id)
-    return cat.evolve(indexes_by_id=cat.indexes_by_id.set(new.id, new), index_names=names)
+        names, keys = bind_name(names, keys, (new.schema_id, new.name), new.id)
+    return cat.evolve(
+        indexes_by_id=cat.indexes_by_id.set(new.id, new), index_names=names, index_keys=keys
+    )
 
 
 class UpdateEntry:
@@ -120,9 +121,11 @@ class SchemaCreated(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         schema = replace(self.schema, update_version=cat.version)
+        names, keys = bind_name(cat.schema_names, cat.schema_keys, schema.name, schema.id)
         return cat.evolve(
             schemas_by_id=cat.schemas_by_id.set(schema.id, schema),
-            schema_names=cat.schema_names.set(schema.name, schema.id),
+            schema_names=names,
+            schema_keys=keys,
         )
 
     def object_id(self) -> int:
@@ -137,9 +140,11 @@ class SchemaDropped(UpdateEntry):
         schema = cat.schemas_by_id.get(self.schema_id)
         if schema is None:
             raise _missing("schema", self.schema_id, self)
+        names, keys = unbind_name(cat.schema_names, cat.schema_keys, schema.name, schema.id)
         return cat.evolve(
             schemas_by_id=cat.schemas_by_id.delete(schema.id),
-            schema_names=cat.schema_names.delete(schema.name),
+            schema_names=names,
+            schema_keys=keys,
         )
 
     def object_id(self) -> int:
@@ -156,9 +161,9 @@ class ZoneCreated(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         zone = replace(self.zone, update_version=cat.version)
+        names, keys = bind_name(cat.zone_names, cat.zone_keys, zone.name, zone.id)
         return cat.evolve(
-            zones_by_id=cat.zones_by_id.set(zone.id, zone),
-            zone_names=cat.zone_names.set(zone.name, zone.id),
+            zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
         )
 
     def object_id(self) -> int:
@@ -177,8 +182,11 @@ class ZoneAltered(UpdateEntry):
         if old is None:
             raise _missing("zone", self.zone.id, self)
         zone = replace(self.zone, update_version=cat.version)
-        names = cat.zone_names.delete(old.name).set(zone.name, zone.id)
-        return cat.evolve(zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names)
+        names, keys = unbind_name(cat.zone_names, cat.zone_keys, old.name, old.id)
+        names, keys = bind_name(names, keys, zone.name, zone.id)
+        return cat.evolve(
+            zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
+        )
 
     def object_id(self) -> int:
         return self.zone.id
@@ -193,9 +201,9 @@ class ZoneDropped(UpdateEntry):
         zone = cat.zones_by_id.get(self.zone_id)
         if zone is None:
             raise _missing("zone", self.zone_id, self)
+        names, keys = unbind_name(cat.zone_names, cat.zone_keys, zone.name, zone.id)
         return cat.evolve(
-            zones_by_id=cat.zones_by_id.delete(zone.id),
-            zone_names=cat.zone_names.delete(zone.name),
+            zones_by_id=cat.zones_by_id.delete(zone.id), zone_names=names, zone_keys=keys
         )
 
     def object_id(self) -> int:
@@ -228,9 +236,12 @@ class TableCreated(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         table = replace(self.table, created_version=cat.version, update_version=cat.version)
+        key = (table.schema_id, table.name)
+        names, keys = bind_name(cat.table_names, cat.table_keys, key, table.id)
         return cat.evolve(
             tables_by_id=cat.tables_by_id.set(table.id, table),
-            table_names=cat.table_names.set((table.schema_id, table.name), table.id),
+            table_names=names,
+            table_keys=keys,
             table_indexes=cat.table_indexes.set(table.id, ()),
         )
 
@@ -247,9 +258,12 @@ class TableDropped(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         table = _table(cat, self.table_id, self)
+        key = (table.schema_id, table.name)
+        names, keys = unbind_name(cat.table_names, cat.table_keys, key, table.id)
         return cat.evolve(
             tables_by_id=cat.tables_by_id.delete(table.id),
-            table_names=cat.table_names.delete((table.schema_id, table.name)),
+            table_names=names,
+            table_keys=keys,
             table_indexes=cat.table_indexes.delete(table.id),
         )
 
@@ -314,11 +328,12 @@ class TableRenamed(UpdateEntry):
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         table = replace(old, name=self.name, update_version=cat.version)
+        names, keys = unbind_name(
+            cat.table_names, cat.table_keys, (old.schema_id, old.name), old.id
+        )
+        names, keys = bind_name(names, keys, (table.schema_id, table.name), table.id)
         cat = cat.evolve(
-            tables_by_id=cat.tables_by_id.set(table.id, table),
-            table_names=cat.table_names.delete((old.schema_id, old.name)).set(
-                (table.schema_id, table.name), table.id
-            ),
+            tables_by_id=cat.tables_by_id.set(table.id, table), table_names=names, table_keys=keys
         )
         pk = _index(cat, table.primary_key_index_id, self)
         return _put_index(
@@ -441,9 +456,12 @@ class IndexCreated(UpdateEntry):
         index = replace(self.index, created_version=cat.version, update_version=cat.version)
         _table(cat, index.table_id, self)
         owned = cat.table_indexes.get(index.table_id, ())
+        key = (index.schema_id, index.name)
+        names, keys = bind_name(cat.index_names, cat.index_keys, key, index.id)
         return cat.evolve(
             indexes_by_id=cat.indexes_by_id.set(index.id, index),
-            index_names=cat.index_names.set((index.schema_id, index.name), index.id),
+            index_names=names,
+            index_keys=keys,
             table_indexes=cat.table_indexes.set(index.table_id, (*owned, index.id)),
         )
 
@@ -504,14 +522,13 @@ class IndexRemoved(UpdateEntry):
 
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         index = _index(cat, self.index_id, self)
-        names = cat.index_names
         key = (index.schema_id, index.name)
-        if names.get(key) == index.id:
-            names = names.delete(key)
+        names, keys = unbind_name(cat.index_names, cat.index_keys, key, index.id)
         owned = cat.table_indexes.get(index.table_id, ())
         return cat.evolve(
             indexes_by_id=cat.indexes_by_id.delete(index.id),
             index_names=names,
+            index_keys=keys,
             table_indexes=cat.table_indexes.set(
                 index.table_id, tuple(i for i in owned if i != index.id)
             ),

@@ -5,7 +5,8 @@ Grouped by what the caller can do about it::
     CatalogError                      root; carries structured ``context``
     ├── InputError                    the request is wrong: fix it; nothing changed
     │   ├── ValidationError           a command or argument breaks a rule
-    │   │   └── DataError             rows do not fit the table (names the column)
+    │   │   ├── DataError             rows do not fit the table (names the column)
+    │   │   └── AmbiguousNameError    a name matches case-only twins of an old catalog
     │   ├── NotFoundError             a named object does not exist
     │   ├── AlreadyExistsError        a name is already taken
     │   ├── SqlParseError             DDL text is not valid (line, column, text)
@@ -44,6 +45,7 @@ from typing import Any
 __all__ = [
     "AccessDeniedError",
     "AlreadyExistsError",
+    "AmbiguousNameError",
     "CatalogError",
     "CatalogIdentityError",
     "CompactedError",
@@ -114,6 +116,13 @@ class WarehouseOwnerError(InputError):
 
 class ValidationError(InputError):
     """A command breaks a rule of the catalog; nothing was changed."""
+
+
+class AmbiguousNameError(ValidationError):
+    """A spelling matches, without regard to case, several objects that a
+    catalog made before names became case-insensitive still holds (case-only
+    twins); the message names them all. Each is still found by its exact
+    spelling."""
 
 
 class NotFoundError(InputError):

@@ -261,3 +261,23 @@ def test_serve_answers_until_interrupted(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_any_spelling_of_a_name_reaches_what_an_iceberg_client_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lower-case names, as Iceberg clients send them, are found by the
+    command line's unquoted (upper-folded) and quoted spellings alike, and
+    a case-only twin cannot be made."""
+    path = str(tmp_path / "c")
+    with almanac.connect(path) as cat:
+        cat.execute([almanac.CreateSchema("sales"), table("orders", schema="sales")])
+    for spelled in ("sales.orders", "SALES.ORDERS", '"sales"."orders"', '"Sales".Orders'):
+        status, out, err = _call(capsys, "--store", path, "describe", spelled)
+        assert (status, err) == (0, ""), spelled
+        assert _cells(out)[0][:2] == ["NAME", "TYPE"], spelled
+    status, out, _ = _call(capsys, "--store", path, "show", "tables", "SALES")
+    assert status == 0 and "orders" in out
+    refused = run("--store", path, "sql", "CREATE SCHEMA sales", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "Schema 'SALES' already exists as 'sales'" in refused.stderr

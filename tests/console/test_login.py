@@ -190,3 +190,14 @@ def test_a_truncated_version_is_gone(site: Site, browser: webdriver.Chrome) -> N
     browser.get(site.url + "/?version=1")
     _wait(browser).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#error h1"), "410"))
     screenshot(browser, site.shots, "error-410")
+
+
+def test_a_table_page_finds_any_spelling_of_its_name(site: Site) -> None:
+    """The console follows the one name rule: ``/tables/public/secret_plans``
+    shows the table SQL stored as ``PUBLIC.SECRET_PLANS``."""
+    with httpx.Client(base_url=site.url) as client:
+        client.cookies.set("almanac_token", READ_TOKEN)
+        for path in ("/tables/PUBLIC/SECRET_PLANS", "/tables/public/secret_plans"):
+            page = client.get(path)
+            assert page.status_code == 200, (path, page.text[:300])
+            assert "SECRET_PLANS" in page.text

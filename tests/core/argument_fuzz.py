@@ -121,6 +121,7 @@ MODULES_NOT_SWEPT = {
     "almanac.log_format": _INTERNAL,
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
     "almanac.nested": "the rules of nested columns, reached through the commands",
+    "almanac.names": _INTERNAL,
     "almanac.nodes": _INTERNAL,
     "almanac.placement": "tablet placement state, read through almanac.system_tables",
     "almanac.requests": _INTERNAL,

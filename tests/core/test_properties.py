@@ -3,6 +3,7 @@ failing batch changes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import shutil
@@ -220,6 +221,14 @@ def check_snapshot(snap: CatalogVersion) -> None:
     alive = {i.id: i for i in snap.indexes_by_id.values() if i.status is not IndexStatus.STOPPING}
     assert dict(snap.index_names) == {(i.schema_id, i.name): i.id for i in alive.values()}
     assert not set(snap.index_names) & set(snap.table_names), "tables and indexes share names"
+    # The case-free key maps, kept up entry by entry, equal those derived
+    # afresh from the name maps (as a decoded snapshot gets them), and no
+    # two names in one parent differ only by case.
+    compared = [f.name for f in dataclasses.fields(snap) if f.compare]
+    derived = CatalogVersion(**{name: getattr(snap, name) for name in compared})
+    for keys in ("schema_keys", "table_keys", "index_keys", "zone_keys"):
+        assert getattr(snap, keys) == getattr(derived, keys), keys
+    assert snap.name_collisions() == []
     assert set(snap.table_indexes) == set(snap.tables_by_id)
     if snap.default_zone_id is not None:
         assert snap.default_zone_id in snap.zones_by_id

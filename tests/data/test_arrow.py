@@ -157,7 +157,7 @@ def test_missing_columns_get_defaults(cat: Catalog) -> None:
         (pa.table({"ID": [1, None]}), "ID", "NOT NULL"),
         (pa.table({"V": ["x"]}), "ID", "NOT NULL and has no default"),
         (pa.table({"ID": [1], "EXTRA": [1]}), "EXTRA", "not a column"),
-        (pa.table({"ID": [1], "id": [1]}), "id", "not a column"),
+        (pa.table({"ID": [1], "id": [1]}), "id", "more than once"),  # one column, any case
         (pa.table([pa.array([1]), pa.array([2])], names=["ID", "ID"]), "ID", "more than once"),
         (pa.table({"ID": [1], "V": ["abcdef"]}), "V", "at most 5 characters"),
         (pa.table({"ID": [1], "U": ["not-a-uuid"]}), "U", "not a UUID"),
@@ -203,6 +203,24 @@ def test_conform_errors_name_column_and_table(
     assert f"'{column}'" in message and "'EVENTS'" in message and fragment in message
     assert isinstance(caught.value, CatalogError)
     assert caught.value.context["column"] == column
+
+
+def test_conform_finds_columns_by_any_spelling(cat: Catalog) -> None:
+    """Data columns follow the one name rule: ``id`` is the column ``ID``."""
+    create(
+        cat,
+        "SPELLED",
+        [
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="note", type=ColumnType.STRING),
+        ],
+    )
+    table = cat.catalog().table("spelled")
+    assert table is not None
+    rows = conform(pa.table({"id": [1, 2], "NOTE": ["a", "b"]}), table)
+    assert rows.column_names == ["ID", "note"]
+    assert rows.to_pylist() == [{"ID": 1, "note": "a"}, {"ID": 2, "note": "b"}]
+    assert output_schema(table, ["Note", "id"]).names == ["ID", "note"]
 
 
 def test_conform_accepts_record_batches_and_exact_narrowing(cat: Catalog) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
 
 from almanac.catalog import Catalog
 from almanac.commands.base import MAX_NAME_BYTES
@@ -103,3 +104,33 @@ def test_a_dot_segment_name_is_a_400_through_rest_and_changes_nothing(
     spec_error(renamed, 400)
     cat.catch_up()
     assert cat.latest_version == version
+
+
+def test_sql_and_iceberg_clients_share_one_name_rule(
+    admin: RestCatalog, client: httpx.Client, cat: Catalog
+) -> None:
+    """``CREATE SCHEMA sales`` (stored as ``SALES``) and pyiceberg's
+    ``create_namespace("sales")`` are one schema; a table SQL made is found
+    by its lower-case spelling through REST and pyiceberg; a table pyiceberg
+    made is found by SQL's folded spelling; case-only twins are refused."""
+    cat.sql("CREATE SCHEMA rule_sales; CREATE TABLE rule_sales.orders (id BIGINT PRIMARY KEY)")
+    version = cat.latest_version
+    with pytest.raises(NamespaceAlreadyExistsError, match="already exists as 'RULE_SALES'"):
+        admin.create_namespace("rule_sales")
+    assert [n for n in admin.list_namespaces() if n[0].lower() == "rule_sales"] == [("RULE_SALES",)]
+    assert client.get("/v1/namespaces/rule_sales").status_code == 200
+    for path in ("rule_sales/tables/orders", "Rule_Sales/tables/ORDERS"):
+        assert client.get(f"/v1/namespaces/{path}").status_code == 200, path
+        assert client.head(f"/v1/namespaces/{path}").status_code == 204, path
+    loaded = admin.load_table("rule_sales.orders")
+    assert loaded.name() == ("rule_sales", "orders")
+    assert [f.name for f in loaded.schema().fields] == ["ID"]
+    with pytest.raises(TableAlreadyExistsError, match=r"already exists as 'RULE_SALES\.ORDERS'"):
+        admin.create_table(("rule_sales", "Orders"), SCHEMA)
+    cat.catch_up()
+    assert cat.latest_version == version
+    admin.create_table(("rule_sales", "events"), SCHEMA)
+    cat.catch_up()
+    described = cat.sql("DESCRIBE TABLE rule_sales.events")
+    assert [row[0] for row in described.rows] == [f.name for f in SCHEMA.fields]
+    assert [t.name for t in cat.catalog().tables("RULE_SALES")] == ["ORDERS", "events"]

@@ -467,3 +467,22 @@ def test_soft_delete_and_recover_over_http(admin: httpx.Client) -> None:
     r = _sql(admin, "DROP TABLE SOFT2 WITH (RESERVE = '1m'); PURGE TABLE SOFT2")
     assert r.status_code == 200, r.text
     assert admin.get("/v1/tables/PUBLIC/SOFT2").status_code == 404
+
+
+def test_any_spelling_of_a_table_finds_it(admin: httpx.Client, reader: httpx.Client) -> None:
+    """SQL folds ``sales.orders`` to ``SALES.ORDERS``; the HTTP API finds
+    it by any spelling and shows its stored names, and a command making a
+    case-only twin is a 409 that changes nothing."""
+    r = _sql(admin, "CREATE SCHEMA sales; CREATE TABLE sales.orders (id INT64 PRIMARY KEY)")
+    assert r.status_code == 200, r.text
+    version = r.json()["version"]
+    for schema, name in [("sales", "orders"), ("SALES", "ORDERS"), ("Sales", "Orders")]:
+        found = reader.get(f"/v1/tables/{schema}/{name}")
+        assert found.status_code == 200, (schema, name, found.text)
+        assert found.json()["schema"] == "SALES" and found.json()["table"]["name"] == "ORDERS"
+    twin = admin.post(
+        "/v1/commands", json={"commands": [{"kind": "CreateSchema", "name": "sales"}]}
+    )
+    assert twin.status_code == 409, twin.text
+    assert "already exists as 'SALES'" in twin.text
+    assert reader.get("/v1/catalog").json()["version"] == version

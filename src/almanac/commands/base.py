@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from almanac._check import check_fields
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion, NameKind
 from almanac.clock import to_datetime
 from almanac.datatypes import (
     ColumnType,
@@ -31,6 +31,7 @@ from almanac.descriptors import (
 )
 from almanac.entries import ObjectIdsReserved, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.names import name_key
 from almanac.nested import assign_ids, check_shape
 
 __all__ = [
@@ -268,13 +269,44 @@ def find_zone(cat: CatalogVersion, name: str, *, missing_ok: bool) -> Zone | Non
     return zone
 
 
+def taken_by(
+    cat: CatalogVersion,
+    kind: NameKind,
+    name: str,
+    schema_id: int | None = None,
+    *,
+    ignore: int | None = None,
+) -> int | None:
+    """The id of an object whose name equals ``name`` without regard to case
+    (names are unique that way within their parent), ``ignore`` left out:
+    what a create or rename collides with."""
+    for object_id in cat.holders(kind, name, schema_id):
+        if object_id != ignore:
+            return object_id
+    return None
+
+
+def already_exists(kind: str, name: str, existing: str) -> AlreadyExistsError:
+    """``Kind 'name' already exists``, naming the existing spelling when it differs."""
+    text = f"{kind} '{name}' already exists"
+    if existing != name:
+        text += f" as '{existing}' (names are unique without regard to case)"
+    return AlreadyExistsError(text, kind=kind.lower(), name=name, existing=existing)
+
+
 def ensure_relation_name_free(
-    cat: CatalogVersion, schema: Schema, name: str, *, ignore_index: int | None = None
+    cat: CatalogVersion,
+    schema: Schema,
+    name: str,
+    *,
+    ignore_index: int | None = None,
+    ignore_table: int | None = None,
 ) -> None:
-    """Tables and alive indexes share one namespace per schema; a
-    soft-deleted table keeps its name and its indexes' names taken."""
+    """Tables and alive indexes share one namespace per schema, without
+    regard to case; a soft-deleted table keeps its name and its indexes'
+    names taken."""
     full = qualified(schema.name, name)
-    table_id = cat.table_names.get((schema.id, name))
+    table_id = taken_by(cat, "table", name, schema.id, ignore=ignore_table)
     if table_id is not None:
         table = cat.tables_by_id[table_id]
         if table.soft_deleted:
@@ -286,9 +318,9 @@ def ensure_relation_name_free(
                 name=full,
                 rule="soft-deleted-name",
             )
-        raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
-    index_id = cat.index_names.get((schema.id, name))
-    if index_id is not None and index_id != ignore_index:
+        raise already_exists("Table", full, qualified(schema.name, table.name))
+    index_id = taken_by(cat, "index", name, schema.id, ignore=ignore_index)
+    if index_id is not None:
         owner = cat.tables_by_id.get(cat.indexes_by_id[index_id].table_id)
         if owner is not None and owner.soft_deleted:
             raise AlreadyExistsError(
@@ -299,7 +331,8 @@ def ensure_relation_name_free(
                 name=full,
                 rule="soft-deleted-name",
             )
-        raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
+        existing = cat.indexes_by_id[index_id].name
+        raise already_exists("Index", full, qualified(schema.name, existing))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -346,14 +379,15 @@ def check_column_names(table: str, names: list[str], *, lookup: bool = False) ->
     seen: set[str] = set()
     for name in names:
         check_name("Column", name, lookup=lookup)
-        if name in seen:
+        key = name_key(name)
+        if key in seen:
             raise ValidationError(
                 f"Column '{name}' is given more than once for table '{table}'",
                 kind="column",
                 name=name,
                 table=table,
             )
-        seen.add(name)
+        seen.add(key)
 
 
 MAX_COLUMNS = 4096

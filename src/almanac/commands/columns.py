@@ -74,15 +74,11 @@ class AddColumns(Command):
         new: list[Column] = []
         next_id = table.next_column_id
         for col in self.columns:
-            if table.column(col.name) is not None:
+            existing = table.column(col.name)
+            if existing is not None:
                 if self.if_not_exists:
                     continue
-                raise AlreadyExistsError(
-                    f"Column '{col.name}' already exists in table '{full}'",
-                    kind="column",
-                    name=col.name,
-                    table=full,
-                )
+                raise _column_exists(col.name, existing.name, full)
             check_column_def(full, col)
             column = col.to_column(next_id)
             if isinstance(column.default, FunctionDefault):
@@ -134,16 +130,18 @@ class DropColumns(Command):
         check_column_names(full, list(self.columns), lookup=True)
         alive = [i for i in cat.indexes(table.id) if i.status.alive and not i.primary_key]
         names: list[str] = []
-        for name in self.columns:
-            if table.column(name) is None:
+        for given in self.columns:
+            found = table.column(given)
+            if found is None:
                 if self.if_exists:
                     continue
                 raise NotFoundError(
-                    f"Column '{name}' does not exist in table '{full}'",
+                    f"Column '{given}' does not exist in table '{full}'",
                     kind="column",
-                    name=name,
+                    name=given,
                     table=full,
                 )
+            name = found.name
             if name in table.primary_key:
                 raise ValidationError(
                     f"Column '{name}' is part of the primary key of table '{full}' and cannot "
@@ -431,13 +429,9 @@ class RenameColumn(Command):
             )
         if self.new_name == old.name:
             return []
-        if table.column(self.new_name) is not None:
-            raise AlreadyExistsError(
-                f"Column '{self.new_name}' already exists in table '{full}'",
-                kind="column",
-                name=self.new_name,
-                table=full,
-            )
+        existing = table.column(self.new_name)
+        if existing is not None and existing.id != old.id:
+            raise _column_exists(self.new_name, existing.name, full)
         uses = [("the primary key", old.name in table.primary_key)]
         uses.append(("the colocation columns", old.name in table.colocation))
         uses += [
@@ -455,3 +449,11 @@ class RenameColumn(Command):
                     rule="renamed-key",
                 )
         return [ColumnAltered(table.id, replace(old, name=self.new_name))]
+
+
+def _column_exists(name: str, existing: str, table: str) -> AlreadyExistsError:
+    """Column names are unique within a table without regard to case."""
+    text = f"Column '{name}' already exists in table '{table}'"
+    if existing != name:
+        text += f" as '{existing}' (names are unique without regard to case)"
+    return AlreadyExistsError(text, kind="column", name=name, table=table, existing=existing)

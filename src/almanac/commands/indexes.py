@@ -14,6 +14,7 @@ from almanac.commands.base import (
     DEFAULT_SCHEMA,
     Command,
     IdAllocator,
+    already_exists,
     check_enum,
     check_enum_tuple,
     check_name,
@@ -23,8 +24,9 @@ from almanac.commands.base import (
     require_index_id,
     require_schema,
     require_table,
+    taken_by,
 )
-from almanac.descriptors import Collation, Index, IndexKind, IndexStatus
+from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table
 from almanac.entries import (
     IndexBuildStarted,
     IndexCreated,
@@ -34,7 +36,7 @@ from almanac.entries import (
     IndexStopped,
     UpdateEntry,
 )
-from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.errors import ValidationError
 from almanac.nested import check_key_column
 
 __all__ = [
@@ -75,14 +77,16 @@ class CreateIndex(Command):
         check_name("Index", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
-        if cat.index(self.name, self.schema) is not None:
+        existing = taken_by(cat, "index", self.name, schema.id)
+        found = None if existing is None else cat.indexes_by_id[existing]
+        if found is not None and not cat.tables_by_id[found.table_id].soft_deleted:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(f"Index '{full}' already exists", kind="index", name=full)
+            raise already_exists("Index", full, qualified(schema.name, found.name))
         table = require_table(cat, self.schema, self.table)
         ensure_relation_name_free(cat, schema, self.name)
         tname = qualified(self.schema, table.name)
-        columns = tuple(self.columns)
+        columns = tuple(_defined(table, c) for c in self.columns)
         if not columns:
             raise ValidationError(f"Index '{full}' needs at least one column", index=full)
         seen: set[str] = set()
@@ -180,7 +184,8 @@ class RenameIndex(Command):
         if index is None or index.name == self.new_name:
             return []
         _refuse_primary_key(index, self.schema, "renamed (rename its table instead)")
-        ensure_relation_name_free(cat, require_schema(cat, self.schema), self.new_name)
+        schema = require_schema(cat, self.schema)
+        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=index.id)
         return [IndexRenamed(index.id, self.new_name)]
 
 
@@ -231,3 +236,9 @@ class RemoveIndex(_IndexTransition):
 
     def _entry(self, index_id: int) -> UpdateEntry:
         return IndexRemoved(index_id)
+
+
+def _defined(table: Table, name: str) -> str:
+    """The column as the table spells it (any case finds it), else as given."""
+    column = table.column(name)
+    return name if column is None else column.name

@@ -10,24 +10,30 @@ from almanac.commands.base import (
     RESERVED_SCHEMAS,
     Command,
     IdAllocator,
+    already_exists,
     check_name,
     require_schema,
+    taken_by,
 )
 from almanac.descriptors import Schema
 from almanac.entries import IndexRemoved, SchemaCreated, SchemaDropped, TableDropped, UpdateEntry
-from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.errors import ValidationError
+from almanac.names import name_key
 
 __all__ = ["CreateSchema", "DropSchema", "drop_table_entries"]
 
 
 def _check_not_reserved(name: str, action: str) -> None:
-    if name.upper() in RESERVED_SCHEMAS:
+    if name_key(name) in _RESERVED_KEYS:
         raise ValidationError(
             f"Schema name '{name}' is reserved and cannot be {action}",
             kind="schema",
             name=name,
             rule="reserved",
         )
+
+
+_RESERVED_KEYS = frozenset(name_key(name) for name in RESERVED_SCHEMAS)
 
 
 def drop_table_entries(cat: CatalogVersion, table_id: int) -> list[UpdateEntry]:
@@ -44,12 +50,11 @@ class CreateSchema(Command):
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name)
         _check_not_reserved(self.name, "created")
-        if cat.schema(self.name) is not None:
+        existing = taken_by(cat, "schema", self.name)
+        if existing is not None:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(
-                f"Schema '{self.name}' already exists", kind="schema", name=self.name
-            )
+            raise already_exists("Schema", self.name, cat.schemas_by_id[existing].name)
         ids = IdAllocator(cat)
         return ids.entries(SchemaCreated(Schema(id=ids.next(), name=self.name)))
 
@@ -63,7 +68,7 @@ class DropSchema(Command):
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name, lookup=True)
         _check_not_reserved(self.name, "dropped")
-        if self.name == DEFAULT_SCHEMA:
+        if name_key(self.name) == name_key(DEFAULT_SCHEMA):
             raise ValidationError(
                 f"Schema '{self.name}' is the default schema and cannot be dropped",
                 kind="schema",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from almanac.catalog_version import CatalogVersion
@@ -12,6 +13,7 @@ from almanac.commands.base import (
     Command,
     CommitContext,
     IdAllocator,
+    already_exists,
     check_column_count,
     check_column_def,
     check_column_names,
@@ -24,6 +26,7 @@ from almanac.commands.base import (
     qualified,
     require_schema,
     reserve_text,
+    taken_by,
 )
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
@@ -41,7 +44,8 @@ from almanac.entries import (
     ZoneCreated,
     pk_index_name,
 )
-from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.errors import NotFoundError, ValidationError
+from almanac.names import name_key
 from almanac.nested import assign_ids, check_key_column
 
 __all__ = [
@@ -105,6 +109,13 @@ def _check_properties(table: str, props: TableProperties) -> None:
         )
 
 
+def spelled_as_defined(names: tuple[str, ...], defined: Iterable[str]) -> tuple[str, ...]:
+    """Column names as the table defines them: a key may name its columns
+    in any case (names that match nothing are left for the checks)."""
+    spelled = {name_key(name): name for name in defined}
+    return tuple(spelled.get(name_key(name), name) for name in names)
+
+
 def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[str]) -> None:
     seen: set[str] = set()
     for name in names:
@@ -150,10 +161,13 @@ class CreateTable(Command):
         check_name("Table", self.name)
         schema = require_schema(cat, self.schema)
         full = qualified(self.schema, self.name)
-        if cat.table(self.name, self.schema) is not None:
+        existing = taken_by(cat, "table", self.name, schema.id)
+        if existing is not None and not cat.tables_by_id[existing].soft_deleted:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(f"Table '{full}' already exists", kind="table", name=full)
+            raise already_exists(
+                "Table", full, qualified(schema.name, cat.tables_by_id[existing].name)
+            )
         ensure_relation_name_free(cat, schema, self.name)
         ensure_relation_name_free(cat, schema, pk_index_name(self.name))
 
@@ -164,7 +178,7 @@ class CreateTable(Command):
         for col in self.columns:
             check_column_def(full, col)
 
-        pk = tuple(self.primary_key)
+        pk = spelled_as_defined(self.primary_key, [c.name for c in self.columns])
         if not pk:
             raise ValidationError(f"Table '{full}' needs a primary key", table=full)
         by_name = {c.name: c for c in self.columns}
@@ -177,7 +191,7 @@ class CreateTable(Command):
                     column=name,
                 )
         collations = self._pk_collations(full, pk)
-        colocation = pk if self.colocation is None else tuple(self.colocation)
+        colocation = pk if self.colocation is None else spelled_as_defined(self.colocation, pk)
         if not colocation:
             raise ValidationError(f"Colocation columns of table '{full}' are empty", table=full)
         _check_key_list(full, "colocation columns", colocation, set(pk))
@@ -352,11 +366,9 @@ class RecoverTable(Command):
         entries: list[UpdateEntry] = [TableRecovered(table.id)]
         if self.new_name is not None and self.new_name != table.name:
             check_name("Table", self.new_name)
-            own_pk = table.primary_key_index_id
-            ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
-            ensure_relation_name_free(
-                cat, schema, pk_index_name(self.new_name), ignore_index=own_pk
-            )
+            own_pk, own = table.primary_key_index_id, table.id
+            for name in (self.new_name, pk_index_name(self.new_name)):
+                ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
             entries.append(TableRenamed(table.id, self.new_name))
         return entries
 
@@ -417,10 +429,11 @@ class RenameTable(Command):
             return []
         schema = require_schema(cat, self.schema)
         # The table's own primary-key index is renamed by the same entry, so
-        # its current name does not block either new name.
-        own_pk = table.primary_key_index_id
-        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=own_pk)
-        ensure_relation_name_free(cat, schema, pk_index_name(self.new_name), ignore_index=own_pk)
+        # its current name does not block either new name, nor does the
+        # table's own name a change of case.
+        own_pk, own = table.primary_key_index_id, table.id
+        for name in (self.new_name, pk_index_name(self.new_name)):
+            ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
         return [TableRenamed(table.id, self.new_name)]
 
 

@@ -5,11 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from almanac.catalog_version import CatalogVersion
-from almanac.commands.base import Command, IdAllocator, check_name, check_text, find_zone
+from almanac.commands.base import (
+    Command,
+    IdAllocator,
+    already_exists,
+    check_name,
+    check_text,
+    find_zone,
+    taken_by,
+)
 from almanac.datatypes import shown
 from almanac.descriptors import ConsistencyMode, Zone
 from almanac.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
-from almanac.errors import AlreadyExistsError, ValidationError
+from almanac.errors import ValidationError
 
 __all__ = [
     "DEFAULT_ZONE_NAME",
@@ -178,12 +186,11 @@ class CreateZone(Command):
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Zone", self.name)
-        if cat.zone(self.name) is not None:
+        existing = taken_by(cat, "zone", self.name)
+        if existing is not None:
             if self.if_not_exists:
                 return []
-            raise AlreadyExistsError(
-                f"Zone '{self.name}' already exists", kind="zone", name=self.name
-            )
+            raise already_exists("Zone", self.name, cat.zones_by_id[existing].name)
         ids = IdAllocator(cat)
         zone = new_zone(
             ids.next(),
@@ -278,10 +285,9 @@ class RenameZone(Command):
         zone = find_zone(cat, self.name, missing_ok=self.if_exists)
         if zone is None or self.new_name == zone.name:
             return []
-        if cat.zone(self.new_name) is not None:
-            raise AlreadyExistsError(
-                f"Zone '{self.new_name}' already exists", kind="zone", name=self.new_name
-            )
+        existing = taken_by(cat, "zone", self.new_name, ignore=zone.id)
+        if existing is not None:
+            raise already_exists("Zone", self.new_name, cat.zones_by_id[existing].name)
         return [ZoneAltered(replace(zone, name=self.new_name))]
 
 

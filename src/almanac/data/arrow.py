@@ -133,16 +133,18 @@ def project(table: Table, columns: Sequence[str] | None) -> list[Column]:
         )
     for name in columns:
         check.string(name, f"Column name in parameter 'columns' of a read of table '{table.name}'")
-    wanted = set(columns)
+    wanted: set[int] = set()  # column ids: any spelling names a column
     for name in columns:
-        if table.column(name) is None:
+        column = table.column(name)
+        if column is None:
             raise NotFoundError(
                 f"Column '{name}' does not exist in table '{table.name}'",
                 kind="column",
                 table=table.name,
                 column=name,
             )
-    return [c for c in table.columns if c.name in wanted]
+        wanted.add(column.id)
+    return [c for c in table.columns if c.id in wanted]
 
 
 def by_field_id(arr: pa.Array, column: Column) -> pa.Array:
@@ -711,24 +713,30 @@ def conform(data: pa.Table | pa.RecordBatch, table: Table, *, rounding: bool = F
             table=table.name,
         )
     names = data.column_names
+    given: dict[int, str] = {}  # column id -> the data's spelling (any case names it)
     for name in names:
-        if names.count(name) > 1:
+        column = table.column(name)
+        other = None if column is None else given.get(column.id)
+        if names.count(name) > 1 or other is not None:
+            also = "" if other is None else f" (also as '{other}')"
             raise DataError(
-                f"Column '{name}' appears more than once in the data for table '{table.name}'",
+                f"Column '{name}' appears more than once in the data for table "
+                f"'{table.name}'{also}",
                 table=table.name,
                 column=name,
             )
-        if table.column(name) is None:
+        if column is None:
             raise DataError(
                 f"Column '{name}' of the data is not a column of table '{table.name}' "
                 f"(its columns: {', '.join(c.name for c in table.columns)})",
                 table=table.name,
                 column=name,
             )
+        given[column.id] = name
     arrays: list[pa.ChunkedArray | pa.Array] = []
     for column in table.columns:
-        if column.name in names:
-            arr = _cast(data.column(column.name), column, table, rounding)
+        if column.id in given:
+            arr = _cast(data.column(given[column.id]), column, table, rounding)
         else:
             if not column.nullable and column.default is None:
                 raise _fail(table, column, "is NOT NULL and has no default, but the data lacks it")

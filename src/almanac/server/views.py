@@ -88,8 +88,10 @@ def catalog_summary(cv: CatalogVersion) -> dict[str, Any]:
 
 
 def table_view(cv: CatalogVersion, schema: str, name: str) -> dict[str, Any]:
-    """One table whole, with its indexes; ``NotFoundError`` naming what is missing."""
-    if cv.schema(schema) is None:
+    """One table whole, with its indexes; ``NotFoundError`` naming what is
+    missing. Any spelling finds it; the names shown are the stored ones."""
+    found = cv.schema(schema)
+    if found is None:
         raise NotFoundError(
             f"Schema '{schema}' does not exist at version {cv.version}",
             kind="schema",
@@ -106,7 +108,7 @@ def table_view(cv: CatalogVersion, schema: str, name: str) -> dict[str, Any]:
         )
     return {
         "version": cv.version,
-        "schema": schema,
+        "schema": found.name,
         "zone": _zone_name(cv, table.zone_id),
         "table": value_to_json(table),
         "indexes": [value_to_json(i) for i in cv.indexes(table.id)],

@@ -34,7 +34,6 @@ from typing import Any
 from urllib.parse import quote
 
 from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, CreateTable, DropTable
 from almanac.data import DataFile, TableData
 from almanac.data.writing import commit_table_as
@@ -45,9 +44,9 @@ from almanac.errors import (
     ConflictError,
     NotFoundError,
     TableBeingCreatedError,
-    ValidationError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Put
+from almanac.names import name_key
 from almanac.spark.names import catalog_session, parse_name, resolve_schema
 from almanac.spark.native_write import prepare, write_staged
 from almanac.spark.types import column_defs
@@ -87,7 +86,10 @@ class CtasResult:
 
 
 def reservation_key(schema: str, table: str) -> str:
-    return f"{RESERVATION_PREFIX}{quote(schema, safe='')}.{quote(table, safe='')}"
+    """Keyed by ``name_key``: two spellings of one name hold one reservation."""
+    return (
+        f"{RESERVATION_PREFIX}{quote(name_key(schema), safe='')}.{quote(name_key(table), safe='')}"
+    )
 
 
 class Reservation:
@@ -159,7 +161,7 @@ def _run(
     with catalog_session(target, warehouse) as cat:
         snap = cat.catalog()
         schema = resolve_schema(snap, parsed).name
-        existing = _existing(snap, schema, parsed.table, parsed.table_quoted)
+        existing = snap.table(parsed.table, schema)
         if existing is not None:
             table_name = existing.name
         else:
@@ -200,21 +202,6 @@ def _run(
             )
         finally:
             reservation.release()
-
-
-def _existing(snap: CatalogVersion, schema: str, name: str, quoted: bool) -> Table | None:
-    table = snap.table(name, schema)
-    if table is not None or quoted:
-        return table
-    matches = [t for t in snap.tables(schema) if t.name.lower() == name.lower()]
-    if len(matches) > 1:
-        raise ValidationError(
-            f"Table name '{name}' matches {', '.join(t.name for t in matches)} in schema "
-            f"'{schema}' when case is ignored; quote it to pick one",
-            name=name,
-            rule="ambiguous-name",
-        )
-    return matches[0] if matches else None
 
 
 def _write_and_commit(

@@ -138,7 +138,9 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
 
 @dataclass(frozen=True, slots=True)
 class TableName:
-    """A possibly schema-qualified name; a quoted part matches exactly."""
+    """A possibly schema-qualified name. A quoted part may hold dots; like
+    every name it finds its object without regard to case (its exact
+    spelling first, which picks one of an old catalog's case-only twins)."""
 
     schema: str | None
     schema_quoted: bool
@@ -184,28 +186,11 @@ def parse_name(text: str) -> TableName:
     return TableName(schema, sq, table, tq)
 
 
-def _match(kind: str, name: str, quoted: bool, candidates: list[str], where: str) -> str | None:
-    if name in candidates or quoted:
-        return name if name in candidates else None
-    folded = [c for c in candidates if c.lower() == name.lower()]
-    if len(folded) > 1:
-        raise ValidationError(
-            f"{kind} name '{name}' matches {', '.join(sorted(folded))}{where} when case is "
-            "ignored; quote it to pick one",
-            name=name,
-            rule="ambiguous-name",
-        )
-    return folded[0] if folded else None
-
-
 def resolve_schema(snap: CatalogVersion, name: TableName) -> Schema:
-    """The schema a name means: exact, else the one equal ignoring case."""
-    if name.schema is None:
-        wanted, quoted = DEFAULT_SCHEMA, True
-    else:
-        wanted, quoted = name.schema, name.schema_quoted
-    found = _match("Schema", wanted, quoted, [s.name for s in snap.schemas()], "")
-    schema = None if found is None else snap.schema(found)
+    """The schema a name means, by the catalog's one name rule: any spelling
+    finds it, quoted or not (quoting keeps a dot or a space in a part)."""
+    wanted = DEFAULT_SCHEMA if name.schema is None else name.schema
+    schema = snap.schema(wanted)
     if schema is None:
         raise NotFoundError(f"Schema '{wanted}' does not exist", kind="schema", name=wanted)
     return schema
@@ -214,11 +199,7 @@ def resolve_schema(snap: CatalogVersion, name: TableName) -> Schema:
 def resolve_table(snap: CatalogVersion, name: TableName) -> tuple[Schema, Table]:
     """The schema and table a name means at this version."""
     schema = resolve_schema(snap, name)
-    where = f" in schema '{schema.name}'"
-    found = _match(
-        "Table", name.table, name.table_quoted, [t.name for t in snap.tables(schema.name)], where
-    )
-    table = None if found is None else snap.table(found, schema.name)
+    table = snap.table(name.table, schema.name)
     if table is None:
         full = f"{schema.name}.{name.table}"
         raise NotFoundError(
