@@ -194,6 +194,16 @@ class TableProperties:
 
 @dataclass(frozen=True, slots=True)
 class Table:
+    """A table. ``primary_key`` is empty (and ``primary_key_index_id`` None)
+    for a plain table without a key.
+
+    ``bucketed`` records the data layout: rows hashed on the first
+    colocation column into the zone's partitions (Iceberg ``bucket[N]``),
+    what every table got before keys became optional and what ``COLOCATE
+    BY`` asks for; otherwise the table is unpartitioned and a data file's
+    tablet is a hash of its name (see ``almanac.data.tablets``).
+    """
+
     id: int
     schema_id: int
     name: str
@@ -203,7 +213,7 @@ class Table:
     primary_key_kind: IndexKind
     primary_key_collations: tuple[Collation, ...]
     colocation: tuple[str, ...]
-    primary_key_index_id: int
+    primary_key_index_id: int | None
     storage_profile: str
     table_version: int = 1
     properties: TableProperties = TableProperties()
@@ -212,6 +222,7 @@ class Table:
     update_version: int = 0
     dropped_at: int | None = None
     reserve_ms: int = 0
+    bucketed: bool = True
     # Column by name, built on first lookup: a scan per lookup made adding
     # or checking n columns quadratic.
     _by_name: dict[str, Column] | None = field(default=None, init=False, repr=False, compare=False)

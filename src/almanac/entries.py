@@ -14,7 +14,17 @@ from typing import ClassVar
 
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import LOGICAL_BITS
-from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
+from almanac.descriptors import (
+    Collation,
+    Column,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+    Zone,
+)
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
 
@@ -39,6 +49,7 @@ __all__ = [
     "TableRecovered",
     "DefaultZoneSet",
     "TablePropertiesSet",
+    "PrimaryKeySet",
     "IndexBuildStarted",
     "IndexStopped",
     "UpdateEntry",
@@ -318,9 +329,42 @@ class TableRenamed(UpdateEntry):
                 (table.schema_id, table.name), table.id
             ),
         )
+        if table.primary_key_index_id is None:
+            return cat
         pk = _index(cat, table.primary_key_index_id, self)
         return _put_index(
             cat, pk, replace(pk, name=pk_index_name(self.name), update_version=cat.version)
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class PrimaryKeySet(UpdateEntry):
+    """Sets, changes or (with an empty ``primary_key``) drops a table's key.
+    The old key's index goes in an ``IndexRemoved`` before it, the new
+    one's (``index_id``) arrives in an ``IndexCreated`` after it."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    primary_key: tuple[str, ...]
+    kind: IndexKind
+    collations: tuple[Collation, ...]
+    index_id: int | None
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        return _put_table(
+            cat,
+            replace(
+                old,
+                primary_key=self.primary_key,
+                primary_key_kind=self.kind,
+                primary_key_collations=self.collations,
+                primary_key_index_id=self.index_id,
+                update_version=cat.version,
+            ),
         )
 
     def object_id(self) -> int:

@@ -18,6 +18,7 @@ from almanac.commands.tables import (
     PurgeTable,
     RecoverTable,
     RenameTable,
+    SetPrimaryKey,
     SetTableProperties,
 )
 from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, SetDefaultZone
@@ -48,6 +49,7 @@ __all__ = [
     "RenameTable",
     "RenameZone",
     "SetDefaultZone",
+    "SetPrimaryKey",
     "SetTableProperties",
     "StartBuildingIndex",
     "preview",

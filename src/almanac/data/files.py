@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from almanac import _check as check
 from almanac.data.arrow import FIELD_ID, arrow_schema
-from almanac.data.tablets import tablets_of
+from almanac.data.tablets import file_tablet, tablets_of
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError
@@ -92,12 +92,20 @@ def column_stats(arr: pa.ChunkedArray | pa.Array) -> ColumnStats:
     return ColumnStats(_bounded(low), _bounded(high), nulls)
 
 
-def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: str) -> DataFile:
+def _write_one(
+    warehouse: Warehouse, table: Table, part: pa.Table, directory: str, partitions: int = 0
+) -> DataFile:
+    """One file in ``directory``; with ``partitions`` (an unpartitioned
+    table) in its ``tablet=<t>`` directory below it, t following from its name."""
     sink = pa.BufferOutputStream()
     pq.write_table(part, sink, compression="zstd")
     payload = sink.getvalue()
     checksum = zlib.crc32(payload)
-    path = f"{directory}/part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
+    name = f"part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
+    if partitions:
+        directory = f"{directory}/tablet={file_tablet(name, partitions)}"
+        _make_dir(warehouse, directory)
+    path = f"{directory}/{name}"
     try:
         with warehouse.fs.open_output_stream(path) as out:
             out.write(payload)
@@ -117,6 +125,13 @@ def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: st
     )
 
 
+def _make_dir(warehouse: Warehouse, directory: str) -> None:
+    try:
+        warehouse.fs.create_dir(directory, recursive=True)
+    except (OSError, pa.ArrowInvalid) as exc:  # ArrowInvalid: not a path of this fs
+        raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
+
+
 def write_files(
     warehouse: Warehouse,
     table: Table,
@@ -129,7 +144,9 @@ def write_files(
     """Write already conformed rows below ``write_dir``, one or more files per
     tablet (``<write_dir>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet``), with
     field ids, per-column statistics and the file's checksum in its name.
-    Nothing is visible until a commit names them."""
+    An unpartitioned table's rows go to as few files as ``max_rows_per_file``
+    allows, each in the tablet its name hashes to. Nothing is visible until
+    a commit names them."""
     what = "Parameter '{}' of write_files"
     check.instance(warehouse, Warehouse, what.format("warehouse"))
     check.instance(table, Table, what.format("table"))
@@ -146,6 +163,17 @@ def write_files(
         )
     if data.num_rows == 0:
         return []
+    if not table.bucketed:
+        return [
+            _write_one(
+                warehouse,
+                table,
+                data.slice(start, max_rows_per_file),
+                write_dir,
+                partitions,
+            )
+            for start in range(0, data.num_rows, max_rows_per_file)
+        ]
     tablets = tablets_of(data, table, partitions)
     order = np.argsort(tablets, kind="stable")
     sorted_tablets = tablets[order]
@@ -156,10 +184,7 @@ def write_files(
     for begin, end in itertools.pairwise(bounds):
         tablet = int(sorted_tablets[begin])
         directory = f"{write_dir}/tablet={tablet}"
-        try:
-            warehouse.fs.create_dir(directory, recursive=True)
-        except (OSError, pa.ArrowInvalid) as exc:  # ArrowInvalid: not a path of this fs
-            raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
+        _make_dir(warehouse, directory)
         for start in range(begin, end, max_rows_per_file):
             part = grouped.slice(start, min(max_rows_per_file, end - start))
             files.append(_write_one(warehouse, table, part, directory))
