@@ -55,12 +55,16 @@ OLD_NESTED: dict[str, str] = {
         f"{stem}-table_v1": stem
         for stem in ("TableCreated", "VersionedUpdate", "CatalogVersion", "Checkpoint")
     },
+    **{
+        f"{stem}-table_v2": stem
+        for stem in ("TableCreated", "VersionedUpdate", "CatalogVersion", "Checkpoint")
+    },
 }
 """Stem of a released file whose nested objects an older serializer wrote →
 the stem of its example. Its own type's serializer did not change, but
 writing now nests the newer version, so such a file is only read: its bytes
 must keep decoding to the example. (``-column_v1``: written before Column v2;
-``-table_v1``: written before Table v2.)"""
+``-table_v1``: written before Table v2; ``-table_v2``: before Table v3.)"""
 
 
 def _newest(stem: str) -> int:
