@@ -71,9 +71,7 @@ def test_set_change_and_drop_the_primary_key(cat: Catalog) -> None:
 
 def test_a_key_column_must_be_not_null(cat: Catalog) -> None:
     apply(cat, _keyless())
-    rejected(
-        cat, SetPrimaryKey(name="T", primary_key=("A",)), ValidationError, "'A'", "nullable"
-    )
+    rejected(cat, SetPrimaryKey(name="T", primary_key=("A",)), ValidationError, "'A'", "nullable")
     rejected(cat, SetPrimaryKey(name="T", primary_key=("NOPE",)), ValidationError, "'NOPE'")
 
 

@@ -93,17 +93,24 @@ def column_stats(arr: pa.ChunkedArray | pa.Array) -> ColumnStats:
 
 
 def _write_one(
-    warehouse: Warehouse, table: Table, part: pa.Table, directory: str, partitions: int = 0
+    warehouse: Warehouse,
+    table: Table,
+    part: pa.Table,
+    directory: str,
+    partitions: int = 0,
+    tablet: int | None = None,
 ) -> DataFile:
     """One file in ``directory``; with ``partitions`` (an unpartitioned
-    table) in its ``tablet=<t>`` directory below it, t following from its name."""
+    table) in a ``tablet=<t>`` directory below it, t being ``tablet`` or
+    else following from the file's name."""
     sink = pa.BufferOutputStream()
     pq.write_table(part, sink, compression="zstd")
     payload = sink.getvalue()
     checksum = zlib.crc32(payload)
     name = f"part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
     if partitions:
-        directory = f"{directory}/tablet={file_tablet(name, partitions)}"
+        t = file_tablet(name, partitions) if tablet is None else tablet
+        directory = f"{directory}/tablet={t}"
         _make_dir(warehouse, directory)
     path = f"{directory}/{name}"
     try:
@@ -140,13 +147,16 @@ def write_files(
     write_dir: str,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    tablet: int | None = None,
 ) -> list[DataFile]:
     """Write already conformed rows below ``write_dir``, one or more files per
     tablet (``<write_dir>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet``), with
     field ids, per-column statistics and the file's checksum in its name.
     An unpartitioned table's rows go to as few files as ``max_rows_per_file``
-    allows, each in the tablet its name hashes to. Nothing is visible until
-    a commit names them."""
+    allows, each in the tablet its name hashes to (``file_tablet``), or in
+    ``tablet`` when given: a compaction's merged file stays in the tablet
+    whose files it merges. The path records the tablet either way. Nothing
+    is visible until a commit names them."""
     what = "Parameter '{}' of write_files"
     check.instance(warehouse, Warehouse, what.format("warehouse"))
     check.instance(table, Table, what.format("table"))
@@ -154,6 +164,8 @@ def write_files(
     check.instance(data, pa.Table, what.format("data"), "a pyarrow Table")
     check.string(write_dir, what.format("write_dir"), nonblank=True)
     check.integer(max_rows_per_file, what.format("max_rows_per_file"), lo=1)
+    if tablet is not None:
+        check.integer(tablet, what.format("tablet"), lo=0, hi=partitions - 1)
     expected = arrow_schema(table)
     if not data.schema.equals(expected, check_metadata=True):
         raise DataError(
@@ -171,6 +183,7 @@ def write_files(
                 data.slice(start, max_rows_per_file),
                 write_dir,
                 partitions,
+                tablet,
             )
             for start in range(0, data.num_rows, max_rows_per_file)
         ]
