@@ -344,7 +344,8 @@ class TableRenamed(UpdateEntry):
 class PrimaryKeySet(UpdateEntry):
     """Sets, changes or (with an empty ``primary_key``) drops a table's key.
     The old key's index goes in an ``IndexRemoved`` before it, the new
-    one's (``index_id``) arrives in an ``IndexCreated`` after it."""
+    one's (``index_id``) arrives in an ``IndexCreated`` after it. The
+    colocation of a table that is not bucketed follows the key."""
 
     event_type = EventType.TABLE_ALTER
     table_id: int
@@ -363,6 +364,7 @@ class PrimaryKeySet(UpdateEntry):
                 primary_key_kind=self.kind,
                 primary_key_collations=self.collations,
                 primary_key_index_id=self.index_id,
+                colocation=old.colocation if old.bucketed else self.primary_key,
                 update_version=cat.version,
             ),
         )

@@ -98,9 +98,21 @@ def test_a_key_the_colocation_depends_on_cannot_go(cat: Catalog) -> None:
         SetPrimaryKey(name="T", primary_key=("ID",)),
         ValidationError,
         "colocation columns (K)",
-        "'K'",
+        "'K' would not be",
     )
     apply(cat, SetPrimaryKey(name="T", primary_key=("K",)))
+    t = cat.catalog().table("T")
+    assert t is not None and t.colocation == ("K",) and t.bucketed
+
+
+def test_an_unbucketed_tables_colocation_follows_its_key(cat: Catalog) -> None:
+    apply(cat, CreateTable(name="T", columns=(ID, col("K", nullable=False)), primary_key=("ID",)))
+    apply(cat, SetPrimaryKey(name="T", primary_key=("K",)))
+    t = cat.catalog().table("T")
+    assert t is not None and t.colocation == ("K",)
+    apply(cat, SetPrimaryKey(name="T", primary_key=()))
+    t = cat.catalog().table("T")
+    assert t is not None and t.colocation == () and not t.bucketed
 
 
 def test_sql_create_without_key_and_alter_the_key(cat: Catalog) -> None:

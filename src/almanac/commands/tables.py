@@ -304,8 +304,9 @@ def pk_collations(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetPrimaryKey(Command):
     """Sets, changes or (with an empty ``primary_key``) drops a table's key,
-    replacing its primary-key index. Refused while the table's colocation
-    depends on the key (its colocation columns must stay key columns)."""
+    replacing its primary-key index. Refused while the table's layout
+    depends on the key: a bucketed table's colocation columns must stay key
+    columns. An unbucketed table's colocation follows its key."""
 
     name: str
     primary_key: tuple[str, ...]
@@ -328,18 +329,18 @@ class SetPrimaryKey(Command):
             table.primary_key_collations,
         ):
             return []
-        if table.primary_key and table.colocation:
-            outside = [c for c in table.colocation if c not in pk]
-            if outside:
-                raise ValidationError(
-                    f"The primary key of table '{full}' cannot "
-                    + ("be dropped" if not pk else f"become ({', '.join(pk)})")
-                    + f": its colocation columns ({', '.join(table.colocation)}) depend on it "
-                    f"and {', '.join(repr(c) for c in outside)} would not be key columns",
-                    table=full,
-                    rule="primary-key-in-use",
-                    depends=", ".join(table.colocation),
-                )
+        outside = [c for c in table.colocation if c not in pk]
+        if table.bucketed and outside and (pk or table.primary_key):
+            raise ValidationError(
+                f"The primary key of table '{full}' cannot "
+                + ("be dropped" if not pk else f"become ({', '.join(pk)})")
+                + f": the table is bucketed on its colocation columns "
+                f"({', '.join(table.colocation)}), which must be key columns, and "
+                f"{', '.join(repr(c) for c in outside)} would not be",
+                table=full,
+                rule="primary-key-in-use",
+                depends=", ".join(table.colocation),
+            )
         schema = require_schema(cat, self.schema)
         entries: list[UpdateEntry] = []
         if table.primary_key_index_id is not None:
