@@ -14,7 +14,8 @@ from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from almanac.catalog import Catalog
-from almanac.data import read_table
+from almanac.data import TableData, read_table, table_partitions
+from almanac.data.tablets import file_tablet
 
 PLAIN = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("data", pa.string())])
 
@@ -37,6 +38,17 @@ def test_a_table_without_identifier_fields_is_a_plain_unpartitioned_table(
     assert sorted(theirs.column("id").to_pylist()) == [1, 2, 2, 3, 4]
     files = admin.load_table(("PKPLAIN", "events")).inspect.files()
     assert files.num_rows == 1  # one file for one append
+    for i in range(5):
+        table.append(pa.table({"id": [10 + i], "data": ["x"]}, PLAIN))
+    cat.catch_up()
+    current = TableData.for_catalog(cat).current(made.id)
+    assert current is not None and len(current.files) == 6
+    partitions = table_partitions(cat.catalog(), made)
+    # A client's files have no tablet directory: their names place them.
+    assert [f.tablet for f in current.files] == [
+        file_tablet(f.path, partitions) for f in current.files
+    ]
+    assert len({f.tablet for f in current.files}) > 1
 
 
 def test_identifier_fields_set_change_and_drop_the_primary_key(
@@ -85,9 +97,10 @@ def test_a_key_a_bucketed_layout_depends_on_cannot_be_dropped(
     table = admin.create_table(("PKBUCKET", "t"), schema, partition_spec=spec)
     cat.catch_up()
     before = cat.latest_version
+    update = table.update_schema()
+    update.set_identifier_fields()
     with pytest.raises(BadRequestError, match="bucketed on its colocation columns"):
-        with table.update_schema() as update:
-            update.set_identifier_fields()
+        update.commit()
     cat.catch_up()
     assert cat.latest_version == before
     made = cat.catalog().table("t", "PKBUCKET")
