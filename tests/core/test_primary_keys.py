@@ -6,6 +6,7 @@ from almanac import (
     Catalog,
     CreateIndex,
     CreateTable,
+    DropColumns,
     IndexKind,
     RenameTable,
     SetPrimaryKey,
@@ -129,3 +130,22 @@ def test_sql_create_without_key_and_alter_the_key(cat: Catalog) -> None:
     t = cat.catalog().table("T")
     assert t is not None and t.primary_key == ()
     assert cat.catalog().index("T_PK") is None
+
+
+def test_a_colocation_column_of_a_keyless_table_stays(cat: Catalog) -> None:
+    apply(cat, _keyless(colocation=("A",)))
+    rejected(cat, DropColumns(table="T", columns=("A",)), ValidationError, "'A'", "colocation")
+
+
+def test_a_unique_index_that_needs_the_key_keeps_it(cat: Catalog) -> None:
+    apply(cat, CreateTable(name="T", columns=(ID, col("K", nullable=False)), primary_key=("ID",)))
+    apply(cat, CreateIndex(name="BY_ID_K", table="T", columns=("ID", "K"), unique=True))
+    apply(cat, SetPrimaryKey(name="T", primary_key=("K",)))
+    apply(cat, CreateIndex(name="BY_K", table="T", columns=("K",), unique=True))
+    rejected(
+        cat,
+        SetPrimaryKey(name="T", primary_key=("ID",)),
+        ValidationError,
+        "unique index 'BY_K'",
+        "'ID'",
+    )

@@ -87,7 +87,7 @@ def test_parse_ctas() -> None:
         "CREATE VIEW v AS SELECT 1",
     ]:
         assert parse_ctas(other) is None, other
-    s = parse_ctas("CREATE TABLE t COLOCATE BY (a, \"b\") ZONE z AS SELECT 1 AS a")
+    s = parse_ctas('CREATE TABLE t COLOCATE BY (a, "b") ZONE z AS SELECT 1 AS a')
     assert s is not None
     assert (s.primary_key, s.colocation, s.zone, s.query) == ((), ("a", "b"), "z", "SELECT 1 AS a")
     with pytest.raises(SqlParseError, match=r"BY"):

@@ -341,6 +341,19 @@ class SetPrimaryKey(Command):
                 rule="primary-key-in-use",
                 depends=", ".join(table.colocation),
             )
+        colocation = table.colocation if table.bucketed else pk
+        for index_id in cat.table_indexes.get(table.id, ()):
+            index = cat.indexes_by_id[index_id]
+            missing = [c for c in colocation if c not in index.columns]
+            if index.unique and not index.primary_key and index.status.alive and missing:
+                raise ValidationError(
+                    f"The primary key of table '{full}' cannot become ({', '.join(pk)}): unique "
+                    f"index '{index.name}' must contain every colocation column, which follow "
+                    f"the key, and lacks {', '.join(repr(c) for c in missing)}",
+                    table=full,
+                    index=index.name,
+                    rule="primary-key-in-use",
+                )
         schema = require_schema(cat, self.schema)
         entries: list[UpdateEntry] = []
         if table.primary_key_index_id is not None:
