@@ -4,14 +4,17 @@ tablet a hash of its name); a colocated table is bucketed as before."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
 from pyiceberg.table import StaticTable
 
-from almanac import Catalog, ColumnDef, ColumnType
+from almanac import Catalog, ColumnDef, ColumnType, Table
 from almanac.data import TableData, read_table, table_partitions, write_table
 from almanac.data.compaction import compact
+from almanac.data.iceberg_schema import partition_spec
 from almanac.data.tablets import file_tablet
+from almanac.serialization import decode
 
 from .support import append, create, ids_of, rows
 
@@ -82,3 +85,13 @@ def test_writes_spread_over_tablets_and_compaction_keeps_them(cat: Catalog) -> N
     for f in result.files:
         assert f"/tablet={f.tablet}/" in f.path
     assert sorted(read_table(cat, "T").column("ID").to_pylist()) == list(range(60))
+
+
+def test_a_table_of_an_older_catalog_keeps_the_bucketed_layout() -> None:
+    """Table v1 and v2 predate the layout flag: every table was bucketed."""
+    golden = Path(__file__).parents[1] / "serialization" / "golden"
+    for name in ("Table.v1.bin", "Table.v2.bin", "Table-soft_deleted.v2.bin"):
+        table = decode((golden / name).read_bytes())
+        assert isinstance(table, Table) and table.bucketed, name
+        spec = partition_spec(table, 25)
+        assert [str(f.transform) for f in spec.fields] == ["bucket[25]"], name
