@@ -62,6 +62,7 @@ def test_create_table_with_pk_index_and_default_zone(cat: Catalog) -> None:
     public = snap.schema("PUBLIC")
     assert public is not None and t.schema_id == public.id
 
+    assert t.primary_key_index_id is not None
     pk = snap.index_by_id(t.primary_key_index_id)
     assert pk is not None
     assert pk.name == "T_PK"

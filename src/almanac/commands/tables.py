@@ -342,8 +342,8 @@ class SetPrimaryKey(Command):
                 depends=", ".join(table.colocation),
             )
         colocation = table.colocation if table.bucketed else pk
-        for index_id in cat.table_indexes.get(table.id, ()):
-            index = cat.indexes_by_id[index_id]
+        for owned in cat.table_indexes.get(table.id, ()):
+            index = cat.indexes_by_id[owned]
             missing = [c for c in colocation if c not in index.columns]
             if index.unique and not index.primary_key and index.status.alive and missing:
                 raise ValidationError(
