@@ -207,6 +207,16 @@ def _columns(held: Column | tuple[Column, ...]) -> tuple[Column, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Table:
+    """A table. ``primary_key`` is empty (and ``primary_key_index_id`` None)
+    for a plain table without a key.
+
+    ``bucketed`` records the data layout: rows hashed on the first
+    colocation column into the zone's partitions (Iceberg ``bucket[N]``),
+    what every table got before keys became optional and what ``COLOCATE
+    BY`` asks for; otherwise the table is unpartitioned and a data file's
+    tablet is a hash of its name (see ``almanac.data.tablets``).
+    """
+
     id: int
     schema_id: int
     name: str
@@ -216,7 +226,7 @@ class Table:
     primary_key_kind: IndexKind
     primary_key_collations: tuple[Collation, ...]
     colocation: tuple[str, ...]
-    primary_key_index_id: int
+    primary_key_index_id: int | None
     storage_profile: str
     table_version: int = 1
     properties: TableProperties = TableProperties()
@@ -225,6 +235,7 @@ class Table:
     update_version: int = 0
     dropped_at: int | None = None
     reserve_ms: int = 0
+    bucketed: bool = True
     # Columns by ``name_key``, built on first lookup: a scan per lookup made
     # adding or checking n columns quadratic. One dict, and a bare column per
     # key (a tuple only for an old table's case-only twins): old versions

@@ -14,7 +14,17 @@ from typing import ClassVar
 
 from almanac.catalog_version import CatalogVersion, bind_name, unbind_name
 from almanac.clock import LOGICAL_BITS
-from almanac.descriptors import Column, Index, IndexStatus, Schema, Table, TableProperties, Zone
+from almanac.descriptors import (
+    Collation,
+    Column,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+    Zone,
+)
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
 from almanac.nested import field_ids
@@ -41,6 +51,7 @@ __all__ = [
     "TableRecovered",
     "DefaultZoneSet",
     "TablePropertiesSet",
+    "PrimaryKeySet",
     "IndexBuildStarted",
     "IndexStopped",
     "UpdateEntry",
@@ -335,9 +346,44 @@ class TableRenamed(UpdateEntry):
         cat = cat.evolve(
             tables_by_id=cat.tables_by_id.set(table.id, table), table_names=names, table_keys=keys
         )
+        if table.primary_key_index_id is None:
+            return cat
         pk = _index(cat, table.primary_key_index_id, self)
         return _put_index(
             cat, pk, replace(pk, name=pk_index_name(self.name), update_version=cat.version)
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class PrimaryKeySet(UpdateEntry):
+    """Sets, changes or (with an empty ``primary_key``) drops a table's key.
+    The old key's index goes in an ``IndexRemoved`` before it, the new
+    one's (``index_id``) arrives in an ``IndexCreated`` after it. The
+    colocation of a table that is not bucketed follows the key."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    primary_key: tuple[str, ...]
+    kind: IndexKind
+    collations: tuple[Collation, ...]
+    index_id: int | None
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        return _put_table(
+            cat,
+            replace(
+                old,
+                primary_key=self.primary_key,
+                primary_key_kind=self.kind,
+                primary_key_collations=self.collations,
+                primary_key_index_id=self.index_id,
+                colocation=old.colocation if old.bucketed else self.primary_key,
+                update_version=cat.version,
+            ),
         )
 
     def object_id(self) -> int:

@@ -49,6 +49,7 @@ def test_a_rename_is_a_changed_name_of_the_same_object(cat: Catalog) -> None:
     assert (d.before, d.after) == (before, after)
     assert d.added == (ObjectRef("column", 2, "PUBLIC.U.B"),)
     assert d.removed == ()
+    assert table.primary_key_index_id is not None
     assert d.changed == (
         ObjectChange(
             "table",

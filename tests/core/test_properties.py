@@ -52,6 +52,7 @@ from almanac import (
     RenameTable,
     RenameZone,
     SetDefaultZone,
+    SetPrimaryKey,
     SetTableProperties,
     StartBuildingIndex,
 )
@@ -111,6 +112,7 @@ def create_table(draw: st.DrawFn) -> CreateTable:
         primary_key=draw(st.sampled_from([("ID",), ("ID",), ("ID",), ("A",), ()])),
         zone=draw(st.one_of(st.none(), st.none(), ZONES)),
         primary_key_kind=draw(st.sampled_from(IndexKind)),
+        colocation=draw(st.sampled_from([None, None, None, ("ID",)])),
         if_not_exists=draw(st.booleans()),
     )
 
@@ -122,6 +124,13 @@ schema_commands: st.SearchStrategy[Command] = st.one_of(
 
 table_commands: st.SearchStrategy[Command] = st.one_of(
     create_table(),
+    st.builds(
+        SetPrimaryKey,
+        name=TABLES,
+        primary_key=st.sampled_from([(), ("ID",), ("A",), ("ID", "A")]),
+        schema=SCHEMAS,
+        if_exists=st.booleans(),
+    ),
     st.builds(DropTable, TABLES, schema=SCHEMAS, if_exists=st.booleans()),
     st.builds(RenameTable, TABLES, TABLES, schema=SCHEMAS),
     st.builds(
@@ -245,17 +254,23 @@ def check_snapshot(snap: CatalogVersion) -> None:
         assert zone is not None and t.storage_profile in zone.storage_profiles
         owned = [i for i in snap.indexes_by_id.values() if i.table_id == t.id]
         assert sorted(snap.table_indexes[t.id]) == sorted(i.id for i in owned)
-        pk = snap.indexes_by_id[t.primary_key_index_id]
-        assert pk.primary_key and pk.status is IndexStatus.AVAILABLE
-        assert pk.name == f"{t.name}_PK" and pk.table_id == t.id and pk.columns == t.primary_key
-        assert [i for i in owned if i.primary_key] == [pk]
+        if t.primary_key_index_id is None:
+            assert t.primary_key == () and not [i for i in owned if i.primary_key]
+        else:
+            pk = snap.indexes_by_id[t.primary_key_index_id]
+            assert pk.primary_key and pk.status is IndexStatus.AVAILABLE
+            assert pk.name == f"{t.name}_PK" and pk.table_id == t.id
+            assert pk.columns == t.primary_key
+            assert [i for i in owned if i.primary_key] == [pk]
         col_ids = [c.id for c in t.columns]
         assert len(set(col_ids)) == len(col_ids) and all(0 <= c < t.next_column_id for c in col_ids)
         assert len({c.name for c in t.columns}) == len(t.columns)
         for name in t.primary_key:
             column = t.column(name)
             assert column is not None and not column.nullable
-        assert t.colocation and set(t.colocation) <= set(t.primary_key)
+        if t.primary_key:
+            assert t.colocation and set(t.colocation) <= set(t.primary_key)
+        assert t.bucketed or t.colocation == t.primary_key
         for index in owned:
             if index.status is not IndexStatus.STOPPING:
                 assert all(t.column(c) is not None for c in index.columns)

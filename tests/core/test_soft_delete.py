@@ -444,6 +444,7 @@ def _step(cat: Catalog, wall: WallClock, model: _Model, step: tuple[object, ...]
         cat.execute([table(name, col("V"))])
         created = cat.catalog().table(name)
         assert created is not None and created.id not in model.ids
+        assert created.primary_key_index_id is not None
         model.ids |= {created.id, created.primary_key_index_id}
         model.live[name] = created.id
     elif kind == "drop":

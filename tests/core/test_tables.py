@@ -62,6 +62,7 @@ def test_create_table_with_pk_index_and_default_zone(cat: Catalog) -> None:
     public = snap.schema("PUBLIC")
     assert public is not None and t.schema_id == public.id
 
+    assert t.primary_key_index_id is not None
     pk = snap.index_by_id(t.primary_key_index_id)
     assert pk is not None
     assert pk.name == "T_PK"
@@ -173,8 +174,14 @@ def test_column_name_must_not_be_blank(cat: Catalog, name: str) -> None:
     rejected(cat, cmd, ValidationError, "blank")
 
 
-def test_primary_key_is_required(cat: Catalog) -> None:
-    rejected(cat, _create(pk=()), ValidationError, "primary key", "PUBLIC.T")
+def test_a_table_without_primary_key_has_no_key_index(cat: Catalog) -> None:
+    apply(cat, _create(pk=()))
+    t = cat.catalog().table("T")
+    assert t is not None
+    assert (t.primary_key, t.primary_key_index_id, t.colocation) == ((), None, ())
+    assert not t.bucketed
+    assert cat.catalog().index("T_PK") is None
+    assert cat.catalog().table_indexes[t.id] == ()
 
 
 def test_primary_key_without_duplicates(cat: Catalog) -> None:

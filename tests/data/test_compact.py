@@ -76,7 +76,7 @@ def _parquet_files(cat: Catalog, table: Table) -> set[str]:
 
 
 def test_compaction_merges_small_files_and_keeps_every_row(cat: Catalog) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     for i in range(30):
         append(cat, range(i * 4, i * 4 + 4))
     before = _current(cat, table)
@@ -114,7 +114,7 @@ def test_compaction_merges_small_files_and_keeps_every_row(cat: Catalog) -> None
 
 
 def test_one_tablet_and_the_target_size_bound_what_is_merged(cat: Catalog) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     for i in range(40):
         append(cat, [i, i + 1000, i + 2000])
     before = _current(cat, table)
@@ -158,7 +158,7 @@ def test_compaction_never_changes_the_rows(
     target, any tablet: the rows are the same multiset, no file is added
     where none was merged, and files outside the tablet are untouched."""
     with tempfile.TemporaryDirectory() as tmp, connect(tmp) as cat:
-        table = create(cat)
+        table = create(cat, colocation=("ID",))
         for ids in batches:
             append(cat, ids)
         before = _current(cat, table)
@@ -176,7 +176,7 @@ def test_compaction_never_changes_the_rows(
 
 
 def test_an_append_between_planning_and_commit_is_kept(cat: Catalog) -> None:
-    create(cat)
+    create(cat, colocation=("ID",))
     for i in range(10):
         append(cat, [i])
     data = table_data(cat)
@@ -194,7 +194,7 @@ def test_an_append_between_planning_and_commit_is_kept(cat: Catalog) -> None:
 
 
 def test_an_overwrite_between_planning_and_commit_publishes_nothing(cat: Catalog) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     for i in range(10):
         append(cat, [i])
     data = table_data(cat)
@@ -212,7 +212,7 @@ def test_an_overwrite_between_planning_and_commit_publishes_nothing(cat: Catalog
 
 
 def test_two_compactions_of_the_same_files_publish_one(cat: Catalog) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     for i in range(10):
         append(cat, [i, i + 50])
     data = table_data(cat)
@@ -228,7 +228,7 @@ def test_two_compactions_of_the_same_files_publish_one(cat: Catalog) -> None:
 
 
 def test_replace_commits_name_their_files_and_keep_their_rows(cat: Catalog) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     first = append(cat, [1, 2, 3])
     data = table_data(cat)
     shape = CommitShape.of(cat.catalog(), table)
@@ -250,7 +250,7 @@ def test_replace_commits_name_their_files_and_keep_their_rows(cat: Catalog) -> N
 def test_compaction_reads_by_column_id_after_schema_changes(cat: Catalog) -> None:
     """Files written before an ADD (with a default), a DROP and a widening
     are rewritten as a read at the latest version sees them."""
-    create(cat)
+    create(cat, colocation=("ID",))
     for i in range(5):
         append(cat, range(i * 40, i * 40 + 40))
     cat.sql("ALTER TABLE T ADD COLUMN C INT DEFAULT 7")
@@ -273,7 +273,7 @@ def test_compaction_reads_by_column_id_after_schema_changes(cat: Catalog) -> Non
 def test_the_janitor_keeps_replaced_files_until_no_kept_snapshot_needs_them(
     cat: Catalog,
 ) -> None:
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     for i in range(8):
         append(cat, [i, i + 100])
     before = _current(cat, table)
@@ -305,7 +305,7 @@ def test_the_janitor_keeps_replaced_files_until_no_kept_snapshot_needs_them(
 def test_compaction_racing_appends_from_two_processes(cat: Catalog, tmp_path: Path) -> None:
     """Every append lands exactly once, and every snapshot along the way
     holds each row committed before it exactly once."""
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     append(cat, [0])
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -351,7 +351,7 @@ def test_compaction_racing_appends_from_two_processes(cat: Catalog, tmp_path: Pa
 
 
 def test_compact_checks_its_arguments(cat: Catalog) -> None:
-    create(cat)
+    create(cat, colocation=("ID",))
     append(cat, [1, 2])
     bad: Any = "memory://"
     with pytest.raises(ValidationError, match="'cat' of compact"):

@@ -90,7 +90,7 @@ def test_pyiceberg_reads_every_state_after_schema_changes(cat: Catalog, tmp_path
 
 
 def test_load_table_and_bucket_pruning(cat: Catalog, tmp_path: Path) -> None:
-    create(cat)
+    create(cat, colocation=("ID",))
     append(cat, list(range(200)))
     target = str(tmp_path / "data")
     table = load_table(target, "PUBLIC.T")

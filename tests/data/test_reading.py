@@ -155,7 +155,7 @@ def test_version_reads_pick_the_newest_snapshot_written_at_or_before(cat: Catalo
 
 
 def test_read_file_projects_and_counts_rows_without_columns(cat: Catalog) -> None:
-    create(cat)
+    create(cat, colocation=("ID",))
     snapshot = append(cat, list(range(50)))
     data = TableData.for_catalog(cat)
     plan = plan_scan(cat, data, "T")

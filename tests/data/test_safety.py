@@ -237,7 +237,7 @@ def test_a_commit_shape_must_match_its_catalog_version(cat: Catalog, tmp_path: P
     """Files bucketed for the zone's tablet count but declared under another
     ``bucket[N]`` would make an Iceberg reader's key filter skip the rows: a
     shape built by hand must be what ``CommitShape.of`` gives."""
-    table = create(cat)
+    table = create(cat, colocation=("ID",))
     append(cat, [1])
     data, write_id, _, files = _staged(cat, [2], ttl_s=600)
     version = cat.catalog()

@@ -462,6 +462,7 @@ def test_colocated_tables_share_tablets(cat: Catalog) -> None:
             ColumnDef(name="NAME", type=ColumnType.STRING),
         ],
         primary_key=("CID",),
+        colocation=("CID",),
         zone="Z",
     )
     create(

@@ -78,8 +78,9 @@ def _build(cat: Catalog) -> tuple[Chain, Chain]:
             ColumnDef(name="V", type=ColumnType.STRING),
         ],
         zone="Z",
+        colocation=("ID",),  # the layout every table of the old format had
     )
-    other = create(cat, "U")
+    other = create(cat, "U", colocation=("ID",))
     old = OldWriter(cat)
     t = Chain("T", "PUBLIC", table.id, old)
     u = Chain("U", "PUBLIC", other.id, old)

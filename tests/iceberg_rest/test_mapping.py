@@ -33,7 +33,7 @@ from pyiceberg.types import (
 )
 
 import almanac
-from almanac import CreateSchema, ValidationError
+from almanac import CreateSchema, SetPrimaryKey, ValidationError
 from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command, preview
 from almanac.data.iceberg_schema import iceberg_schema
@@ -234,10 +234,32 @@ def test_a_type_the_catalog_lacks_is_refused(kind: IcebergType) -> None:
     }
 
 
-def test_a_table_needs_identifier_fields() -> None:
-    schema = Schema(NestedField(1, "k", LongType(), required=True))
-    with pytest.raises(ValidationError, match="needs identifier fields"):
-        create_command("ns", "t", schema, None, None)
+def test_no_identifier_fields_make_a_plain_unpartitioned_table() -> None:
+    schema = Schema(NestedField(1, "k", LongType(), required=False))
+    create = create_command("ns", "t", schema, None, None)
+    assert (create.primary_key, create.colocation) == ((), None)
+    made = _created(_version(), schema)
+    assert made.primary_key == () and not made.bucketed
+    assert iceberg_schema(made).identifier_field_ids == []
+
+
+def test_a_bucket_on_any_column_of_a_keyless_table_is_its_colocation() -> None:
+    schema = Schema(NestedField(1, "k", LongType(), required=False))
+    spec = PartitionSpec(PartitionField(1, 1000, BucketTransform(25), "b"))
+    assert create_command("ns", "t", schema, spec, None).colocation == ("k",)
+
+
+def test_changed_identifier_fields_set_the_primary_key() -> None:
+    version = _version()
+    old = _schema([(StringType(), False)])
+    table = _created(version, old)
+    new = Schema(*old.fields, identifier_field_ids=[])
+    (command,) = schema_commands("ns", table, old, new)
+    assert command == SetPrimaryKey(name=table.name, primary_key=(), schema="ns")
+    commands: list[Command] = [CreateSchema("ns"), create_command("ns", "t", old, None, None)]
+    dropped = _apply(version, [*commands, command]).table("t", "ns")
+    assert dropped is not None and dropped.primary_key == ()
+    check_expressed("ns.t", dropped, new, same_ids=False)
 
 
 def test_a_bucket_on_the_key_is_the_colocation() -> None:

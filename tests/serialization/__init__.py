@@ -119,7 +119,7 @@ tables = st.builds(
     primary_key_kind=st.sampled_from(IndexKind),
     primary_key_collations=collations,
     colocation=name_tuples,
-    primary_key_index_id=int64s,
+    primary_key_index_id=opt_int64s,
     storage_profile=names,
     table_version=int64s,
     properties=table_properties,
@@ -128,6 +128,7 @@ tables = st.builds(
     update_version=int64s,
     dropped_at=opt_int64s,
     reserve_ms=int64s,
+    bucketed=st.booleans(),
 )
 indexes = st.builds(
     Index,
@@ -182,6 +183,9 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     e.IndexMadeAvailable: st.builds(e.IndexMadeAvailable, int64s),
     e.IndexStopped: st.builds(e.IndexStopped, int64s),
     e.IndexRemoved: st.builds(e.IndexRemoved, int64s),
+    e.PrimaryKeySet: st.builds(
+        e.PrimaryKeySet, int64s, name_tuples, st.sampled_from(IndexKind), collations, opt_int64s
+    ),
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
@@ -361,6 +365,16 @@ SOFT_DELETED_TABLE = replace(
     TABLE, dropped_at=1_700_000_360_000 << 16 | 3, reserve_ms=3_600_000, update_version=12
 )
 """Dropped WITH (RESERVE = '1h'); only Table v2 carries it."""
+KEYLESS_TABLE = replace(
+    TABLE,
+    primary_key=(),
+    primary_key_kind=IndexKind.HASH,
+    primary_key_collations=(),
+    colocation=(),
+    primary_key_index_id=None,
+    bucketed=False,
+)
+"""Without a primary key, unpartitioned: only Table v3 carries it."""
 PK_INDEX = Index(
     id=11,
     name="ORDERS_PK",
@@ -443,6 +457,13 @@ SOFT_DELETE_ENTRY_EXAMPLES: dict[type, e.UpdateEntry] = {
 }
 """Entries of release 0.3.0; kept out of ``UPDATE``, whose released files
 predate them."""
+PRIMARY_KEY_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
+    "PrimaryKeySet": e.PrimaryKeySet(
+        10, ("ID", "REGION"), IndexKind.SORTED, (Collation.ASC_NULLS_LAST,) * 2, 14
+    ),
+    "PrimaryKeySet-dropped": e.PrimaryKeySet(10, (), IndexKind.HASH, (), None),
+}
+"""Entries of release 0.4.0, kept out of ``UPDATE`` likewise."""
 UPDATE = e.VersionedUpdate(
     version=9,
     commit_time=1_700_000_000_123 << 16 | 7,
@@ -486,6 +507,7 @@ EXAMPLES: dict[str, object] = {
     "Column-nested": NESTED,
     "Table": TABLE,
     "Table-soft_deleted": SOFT_DELETED_TABLE,
+    "Table-keyless": KEYLESS_TABLE,
     "TableProperties": PROPERTIES,
     "Index": INDEX,
     "Zone": ZONE,
@@ -493,6 +515,7 @@ EXAMPLES: dict[str, object] = {
     "FunctionDefault": FunctionDefault("RAND_UUID"),
     **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
     **{cls.__name__: entry for cls, entry in SOFT_DELETE_ENTRY_EXAMPLES.items()},
+    **PRIMARY_KEY_ENTRY_EXAMPLES,
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
     "Checkpoint": CHECKPOINT,

@@ -74,7 +74,7 @@ the stem of its example. Its own type's serializer did not change, but
 writing now nests the newer version, so such a file is only read: its bytes
 must keep decoding to the example. (``-column_v1``: written before Column v2;
 ``-table_v1``: written before Table v2; ``-column_v2`` / ``_column_v2``:
-written before Column v3.)"""
+written before Column v3 and Table v3.)"""
 
 
 def _newest(stem: str) -> int:

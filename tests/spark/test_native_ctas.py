@@ -28,7 +28,7 @@ def test_ctas_writes_bucketed_files_with_field_ids(spark: Any, cat: Catalog, tar
     result = almanac.spark.sql(
         spark,
         target,
-        "CREATE TABLE PUBLIC.ORDERS (PRIMARY KEY (id)) ZONE Z5 AS "
+        "CREATE TABLE PUBLIC.ORDERS (PRIMARY KEY (id)) COLOCATE BY (id) ZONE Z5 AS "
         "SELECT * FROM VALUES (1, 'a'), (2, 'b'), (3, 'c'), (40, 'd') AS v(id, customer)",
     )
     assert (result.rows, result.created) == (4, True)
@@ -45,6 +45,21 @@ def test_ctas_writes_bucketed_files_with_field_ids(spark: Any, cat: Catalog, tar
     assert sorted(read_table(cat, "ORDERS").column("ID").to_pylist()) == [1, 2, 3, 40]
     assert sum(f.rows for f in snapshot.files) == 4
     assert all(f.stats[table.columns[0].id].null_count == 0 for f in snapshot.files)
+
+
+def test_a_ctas_without_key_writes_at_most_one_file_per_task(
+    spark: Any, cat: Catalog, target: str
+) -> None:
+    df = _orders(spark, 0, 200)  # three tasks
+    result = almanac.spark.create_table_as_select(target, "PUBLIC.PLAIN", df)
+    assert (result.rows, result.created) == (200, True)
+    cat.catalog_ready(result.version)
+    table = cat.catalog().table("PLAIN")
+    assert table is not None and table.primary_key == () and not table.bucketed
+    snapshot = TableData.for_catalog(cat).current(table.id)
+    assert snapshot is not None
+    assert 1 <= len(snapshot.files) <= df.rdd.getNumPartitions() == 3
+    assert sorted(read_table(cat, "PLAIN").column("ID").to_pylist()) == list(range(200))
 
 
 def test_rtas_replaces_through_the_native_writer(spark: Any, cat: Catalog, target: str) -> None:

@@ -87,8 +87,11 @@ def test_parse_ctas() -> None:
         "CREATE VIEW v AS SELECT 1",
     ]:
         assert parse_ctas(other) is None, other
-    with pytest.raises(SqlParseError, match=r"PRIMARY KEY"):
-        parse_ctas("CREATE TABLE t AS SELECT 1")
+    s = parse_ctas('CREATE TABLE t COLOCATE BY (a, "b") ZONE z AS SELECT 1 AS a')
+    assert s is not None
+    assert (s.primary_key, s.colocation, s.zone, s.query) == ((), ("a", "b"), "z", "SELECT 1 AS a")
+    with pytest.raises(SqlParseError, match=r"BY"):
+        parse_ctas("CREATE TABLE t COLOCATE (a) AS SELECT 1")
     with pytest.raises(SqlParseError, match=r"\)"):
         parse_ctas("CREATE TABLE t (PRIMARY KEY (a) AS SELECT 1")
     with pytest.raises(SqlParseError, match=r"IF NOT EXISTS"):

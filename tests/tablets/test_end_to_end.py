@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 import almanac.spark
 from almanac.cli import main
@@ -47,7 +48,10 @@ def _create(
     cluster: TabletCluster, zone: str, partitions: int, replicas: int, *tables: str
 ) -> None:
     ddl = [f"CREATE ZONE IF NOT EXISTS {zone} WITH (PARTITIONS={partitions}, REPLICAS={replicas})"]
-    ddl += [f"CREATE TABLE {t} (ID INT64 PRIMARY KEY, V VARCHAR(20)) ZONE {zone}" for t in tables]
+    ddl += [
+        f"CREATE TABLE {t} (ID INT64 PRIMARY KEY, V VARCHAR(20)) COLOCATE BY (ID) ZONE {zone}"
+        for t in tables
+    ]
     cluster.cat.sql("; ".join(ddl))
 
 
@@ -173,6 +177,50 @@ class _Writer:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+@pytest.mark.parametrize("cluster", ["sqlite"], indirect=True)
+def test_an_unpartitioned_tables_files_are_each_served_once_and_follow_a_killed_server(
+    cluster: TabletCluster,
+) -> None:
+    cluster.start_nodes(["n1"])
+    cluster.start_servers(["ts1", "ts2", "ts3"])
+    cluster.cat.sql(
+        "CREATE ZONE U WITH (PARTITIONS=6, REPLICAS=1); CREATE TABLE P (ID INT64, V VARCHAR(20)) "
+        "ZONE U"
+    )
+    table = cluster.cat.catalog().table("P")
+    assert table is not None and not table.bucketed
+    snapshots = [write_table(cluster.cat, "P", _rows(50 * i, 50)) for i in range(12)]
+    assert [len(s.files) for s in snapshots] == list(range(1, 13)), "one file per write"
+    files = snapshots[-1].files
+    assert len({f.tablet for f in files}) > 1
+    route = cluster.wait_settled("P", 6, 1)
+    cluster.wait_replicas_serving("P")
+
+    def served_once() -> None:
+        delivered: list[tuple[int, str, int]] = []
+        rows = read_table(
+            cluster.cat, "PUBLIC.P", progress=lambda t, s, n: delivered.append((t, s, n))
+        )
+        assert _ids(rows) == list(range(600)), "every row exactly once"
+        by_tablet: dict[int, int] = {}
+        for tablet, _, n in delivered:  # n: the tablet's rows so far
+            by_tablet[tablet] = max(by_tablet.get(tablet, 0), n)
+        expected: dict[int, int] = {}
+        for f in files:
+            expected[f.tablet] = expected.get(f.tablet, 0) + f.rows
+        assert by_tablet == expected, "each file from its own tablet only"
+
+    served_once()
+    victim = cluster.servers[next(t.leader for t in route.tablets if t.leader is not None)]
+    moved = _led_by(route, victim.name)
+    victim.kill()
+    cluster.wait(lambda: victim.name not in cluster.live(), f"{victim.name}'s lease to expire")
+    after = cluster.wait_settled("P", 6, 1, avoid=[victim.name])
+    cluster.wait_replicas_serving("P")
+    assert all(t.leader != victim.name for t in after.tablets if t.id in moved)
+    served_once()
 
 
 def test_a_killed_server_fails_over_mid_read_and_mid_workload(cluster: TabletCluster) -> None:

@@ -78,6 +78,7 @@ def _create(cat: Catalog, name: str, zone: str) -> None:
                     ColumnDef(name="V", type=ColumnType.STRING),
                 ),
                 primary_key=("ID",),
+                colocation=("ID",),
                 zone=zone,
             )
         ]

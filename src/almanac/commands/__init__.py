@@ -24,6 +24,7 @@ from almanac.commands.tables import (
     PurgeTable,
     RecoverTable,
     RenameTable,
+    SetPrimaryKey,
     SetTableProperties,
 )
 from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, SetDefaultZone
@@ -55,6 +56,7 @@ __all__ = [
     "RenameTable",
     "RenameZone",
     "SetDefaultZone",
+    "SetPrimaryKey",
     "SetTableProperties",
     "StartBuildingIndex",
     "preview",

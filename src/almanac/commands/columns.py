@@ -150,6 +150,14 @@ class DropColumns(Command):
                     column=name,
                     rule="primary-key",
                 )
+            if name in table.colocation:
+                raise ValidationError(
+                    f"Column '{name}' is a colocation column of table '{full}' and cannot "
+                    "be dropped",
+                    table=full,
+                    column=name,
+                    rule="colocation",
+                )
             for index in alive:
                 if name in index.columns:
                     raise ValidationError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from almanac.catalog_version import CatalogVersion
@@ -35,6 +35,8 @@ from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table,
 from almanac.entries import (
     DefaultZoneSet,
     IndexCreated,
+    IndexRemoved,
+    PrimaryKeySet,
     TableCreated,
     TablePropertiesSet,
     TableRecovered,
@@ -55,6 +57,7 @@ __all__ = [
     "PurgeTable",
     "RecoverTable",
     "RenameTable",
+    "SetPrimaryKey",
     "SetTableProperties",
     "check_reserve",
 ]
@@ -116,7 +119,13 @@ def spelled_as_defined(names: tuple[str, ...], defined: Iterable[str]) -> tuple[
     return tuple(spelled.get(name_key(name), name) for name in names)
 
 
-def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[str]) -> None:
+def _check_key_list(
+    table: str,
+    what: str,
+    names: tuple[str, ...],
+    allowed: set[str],
+    outside: str = "is not part of the primary key",
+) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
@@ -128,10 +137,7 @@ def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[
         seen.add(name)
         if name not in allowed:
             raise ValidationError(
-                f"Column '{name}' of the {what} of table '{table}' does not exist"
-                if what == "primary key"
-                else f"Column '{name}' of the {what} of table '{table}' is not part of the "
-                "primary key",
+                f"Column '{name}' of the {what} of table '{table}' {outside}",
                 table=table,
                 column=name,
             )
@@ -139,15 +145,19 @@ def _check_key_list(table: str, what: str, names: tuple[str, ...], allowed: set[
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateTable(Command):
-    """A table with its primary-key index ``<NAME>_PK``, in one version.
+    """A table, with its primary-key index ``<NAME>_PK`` when it has a key,
+    in one version.
 
+    A table without ``primary_key`` is a plain table. A new table is
+    unpartitioned unless ``colocation`` is given: then its rows are
+    bucketed on the first colocation column into its zone's partitions.
     Without a zone the table goes to the default zone, which is created as
     ``Default`` in the same version when the catalog has none yet.
     """
 
     name: str
     columns: tuple[ColumnDef, ...]
-    primary_key: tuple[str, ...]
+    primary_key: tuple[str, ...] = ()
     schema: str = DEFAULT_SCHEMA
     primary_key_kind: IndexKind = IndexKind.HASH
     primary_key_collations: tuple[Collation, ...] | None = None
@@ -169,7 +179,6 @@ class CreateTable(Command):
                 "Table", full, qualified(schema.name, cat.tables_by_id[existing].name)
             )
         ensure_relation_name_free(cat, schema, self.name)
-        ensure_relation_name_free(cat, schema, pk_index_name(self.name))
 
         if not self.columns:
             raise ValidationError(f"Table '{full}' needs at least one column", table=full)
@@ -178,23 +187,20 @@ class CreateTable(Command):
         for col in self.columns:
             check_column_def(full, col)
 
-        pk = spelled_as_defined(self.primary_key, [c.name for c in self.columns])
-        if not pk:
-            raise ValidationError(f"Table '{full}' needs a primary key", table=full)
+        defined = [c.name for c in self.columns]
+        pk = spelled_as_defined(tuple(self.primary_key), defined)
         by_name = {c.name: c for c in self.columns}
-        _check_key_list(full, "primary key", pk, set(by_name))
-        for name in pk:
-            if by_name[name].nullable:
-                raise ValidationError(
-                    f"Primary key column '{name}' of table '{full}' cannot be nullable",
-                    table=full,
-                    column=name,
-                )
-        collations = self._pk_collations(full, pk)
-        colocation = pk if self.colocation is None else spelled_as_defined(self.colocation, pk)
-        if not colocation:
+        check_primary_key(full, pk, by_name)
+        if pk:
+            ensure_relation_name_free(cat, schema, pk_index_name(self.name))
+        collations = pk_collations(full, pk, self.primary_key_kind, self.primary_key_collations)
+        colocation = pk if self.colocation is None else spelled_as_defined(self.colocation, defined)
+        if self.colocation is not None and not colocation:
             raise ValidationError(f"Colocation columns of table '{full}' are empty", table=full)
-        _check_key_list(full, "colocation columns", colocation, set(pk))
+        if pk:
+            _check_key_list(full, "colocation columns", colocation, set(pk))
+        else:
+            _check_key_list(full, "colocation columns", colocation, set(by_name), "does not exist")
         _check_properties(full, self.properties)
 
         ids = IdAllocator(cat)
@@ -231,7 +237,7 @@ class CreateTable(Command):
             profile = self.storage_profile
 
         table_id = ids.next()
-        pk_index_id = ids.next()
+        pk_index_id = ids.next() if pk else None
         table = Table(
             id=table_id,
             schema_id=schema.id,
@@ -246,42 +252,144 @@ class CreateTable(Command):
             storage_profile=profile,
             properties=self.properties,
             next_column_id=next_column_id,
+            bucketed=self.colocation is not None,
         )
-        index = Index(
-            id=pk_index_id,
-            name=pk_index_name(self.name),
-            table_id=table_id,
-            schema_id=schema.id,
-            unique=True,
-            kind=self.primary_key_kind,
-            columns=pk,
-            collations=collations,
-            status=IndexStatus.AVAILABLE,
-            primary_key=True,
-        )
+        if pk_index_id is None:
+            return ids.entries(*zone_entries, TableCreated(table))
+        index = pk_index(table, pk_index_id)
         return ids.entries(*zone_entries, TableCreated(table), IndexCreated(index))
 
-    def _pk_collations(self, full: str, pk: tuple[str, ...]) -> tuple[Collation, ...]:
-        given = self.primary_key_collations
-        where = f"table '{full}'"
-        check_enum("Primary key kind", self.primary_key_kind, IndexKind, where)
-        if given is not None:
-            check_enum_tuple("Primary key sort order", given, Collation, where)
-        if self.primary_key_kind is IndexKind.HASH:
-            if given:
-                raise ValidationError(
-                    f"A HASH primary key of table '{full}' takes no sort order", table=full
-                )
-            return ()
-        if given is None:
-            return tuple(Collation.ASC_NULLS_LAST for _ in pk)
-        if len(given) != len(pk):
+
+def pk_index(table: Table, index_id: int) -> Index:
+    """The unique index that enforces the table's primary key."""
+    return Index(
+        id=index_id,
+        name=pk_index_name(table.name),
+        table_id=table.id,
+        schema_id=table.schema_id,
+        unique=True,
+        kind=table.primary_key_kind,
+        columns=table.primary_key,
+        collations=table.primary_key_collations,
+        status=IndexStatus.AVAILABLE,
+        primary_key=True,
+    )
+
+
+def check_primary_key(full: str, pk: tuple[str, ...], by_name: Mapping[str, object]) -> None:
+    """Key columns exist, appear once and are NOT NULL."""
+    _check_key_list(full, "primary key", pk, set(by_name), "does not exist")
+    for name in pk:
+        if getattr(by_name[name], "nullable", False):
             raise ValidationError(
-                f"Primary key of table '{full}' has {len(pk)} column(s) but {len(given)} "
-                "sort order(s)",
+                f"Primary key column '{name}' of table '{full}' cannot be nullable",
+                table=full,
+                column=name,
+            )
+
+
+def pk_collations(
+    full: str,
+    pk: tuple[str, ...],
+    kind: IndexKind,
+    given: tuple[Collation, ...] | None,
+) -> tuple[Collation, ...]:
+    """The sort order of a key of ``kind``: none for HASH, ascending by default."""
+    where = f"table '{full}'"
+    check_enum("Primary key kind", kind, IndexKind, where)
+    if given is not None:
+        check_enum_tuple("Primary key sort order", given, Collation, where)
+    if kind is IndexKind.HASH or not pk:
+        if given:
+            raise ValidationError(
+                f"A HASH primary key of table '{full}' takes no sort order"
+                if pk
+                else f"Table '{full}' has no primary key to take a sort order",
                 table=full,
             )
-        return tuple(given)
+        return ()
+    if given is None:
+        return tuple(Collation.ASC_NULLS_LAST for _ in pk)
+    if len(given) != len(pk):
+        raise ValidationError(
+            f"Primary key of table '{full}' has {len(pk)} column(s) but {len(given)} sort order(s)",
+            table=full,
+        )
+    return tuple(given)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetPrimaryKey(Command):
+    """Sets, changes or (with an empty ``primary_key``) drops a table's key,
+    replacing its primary-key index. Refused while the table's layout
+    depends on the key: a bucketed table's colocation columns must stay key
+    columns. An unbucketed table's colocation follows its key."""
+
+    name: str
+    primary_key: tuple[str, ...]
+    schema: str = DEFAULT_SCHEMA
+    primary_key_kind: IndexKind = IndexKind.HASH
+    primary_key_collations: tuple[Collation, ...] | None = None
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, self.name)
+        pk = spelled_as_defined(tuple(self.primary_key), [c.name for c in table.columns])
+        check_primary_key(full, pk, {c.name: c for c in table.columns})
+        collations = pk_collations(full, pk, self.primary_key_kind, self.primary_key_collations)
+        if (pk, self.primary_key_kind, collations) == (
+            table.primary_key,
+            table.primary_key_kind,
+            table.primary_key_collations,
+        ):
+            return []
+        outside = [c for c in table.colocation if c not in pk]
+        if table.bucketed and outside and (pk or table.primary_key):
+            raise ValidationError(
+                f"The primary key of table '{full}' cannot "
+                + ("be dropped" if not pk else f"become ({', '.join(pk)})")
+                + f": the table is bucketed on its colocation columns "
+                f"({', '.join(table.colocation)}), which must be key columns, and "
+                f"{', '.join(repr(c) for c in outside)} would not be",
+                table=full,
+                rule="primary-key-in-use",
+                depends=", ".join(table.colocation),
+            )
+        colocation = table.colocation if table.bucketed else pk
+        for owned in cat.table_indexes.get(table.id, ()):
+            index = cat.indexes_by_id[owned]
+            missing = [c for c in colocation if c not in index.columns]
+            if index.unique and not index.primary_key and index.status.alive and missing:
+                raise ValidationError(
+                    f"The primary key of table '{full}' cannot become ({', '.join(pk)}): unique "
+                    f"index '{index.name}' must contain every colocation column, which follow "
+                    f"the key, and lacks {', '.join(repr(c) for c in missing)}",
+                    table=full,
+                    index=index.name,
+                    rule="primary-key-in-use",
+                )
+        schema = require_schema(cat, self.schema)
+        entries: list[UpdateEntry] = []
+        if table.primary_key_index_id is not None:
+            entries.append(IndexRemoved(table.primary_key_index_id))
+        ids = IdAllocator(cat)
+        index_id = ids.next() if pk else None
+        if pk:
+            ensure_relation_name_free(
+                cat, schema, pk_index_name(table.name), ignore_index=table.primary_key_index_id
+            )
+        entries.append(PrimaryKeySet(table.id, pk, self.primary_key_kind, collations, index_id))
+        if index_id is None:
+            return entries
+        changed = table.evolve(
+            primary_key=pk,
+            primary_key_kind=self.primary_key_kind,
+            primary_key_collations=collations,
+        )
+        return ids.entries(*entries, IndexCreated(pk_index(changed, index_id)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +475,10 @@ class RecoverTable(Command):
         if self.new_name is not None and self.new_name != table.name:
             check_name("Table", self.new_name)
             own_pk, own = table.primary_key_index_id, table.id
-            for name in (self.new_name, pk_index_name(self.new_name)):
+            names = (
+                [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
+            )
+            for name in names:
                 ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
             entries.append(TableRenamed(table.id, self.new_name))
         return entries
@@ -432,7 +543,8 @@ class RenameTable(Command):
         # its current name does not block either new name, nor does the
         # table's own name a change of case.
         own_pk, own = table.primary_key_index_id, table.id
-        for name in (self.new_name, pk_index_name(self.new_name)):
+        names = [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
+        for name in names:
             ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
         return [TableRenamed(table.id, self.new_name)]
 

@@ -40,6 +40,7 @@ from almanac.data.janitor import JanitorReport, expire_data, run_janitor
 from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import (
+    file_tablet,
     iceberg_bucket_values,
     partition_column,
     table_partitions,
@@ -68,6 +69,7 @@ __all__ = [
     "conform",
     "create_table_as",
     "expire_data",
+    "file_tablet",
     "iceberg_bucket_values",
     "new_write_id",
     "output_schema",

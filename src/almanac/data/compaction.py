@@ -172,6 +172,7 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
                 rows,
                 write_dir,
                 max_rows_per_file=_ONE_FILE,
+                tablet=group[0].tablet,
             )
             data.keep_alive(lease)
         return data.commit(plan.shape, write_id, written, operation="replace", replaces=plan.files)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from almanac import _check as check
 from almanac.data.arrow import FIELD_ID, arrow_schema
-from almanac.data.tablets import tablets_of
+from almanac.data.tablets import file_tablet, tablets_of
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError
@@ -92,12 +92,27 @@ def column_stats(arr: pa.ChunkedArray | pa.Array) -> ColumnStats:
     return ColumnStats(_bounded(low), _bounded(high), nulls)
 
 
-def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: str) -> DataFile:
+def _write_one(
+    warehouse: Warehouse,
+    table: Table,
+    part: pa.Table,
+    directory: str,
+    partitions: int = 0,
+    tablet: int | None = None,
+) -> DataFile:
+    """One file in ``directory``; with ``partitions`` (an unpartitioned
+    table) in a ``tablet=<t>`` directory below it, t being ``tablet`` or
+    else following from the file's name."""
     sink = pa.BufferOutputStream()
     pq.write_table(part, sink, compression="zstd")
     payload = sink.getvalue()
     checksum = zlib.crc32(payload)
-    path = f"{directory}/part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
+    name = f"part-{uuid.uuid4().hex}.crc32-{checksum:08x}.parquet"
+    if partitions:
+        t = file_tablet(name, partitions) if tablet is None else tablet
+        directory = f"{directory}/tablet={t}"
+        _make_dir(warehouse, directory)
+    path = f"{directory}/{name}"
     try:
         with warehouse.fs.open_output_stream(path) as out:
             out.write(payload)
@@ -117,6 +132,13 @@ def _write_one(warehouse: Warehouse, table: Table, part: pa.Table, directory: st
     )
 
 
+def _make_dir(warehouse: Warehouse, directory: str) -> None:
+    try:
+        warehouse.fs.create_dir(directory, recursive=True)
+    except (OSError, pa.ArrowInvalid) as exc:  # ArrowInvalid: not a path of this fs
+        raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
+
+
 def write_files(
     warehouse: Warehouse,
     table: Table,
@@ -125,11 +147,16 @@ def write_files(
     write_dir: str,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    tablet: int | None = None,
 ) -> list[DataFile]:
     """Write already conformed rows below ``write_dir``, one or more files per
     tablet (``<write_dir>/tablet=<t>/part-<uuid>.crc32-<crc>.parquet``), with
     field ids, per-column statistics and the file's checksum in its name.
-    Nothing is visible until a commit names them."""
+    An unpartitioned table's rows go to as few files as ``max_rows_per_file``
+    allows, each in the tablet its name hashes to (``file_tablet``), or in
+    ``tablet`` when given: a compaction's merged file stays in the tablet
+    whose files it merges. The path records the tablet either way. Nothing
+    is visible until a commit names them."""
     what = "Parameter '{}' of write_files"
     check.instance(warehouse, Warehouse, what.format("warehouse"))
     check.instance(table, Table, what.format("table"))
@@ -137,6 +164,8 @@ def write_files(
     check.instance(data, pa.Table, what.format("data"), "a pyarrow Table")
     check.string(write_dir, what.format("write_dir"), nonblank=True)
     check.integer(max_rows_per_file, what.format("max_rows_per_file"), lo=1)
+    if tablet is not None:
+        check.integer(tablet, what.format("tablet"), lo=0, hi=partitions - 1)
     expected = arrow_schema(table)
     if not data.schema.equals(expected, check_metadata=True):
         raise DataError(
@@ -146,6 +175,18 @@ def write_files(
         )
     if data.num_rows == 0:
         return []
+    if not table.bucketed:
+        return [
+            _write_one(
+                warehouse,
+                table,
+                data.slice(start, max_rows_per_file),
+                write_dir,
+                partitions,
+                tablet,
+            )
+            for start in range(0, data.num_rows, max_rows_per_file)
+        ]
     tablets = tablets_of(data, table, partitions)
     order = np.argsort(tablets, kind="stable")
     sorted_tablets = tablets[order]
@@ -156,10 +197,7 @@ def write_files(
     for begin, end in itertools.pairwise(bounds):
         tablet = int(sorted_tablets[begin])
         directory = f"{write_dir}/tablet={tablet}"
-        try:
-            warehouse.fs.create_dir(directory, recursive=True)
-        except (OSError, pa.ArrowInvalid) as exc:  # ArrowInvalid: not a path of this fs
-            raise CatalogError(f"Cannot create '{directory}': {exc}", path=directory) from exc
+        _make_dir(warehouse, directory)
         for start in range(begin, end, max_rows_per_file):
             part = grouped.slice(start, min(max_rows_per_file, end - start))
             files.append(_write_one(warehouse, table, part, directory))

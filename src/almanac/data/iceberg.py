@@ -58,6 +58,7 @@ from almanac.errors import CatalogError, CorruptLogError
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
+    "TABLETS_PROPERTY",
     "WRITE_ID_PROPERTY",
     "IcebergFiles",
     "MetadataFiles",
@@ -68,6 +69,10 @@ CATALOG_VERSION_PROPERTY = "almanac.catalog-version"
 """On a snapshot: the catalog version its rows were written against; on the
 table: the catalog version whose schema is the current Iceberg schema."""
 TABLE_ID_PROPERTY = "almanac.table-id"
+TABLETS_PROPERTY = "almanac.tablets"
+"""On the table: its zone's partition count, by which a data file that no
+``tablet=<t>`` directory places (an Iceberg client's, in an unpartitioned
+table) gets the tablet its name hashes to (``file_tablet``)."""
 _METADATA_CACHE = 64
 """Parsed metadata.json files kept (each lists every snapshot of its table)."""
 _MANIFEST_CACHE = 4096
@@ -286,6 +291,8 @@ class IcebergFiles:
         types = self._types(metadata)
         spec = metadata.specs().get(manifest.partition_spec_id)
         partitioned = bool(spec is not None and spec.fields)
+        tablets = metadata.properties.get(TABLETS_PROPERTY, "")
+        partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
         try:
             entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
         except FileNotFoundError as exc:
@@ -301,7 +308,8 @@ class IcebergFiles:
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
-            (from_iceberg_file(e.data_file, types, partitioned), e.data_file) for e in entries
+            (from_iceberg_file(e.data_file, types, partitioned, partitions), e.data_file)
+            for e in entries
         )
         self._remember(self._manifests, manifest.manifest_path, result)
         return result
@@ -350,6 +358,7 @@ class IcebergFiles:
             "properties": {
                 TABLE_ID_PROPERTY: str(table_id),
                 CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
+                TABLETS_PROPERTY: str(shape.partitions),
             },
         }
         return TableMetadataV2.model_validate(fields)

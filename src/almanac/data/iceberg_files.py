@@ -32,6 +32,7 @@ from pyiceberg.types import (
 
 from almanac.data.files import ColumnStats, DataFile, checksum_in_name
 from almanac.data.iceberg_schema import iceberg_type
+from almanac.data.tablets import file_tablet
 from almanac.descriptors import Table
 
 __all__ = ["from_iceberg_file", "to_iceberg_file"]
@@ -130,10 +131,12 @@ def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> Iceber
     return iceberg_file
 
 
-def _tablet_from_path(path: str) -> int:
+def _tablet_from_path(path: str, partitions: int) -> int:
+    """The tablet its ``tablet=<t>`` directory names; without one, the hash
+    of its name when the table's partition count is known, else 0."""
     marker = "/tablet="
     if marker not in path:
-        return 0
+        return file_tablet(path, partitions) if partitions else 0
     try:
         return int(path.rsplit(marker, 1)[1].split("/", 1)[0])
     except ValueError:
@@ -141,7 +144,10 @@ def _tablet_from_path(path: str) -> int:
 
 
 def from_iceberg_file(
-    iceberg_file: IcebergFile, types: Mapping[int, IcebergType], partitioned: bool
+    iceberg_file: IcebergFile,
+    types: Mapping[int, IcebergType],
+    partitioned: bool,
+    partitions: int = 0,
 ) -> DataFile:
     """Our view of an Iceberg data file: statistics keyed by column id, one
     entry per column the file holds (so a reader knows which columns a file
@@ -160,7 +166,7 @@ def from_iceberg_file(
     if partitioned and len(iceberg_file.partition) and iceberg_file.partition[0] is not None:
         tablet = int(iceberg_file.partition[0])
     else:
-        tablet = _tablet_from_path(iceberg_file.file_path)
+        tablet = _tablet_from_path(iceberg_file.file_path, partitions)
     return DataFile(
         path=iceberg_file.file_path,
         rows=int(iceberg_file.record_count),

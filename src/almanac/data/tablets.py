@@ -17,6 +17,12 @@ The partition column is the first colocation column that Iceberg can bucket
 (every catalog type but BOOLEAN, FLOAT and DOUBLE). Colocated tables share
 their colocation columns, hence the partition column, hence the tablets.
 
+A table that is not ``bucketed`` (the default for new tables; see
+``Table``) is unpartitioned: its rows go to files as they come, and a
+data file's tablet is ``file_tablet``: the same murmur3 over the UTF-8
+bytes of the file's name (the last part of its path, which never changes
+when the file moves under a ``tablet=<t>`` directory), modulo N.
+
 Two choices are ours, not Iceberg's: a NULL key (Iceberg's null partition)
 goes to tablet 0, since tablets are integers; and a table none of whose
 colocation columns is bucketable (its Iceberg spec is unpartitioned) places
@@ -49,6 +55,7 @@ from almanac.errors import CatalogError, DataError, ValidationError
 __all__ = [
     "iceberg_bucket_values",
     "iceberg_hash_values",
+    "file_tablet",
     "partition_column",
     "table_partitions",
     "tablets_of",
@@ -383,11 +390,23 @@ def partition_column(table: Table) -> Column | None:
     colocation column of a bucketable type; None when there is none (the
     table's Iceberg spec is then unpartitioned)."""
     check.instance(table, Table, "Parameter 'table' of partition_column")
+    if not table.bucketed:
+        return None
     for name in table.colocation:
         column = table.column(name)
         if column is not None and column.type not in UNBUCKETABLE:
             return column
     return None
+
+
+def file_tablet(path: str, partitions: int) -> int:
+    """The tablet of a data file of an unpartitioned table: a stable hash
+    of its name modulo ``partitions``, so files spread evenly over tablets
+    whatever wrote them."""
+    check.string(path, "Parameter 'path' of file_tablet")
+    partitions = _check_buckets(partitions, "Partitions")
+    name = path.rsplit("/", 1)[-1].encode("utf-8", "surrogatepass")
+    return (mmh3.hash(name, 0, signed=False) & 0x7FFFFFFF) % partitions
 
 
 def tablets_of(data: pa.Table, table: Table, partitions: int) -> I32Array:
@@ -397,6 +416,12 @@ def tablets_of(data: pa.Table, table: Table, partitions: int) -> I32Array:
     check.instance(data, pa.Table, "Parameter 'data' of tablets_of", "a pyarrow.Table")
     check.instance(table, Table, "Parameter 'table' of tablets_of")
     partitions = _check_buckets(partitions, "Partitions")
+    if not table.bucketed:
+        raise ValidationError(
+            f"Table '{table.name}' is unpartitioned: its rows have no tablet, its files have "
+            "one (file_tablet)",
+            table=table.name,
+        )
     column = partition_column(table)
     if column is None:
         if not table.colocation:

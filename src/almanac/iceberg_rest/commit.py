@@ -38,7 +38,11 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
-from almanac.data.iceberg import CATALOG_VERSION_PROPERTY, TABLE_ID_PROPERTY
+from almanac.data.iceberg import (
+    CATALOG_VERSION_PROPERTY,
+    TABLE_ID_PROPERTY,
+    TABLETS_PROPERTY,
+)
 from almanac.data.iceberg_schema import partition_spec, same_spec
 from almanac.data.snapshots import (
     encode_record,
@@ -236,7 +240,13 @@ def created(
         operation = _operation(None, wanted)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
     wanted = wanted.model_copy(
-        update={"properties": {**wanted.properties, TABLE_ID_PROPERTY: str(made.id)}}
+        update={
+            "properties": {
+                **wanted.properties,
+                TABLE_ID_PROPERTY: str(made.id),
+                TABLETS_PROPERTY: str(table_partitions(planned, made)),
+            }
+        }
     )
     stored = Properties(properties_key("table", made.id), {}, 0)
     loaded = Loaded(namespace, made, planned, None, stored, wanted)

@@ -52,6 +52,7 @@ from almanac.commands import (
     DropColumns,
     EvolveColumn,
     RenameColumn,
+    SetPrimaryKey,
 )
 from almanac.data.iceberg_schema import iceberg_schema
 from almanac.datatypes import ColumnType
@@ -199,8 +200,8 @@ def create_command(
     order: SortOrder | None,
 ) -> CreateTable:
     """The CREATE TABLE of an Iceberg create request: its identifier fields are
-    the primary key (the catalog needs one), a ``bucket[N]`` field names the
-    colocation column (unpartitioned lets it default to the key), and the
+    the primary key (none: a plain table), a ``bucket[N]`` field names the
+    colocation column (unpartitioned makes an unpartitioned table), and the
     table is unsorted. ``check_spec`` checks N once the zone is known."""
     full = f"{namespace}.{name}"
     for field in schema.fields:
@@ -213,20 +214,13 @@ def create_command(
                 rule="iceberg-field",
             )
     key = tuple(_name_of(schema, i, full, "identifier fields") for i in schema.identifier_field_ids)
-    if not key:
-        raise refused(
-            f"Table '{full}' needs identifier fields: they are its primary key, which every "
-            "catalog table has (set identifier_field_ids on the schema; they must be required)",
-            table=full,
-            rule="primary-key",
-        )
     colocation = None
     if spec is not None and spec.fields:
         bucket = spec.fields[0]
         source = _name_of(schema, bucket.source_id, full, "partition spec")
         if len(spec.fields) != 1 or not isinstance(bucket.transform, BucketTransform):
             raise refused(_spec_message(full, spec), table=full, rule="partition-spec")
-        if source not in key:
+        if key and source not in key:
             raise refused(
                 f"Table '{full}' can only be bucketed on a primary key column; '{source}' is "
                 "not one of its identifier fields",
@@ -328,6 +322,9 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
     added = tuple(column_def(f, full) for i, f in after.items() if i not in before)
     if added:
         commands.append(AddColumns(table=table.name, columns=added, schema=namespace))
+    if sorted(old.identifier_field_ids) != sorted(new.identifier_field_ids):
+        key = tuple(_name_of(new, i, full, "identifier fields") for i in new.identifier_field_ids)
+        commands.append(SetPrimaryKey(name=table.name, primary_key=key, schema=namespace))
     return commands
 
 
@@ -384,11 +381,10 @@ def check_expressed(full: str, made: Table, wanted: Schema, *, same_ids: bool = 
             table=full,
             rule="iceberg-schema",
         )
-    pk = sorted(c.id for c in made.columns if c.name in made.primary_key)
-    if keys and keys != pk:
+    if keys != sorted(ours.identifier_field_ids):
         raise refused(
             f"Table '{full}': the identifier fields are its primary key "
-            f"({', '.join(made.primary_key)}), which cannot change",
+            f"({', '.join(made.primary_key) or 'none'}), not the fields with ids {keys}",
             table=full,
             rule="primary-key",
         )

@@ -98,6 +98,7 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         e.IndexRemoved: 119,
         e.TableSoftDropped: 120,
         e.TableRecovered: 121,
+        e.PrimaryKeySet: 122,
         # containers: 200..299
         e.VersionedUpdate: 200,
         CatalogVersion: 201,

@@ -80,10 +80,10 @@ def _write_enums(w: Writer, members: tuple[enum.Enum, ...]) -> None:
 
 
 _read_column_type = enum_reader(ColumnType)
-_read_index_kind = enum_reader(IndexKind)
+read_index_kind = enum_reader(IndexKind)
 _read_index_status = enum_reader(IndexStatus)
 _read_consistency = enum_reader(ConsistencyMode)
-_read_collations = _enum_tuple_reader(Collation)
+read_collations = _enum_tuple_reader(Collation)
 
 
 # -- defaults -------------------------------------------------------------------
@@ -240,13 +240,20 @@ def _write_table_v1(w: Writer, obj: Table) -> None:
     w.uvarint(obj.primary_key_kind._value_)
     _write_enums(w, obj.primary_key_collations)
     w.strings(obj.colocation)
-    w.svarint(obj.primary_key_index_id)
+    w.svarint(_old_pk_index_id(obj))
     w.string(obj.storage_profile)
     w.svarint(obj.table_version)
     _nested(w, obj.properties)
     w.svarint(obj.next_column_id)
     w.svarint(obj.created_version)
     w.svarint(obj.update_version)
+
+
+def _old_pk_index_id(obj: Table) -> int:
+    """Tables before v3 always had a key; a keyless one needs v3."""
+    if obj.primary_key_index_id is None:
+        raise TypeError(f"Table '{obj.name}' has no primary key, which Table v1 and v2 cannot hold")
+    return obj.primary_key_index_id
 
 
 def _read_table_v1(r: Reader) -> Table:
@@ -257,8 +264,8 @@ def _read_table_v1(r: Reader) -> Table:
         zone_id=r.svarint(),
         columns=tuple([read_column(r) for _ in range(r.count("column", 3))]),
         primary_key=r.strings(),
-        primary_key_kind=_read_index_kind(r),
-        primary_key_collations=_read_collations(r),
+        primary_key_kind=read_index_kind(r),
+        primary_key_collations=read_collations(r),
         colocation=r.strings(),
         primary_key_index_id=r.svarint(),
         storage_profile=r.string(),
@@ -279,6 +286,56 @@ def _write_table_v2(w: Writer, obj: Table) -> None:
 def _read_table_v2(r: Reader) -> Table:
     table = _read_table_v1(r)
     return replace(table, dropped_at=r.opt_svarint(), reserve_ms=r.svarint())
+
+
+def _write_table_v3(w: Writer, obj: Table) -> None:
+    """v2's fields, except that the primary-key index id may be absent (a
+    table without a key), then the layout flag."""
+    w.svarint(obj.id)
+    w.svarint(obj.schema_id)
+    w.string(obj.name)
+    w.svarint(obj.zone_id)
+    w.uvarint(len(obj.columns))
+    for column in obj.columns:
+        _nested(w, column)
+    w.strings(obj.primary_key)
+    w.uvarint(obj.primary_key_kind._value_)
+    _write_enums(w, obj.primary_key_collations)
+    w.strings(obj.colocation)
+    w.opt_svarint(obj.primary_key_index_id)
+    w.string(obj.storage_profile)
+    w.svarint(obj.table_version)
+    _nested(w, obj.properties)
+    w.svarint(obj.next_column_id)
+    w.svarint(obj.created_version)
+    w.svarint(obj.update_version)
+    w.opt_svarint(obj.dropped_at)
+    w.svarint(obj.reserve_ms)
+    w.boolean(obj.bucketed)
+
+
+def _read_table_v3(r: Reader) -> Table:
+    return Table(
+        id=r.svarint(),
+        schema_id=r.svarint(),
+        name=r.string(),
+        zone_id=r.svarint(),
+        columns=tuple([read_column(r) for _ in range(r.count("column", 3))]),
+        primary_key=r.strings(),
+        primary_key_kind=read_index_kind(r),
+        primary_key_collations=read_collations(r),
+        colocation=r.strings(),
+        primary_key_index_id=r.opt_svarint(),
+        storage_profile=r.string(),
+        table_version=r.svarint(),
+        properties=_read_properties(r),
+        next_column_id=r.svarint(),
+        created_version=r.svarint(),
+        update_version=r.svarint(),
+        dropped_at=r.opt_svarint(),
+        reserve_ms=r.svarint(),
+        bucketed=r.boolean(),
+    )
 
 
 # -- index -----------------------------------------------------------------------
@@ -306,9 +363,9 @@ def _read_index_v1(r: Reader) -> Index:
         table_id=r.svarint(),
         schema_id=r.svarint(),
         unique=r.boolean(),
-        kind=_read_index_kind(r),
+        kind=read_index_kind(r),
         columns=r.strings(),
-        collations=_read_collations(r),
+        collations=read_collations(r),
         status=_read_index_status(r),
         primary_key=r.boolean(),
         created_version=r.svarint(),
@@ -359,7 +416,8 @@ _R020 = "0.2.0"
 _R030 = "0.3.0"
 """Soft delete: Table v2."""
 _R040 = "0.4.0"
-"""Column docs and nested fields: Column v3."""
+"""Column docs and nested fields: Column v3. Optional primary key and
+per-table layout: Table v3, PrimaryKeySet v1."""
 REGISTRY.register(
     SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
 )
@@ -378,6 +436,7 @@ REGISTRY.register(
 REGISTRY.register(
     SerializerInfo(Table, 1, _R010, _read_table_v1, _write_table_v1),
     SerializerInfo(Table, 2, _R030, _read_table_v2, _write_table_v2),
+    SerializerInfo(Table, 3, _R040, _read_table_v3, _write_table_v3),
 )
 REGISTRY.register(SerializerInfo(Index, 1, _R010, _read_index_v1, _write_index_v1))
 REGISTRY.register(SerializerInfo(Zone, 1, _R010, _read_zone_v1, _write_zone_v1))

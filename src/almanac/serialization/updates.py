@@ -15,7 +15,15 @@ from almanac import entries as e
 from almanac.descriptors import TableProperties
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import ENTRY_TYPES, REGISTRY, SerializerInfo
-from almanac.serialization.types import read_column, read_index, read_schema, read_table, read_zone
+from almanac.serialization.types import (
+    read_collations,
+    read_column,
+    read_index,
+    read_index_kind,
+    read_schema,
+    read_table,
+    read_zone,
+)
 
 __all__: list[str] = []
 
@@ -141,6 +149,29 @@ def _read_soft_drop_v1(r: Reader) -> e.TableSoftDropped:
     return e.TableSoftDropped(table_id=r.svarint(), dropped_at=r.svarint(), reserve_ms=r.svarint())
 
 
+def _write_set_primary_key_v1(w: Writer, obj: e.PrimaryKeySet) -> None:
+    w.svarint(obj.table_id)
+    w.strings(obj.primary_key)
+    w.uvarint(obj.kind._value_)
+    w.uvarint(len(obj.collations))
+    for collation in obj.collations:
+        w.uvarint(collation._value_)
+    w.opt_svarint(obj.index_id)
+
+
+def _read_set_primary_key_v1(r: Reader) -> e.PrimaryKeySet:
+    return e.PrimaryKeySet(
+        table_id=r.svarint(),
+        primary_key=r.strings(),
+        kind=read_index_kind(r),
+        collations=read_collations(r),
+        index_id=r.opt_svarint(),
+    )
+
+
+REGISTRY.register(
+    SerializerInfo(e.PrimaryKeySet, 1, "0.4.0", _read_set_primary_key_v1, _write_set_primary_key_v1)
+)
 _register_v1(e.TableSoftDropped, _read_soft_drop_v1, _write_soft_drop_v1)
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
 _register_v1(e.ColumnsDropped, _read_drop_columns_v1, _write_drop_columns_v1)

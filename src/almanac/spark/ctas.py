@@ -154,6 +154,7 @@ def _run(
     if_not_exists: bool,
     warehouse: str | None,
     keep_case: bool,
+    colocation: Sequence[str] | None,
     reservation_ttl_s: float,
     write_lease_seconds: float,
 ) -> CtasResult:
@@ -174,8 +175,16 @@ def _run(
         if mode == "replace" and existing is None:
             raise NotFoundError(f"Table '{full}' does not exist", kind="table", name=full)
         defs, pk = column_defs(df.schema, primary_key, full, upper=not keep_case)
+        colocated = (
+            None if colocation is None else tuple(c if keep_case else c.upper() for c in colocation)
+        )
         create = CreateTable(
-            name=table_name, columns=defs, primary_key=pk, schema=schema, zone=zone
+            name=table_name,
+            columns=defs,
+            primary_key=pk,
+            schema=schema,
+            zone=zone,
+            colocation=colocated,
         )
         commands: list[Command] = [create]
         if existing is not None:
@@ -260,12 +269,13 @@ def create_table_as_select(
     target: str,
     name: str,
     df: Any,
-    primary_key: Sequence[str],
+    primary_key: Sequence[str] = (),
     zone: str | None = None,
     if_not_exists: bool = False,
     *,
     warehouse: str | None = None,
     keep_case: bool = False,
+    colocation: Sequence[str] | None = None,
     reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
     write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
 ) -> CtasResult:
@@ -283,6 +293,7 @@ def create_table_as_select(
         df,
         primary_key,
         zone=zone,
+        colocation=colocation,
         if_not_exists=if_not_exists,
         warehouse=warehouse,
         keep_case=keep_case,
@@ -295,11 +306,12 @@ def replace_table_as_select(
     target: str,
     name: str,
     df: Any,
-    primary_key: Sequence[str],
+    primary_key: Sequence[str] = (),
     zone: str | None = None,
     *,
     warehouse: str | None = None,
     keep_case: bool = False,
+    colocation: Sequence[str] | None = None,
     reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
     write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
 ) -> CtasResult:
@@ -313,6 +325,7 @@ def replace_table_as_select(
         df,
         primary_key,
         zone=zone,
+        colocation=colocation,
         if_not_exists=False,
         warehouse=warehouse,
         keep_case=keep_case,
@@ -325,11 +338,12 @@ def create_or_replace_table_as_select(
     target: str,
     name: str,
     df: Any,
-    primary_key: Sequence[str],
+    primary_key: Sequence[str] = (),
     zone: str | None = None,
     *,
     warehouse: str | None = None,
     keep_case: bool = False,
+    colocation: Sequence[str] | None = None,
     reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
     write_lease_seconds: float = DEFAULT_WRITE_LEASE_S,
 ) -> CtasResult:
@@ -341,6 +355,7 @@ def create_or_replace_table_as_select(
         df,
         primary_key,
         zone=zone,
+        colocation=colocation,
         if_not_exists=False,
         warehouse=warehouse,
         keep_case=keep_case,

@@ -377,8 +377,13 @@ def prepare(
         # A data column named like the bucket column keeps its field id under another name.
         written = f"_col{column.id}" if column.name in clash else column.name
         projected.append(value.alias(written, metadata={"parquet.field.id": column.id}))
-    key = partition_column(table)
-    tablet = bucket_expr(values[key.name], key, partitions).alias(TABLET_COLUMN)
+    if table.bucketed:
+        key = partition_column(table)
+        tablet = bucket_expr(values[key.name], key, partitions).alias(TABLET_COLUMN)
+    else:
+        # Unpartitioned: each task writes its rows to one file, in a tablet
+        # picked by the task, so a write spreads over the tablets.
+        tablet = (F.spark_partition_id() % F.lit(partitions)).alias(TABLET_COLUMN)
     jvm.load(df.sparkSession)
     return Prepared(df.select(*projected, tablet), checks)
 

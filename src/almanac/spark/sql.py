@@ -62,6 +62,7 @@ class CtasStatement:
     zone: str | None
     if_not_exists: bool
     query: str
+    colocation: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,15 @@ def parse_ctas(text: str) -> CtasStatement | None:
             primary_key.append(tokens.identifier("a primary key column"))
         tokens.expect(TokenType.R_PAREN, "')' after the primary key columns")
         tokens.expect(TokenType.R_PAREN, "')' closing the table definition")
+    colocation: list[str] | None = None
+    if tokens.accept(TokenType.VAR, "COLOCATE"):
+        if not tokens.accept(TokenType.VAR, "BY"):
+            raise tokens.error("Expected BY after COLOCATE")
+        tokens.expect(TokenType.L_PAREN, "'(' after COLOCATE BY")
+        colocation = [tokens.identifier("a colocation column")]
+        while tokens.accept(TokenType.COMMA):
+            colocation.append(tokens.identifier("a colocation column"))
+        tokens.expect(TokenType.R_PAREN, "')' after the colocation columns")
     zone = None
     if tokens.accept(TokenType.VAR, "ZONE"):
         zone = tokens.identifier("a zone name").strip('"')
@@ -163,8 +173,6 @@ def parse_ctas(text: str) -> CtasStatement | None:
     rest = tokens.peek()
     if rest is None:
         raise tokens.error("Expected a query after AS")
-    if not primary_key:
-        raise tokens.error("A table created AS SELECT needs (PRIMARY KEY (...)) before AS")
     query = text[rest.start :].strip().rstrip(";").strip()
     return CtasStatement(
         mode,
@@ -173,6 +181,7 @@ def parse_ctas(text: str) -> CtasStatement | None:
         zone,
         if_not_exists,
         query,
+        None if colocation is None else tuple(c.strip('"') for c in colocation),
     )
 
 
@@ -298,14 +307,27 @@ def sql(spark: Any, target: str, text: str, *, warehouse: str | None = None) -> 
             statement.zone,
             statement.if_not_exists,
             warehouse=warehouse,
+            colocation=statement.colocation,
         )
     elif statement.mode == "replace":
         result = replace_table_as_select(
-            target, statement.name, df, statement.primary_key, statement.zone, warehouse=warehouse
+            target,
+            statement.name,
+            df,
+            statement.primary_key,
+            statement.zone,
+            warehouse=warehouse,
+            colocation=statement.colocation,
         )
     else:
         result = create_or_replace_table_as_select(
-            target, statement.name, df, statement.primary_key, statement.zone, warehouse=warehouse
+            target,
+            statement.name,
+            df,
+            statement.primary_key,
+            statement.zone,
+            warehouse=warehouse,
+            colocation=statement.colocation,
         )
     with catalog_session(target, warehouse) as cat:
         snap = cat.catalog()

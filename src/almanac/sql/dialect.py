@@ -567,9 +567,12 @@ class AlmanacParser(parser.Parser):
         return columns
 
     def _parse_drop_column(self) -> exp.Drop | exp.Command | None:
-        """Adds ``DROP [IF EXISTS] (c, …)`` without the COLUMN keyword."""
+        """Adds ``DROP [IF EXISTS] (c, …)`` without the COLUMN keyword, and
+        ``DROP PRIMARY KEY``."""
         index = self._index
         if self._match(TokenType.DROP):
+            if self._match(TokenType.PRIMARY_KEY):
+                return self.expression(exp.Drop(kind="PRIMARY KEY"))
             self._parse_exists()
             if self._match(TokenType.L_PAREN, advance=False):
                 self._retreat(index + 1)

@@ -38,6 +38,7 @@ from almanac.commands import (
     RenameTable,
     RenameZone,
     SetDefaultZone,
+    SetPrimaryKey,
     SetTableProperties,
 )
 from almanac.datatypes import ColumnType
@@ -421,7 +422,21 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
         if new_schema != schema:
             raise Untranslatable("RENAME TO cannot move a table to another schema", action)
         return RenameTable(table, new_name, schema, if_exists=if_exists)
+    if isinstance(action, exp.Drop) and action.args.get("kind") == "PRIMARY KEY":
+        return SetPrimaryKey(name=table, schema=schema, primary_key=(), if_exists=if_exists)
     if isinstance(action, exp.AlterSet):
+        key = _set_primary_key(action)
+        if key is not None:
+            kind = _index_kind(key.args.get("kind"), IndexKind.HASH)
+            names, collations = _key_columns(key.expressions, kind, "primary key")
+            return SetPrimaryKey(
+                name=table,
+                schema=schema,
+                primary_key=names,
+                primary_key_kind=kind,
+                primary_key_collations=collations,
+                if_exists=if_exists,
+            )
         return _table_properties(action, schema, table, if_exists)
     what = words(type(action).__name__)
     if isinstance(action, exp.Drop):
@@ -430,6 +445,16 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
 
 
 _TABLE_PROPERTIES = ("STALE_ROWS_FRACTION", "MIN_STALE_ROWS")
+
+
+def _set_primary_key(action: exp.Expr) -> TablePrimaryKey | None:
+    """The key of ``ALTER TABLE t SET PRIMARY KEY [USING kind] (c, …)``."""
+    items = action.expressions
+    if len(items) == 1 and isinstance(items[0], exp.Properties):
+        props = items[0].expressions
+        if len(props) == 1 and isinstance(props[0], TablePrimaryKey):
+            return props[0]
+    return None
 
 
 def _table_properties(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
