@@ -76,6 +76,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                         ColumnDef(name="V", type=ColumnType.STRING),
                     ),
                     primary_key=("ID",),
+                    colocation=("ID",),  # bucketed: a ticket's rows are one bucket
                     zone="Z",
                 )
             ]
