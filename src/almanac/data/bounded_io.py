@@ -6,9 +6,10 @@ A ``metadata.json``, manifest list or manifest is read whole into memory
 wherever its metadata says. Every such read goes through ``BoundedFileIO``:
 a local path is read by ``almanac._files.read_regular`` (regular files only,
 checked before opening, up to the cap), an object store's file up to the
-cap; an Avro file's compressed blocks may unpack to the cap in all
-(``check_avro_blocks``). Writing is pyarrow's, its failures (a full or
-read-only disk) a ``StorageError`` naming the file.
+cap; an Avro file's header and block framing must be well formed and its
+compressed blocks may unpack to the cap in all (``check_avro_blocks``).
+Writing is pyarrow's, its failures (a full or read-only disk) a
+``StorageError`` naming the file.
 """
 
 from __future__ import annotations
@@ -137,6 +138,11 @@ def _inflate_zstandard(block: bytes, cap: int) -> int:
         raise ValueError(str(exc)) from None
 
 
+_UNCHECKED_CODECS = (b"null", b"snappy")
+"""Codecs whose blocks are not inflated here: ``null`` blocks are the file's
+own bytes; snappy blocks are framed like the others and pyiceberg's codec
+bounds each by its stated length."""
+
 _INFLATE: dict[bytes, Callable[[bytes, int], int]] = {
     b"deflate": _inflate_deflate,
     b"bzip2": _inflate_bzip2,
@@ -144,28 +150,48 @@ _INFLATE: dict[bytes, Callable[[bytes, int], int]] = {
 }
 
 
+def _malformed(location: str, problem: str) -> MetadataFileError:
+    return MetadataFileError(
+        f"Iceberg metadata file '{location}' is not a well-formed Avro file: {problem}",
+        path=location,
+        rule="metadata-file-format",
+    )
+
+
 def check_avro_blocks(location: str, data: bytes, limit: int = MAX_METADATA_BYTES) -> None:
-    """Refuse an Avro file (a manifest list or manifest) whose compressed
-    blocks unpack past ``limit`` bytes in all: pyiceberg inflates each block
-    whole, so a few megabytes of deflate would become gigabytes. Only as
-    much as the cap is ever inflated here; a file that is not Avro, or is
-    malformed, is left to pyiceberg to refuse."""
+    """Refuse an Avro file (a manifest list or manifest) whose header or
+    block framing is malformed, or whose compressed blocks unpack past
+    ``limit`` bytes in all. pyiceberg's compiled decoder trusts the lengths
+    it reads (a damaged header crashed the process in a string read past
+    the buffer), and it inflates each block whole (a few megabytes of
+    deflate would become gigabytes): so every length is checked against the
+    file here first, and only as much as the cap is ever inflated."""
     if not data.startswith(_AVRO_MAGIC):
-        return
+        raise _malformed(location, f"it does not start with the magic {_AVRO_MAGIC!r}")
     cursor = _Avro(data)
     try:
-        inflate = _INFLATE.get(cursor.codec())
-        if inflate is None:  # null: the blocks are the file's own bytes
-            return
+        codec = cursor.codec()
+        if cursor.at > len(data):
+            raise ValueError("the header's sync marker is past the end of the file")
+        inflate = _INFLATE.get(codec)
+        if inflate is None and codec not in _UNCHECKED_CODECS:
+            raise ValueError(f"unknown codec {codec[:32]!r}")
         left = limit
         while cursor.at < len(data):
-            cursor.long()  # the block's record count
-            left -= inflate(cursor.bytes_(), left)
-            if left < 0:
-                raise _too_large(location, limit)
+            if cursor.long() < 0:  # the block's record count
+                raise ValueError("a block with a negative record count")
+            block = cursor.bytes_()
+            if inflate is not None:
+                left -= inflate(block, left)
+                if left < 0:
+                    raise _too_large(location, limit)
             cursor.at += _AVRO_SYNC
-    except (ValueError, IndexError, EOFError, OSError, ImportError, zlib.error):
-        return  # malformed, or a codec not installed: pyiceberg's reader says how
+            if cursor.at > len(data):
+                raise ValueError("a block's sync marker is past the end of the file")
+    except ImportError:
+        return  # a codec not installed here: pyiceberg refuses the file itself
+    except (ValueError, IndexError, EOFError, OSError, zlib.error) as exc:
+        raise _malformed(location, str(exc) or type(exc).__name__) from None
 
 
 class _BoundedInput(InputFile):
@@ -193,7 +219,8 @@ class _BoundedInput(InputFile):
             data = self._read_local(self._local)
         if len(data) > self._limit:  # it grew after the size was checked
             raise _too_large(self.location, self._limit)
-        check_avro_blocks(self.location, data, self._limit)
+        if self.location.endswith(".avro"):  # manifest lists and manifests
+            check_avro_blocks(self.location, data, self._limit)
         return io.BytesIO(data)
 
     def _read_local(self, path: str) -> bytes:
