@@ -35,7 +35,7 @@ def main(target: str, marker: str) -> None:
 
     df = spark.range(0, 400, 1, 4).select(udf(slow, LongType())("id").alias("id"))
     almanac.spark.create_table_as_select(
-        target, "PUBLIC.KILLED", df, ["id"], reservation_ttl_s=2.0, write_lease_seconds=3.0
+        target, "PUBLIC.KILLED", df, ["id"], reservation_ttl_s=10.0, write_lease_seconds=10.0
     )
 
 

@@ -128,7 +128,7 @@ def test_attach_fills_defaults_and_follows_changes(spark: Any, cat: Catalog, tar
 def test_attach_thousands_of_files(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(
         "CREATE ZONE WIDE WITH (PARTITIONS=2500); CREATE SCHEMA S; "
-        "CREATE TABLE S.MANY (ID INT64 PRIMARY KEY, V INT32) ZONE WIDE"
+        "CREATE TABLE S.MANY (ID INT64 PRIMARY KEY, V INT32) COLOCATE BY (ID) ZONE WIDE"
     )
     n = 25_000
     write_table(cat, "MANY", pa.table({"ID": list(range(n)), "V": [i % 7 for i in range(n)]}), "S")

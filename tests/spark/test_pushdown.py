@@ -66,7 +66,7 @@ def _setup(spark: Any, cat: Catalog, target: str) -> None:
         "CREATE ZONE SMALL WITH (PARTITIONS=2);"
         "CREATE SCHEMA S;"
         "CREATE TABLE S.EVENTS (ID INT64 PRIMARY KEY, NAME VARCHAR(10), DAY DATE,"
-        " AT TIMESTAMP WITH LOCAL TIME ZONE, SCORE DOUBLE) ZONE SMALL"
+        " AT TIMESTAMP WITH LOCAL TIME ZONE, SCORE DOUBLE) COLOCATE BY (ID) ZONE SMALL"
     )
     base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     for chunk in range(4):
