@@ -46,7 +46,8 @@ from almanac.data import (
     tablets_of,
     write_files,
 )
-from almanac.data.arrow import arrow_type, conform
+from almanac.data.arrow import arrow_type
+from almanac.data.conform import conform
 from almanac.data.tablets import iceberg_hash_values
 from almanac.data.warehouse import new_write_id
 from almanac.descriptors import Column, IndexKind

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, Table
 from almanac.data import DataError, read_table, write_table
-from almanac.data.arrow import CastRule, cast_is_safe, cast_rule, check_unique_keys, conform
+from almanac.data.conform import CastRule, cast_is_safe, cast_rule, check_unique_keys, conform
 from tests.data.support import connect, create
 
 PROPERTY = settings(

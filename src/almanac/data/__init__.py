@@ -32,9 +32,10 @@ Compaction (``compact``) is a staged write whose commit is an Iceberg
 ``replace`` of exactly the small files it read.
 """
 
-from almanac.data.arrow import arrow_schema, arrow_type, conform, output_schema
+from almanac.data.arrow import arrow_schema, arrow_type, output_schema
 from almanac.data.commits import CommitShape, TableData
 from almanac.data.compaction import compact
+from almanac.data.conform import conform
 from almanac.data.files import ColumnStats, DataFile, write_files
 from almanac.data.janitor import JanitorReport, expire_data, run_janitor
 from almanac.data.reading import Predicate, ScanPlan, plan_scan, read_file, read_table

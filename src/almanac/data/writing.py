@@ -14,8 +14,9 @@ from almanac.catalog import Catalog, ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview
-from almanac.data.arrow import check_rows, conform
+from almanac.data.arrow import check_rows
 from almanac.data.commits import CommitShape, TableData
+from almanac.data.conform import conform
 from almanac.data.files import DataFile, write_files
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions

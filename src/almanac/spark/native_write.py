@@ -34,8 +34,9 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from almanac import _check as check
 from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
-from almanac.data.arrow import FIELD_ID, CastRule, cast_rule
+from almanac.data.arrow import FIELD_ID
 from almanac.data.commits import CommitShape
+from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.tablets import table_partitions
 from almanac.datatypes import ColumnType
@@ -208,7 +209,7 @@ def _arrow_of(source: Any) -> pa.DataType | None:
 
 
 def _data_plane_rule(source: Any, column: Column) -> str | None:
-    """Why ``almanac.data.arrow.cast_rule`` refuses this pair in a job that
+    """Why ``almanac.data.conform.cast_rule`` refuses this pair in a job that
     cannot look at values first: only ``EXACT`` passes, and ``CHECKED`` for
     a length or a UUID's text, which the job itself checks."""
     arrow = _arrow_of(source)
