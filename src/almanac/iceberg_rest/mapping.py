@@ -272,7 +272,8 @@ def check_spec(table: str, expected: PartitionSpec, wanted: PartitionSpec) -> No
 def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> list[Command]:
     """The ALTER TABLE commands that take ``old`` (the table as Iceberg sees
     it) to ``new``: drops, renames, type widenings and DROP NOT NULL, then
-    additions. ``check_expressed`` refuses what they cannot make."""
+    nested changes and additions (``_growth``). ``check_expressed`` refuses
+    what they cannot make."""
     full = f"{namespace}.{table.name}"
     before = {f.field_id: f for f in old.fields}
     after = {f.field_id: f for f in new.fields}
@@ -287,19 +288,13 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
         RenameColumn(table=table.name, column=a, new_name=b, schema=namespace)
         for a, b in _rename_order(renames, {f.name for f in after.values()})
     ]
+    evolved: list[NestedField] = []
     for field_id, field in after.items():
         was = before.get(field_id)
         if was is None:
             continue
         if _evolves(was, field):
-            commands.append(
-                EvolveColumn(
-                    table=table.name,
-                    column=field.name,
-                    new=_with_defaults(column_of(field, full), table),
-                    schema=namespace,
-                )
-            )
+            evolved.append(field)
             continue
         if was.field_type != field.field_type:
             kind, precision, scale, _ = column_type(field, full)
@@ -319,13 +314,67 @@ def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> l
                     table=table.name, column=field.name, schema=namespace, not_null=field.required
                 )
             )
-    added = tuple(column_def(f, full) for i, f in after.items() if i not in before)
-    if added:
-        commands.append(AddColumns(table=table.name, columns=added, schema=namespace))
+    commands += _growth(namespace, table, old, new, evolved)
     if sorted(old.identifier_field_ids) != sorted(new.identifier_field_ids):
         key = tuple(_name_of(new, i, full, "identifier fields") for i in new.identifier_field_ids)
         commands.append(SetPrimaryKey(name=table.name, primary_key=key, schema=namespace))
     return commands
+
+
+def _growth(
+    namespace: str, table: Table, old: Schema, new: Schema, evolved: Sequence[NestedField]
+) -> list[Command]:
+    """The EvolveColumn and AddColumns commands that make the ``evolved``
+    columns and the new ones, in the order of the ids the client gave the
+    new fields. A client numbers new fields from the table's last column id
+    in the order it adds them, across columns (a field of ``B``, then one
+    of ``A``); each command takes the next ids of the table's counter. So a
+    column whose new fields interleave with another's grows in several
+    steps, each adding one run of consecutive ids."""
+    full = f"{namespace}.{table.name}"
+    known = set(_all_ids(old.fields))
+    tops = {f.field_id: f for f in new.fields}
+    owner = {i: top for top in tops for i in _all_ids([tops[top]]) if i not in known}
+    runs: list[tuple[int, int | None]] = []  # (column's id, last id of its run)
+    for i in sorted(owner):
+        if runs and runs[-1][0] == owner[i]:
+            runs[-1] = (owner[i], i)
+        else:
+            runs.append((owner[i], i))
+    growing = set(owner.values())
+    steps = [(f.field_id, None) for f in evolved if f.field_id not in growing] + runs
+    present = {f.field_id for f in old.fields}
+    commands: list[Command] = []
+    for top, last in steps:
+        field = tops[top]
+        if last is not None:
+            field = _pruned(field, {i for i in owner if i > last})
+        if top in present:
+            column = _with_defaults(column_of(field, full), table)
+            commands.append(
+                EvolveColumn(table=table.name, column=field.name, new=column, schema=namespace)
+            )
+        else:
+            present.add(top)
+            columns = (column_def(field, full),)
+            commands.append(AddColumns(table=table.name, columns=columns, schema=namespace))
+    return commands
+
+
+def _pruned(field: NestedField, later: set[int]) -> NestedField:
+    """``field`` without the struct fields (at any depth) whose ids are in
+    ``later``. A list's or map's fields are kept: a client adds them with
+    their list or map, so they never come in a later run."""
+    kind = field.field_type
+    if isinstance(kind, StructType):
+        kind = StructType(*(_pruned(f, later) for f in kind.fields if f.field_id not in later))
+    elif isinstance(kind, ListType):
+        element = _pruned(kind.element_field, later)
+        kind = ListType(element.field_id, element.field_type, element.required)
+    elif isinstance(kind, MapType):
+        value = _pruned(kind.value_field, later)
+        kind = MapType(kind.key_id, kind.key_type, value.field_id, value.field_type, value.required)
+    return field.model_copy(update={"field_type": kind})
 
 
 def _rename_order(renames: dict[str, str], taken: set[str]) -> list[tuple[str, str]]:
