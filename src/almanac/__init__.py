@@ -10,6 +10,7 @@ from almanac.clock import HybridClock
 from almanac.commands import (
     AddColumns,
     AlterColumn,
+    AlterField,
     AlterZone,
     ColumnDef,
     Command,
@@ -105,6 +106,7 @@ __all__ = [
     "AlreadyExistsError",
     "AmbiguousNameError",
     "AlterColumn",
+    "AlterField",
     "EvolveColumn",
     "AlterZone",
     "Catalog",

@@ -116,6 +116,7 @@ SYSTEM_COLUMNS: dict[str, tuple[tuple[str, ColumnKind], ...]] = {
         ("DEFAULT", "string"),
         ("PRIMARY_KEY", "int32"),
         ("ID", "int64"),
+        ("COMMENT", "string"),
     ),
     "HISTORY": (
         ("VERSION", "int64"),

@@ -140,7 +140,10 @@ def test_columns_show_types_and_defaults_as_describe_does() -> None:
         columns = system_table(cat, "SYSTEM.COLUMNS").to_pylist()
         describe = cat.sql("DESCRIBE TABLE T")
         shown = [
-            {k: row[k] for k in ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID")}
+            {
+                k: row[k]
+                for k in ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID", "COMMENT")
+            }
             for row in columns
         ]
         assert shown == [dict(zip(describe.columns, row, strict=True)) for row in describe.rows]

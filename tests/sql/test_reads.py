@@ -94,12 +94,20 @@ def test_show_indexes_spells_key_columns_as_create_index_takes_them(cat: Catalog
 
 def test_describe_spells_types_and_defaults_that_read_back(cat: Catalog) -> None:
     described = cat.sql("DESCRIBE TABLE S.U")
-    assert described.columns == ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID")
+    assert described.columns == (
+        "NAME",
+        "TYPE",
+        "NULLABLE",
+        "DEFAULT",
+        "PRIMARY_KEY",
+        "ID",
+        "COMMENT",
+    )
     assert list(described.rows) == [
-        ("ID", "INT64", False, None, 1, 0),
-        ("A", "STRING(3)", True, "'x'", None, 1),
-        ("B", "DECIMAL(10, 2)", False, None, None, 2),
-        ("C", "BOOLEAN", True, "TRUE", None, 3),
+        ("ID", "INT64", False, None, 1, 0, None),
+        ("A", "STRING(3)", True, "'x'", None, 1, None),
+        ("B", "DECIMAL(10, 2)", False, None, None, 2, None),
+        ("C", "BOOLEAN", True, "TRUE", None, 3, None),
     ]
     assert rows(cat, "describe s.u") == list(described.rows)
 
@@ -130,7 +138,7 @@ def test_a_table_made_from_its_description_has_the_same_columns() -> None:
         described = cat.sql("DESCRIBE TABLE T").rows
         remade = ", ".join(
             f"{name} {ctype}" + ("" if nullable else " NOT NULL") + (f" DEFAULT {d}" if d else "")
-            for name, ctype, nullable, d, _, _ in described
+            for name, ctype, nullable, d, *_ in described
         )
         cat.sql(f"CREATE TABLE T2 ({remade}, PRIMARY KEY (ID))")
         first, second = cat.catalog().table("T"), cat.catalog().table("T2")
@@ -152,6 +160,7 @@ def test_as_of_version_reads_that_version(cat: Catalog) -> None:
         "'x'",
         None,
         1,
+        None,
     )
     with pytest.raises(NotFoundError, match=r"Table 'S\.T' does not exist"):
         cat.sql("DESCRIBE S.T")

@@ -4,6 +4,7 @@ from almanac.commands.base import ColumnDef, Command, CommitContext
 from almanac.commands.columns import (
     AddColumns,
     AlterColumn,
+    AlterField,
     DropColumns,
     EvolveColumn,
     RenameColumn,
@@ -32,6 +33,7 @@ from almanac.commands.zones import AlterZone, CreateZone, DropZone, RenameZone, 
 __all__ = [
     "AddColumns",
     "AlterColumn",
+    "AlterField",
     "EvolveColumn",
     "AlterZone",
     "ColumnDef",

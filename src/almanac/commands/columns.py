@@ -36,9 +36,10 @@ from almanac.descriptors import (
 )
 from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
 from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.names import name_key
 from almanac.nested import check_evolution, check_shape, field_ids, walk
 
-__all__ = ["AddColumns", "AlterColumn", "DropColumns", "RenameColumn"]
+__all__ = ["AddColumns", "AlterColumn", "AlterField", "DropColumns", "EvolveColumn", "RenameColumn"]
 
 
 def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
@@ -375,6 +376,162 @@ class EvolveColumn(Command):
         if new == old:
             return []
         return [ColumnAltered(table.id, new)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterField(Command):
+    """One change to a nested field named by its ``path`` from the column
+    down (``("S", "X")``; a list's field is ``element``, a map's ``key`` and
+    ``value``), or to a column's doc: ``add`` a field to the struct at
+    ``path``, ``drop`` the field, rename it (``new_name``), change its type
+    (``type``, ``precision``, ``scale``), DROP NOT NULL (``not_null=False``)
+    or set its ``comment`` (``''`` removes it). Exactly one change. The
+    column's new tree is ``EvolveColumn``'s to check and number, so a nested
+    change follows the same rules whether SQL or an Iceberg client asks;
+    a column itself is added, dropped, renamed and retyped by the column
+    commands, so here a one-name ``path`` takes only ``comment``."""
+
+    table: str
+    path: tuple[str, ...]
+    schema: str = DEFAULT_SCHEMA
+    add: ColumnDef | None = None
+    drop: bool = False
+    new_name: str | None = None
+    type: ColumnType | None = None
+    precision: int | None = None
+    scale: int | None = None
+    not_null: bool | None = None
+    comment: str | None = None
+    if_exists: bool = False
+
+    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
+        if table is None:
+            return []
+        full = qualified(self.schema, table.name)
+        shown = ".".join(self.path)
+        changes = [
+            self.add is not None,
+            self.drop,
+            self.new_name is not None,
+            self.type is not None or self.precision is not None or self.scale is not None,
+            self.not_null is not None,
+            self.comment is not None,
+        ]
+        if sum(changes) != 1:
+            raise ValidationError(
+                f"Field '{shown}' of table '{full}': give exactly one change "
+                "(add, drop, new_name, type, not_null or comment)",
+                table=full,
+                column=shown,
+                rule="alter-field",
+            )
+        if not self.path or (len(self.path) == 1 and self.comment is None and self.add is None):
+            raise ValidationError(
+                f"Field '{shown}' of table '{full}' is no nested field: change a column with "
+                "ALTER COLUMN, RENAME COLUMN or DROP COLUMN",
+                table=full,
+                column=shown,
+                rule="alter-field",
+            )
+        top = table.column(self.path[0])
+        if top is None:
+            raise NotFoundError(
+                f"Column '{self.path[0]}' does not exist in table '{full}'",
+                kind="column",
+                name=self.path[0],
+                table=full,
+            )
+        new = self._changed(full, top, self.path[1:], top.name, table.next_column_id)
+        return EvolveColumn(
+            table=table.name, column=top.name, new=new, schema=self.schema
+        ).validate(cat)
+
+    def _changed(
+        self, full: str, column: Column, rest: tuple[str, ...], path: str, next_id: int
+    ) -> Column:
+        """``column`` with the change made at ``rest`` below it."""
+        if rest:
+            index = _field_index(full, column, rest[0], path)
+            field = column.fields[index]
+            where = f"{path}.{field.name}"
+            if len(rest) == 1 and self.drop:
+                return replace(column, fields=column.fields[:index] + column.fields[index + 1 :])
+            if len(rest) == 1 and self.new_name is not None:
+                for other in column.fields:
+                    if other is not field and name_key(other.name) == name_key(self.new_name):
+                        raise _column_exists(
+                            f"{path}.{self.new_name}", f"{path}.{other.name}", full
+                        )
+            changed = self._changed(full, field, rest[1:], where, next_id)
+            fields = (*column.fields[:index], changed, *column.fields[index + 1 :])
+            return replace(column, fields=fields)
+        if self.add is not None:
+            return self._added(full, column, path, next_id)
+        if self.new_name is not None:
+            check_name("Field", self.new_name)
+            return replace(column, name=self.new_name)
+        if self.not_null is not None:
+            return replace(column, nullable=not self.not_null)
+        if self.comment is not None:
+            return replace(column, doc=self.comment or None)
+        kind = column.type if self.type is None else self.type
+        precision, scale, length = (
+            default_params(kind)
+            if kind is not column.type
+            else (
+                column.precision,
+                column.scale,
+                column.length,
+            )
+        )
+        problem = validate_params(path, kind, self.precision, self.scale, None)
+        if problem is not None:
+            raise ValidationError(problem, table=full, column=path)
+        return replace(
+            column,
+            type=kind,
+            precision=precision if self.precision is None else self.precision,
+            scale=scale if self.scale is None else self.scale,
+            length=length,
+        )
+
+    def _added(self, full: str, struct: Column, path: str, next_id: int) -> Column:
+        add = self.add
+        assert add is not None
+        where = f"{path}.{add.name}"
+        check_name("Field", add.name)
+        if struct.type is not ColumnType.STRUCT:
+            raise ValidationError(
+                f"Field '{where}' of table '{full}' cannot be added: '{path}' is "
+                f"{struct.type.sql_name}, and only a STRUCT gains fields",
+                table=full,
+                column=where,
+                rule="nested-add",
+            )
+        for field in struct.fields:
+            if name_key(field.name) == name_key(add.name):
+                raise _column_exists(where, f"{path}.{field.name}", full)
+        check_column_def(full, replace(add, name=where))
+        field = add.to_column(next_id)
+        field = replace(field, initial_default=initial_default_of(field.default))
+        return replace(struct, fields=(*struct.fields, field))
+
+
+def _field_index(table: str, column: Column, name: str, path: str) -> int:
+    """Where field ``name`` (without regard to case, its exact spelling
+    first) is among ``column``'s fields; ``NotFoundError`` when it is not."""
+    for exact in (True, False):
+        for index, field in enumerate(column.fields):
+            if field.name == name if exact else name_key(field.name) == name_key(name):
+                return index
+    where = f"{path}.{name}"
+    raise NotFoundError(
+        f"Field '{where}' does not exist in table '{table}'",
+        kind="column",
+        name=where,
+        table=table,
+    )
 
 
 _MAX_FIELD_ID = 2**31 - 1

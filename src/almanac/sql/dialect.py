@@ -13,7 +13,7 @@ what type names and literals mean is :mod:`almanac.sql.literals`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, ClassVar, NoReturn
 
 from sqlglot import exp, parser, tokens
@@ -294,6 +294,44 @@ class AlmanacParser(parser.Parser):
         if table is None:
             self.raise_error("Expecting a table name")
         return table
+
+    # -- nested field paths ---------------------------------------------------
+
+    _field_path = False
+    """Set for one ``_parse_field``: the column of ``ALTER TABLE … ADD|ALTER
+    COLUMN`` may be a dotted path to a nested field."""
+
+    def _parse_field(
+        self,
+        any_token: bool = False,
+        tokens: Collection[TokenType] | None = None,
+        anonymous_func: bool = False,
+    ) -> exp.Expr | None:
+        field = super()._parse_field(any_token, tokens, anonymous_func)
+        if not self._field_path:
+            return field
+        self._field_path = False
+        parts: list[exp.Expr] = []
+        while isinstance(field, exp.Identifier) and self._match(TokenType.DOT):
+            parts.append(field)
+            field = self._parse_id_var(any_token=True)
+            if field is None:
+                self.raise_error("Expecting a field name after '.'")
+        return exp.Dot.build([*parts, field]) if parts and field is not None else field
+
+    def _parse_column_def_with_exists(self) -> exp.Expr | None:
+        self._field_path = True
+        try:
+            return super()._parse_column_def_with_exists()  # type: ignore[no-untyped-call,no-any-return]
+        finally:
+            self._field_path = False
+
+    def _parse_alter_table_alter(self) -> exp.Expr | None:
+        self._field_path = not self._match_texts(self.ALTER_ALTER_PARSERS, advance=False)
+        try:
+            return super()._parse_alter_table_alter()
+        finally:
+            self._field_path = False
 
     # -- reads ----------------------------------------------------------------
 

@@ -320,13 +320,13 @@ def show_zones(cat: CatalogVersion) -> Rows:
     )
 
 
-DESCRIBE_COLUMNS = ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID")
+DESCRIBE_COLUMNS = ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID", "COMMENT")
 
 
 def describe_table(cat: CatalogVersion, schema: str, name: str) -> Rows:
     """One row per column, in table order: ``TYPE`` and ``DEFAULT`` as SQL
     text the dialect reads back, ``PRIMARY_KEY`` the column's 1-based place
-    in the key (``None`` outside it)."""
+    in the key (``None`` outside it), ``COMMENT`` its doc."""
     return column_rows(require_table(cat, schema, name))
 
 
@@ -340,6 +340,7 @@ def column_rows(table: Table) -> Rows:
             default_sql(c.default),
             _key_place(table, c.name),
             c.id,
+            c.doc,
         )
         for c in table.columns
     )

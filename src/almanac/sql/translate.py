@@ -19,6 +19,7 @@ from sqlglot import exp
 from almanac.commands import (
     AddColumns,
     AlterColumn,
+    AlterField,
     AlterZone,
     ColumnDef,
     Command,
@@ -374,12 +375,103 @@ def _alter_table(tree: exp.Expr, default_schema: str) -> list[Command]:
     if_exists = bool(tree.args.get("exists"))
     runs: list[list[Command]] = []
     for action in tree.args.get("actions") or []:
-        command = _alter_action(action, schema, table, if_exists)
-        if runs and _mergeable(runs[-1][0], command):
-            runs[-1].append(command)
-        else:
-            runs.append([command])
+        for command in _alter_actions(action, schema, table, if_exists):
+            if runs and _mergeable(runs[-1][0], command):
+                runs[-1].append(command)
+            else:
+                runs.append([command])
     return [_merged(run) for run in runs]
+
+
+def _alter_actions(action: exp.Expr, schema: str, table: str, if_exists: bool) -> list[Command]:
+    """The commands of one action: a nested field's change (a dotted path,
+    ``s.x``) is an ``AlterField``, a column's the column commands."""
+    if isinstance(action, exp.ColumnDef) and isinstance(action.this, exp.Dot):
+        *parent, name = _path(action.this)
+        node = action.copy()
+        node.set("this", exp.to_identifier(name, quoted=True))
+        column, key, _ = _column_def(node)
+        if key is not None or action.args.get("exists"):
+            raise Untranslatable(
+                "A nested field is added without PRIMARY KEY or IF NOT EXISTS", action
+            )
+        field = dataclasses.replace(column, name=name)
+        return [
+            AlterField(
+                table=table, schema=schema, path=tuple(parent), add=field, if_exists=if_exists
+            )
+        ]
+    if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
+        paths = [_path(node) for node in _listed(action.args.get("tables") or [])]
+        if any(len(p) > 1 for p in paths):
+            check_clauses(action, ("tables", "kind", "exists"), "ALTER TABLE DROP COLUMN")
+            if action.args.get("exists"):
+                raise Untranslatable("DROP COLUMN IF EXISTS takes no nested field", action)
+            return [
+                AlterField(table=table, schema=schema, path=p, drop=True, if_exists=if_exists)
+                if len(p) > 1
+                else DropColumns(table=table, schema=schema, columns=p, if_table_exists=if_exists)
+                for p in paths
+            ]
+    if isinstance(action, exp.RenameColumn) and len(_path(action.this)) > 1:
+        check_clauses(action, ("this", "to", "exists"), "ALTER TABLE RENAME COLUMN")
+        (new,) = _dropped_columns([action.args["to"]])
+        path = _path(action.this)
+        return [
+            AlterField(table=table, schema=schema, path=path, new_name=new, if_exists=if_exists)
+        ]
+    if isinstance(action, exp.AlterColumn) and (
+        isinstance(action.this, exp.Dot) or action.args.get("comment") is not None
+    ):
+        return [_alter_field(action, schema, table, if_exists)]
+    return [_alter_action(action, schema, table, if_exists)]
+
+
+def _listed(nodes: list[exp.Expr]) -> list[exp.Expr]:
+    return [
+        c for node in nodes for c in (node.expressions if isinstance(node, exp.Tuple) else [node])
+    ]
+
+
+def _path(node: object) -> tuple[str, ...]:
+    """The names of a column or a dotted path to a nested field."""
+    if isinstance(node, exp.Dot):
+        return (*_path(node.this), *_path(node.expression))
+    if isinstance(node, exp.Column):
+        return tuple(ident(part, "field") for part in node.parts)
+    return (ident(node, "column"),)
+
+
+def _alter_field(action: exp.AlterColumn, schema: str, table: str, if_exists: bool) -> Command:
+    """``ALTER COLUMN s.x TYPE … | DROP NOT NULL | COMMENT '…'``, and a
+    column's ``COMMENT``: one ``AlterField``."""
+    check_clauses(action, ("this", "dtype", "drop", "allow_null", "comment"), "ALTER COLUMN")
+    path = _path(action.this)
+    shown = ".".join(path)
+    changes: dict[str, Any] = {}
+    comment = action.args.get("comment")
+    if comment is not None:
+        if not isinstance(comment, exp.Literal) or not comment.is_string:
+            raise Untranslatable(f"Field '{shown}' takes COMMENT 'text'", comment)
+        changes["comment"] = str(comment.this)
+    elif action.args.get("dtype") is not None:
+        ctype, precision, scale, _ = column_type(action.args["dtype"], shown)
+        if ctype.nested:
+            raise Untranslatable(
+                f"Field '{shown}' cannot change to a {ctype.sql_name} type; add or drop its "
+                "fields one by one",
+                action.args["dtype"],
+            )
+        changes.update(type=ctype, precision=precision, scale=scale)
+    elif action.args.get("allow_null") is not None:
+        changes["not_null"] = not action.args["allow_null"]
+    else:
+        raise Untranslatable(
+            f"Field '{shown}' takes TYPE, DROP NOT NULL or COMMENT here; a nested field's "
+            "default is not set in SQL",
+            action,
+        )
+    return AlterField(table=table, schema=schema, path=path, if_exists=if_exists, **changes)
 
 
 def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
