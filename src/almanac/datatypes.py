@@ -63,6 +63,9 @@ class ColumnType(enum.Enum):
     STRUCT = 19
     LIST = 20
     MAP = 21
+    ICEBERG_UUID = 22
+    """Iceberg's own ``uuid``: 16 bytes in the files (``UUID`` is kept as its
+    canonical text, an Iceberg ``string``, which Spark reads natively)."""
 
     @property
     def sql_name(self) -> str:
@@ -93,6 +96,7 @@ _SQL_NAMES = {
     ColumnType.TIMESTAMP_NS: "TIMESTAMP_NS",
     ColumnType.TIMESTAMPTZ_NS: "TIMESTAMPTZ_NS",
     ColumnType.LIST: "ARRAY",
+    ColumnType.ICEBERG_UUID: "ICEBERG_UUID",
 }
 """Names that are not the member's name with spaces for underscores."""
 
@@ -243,7 +247,7 @@ def python_value_fits(
         return isinstance(value, dt.time)
     if ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE, *NANO_TIMESTAMPS):
         return isinstance(value, dt.datetime)
-    if ctype is ColumnType.UUID:
+    if ctype in (ColumnType.UUID, ColumnType.ICEBERG_UUID):
         return isinstance(value, uuid.UUID)
     return False  # a nested column has no constant default but NULL
 
@@ -278,7 +282,7 @@ def coerce_constant(ctype: ColumnType, value: object) -> object:
                 *NANO_TIMESTAMPS,
             ):
                 return dt.datetime.fromisoformat(value)
-            if ctype is ColumnType.UUID:
+            if ctype in (ColumnType.UUID, ColumnType.ICEBERG_UUID):
                 return uuid.UUID(value)
     except (ValueError, ArithmeticError):
         return NO_COERCION

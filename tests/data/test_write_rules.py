@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import math
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -691,3 +692,38 @@ def test_every_text_bytes_date_time_and_uuid_layout_is_stored(cat: Catalog) -> N
         assert column is not None and cast_rule(values.type, column) is not CastRule.REFUSED
         out = conform(pa.table({"ID": [1], name: values}), table)
         assert out.column(name).to_pylist() == [stored], (name, values.type)
+
+
+def test_iceberg_uuid_takes_uuid_bytes_and_canonical_text_and_refuses_other_text(
+    cat: Catalog,
+) -> None:
+    """ICEBERG_UUID (Iceberg's ``uuid``) stores Arrow's ``uuid`` type: 16 bytes
+    from a ``uuid`` or ``fixed_size_binary(16)`` array, or canonical text in
+    either case; a file written this way is what Iceberg clients write."""
+    table = create(
+        cat,
+        columns=[
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="U", type=ColumnType.ICEBERG_UUID),
+        ],
+    )
+    (column,) = [c for c in table.columns if c.name == "U"]
+    assert cast_rule(pa.uuid(), column) is CastRule.EXACT
+    assert cast_rule(pa.binary(16), column) is CastRule.EXACT
+    assert cast_rule(pa.large_string(), column) is CastRule.CHECKED
+    assert cast_rule(pa.binary(8), column) is CastRule.REFUSED
+    value = uuid.UUID("12345678-9abc-def0-1234-56789abcdef0")
+    cases = [
+        pa.array([value.bytes, None], pa.uuid()),
+        pa.array([value.bytes, None], pa.binary(16)),
+        pa.array([str(value).upper(), None], pa.large_string()).slice(0),
+        pa.chunked_array([[str(value)], [None]]),
+    ]
+    for values in cases:
+        out = conform(pa.table({"ID": [1, 2], "U": values}), table)
+        assert out.column("U").type == pa.uuid()
+        assert out.column("U").to_pylist() == [value, None], values.type
+    with pytest.raises(DataError, match=r"'U' of table 'T' has type ICEBERG_UUID; 'x' is not"):
+        conform(pa.table({"ID": [1, 2], "U": [str(value), "x"]}), table)
+    write_table(cat, "T", pa.table({"ID": [1, 2], "U": cases[2]}))
+    assert read_table(cat, "T").sort_by("ID").column("U").to_pylist() == [value, None]

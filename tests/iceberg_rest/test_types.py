@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import itertools
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -37,6 +38,7 @@ from pyiceberg.types import (
     TimestampType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
 
 from almanac.catalog import Catalog
@@ -72,6 +74,7 @@ EVERY_TYPE = Schema(
     _f("TS", TimestampType()),
     _f("TSTZ", TimestamptzType()),
     _f("S", StringType()),
+    _f("U", UUIDType()),
     _f("FX", FixedType(4)),
     _f("BIN", BinaryType()),
     _f("ADDR", _address(), doc="where"),
@@ -91,7 +94,7 @@ EVERY_TYPE = Schema(
 SQL_DDL = """CREATE TABLE TY.SQL_MADE (
     ID BIGINT PRIMARY KEY COMMENT 'the key', B BOOLEAN, I INT, F FLOAT, D DOUBLE,
     DEC DECIMAL(10, 2), DT DATE, TM TIME, TS TIMESTAMP, TSTZ TIMESTAMPTZ, S STRING,
-    FX FIXED(4), BIN BINARY,
+    U ICEBERG_UUID, FX FIXED(4), BIN BINARY,
     ADDR STRUCT<STREET: STRING NOT NULL COMMENT 'street and number', ZIP: INT> COMMENT 'where',
     TAGS ARRAY<STRING>, ATTRS MAP<STRING, BIGINT>,
     DEEP ARRAY<MAP<STRING, STRUCT<STREET: STRING NOT NULL COMMENT 'street and number', ZIP: INT>>
@@ -111,6 +114,7 @@ ROWS: list[dict[str, Any]] = [
         "TS": dt.datetime(2024, 1, 2, 3, 4, 5, 6),
         "TSTZ": dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC),
         "S": "text",
+        "U": uuid.UUID("0b7c4f86-6a3f-4e0c-9b0f-2d6f0f3b8c11"),
         "FX": b"\x00\x01\x02\x03",
         "BIN": b"\xff",
         "ADDR": {"STREET": "Main 1", "ZIP": 1000},
@@ -119,7 +123,7 @@ ROWS: list[dict[str, Any]] = [
         "DEEP": [[("home", {"STREET": "Elm 2", "ZIP": None})], []],
     },
     {"ID": 2, **{k: None for k in ("B", "I", "F", "D", "DEC", "DT", "TM", "TS", "TSTZ")}}
-    | {k: None for k in ("S", "FX", "BIN", "ADDR", "TAGS", "ATTRS", "DEEP")},
+    | {k: None for k in ("S", "U", "FX", "BIN", "ADDR", "TAGS", "ATTRS", "DEEP")},
 ]
 
 
@@ -204,6 +208,7 @@ def test_rows_of_every_type_read_the_same_in_almanac_and_pyiceberg(
     assert ours[0]["ADDR"] == ROWS[0]["ADDR"]
     assert ours[0]["DEEP"] == ROWS[0]["DEEP"]
     assert ours[0]["FX"] == ROWS[0]["FX"]
+    assert ours[0]["U"] == ROWS[0]["U"]
 
 
 _PRIMITIVES = st.sampled_from(
@@ -219,6 +224,7 @@ _PRIMITIVES = st.sampled_from(
         TimestampType(),
         TimestamptzType(),
         StringType(),
+        UUIDType(),
         FixedType(3),
         BinaryType(),
     ]

@@ -342,6 +342,14 @@ NESTED = Column(
     ),
 )
 """Column v3: a doc and nested fields at every depth."""
+ICEBERG_UUID = Column(
+    id=13,
+    name="TOKEN",
+    type=ColumnType.ICEBERG_UUID,
+    default=ConstantDefault(uuid.UUID("0b7c4f86-6a3f-4e0c-9b0f-2d6f0f3b8c11")),
+    initial_default=ConstantDefault(uuid.UUID("0b7c4f86-6a3f-4e0c-9b0f-2d6f0f3b8c11")),
+)
+"""Iceberg's own uuid type (column type 22) with a UUID default."""
 PROPERTIES = TableProperties(stale_rows_fraction=0.35, min_stale_rows=1000)
 TABLE = Table(
     id=10,
@@ -505,6 +513,7 @@ EXAMPLES: dict[str, object] = {
     "Column-initial_default": REDEFAULTED,
     "Column-no_initial_default": CREATED_WITH_DEFAULT,
     "Column-nested": NESTED,
+    "Column-iceberg_uuid": ICEBERG_UUID,
     "Table": TABLE,
     "Table-soft_deleted": SOFT_DELETED_TABLE,
     "Table-keyless": KEYLESS_TABLE,

@@ -32,6 +32,7 @@ def cat() -> Iterator[Catalog]:
         ("timestamptz_ns", T.TIMESTAMPTZ_NS, None),
         ("FIXED(16)", T.FIXED, 16),
         ("BINARY", T.BYTES, 65536),
+        ("iceberg_uuid", T.ICEBERG_UUID, None),
     ],
 )
 def test_iceberg_primitive_names(

@@ -3,11 +3,13 @@ field id, and the values that fill a column a file or a write lacks.
 
 UUID columns are Arrow ``string`` in canonical form (lower-case
 ``8-4-4-4-12``), not ``fixed_size_binary(16)``: Spark has no UUID type and
-reads strings natively. DECIMAL(p, s) is ``decimal128`` up to p = 38 and
-``decimal256`` above, capped at Arrow's p = 76. TIMESTAMP types are
-microseconds (Spark's unit; TIMESTAMP WITH LOCAL TIME ZONE is UTC); TIME is
-microseconds whatever its precision, as Iceberg's ``time`` is (a file holding
-nanoseconds is unreadable to Iceberg readers).
+reads strings natively. ICEBERG_UUID columns (Iceberg's ``uuid``) are
+Arrow's ``uuid`` extension type, 16 bytes, as Iceberg clients write them.
+DECIMAL(p, s) is ``decimal128`` up to p = 38 and ``decimal256`` above,
+capped at Arrow's p = 76. TIMESTAMP types are microseconds (Spark's unit;
+TIMESTAMP WITH LOCAL TIME ZONE is UTC); TIME is microseconds whatever its
+precision, as Iceberg's ``time`` is (a file holding nanoseconds is
+unreadable to Iceberg readers).
 
 Making incoming rows fit a table is ``almanac.data.conform``.
 """
@@ -66,6 +68,7 @@ _FIXED: dict[ColumnType, pa.DataType] = {
     ColumnType.TIMESTAMP: pa.timestamp("us"),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: pa.timestamp("us", tz="UTC"),
     ColumnType.UUID: pa.string(),
+    ColumnType.ICEBERG_UUID: pa.uuid(),
     ColumnType.TIMESTAMP_NS: pa.timestamp("ns"),
     ColumnType.TIMESTAMPTZ_NS: pa.timestamp("ns", tz="UTC"),
 }
@@ -203,7 +206,9 @@ def column_defaults(column: Column) -> tuple[object, object]:
 def _constant(column: Column, default: DefaultValue | None) -> pa.Scalar | None:
     if not isinstance(default, ConstantDefault) or default.value is None:
         return None
-    value = str(default.value) if isinstance(default.value, uuid.UUID) else default.value
+    value = default.value
+    if isinstance(value, uuid.UUID):
+        value = value.bytes if column.type is ColumnType.ICEBERG_UUID else str(value)
     return pa.scalar(value, arrow_type(column))
 
 

@@ -158,7 +158,7 @@ def cast_rule(source: pa.DataType, column: Column, *, rounding: bool = False) ->
         if pa.types.is_fixed_size_binary(source):
             return _exact_if(column.length is None or source.byte_width <= column.length)
         return _exact_if(column.length is None) if _is_bytes(source) else CastRule.REFUSED
-    if kind is ColumnType.UUID:
+    if kind in (ColumnType.UUID, ColumnType.ICEBERG_UUID):
         if isinstance(source, pa.BaseExtensionType):
             source = source.storage_type
         if pa.types.is_fixed_size_binary(source) and source.byte_width == 16:
@@ -286,6 +286,42 @@ def _uuid_text_of(arr: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.utf8_lower(arr.cast(pa.string()))
 
 
+def _uuid_bytes_of(arr: pa.ChunkedArray, column: Column, table: Table) -> pa.ChunkedArray:
+    """Iceberg ``uuid`` values (Arrow's ``uuid`` type) of 16-byte values or
+    of canonical UUID text, in either case; other text is refused."""
+    src = arr.type
+    if isinstance(src, pa.BaseExtensionType):
+        if src == pa.uuid():
+            return arr
+        arr = pa.chunked_array([c.storage for c in arr.chunks], src.storage_type)
+    if _is_text(arr.type):
+        text = pc.utf8_lower(arr.cast(pa.string()))
+        bad = pc.fill_null(pc.invert(pc.match_substring_regex(text, UUID_PATTERN)), False)
+        if pc.any(bad).as_py():
+            first = arr.filter(bad)[0].as_py()
+            raise _fail(table, column, f"has type {column.type.sql_name}; {first!r} is not a UUID")
+        flat = pc.fill_null(text.combine_chunks(), _ZERO_UUID)
+        hexed = pc.replace_substring(flat, "-", "").cast(pa.binary())
+        start = int(np.frombuffer(hexed.buffers()[1], dtype=np.int32)[hexed.offset])
+        chars = np.frombuffer(hexed.buffers()[2], dtype=np.uint8)[start : start + 32 * len(flat)]
+        nibbles = _HEX_VALUE[chars.reshape(len(flat), 32)]
+        raw = (nibbles[:, 0::2] << np.uint8(4)) | nibbles[:, 1::2]
+        values = pa.Array.from_buffers(
+            pa.binary(16), len(flat), [None, pa.py_buffer(raw.tobytes())]
+        )
+        nulls = pa.nulls(len(flat), pa.binary(16))
+        arr = pa.chunked_array([pc.if_else(pc.is_valid(text.combine_chunks()), values, nulls)])
+    return pa.chunked_array(
+        [pa.ExtensionArray.from_storage(pa.uuid(), c) for c in arr.chunks], pa.uuid()
+    )
+
+
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_HEX_VALUE = np.zeros(256, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _HEX_VALUE[_c] = _i
+
+
 def _first_lossy(
     arr: pa.ChunkedArray, convert: Callable[[pa.ChunkedArray], pa.ChunkedArray]
 ) -> str:
@@ -342,6 +378,8 @@ def _cast(arr: pa.ChunkedArray, column: Column, table: Table, rounding: bool) ->
         return pa.chunked_array([pa.nulls(len(arr), target)])
     if column.type is ColumnType.UUID:
         return _uuid_text_of(arr)
+    if column.type is ColumnType.ICEBERG_UUID:
+        return _uuid_bytes_of(arr, column, table)
     if arr.type == target:
         return arr
 

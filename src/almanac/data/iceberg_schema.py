@@ -6,7 +6,8 @@ written against.
 STRUCT, LIST and MAP columns are Iceberg's nested types, every nested
 field's id its column id. Types Iceberg lacks get the nearest wider one (INT8 and INT16 are ``int``,
 a STRING length is dropped, UUID is ``string`` because that is how the
-Parquet files hold it); the catalog stays the source of truth.
+Parquet files hold it; ICEBERG_UUID is ``uuid``); the catalog stays the
+source of truth.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pyiceberg.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
 
 from almanac import _check as check
@@ -80,6 +82,7 @@ _SIMPLE: dict[ColumnType, PrimitiveType] = {
     ColumnType.TIMESTAMP: TimestampType(),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
     ColumnType.UUID: StringType(),
+    ColumnType.ICEBERG_UUID: UUIDType(),
     ColumnType.TIMESTAMP_NS: TimestampNanoType(),
     ColumnType.TIMESTAMPTZ_NS: TimestamptzNanoType(),
 }

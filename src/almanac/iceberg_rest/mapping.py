@@ -41,6 +41,7 @@ from pyiceberg.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
 
 from almanac.commands import (
@@ -87,6 +88,7 @@ _TYPES: tuple[tuple[type[IcebergType], ColumnType], ...] = (
     (StructType, ColumnType.STRUCT),
     (ListType, ColumnType.LIST),
     (MapType, ColumnType.MAP),
+    (UUIDType, ColumnType.ICEBERG_UUID),
 )
 
 
@@ -94,8 +96,8 @@ def column_type(
     field: NestedField, table: str
 ) -> tuple[ColumnType, int | None, int | None, int | None]:
     """(type, precision, scale, length) of the column an Iceberg field
-    becomes; a 400 for a type the catalog has no column type for (uuid, whose
-    values the catalog keeps as text, and Iceberg v3's variant and geometry)."""
+    becomes (``uuid`` is ICEBERG_UUID); a 400 for a type the catalog has no
+    column type for (Iceberg v3's variant, geometry and the like)."""
     kind = field.field_type
     if isinstance(kind, DecimalType):
         return ColumnType.DECIMAL, kind.precision, kind.scale, None
@@ -107,8 +109,8 @@ def column_type(
     raise refused(
         f"Field '{field.name}' of table '{table}' has Iceberg type {kind}, which the catalog "
         "has no column type for (it holds boolean, int, long, float, double, decimal, string, "
-        "binary, fixed, date, time, timestamp, timestamptz, timestamp_ns, timestamptz_ns, "
-        "struct, list and map)",
+        "uuid, binary, fixed, date, time, timestamp, timestamptz, timestamp_ns, "
+        "timestamptz_ns, struct, list and map)",
         table=table,
         column=field.name,
         rule="iceberg-type",

@@ -59,6 +59,7 @@ _TYPES: dict[exp.DType, ColumnType] = {
 _NAMED_TYPES: dict[str, ColumnType] = {
     "TIMESTAMP_NS": ColumnType.TIMESTAMP_NS,
     "TIMESTAMPTZ_NS": ColumnType.TIMESTAMPTZ_NS,
+    "ICEBERG_UUID": ColumnType.ICEBERG_UUID,
 }
 """Iceberg's names sqlglot has no type for: they parse as user-defined
 types and mean these (unquoted, in any case)."""
@@ -238,6 +239,7 @@ _PARSE_STRING: dict[ColumnType, Callable[[str], object]] = {
     ColumnType.TIMESTAMP: dt.datetime.fromisoformat,
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: dt.datetime.fromisoformat,
     ColumnType.UUID: uuid.UUID,
+    ColumnType.ICEBERG_UUID: uuid.UUID,
 }
 
 
