@@ -82,6 +82,21 @@ def test_nested_columns_get_ids_from_the_table_counter_never_reused(cat: Catalog
     assert table.next_column_id == 15
 
 
+def test_struct_fields_take_iceberg_type_names_sqlglot_lacks(cat: Catalog) -> None:
+    cat.sql(
+        "CREATE TABLE t (k INT PRIMARY KEY, s STRUCT<a: TIMESTAMP_NS NOT NULL, "
+        "\"b\": ICEBERG_UUID COMMENT 'id', c TIMESTAMPTZ_NS>)"
+    )
+    table = cat.catalog().table("T")
+    assert table is not None
+    fields = [(f.name, f.type, f.nullable, f.doc) for f in table.columns[1].fields]
+    assert fields == [
+        ("A", T.TIMESTAMP_NS, False, None),
+        ("b", T.ICEBERG_UUID, True, "id"),
+        ("C", T.TIMESTAMPTZ_NS, True, None),
+    ]
+
+
 def test_describe_spells_nested_types_that_read_back(cat: Catalog) -> None:
     ddl = (
         """STRUCT<"a b": INT32 NOT NULL COMMENT 'it''s', """

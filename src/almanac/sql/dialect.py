@@ -669,6 +669,16 @@ class AlmanacParser(parser.Parser):
             dtype.update_positions(start)
         return dtype
 
+    def _parse_struct_types(self, type_required: bool = False) -> exp.Expr | None:
+        """A STRUCT's field is always ``name[:] TYPE …``. sqlglot reads a
+        field whose type is one of Iceberg's names it lacks (``a:
+        TIMESTAMP_NS``, ``a: ICEBERG_UUID``) as a bare type named ``a``."""
+        name = self._parse_id_var(any_token=True)
+        if name is None:
+            return super()._parse_struct_types(type_required)
+        self._match(TokenType.COLON)
+        return self._parse_column_def(name)
+
     def _parse_type_size(self) -> exp.DataTypeParam | None:
         """sqlglot turns a name parameter into a ``Var``, which an empty quoted
         name (``VARCHAR("")``) cannot be."""
