@@ -21,6 +21,7 @@ from pyiceberg.types import (
     DecimalType,
     DoubleType,
     FloatType,
+    GeometryType,
     IcebergType,
     IntegerType,
     LongType,
@@ -29,7 +30,7 @@ from pyiceberg.types import (
     TimestampType,
     TimestamptzType,
     TimeType,
-    UUIDType,
+    UnknownType,
 )
 
 import almanac
@@ -221,7 +222,7 @@ def test_the_key_keeps_its_name() -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    [UUIDType()],
+    [UnknownType(), GeometryType()],
     ids=str,
 )
 def test_a_type_the_catalog_lacks_is_refused(kind: IcebergType) -> None:

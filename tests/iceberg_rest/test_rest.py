@@ -39,7 +39,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.update.schema import UpdateSchema
-from pyiceberg.types import IntegerType, LongType, NestedField, StringType, UUIDType
+from pyiceberg.types import GeometryType, IntegerType, LongType, NestedField, StringType
 
 import almanac
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType
@@ -228,7 +228,7 @@ def test_what_the_catalog_cannot_express_is_refused(served: Served) -> None:
     version = served.cat.latest_version
     changes: list[Callable[[UpdateSchema], object]] = [
         lambda u: u.rename_column("id", "key"),  # the primary key keeps its name
-        lambda u: u.add_column("u", UUIDType()),
+        lambda u: u.add_column("u", GeometryType()),
     ]
     for change in changes:
         with (
