@@ -347,7 +347,9 @@ class IcebergFiles:
             "location": location,
             "table-uuid": uuid.uuid5(uuid.NAMESPACE_URL, location),
             "last-updated-ms": int(time.time() * 1000),
-            "last-column-id": max([c.id for c in shape.table.columns], default=0),
+            # Every id the table ever gave, nested fields' too: Iceberg
+            # clients number new fields after it.
+            "last-column-id": max(shape.table.next_column_id - 1, 0),
             "schemas": [schema],
             "current-schema-id": schema.schema_id,
             "partition-specs": [spec],
