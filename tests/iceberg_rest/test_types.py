@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 import itertools
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -42,8 +45,10 @@ from pyiceberg.types import (
 )
 
 from almanac.catalog import Catalog
+from almanac.commands import preview
 from almanac.data import DataError, read_table, write_table
 from almanac.descriptors import Column
+from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.nested import walk
 from almanac.spelling import type_sql
 from almanac.sql.parsing import parse_script
@@ -464,11 +469,58 @@ def _leaves(fields: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     return out
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_random_nested_evolutions_through_rest_load_back_as_pyiceberg_made_them(
-    admin: RestCatalog, cat: Catalog, data: st.DataObject
-) -> None:
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_type(kind: IcebergType) -> str:
+    """An Iceberg type in Almanac's SQL, spelled here independently of the
+    mapping under test."""
+    if isinstance(kind, StructType):
+        return "STRUCT<" + ", ".join(_sql_field(f) for f in kind.fields) + ">"
+    if isinstance(kind, ListType):
+        required = " NOT NULL" if kind.element_required else ""
+        return f"ARRAY<{_sql_type(kind.element_type)}{required}>"
+    if isinstance(kind, MapType):
+        required = " NOT NULL" if kind.value_required else ""
+        return f"MAP<{_sql_type(kind.key_type)}, {_sql_type(kind.value_type)}{required}>"
+    if isinstance(kind, DecimalType):
+        return f"DECIMAL({kind.precision}, {kind.scale})"
+    if isinstance(kind, FixedType):
+        return f"FIXED({len(kind)})"
+    names: dict[type[IcebergType], str] = {
+        BooleanType: "BOOLEAN",
+        IntegerType: "INT",
+        LongType: "BIGINT",
+        FloatType: "FLOAT",
+        DoubleType: "DOUBLE",
+        DateType: "DATE",
+        TimeType: "TIME",
+        TimestampType: "TIMESTAMP",
+        TimestamptzType: "TIMESTAMPTZ",
+        StringType: "STRING",
+        UUIDType: "ICEBERG_UUID",
+        BinaryType: "BINARY",
+    }
+    return names[type(kind)]
+
+
+def _sql_field(field: NestedField) -> str:
+    required = " NOT NULL" if field.required else ""
+    doc = "" if field.doc is None else f" COMMENT {_text(field.doc)}"
+    return f"{_q(field.name)}: {_sql_type(field.field_type)}{required}{doc}"
+
+
+def _random_evolution(
+    admin: RestCatalog, data: st.DataObject
+) -> tuple[Table, UpdateSchema, list[str]]:
+    """A random nested schema created through REST, a random pyiceberg
+    update of it (not committed), and the SQL ALTER statements that say the
+    same, in the same order (new fields take ids in the order added)."""
     ids = itertools.count(2)
     fields = data.draw(
         st.lists(
@@ -485,7 +537,10 @@ def test_random_nested_evolutions_through_rest_load_back_as_pyiceberg_made_them(
     )
     if ("EVOH",) not in admin.list_namespaces():
         admin.create_namespace("EVOH")
-    table = admin.create_table(("EVOH", f"T{next(_tables)}"), schema)
+    name = f"T{next(_tables)}"
+    table = admin.create_table(("EVOH", name), schema)
+    alter = f"ALTER TABLE {_q('EVOH')}.{_q(name)}"
+    sql: list[str] = []
     current = table.schema()
     update = table.update_schema()
     # New fields go into structs and new columns in a random order: the
@@ -494,27 +549,86 @@ def test_random_nested_evolutions_through_rest_load_back_as_pyiceberg_made_them(
     grown: set[str] = set()
     for path in data.draw(st.lists(st.sampled_from(places), max_size=4)):
         kind = data.draw(_types(ids)) if not path else StringType()
-        update.add_column((*path, f"N{next(ids)}"), kind, doc="new")
+        new = (*path, f"N{next(ids)}")
+        update.add_column(new, kind, doc="new")
         grown.update(path[:1])
+        dotted = ".".join(map(_q, new))
+        sql.append(f"{alter} ADD COLUMN {dotted} {_sql_type(kind)} COMMENT 'new'")
     touched: set[tuple[str, ...]] = set()
     for path, field in _leaves(current.fields)[1:]:
         if path[:1] in touched or not data.draw(st.booleans()):
             continue
         touched.add(path[:1])
         kind = field.field_type
+        dotted = ".".join(map(_q, path))
         if isinstance(kind, IntegerType):
             update.update_column(path, LongType())
+            sql.append(f"{alter} ALTER COLUMN {dotted} TYPE BIGINT")
         elif isinstance(kind, FloatType):
             update.update_column(path, DoubleType())
+            sql.append(f"{alter} ALTER COLUMN {dotted} TYPE DOUBLE")
         elif field.required:
             update.update_column(path, required=False)
+            sql.append(f"{alter} ALTER COLUMN {dotted} DROP NOT NULL")
+        elif data.draw(st.booleans()):
+            update.update_column(path, doc="changed")
+            sql.append(f"{alter} ALTER COLUMN {dotted} COMMENT 'changed'")
         else:
-            update.rename_column(path, f"R{next(ids)}")
+            renamed = f"R{next(ids)}"
+            update.rename_column(path, renamed)
+            sql.append(f"{alter} RENAME COLUMN {dotted} TO {_q(renamed)}")
     for field in current.fields[1:]:
         if field.name not in grown and (field.name,) not in touched and data.draw(st.booleans()):
             update.delete_column(field.name)
+            sql.append(f"{alter} DROP COLUMN {_q(field.name)}")
+    return table, update, sql
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_nested_evolutions_through_rest_load_back_as_pyiceberg_made_them(
+    admin: RestCatalog, cat: Catalog, data: st.DataObject
+) -> None:
+    table, update, _ = _random_evolution(admin, data)
     expected = update._apply()  # the schema pyiceberg computes and asks the server for
     update.commit()
     loaded = admin.load_table(table.name()).schema()
     assert _shape(loaded.fields) == _shape(expected.fields)
     assert _ids_of(loaded.fields) == _ids_of(expected.fields)
+
+
+def _changes(diff: CatalogDiff) -> CatalogDiff:
+    changed = tuple(
+        replace(c, fields=tuple(f for f in c.fields if f.field != "table_version"))
+        for c in diff.changed
+    )
+    return replace(diff, changed=changed)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_pyiceberg_evolutions_make_what_the_same_sql_alter_makes(
+    admin: RestCatalog, cat: Catalog, data: st.DataObject
+) -> None:
+    """A pyiceberg schema update makes the catalog entries the equivalent SQL
+    ALTER statements make, previewed on the same version: the same diff
+    (but for ``table_version``, which counts statements, and one pyiceberg
+    update may take several), and the same columns, ids and counter."""
+    table, update, sql = _random_evolution(admin, data)
+    cat.catch_up()
+    base = cat.catalog()
+    if not sql:  # nothing to change: no version either way
+        update.commit()
+        cat.catch_up()
+        assert cat.latest_version == base.version
+        return
+    planned = preview(base, parse_script(";\n".join(sql))).catalog
+    update.commit()
+    cat.catch_up()
+    after = cat.catalog()
+    assert after.version == planned.version
+    assert _changes(diff_catalogs(base, after)) == _changes(diff_catalogs(base, planned))
+    name = table.name()[-1]
+    made, wanted = after.table(name, "EVOH"), planned.table(name, "EVOH")
+    assert made is not None and wanted is not None
+    assert (made.columns, made.next_column_id) == (wanted.columns, wanted.next_column_id)
