@@ -29,11 +29,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
 from pyiceberg.types import (
+    GeometryType,
     IcebergType,
     LongType,
     NestedField,
     TimestampType,
-    UUIDType,
+    UnknownType,
 )
 
 import almanac
@@ -293,8 +294,8 @@ def _field(kind: IcebergType) -> Schema:
 
 @pytest.mark.parametrize(
     "kind",
-    [UUIDType()],
-    ids=["uuid"],
+    [UnknownType(), GeometryType()],
+    ids=["unknown", "geometry"],
 )
 def test_a_type_the_catalog_lacks_is_a_400_that_creates_nothing(
     kind: IcebergType, admin: RestCatalog, http: Client, cat: Catalog
@@ -331,7 +332,7 @@ def test_a_partition_spec_the_catalog_cannot_express_is_a_400(
     # Unpartitioned is accepted; a type or spec it cannot hold is refused later too.
     table = admin.create_table(("PARTS", "T"), schema)
     with pytest.raises(BadRequestError), table.update_schema() as update:
-        update.add_column("TAGS", UUIDType())
+        update.add_column("TAGS", GeometryType())
     with pytest.raises(BadRequestError), table.update_spec() as spec_update:
         spec_update.add_identity("NAME")
     cat.catch_up()
