@@ -176,6 +176,20 @@ def test_wide_decimal_and_time_columns() -> None:
         spark_schema(table, "P.T")
 
 
+def test_an_iceberg_uuid_column_is_refused_naming_it() -> None:
+    """Spark has no uuid type: Almanac's data source would read its 16 bytes
+    as BINARY and write BINARY back, which is no Iceberg uuid."""
+    table = _table(
+        (
+            ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
+            ColumnDef(name="U", type=ColumnType.ICEBERG_UUID),
+        ),
+        ("ID",),
+    )
+    with pytest.raises(ValidationError, match=r"Column 'U' of table 'P.T' has type ICEBERG_UUID"):
+        spark_schema(table, "P.T")
+
+
 def test_column_renames_ignore_case() -> None:
     defs, pk = column_defs(SPARK, ["id"], "S.T", upper=True)
     table = _table(defs, pk)
