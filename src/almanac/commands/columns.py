@@ -476,15 +476,8 @@ class AlterField(Command):
         if self.comment is not None:
             return replace(column, doc=self.comment or None)
         kind = column.type if self.type is None else self.type
-        precision, scale, length = (
-            default_params(kind)
-            if kind is not column.type
-            else (
-                column.precision,
-                column.scale,
-                column.length,
-            )
-        )
+        params = (column.precision, column.scale, column.length)
+        precision, scale, length = params if kind is column.type else default_params(kind)
         problem = validate_params(path, kind, self.precision, self.scale, None)
         if problem is not None:
             raise ValidationError(problem, table=full, column=path)
