@@ -6,6 +6,7 @@ and ``COMMENT`` sets a column's or field's doc, all through the same
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,14 @@ import pytest
 import almanac
 from almanac import AlterField, Catalog
 from almanac.datatypes import ColumnType
-from almanac.errors import AlreadyExistsError, CatalogError, NotFoundError, ValidationError
+from almanac.descriptors import Column, ConstantDefault
+from almanac.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    NotFoundError,
+    SqlParseError,
+    ValidationError,
+)
 from almanac.nested import walk
 from almanac.spelling import type_sql
 
@@ -163,3 +171,24 @@ def test_alter_field_refuses_what_it_cannot_do_naming_the_field(
     with pytest.raises(ValidationError, match=message):
         cat.execute([AlterField(table="T", **change)])
     assert cat.latest_version == before
+
+
+def _paths(cat: Catalog) -> dict[str, Column]:
+    table = cat.catalog().table("T")
+    assert table is not None
+    return dict(walk(table.columns))
+
+
+def test_quoted_paths_and_a_drop_of_a_column_and_a_field_together(cat: Catalog) -> None:
+    cat.sql('ALTER TABLE t ADD COLUMN "S"."x y" DECIMAL(9, 2) NOT NULL DEFAULT 1.5')
+    cat.sql('ALTER TABLE t ALTER COLUMN s."x y" TYPE DECIMAL(12, 2)')
+    field = _paths(cat)["S.x y"]
+    assert (field.precision, field.scale, field.nullable) == (12, 2, False)
+    assert field.initial_default == ConstantDefault(decimal.Decimal("1.5"))
+    cat.sql('ALTER TABLE t DROP COLUMN (m, s."x y")')
+    assert list(_paths(cat))[:4] == ["K", "S", "S.A", "S.B"]
+    assert "M" not in _paths(cat)
+    with pytest.raises(SqlParseError, match=r"Field 'S\.A' takes TYPE, DROP NOT NULL or COMMENT"):
+        cat.sql("ALTER TABLE t ALTER COLUMN s.a DROP DEFAULT")
+    with pytest.raises(SqlParseError, match=r"ALTER COLUMN does not support DEFAULT"):
+        cat.sql("ALTER TABLE t ALTER COLUMN s.a SET DEFAULT 1")

@@ -395,10 +395,9 @@ def _alter_actions(action: exp.Expr, schema: str, table: str, if_exists: bool) -
             raise Untranslatable(
                 "A nested field is added without PRIMARY KEY or IF NOT EXISTS", action
             )
-        field = dataclasses.replace(column, name=name)
         return [
             AlterField(
-                table=table, schema=schema, path=tuple(parent), add=field, if_exists=if_exists
+                table=table, schema=schema, path=tuple(parent), add=column, if_exists=if_exists
             )
         ]
     if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
