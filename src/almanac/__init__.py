@@ -91,6 +91,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.soft_delete import expired_tables, purge_expired_tables
@@ -158,6 +159,8 @@ __all__ = [
     "NotFoundError",
     "ObjectChange",
     "ObjectRef",
+    "PartitionField",
+    "PartitionSpec",
     "PlacementSettings",
     "Preview",
     "PurgeTable",
@@ -180,6 +183,8 @@ __all__ = [
     "SetPrimaryKey",
     "SetTableProperties",
     "SnapshotExpiredError",
+    "SortField",
+    "SortOrder",
     "SqlParseError",
     "SqlResult",
     "StartBuildingIndex",
