@@ -4,7 +4,8 @@ Every DDL change makes a new immutable catalog version; any version can be
 read by number or by time. Start with :func:`connect`.
 """
 
-from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo
+from almanac.catalog import Catalog
+from almanac.catalog_types import ExecuteResult, RetentionPolicy, VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.commands import (

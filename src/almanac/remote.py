@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from almanac import _check as check
 from almanac import errors
-from almanac.catalog import ExecuteResult
+from almanac.catalog_types import ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import physical_ms
 from almanac.commands.base import Command

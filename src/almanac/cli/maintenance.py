@@ -58,7 +58,7 @@ def compact(keep: int | None, keep_seconds: float | None, store: str | None) -> 
     Older versions can no longer be read afterwards; versions a reader pins
     are kept. With both rules, a version goes only when both allow it.
     """
-    from almanac.catalog import RetentionPolicy
+    from almanac.catalog_types import RetentionPolicy
 
     if keep is None and keep_seconds is None:
         raise click.UsageError("compact needs --keep N or --keep-seconds S")

@@ -26,7 +26,7 @@ from almanac.sql.results import Cell, SqlResult
 from almanac.summary import summarize_update
 
 if TYPE_CHECKING:
-    from almanac.catalog import VersionInfo
+    from almanac.catalog_types import VersionInfo
     from almanac.metastore import Metastore
 
 __all__ = [
