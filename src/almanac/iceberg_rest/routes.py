@@ -52,12 +52,10 @@ from almanac.iceberg_rest.models import (
 from almanac.iceberg_rest.properties import Properties, properties_key
 from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
 from almanac.metastore import Compare, Op
-from almanac.server.app import ICEBERG_PREFIX
 from almanac.server.auth import ADMIN, READ
 
-__all__ = ["PREFIX", "iceberg_router"]
+__all__ = ["iceberg_router"]
 
-PREFIX = ICEBERG_PREFIX
 """Where the Iceberg REST catalog is mounted: a client's ``uri``."""
 _SEPARATOR = "\x1f"
 _M = TypeVar("_M", bound=BaseModel)
@@ -156,8 +154,9 @@ def _no_content() -> Response:
 
 
 def iceberg_router(cat: Catalog) -> APIRouter:
-    """The ``/iceberg`` routes over ``cat`` (which needs a warehouse for tables)."""
-    router = APIRouter(prefix=f"{PREFIX}/v1", tags=["iceberg"], responses=_ERRORS)
+    """The Iceberg REST routes (``/v1/…``) over ``cat``, which needs a
+    warehouse for tables; the server mounts them under its Iceberg prefix."""
+    router = APIRouter(prefix="/v1", tags=["iceberg"], responses=_ERRORS)
 
     @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
     def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:

@@ -347,5 +347,5 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     if _has_pyiceberg():  # the Iceberg REST catalog needs the spark extra's pyiceberg
         from almanac.iceberg_rest import iceberg_router
 
-        app.include_router(iceberg_router(cat))
+        app.include_router(iceberg_router(cat), prefix=ICEBERG_PREFIX)
     return app
