@@ -184,8 +184,8 @@ def test_show_history_lists_versions_newest_first(cat: Catalog) -> None:
         assert moment == to_datetime(cat.catalog(version).activation_time)
         assert node == cat.node_name
     summaries = {r[0]: r[3] for r in result.rows}
-    assert summaries[1] == "SchemaCreated PUBLIC"
-    assert summaries[5] == "TableRenamed S.U, ColumnsAdded S.U"
+    assert summaries[1] == "created schema PUBLIC"
+    assert summaries[5] == "renamed table S.T to U, added column C BOOLEAN DEFAULT TRUE to S.U"
     assert summaries[5] == cat.describe(5).removeprefix("version 5: ")
     assert cat.sql("SHOW HISTORY LIMIT 2").rows == result.rows[:2]
     assert cat.sql("SHOW HISTORY LIMIT 0").rows == ()
@@ -353,9 +353,9 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
         left.catch_up()
         history = left.sql("SHOW HISTORY LIMIT 3").rows
         assert [(r[0], r[2], r[3]) for r in history] == [
-            (4, "right", "SchemaCreated C"),
-            (3, "right", "SchemaCreated B"),
-            (2, "left", "SchemaCreated A"),
+            (4, "right", "created schema C"),
+            (3, "right", "created schema B"),
+            (2, "left", "created schema A"),
         ]
         left.checkpoint_log(3)
         assert [r[0] for r in left.sql("SHOW HISTORY").rows] == [4]
@@ -390,7 +390,7 @@ def test_the_summary_of_a_big_script_stays_one_short_line() -> None:
     with almanac.connect("memory://") as catalog:
         catalog.sql(";".join(f"CREATE SCHEMA S{i}" for i in range(count)))
         [(version, _, _, summary)] = catalog.sql("SHOW HISTORY LIMIT 1").rows
-        named = [f"SchemaCreated S{i}" for i in range(SUMMARY_ENTRIES)]
+        named = [f"created schema S{i}" for i in range(SUMMARY_ENTRIES)]
         assert summary == ", ".join(named) + ", and 30 more"
         assert catalog.describe(2) == f"version {version}: {summary}"
         catalog.sql(";".join(f"CREATE SCHEMA T{i}" for i in range(SUMMARY_ENTRIES)))
