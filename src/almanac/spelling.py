@@ -14,7 +14,7 @@ import uuid
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault
 
-__all__ = ["constant_sql", "default_sql", "type_sql"]
+__all__ = ["column_sql", "constant_sql", "default_sql", "type_sql"]
 
 
 def type_sql(column: Column) -> str:
@@ -33,6 +33,20 @@ def type_sql(column: Column) -> str:
     params = [p for p in (column.precision, column.scale, column.length) if p is not None]
     name = column.type.sql_name
     return f"{name}({', '.join(map(str, params))})" if params else name
+
+
+def column_sql(column: Column) -> str:
+    """``STRING(16) NOT NULL DEFAULT 'new' COMMENT 'why'``: a column's
+    definition after its name, as ``CREATE TABLE`` writes it."""
+    text = type_sql(column)
+    if not column.nullable:
+        text += " NOT NULL"
+    default = default_sql(column.default)
+    if default is not None:
+        text += f" DEFAULT {default}"
+    if column.doc is not None:
+        text += f" COMMENT {_quoted(column.doc)}"
+    return text
 
 
 def _struct_field_sql(field: Column) -> str:

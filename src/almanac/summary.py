@@ -44,7 +44,7 @@ from almanac.entries import (
     ZoneCreated,
     ZoneDropped,
 )
-from almanac.spelling import default_sql, type_sql
+from almanac.spelling import column_sql, default_sql, type_sql
 
 __all__ = [
     "SUMMARY_ENTRIES",
@@ -193,13 +193,7 @@ def object_name(cat: CatalogVersion, object_id: int) -> str | None:
 
 def column_text(column: Column) -> str:
     """``STATUS STRING(16) NOT NULL DEFAULT 'new'``: a column as DDL spells it."""
-    text = f"{column.name} {type_sql(column)}"
-    if not column.nullable:
-        text += " NOT NULL"
-    default = default_sql(column.default)
-    if default is not None:
-        text += f" DEFAULT {default}"
-    return text
+    return f"{column.name} {column_sql(column)}"
 
 
 def _columns_text(columns: tuple[Column, ...]) -> str:

@@ -199,16 +199,20 @@ def test_show_diff_lists_one_row_per_object_or_field(cat: Catalog) -> None:
     assert result.version == 5
     d = cat.diff(3, 5)
     assert len(result.rows) == len(d.added) + len(d.removed) + sum(len(c.fields) for c in d.changed)
-    assert ("added", "column", "S.U.C", None, None, None) in result.rows
-    assert ("added", "table", "PUBLIC.P", None, None, None) in result.rows
+    assert ("added", "column", "S.U.C", None, None, '"BOOLEAN DEFAULT TRUE"') in result.rows
+    table = ("added", "table", "PUBLIC.P", None, None)
+    assert (*table, '"1 column, primary key (K) HASH, zone Default"') in result.rows
+    index = ("added", "index", "S.I", None, None, '"SORTED on S.U (A DESC, B ASC), REGISTERED"')
+    assert index in result.rows
     assert ("changed", "table", "S.U", "name", '"T"', '"U"') in result.rows
     assert ("changed", "table", "S.U", "table_version", "1", "2") in result.rows
     back = cat.sql("SHOW DIFF 5 3")
-    assert ("removed", "column", "S.U.C", None, None, None) in back.rows
+    assert ("removed", "column", "S.U.C", None, '"BOOLEAN DEFAULT TRUE"', None) in back.rows
     assert ("changed", "table", "S.T", "name", '"U"', '"T"') in back.rows
     assert cat.sql("SHOW DIFF 4 4").rows == ()
     zone = cat.sql("SHOW DIFF 1 2").rows
-    assert ("added", "zone", "Z", None, None, None) in zone
+    shape = "4 partitions, 3 replicas (quorum 2), STRONG consistency, storage profiles a, b"
+    assert ("added", "zone", "Z", None, None, f'"{shape}"') in zone
 
 
 def test_every_read_answers_in_json_scalars(cat: Catalog) -> None:
@@ -363,7 +367,9 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
             left.sql("SHOW SCHEMAS AS OF VERSION 2")
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             left.sql("SHOW DIFF 2 4")
-        assert left.sql("SHOW DIFF 3 4").rows == (("added", "schema", "C", None, None, None),)
+        assert left.sql("SHOW DIFF 3 4").rows == (
+            ("added", "schema", "C", None, None, '"schema C"'),
+        )
 
 
 @pytest.mark.parametrize(

@@ -290,8 +290,34 @@ def history(
 @_json_option
 @store_option
 def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:
-    """What was added, removed and changed from version V1 to V2."""
-    return _run_read(store, f"SHOW DIFF {v1} {v2}", as_json)
+    """What was added, removed and changed from version V1 to V2: an added
+    or removed object with its definition, a changed field from before to after."""
+    with open_sql(store) as cat:
+        result = cat.sql(f"SHOW DIFF {v1} {v2}")
+    out = Output.for_stdout(as_json)
+    if out.as_json:
+        show_result(result, out)
+    elif not result.rows:
+        out.line(f"No differences between version {v1} and version {v2}.")
+    else:
+        rows = [(*row[:3], row[3] or "", _plain(row[4]), _plain(row[5])) for row in result.rows]
+        out.table(result.columns, rows, [_DIFF_COLOURS.get(str(row[0])) for row in rows])
+    return 0
+
+
+_DIFF_COLOURS = {"added": "green", "removed": "red", "changed": "yellow"}
+
+
+def _plain(cell: object) -> str:
+    """A ``SHOW DIFF`` value (compact JSON text) as a person reads it; blank for none."""
+    import json
+
+    from almanac.diff import value_text
+
+    if not isinstance(cell, str):
+        return ""
+    value = json.loads(cell)
+    return value_text(tuple(value) if isinstance(value, list) else value)
 
 
 @click.command()

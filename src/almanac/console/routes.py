@@ -11,7 +11,6 @@ the browser says it came from another site (``same_origin``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from importlib import resources
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -34,7 +33,7 @@ from almanac.console.pages import (
     render_table,
     render_tree,
 )
-from almanac.diff import CatalogDiff
+from almanac.diff import CatalogDiff, value_text
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
@@ -73,20 +72,24 @@ _TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 5
 
 
 def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
-    """The diff as side-by-side lines: one per added or removed object, one
-    per changed field, each with its value before and after as JSON."""
-    rows = [DiffRow("removed", r.kind, r.name, "", "present", "—") for r in diff.removed]
-    rows += [DiffRow("added", r.kind, r.name, "", "—", "present") for r in diff.added]
+    """The diff as side-by-side lines: one per added or removed object, with
+    its definition on the side that holds it, and one per changed field,
+    each value as a person reads it."""
+    rows = [DiffRow("removed", r.kind, r.name, "", r.definition, "—") for r in diff.removed]
+    rows += [DiffRow("added", r.kind, r.name, "", "—", r.definition) for r in diff.added]
     for change in diff.changed:
         rows += [
-            DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
+            DiffRow(
+                "changed",
+                change.kind,
+                change.name,
+                f.field,
+                value_text(f.before),
+                value_text(f.after),
+            )
             for f in change.fields
         ]
     return rows
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _int_param(request: Request, name: str) -> int | None:

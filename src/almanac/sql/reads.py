@@ -451,10 +451,11 @@ DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")
 
 def diff_rows(diff: CatalogDiff) -> Rows:
     """One row per added or removed object, and one per changed field;
-    ``BEFORE``/``AFTER`` as compact JSON text."""
+    ``BEFORE``/``AFTER`` as compact JSON text: a field's values, or the
+    definition of an object on the side that holds it."""
     rows: list[tuple[Cell, ...]] = []
-    rows += [("added", r.kind, r.name, None, None, None) for r in diff.added]
-    rows += [("removed", r.kind, r.name, None, None, None) for r in diff.removed]
+    rows += [("added", r.kind, r.name, None, None, _json(r.definition)) for r in diff.added]
+    rows += [("removed", r.kind, r.name, None, _json(r.definition), None) for r in diff.removed]
     for c in diff.changed:
         rows += [
             ("changed", c.kind, c.name, f.field, _json(f.before), _json(f.after)) for f in c.fields
