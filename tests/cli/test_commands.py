@@ -121,6 +121,15 @@ def test_show_describe_history_and_diff(
     assert [row[0] for row in newest["rows"]] == [6, 5]
     assert newest["rows"][1][1] == activations[5]
     assert "ORDERS_NAME" in newest["rows"][1][3]
+    mine = json.loads(read("history", "--table", "sales.orders", "--json"))
+    assert [row[0] for row in mine["rows"]] == [5, 4, 3]
+    assert mine["rows"][1][3] == "added column EMAIL STRING(200) to SALES.ORDERS"
+    assert [
+        row[0]
+        for row in json.loads(read("history", "--table", "sales.orders", "--limit", "1", "--json"))[
+            "rows"
+        ]
+    ] == [5]
     plain = read("history")
     assert plain.splitlines()[0].split() == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
     assert [line[0] for line in _cells(plain)[1:]] == ["6", "5", "4", "3", "2", "1"]

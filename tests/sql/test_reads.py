@@ -193,6 +193,18 @@ def test_show_history_lists_versions_newest_first(cat: Catalog) -> None:
     assert old.version == 3 and [r[0] for r in old.rows] == [3, 2]
 
 
+def test_show_history_on_a_table_lists_the_versions_that_changed_it(cat: Catalog) -> None:
+    # S.T: created in 3, its index in 4, renamed to U and a column added in 5.
+    rows = cat.sql("SHOW HISTORY ON S.U").rows
+    assert [r[0] for r in rows] == [5, 4, 3]
+    assert str(rows[1][3]).startswith("created SORTED index I on S.T (A DESC, B ASC), ")
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON s.u LIMIT 2").rows] == [5, 4]
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON P").rows] == [4]
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON S.T AS OF VERSION 4").rows] == [4, 3]
+    with pytest.raises(NotFoundError, match="S.T"):
+        cat.sql("SHOW HISTORY ON S.T")
+
+
 def test_show_diff_lists_one_row_per_object_or_field(cat: Catalog) -> None:
     result = cat.sql("SHOW DIFF 3 5")
     assert result.columns == ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")

@@ -269,18 +269,28 @@ def describe(
 
 @click.command()
 @click.option("--limit", type=int64_at_least(1), metavar="N", help="Only the newest N.")
+@click.option(
+    "--table",
+    metavar="TABLE",
+    help="Only the versions that changed TABLE (SCHEMA.TABLE, or a table of PUBLIC).",
+)
 @_as_of_options
 @_json_option
 @store_option
 def history(
     limit: int | None,
+    table: str | None,
     as_of_version: int | None,
     as_of_time: str | None,
     as_json: bool,
     store: str | None,
 ) -> int:
     """The catalog's versions, newest first: when, on which node, what changed."""
-    head = "SHOW HISTORY" if limit is None else f"SHOW HISTORY LIMIT {limit}"
+    head = "SHOW HISTORY"
+    if table is not None:
+        head += f" ON {table}"
+    if limit is not None:
+        head += f" LIMIT {limit}"
     return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 
