@@ -201,7 +201,7 @@ def test_show_history_on_a_table_lists_the_versions_that_changed_it(cat: Catalog
     assert [r[0] for r in cat.sql("SHOW HISTORY ON s.u LIMIT 2").rows] == [5, 4]
     assert [r[0] for r in cat.sql("SHOW HISTORY ON P").rows] == [4]
     assert [r[0] for r in cat.sql("SHOW HISTORY ON S.T AS OF VERSION 4").rows] == [4, 3]
-    with pytest.raises(NotFoundError, match="S.T"):
+    with pytest.raises(NotFoundError, match=r"S\.T"):
         cat.sql("SHOW HISTORY ON S.T")
 
 
