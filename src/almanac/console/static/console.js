@@ -78,9 +78,8 @@
     if (!(version > latest)) return;
     latest = version;
     // The footer and the picker name the newest version, even on a pinned page.
-    for (const id of ["latest-version", "kept-to"]) {
-      const node = document.getElementById(id);
-      if (node) node.textContent = String(version);
+    for (const node of document.querySelectorAll(".latest-number")) {
+      node.textContent = String(version);
     }
     const picker = document.getElementById("version");
     if (picker) picker.max = String(version);
