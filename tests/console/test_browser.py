@@ -309,3 +309,15 @@ def test_the_api_docs_load_without_the_internet(site: Site, browser: webdriver.C
         icon = client.get("/favicon.ico")
         assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
         assert icon.text.startswith("<svg")
+
+
+def test_a_new_catalog_starts_at_version_1(tmp_path: Path) -> None:
+    """Version 0 is the empty catalog before ``init``: no page offers it."""
+    almanac.connect(tmp_path / "catalog").close()
+    with running_server(tmp_path / "catalog") as url, httpx.Client(base_url=url) as client:
+        tree = client.get("/").text
+        assert "versions 1 to" in tree and 'min="1"' in tree and 'min="0"' not in tree
+        diff = client.get("/diff")
+        assert diff.status_code == 200
+        assert 'name="from" type="number" min="1" max="1" value="1"' in diff.text
+        assert "No differences between version 1 and version 1." in diff.text

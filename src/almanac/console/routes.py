@@ -307,7 +307,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         after = _int_param(request, "to")
         after = latest if after is None else after
         before = _int_param(request, "from")
-        before = max(after - 1, cat.earliest_version) if before is None else before
+        before = max(after - 1, first_version()) if before is None else before
         found = cat.diff(before, after)
         return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
