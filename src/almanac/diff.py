@@ -28,7 +28,7 @@ from immutables import Map
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Column, Index, Schema, Table, Zone
 from almanac.errors import ValidationError
-from almanac.spelling import column_sql, default_sql, type_sql
+from almanac.spelling import column_sql, default_sql, index_columns_sql, type_sql
 
 __all__ = [
     "OBJECT_KINDS",
@@ -286,17 +286,9 @@ def _index(cat: CatalogVersion, i: Index | None) -> _Object | None:
         return None
     table = cat.tables_by_id.get(i.table_id)
     on = f"{_schema_name(cat, table.schema_id)}.{table.name}" if table else f"#{i.table_id}"
-    columns = (
-        ", ".join(
-            f"{name} {'ASC' if c.ascending else 'DESC'}"
-            for name, c in zip(i.columns, i.collations, strict=True)
-        )
-        if i.collations
-        else ", ".join(i.columns)
-    )
     definition = (
         "primary-key " if i.primary_key else "unique " if i.unique else ""
-    ) + f"{i.kind.name} on {on} ({columns}), {i.status.name}"
+    ) + f"{i.kind.name} on {on} ({index_columns_sql(i)}), {i.status.name}"
     name = f"{_schema_name(cat, i.schema_id)}.{i.name}"
     return _Object("index", i.id, name, _index_fields(i), definition)
 

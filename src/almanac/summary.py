@@ -10,6 +10,7 @@ and ``entry_kinds_without_wording`` lists such kinds so a test notices them.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from almanac.entries import (
     ZoneCreated,
     ZoneDropped,
 )
-from almanac.spelling import column_sql, default_sql, type_sql
+from almanac.spelling import column_sql, default_sql, index_columns_sql, type_sql
 
 __all__ = [
     "SUMMARY_ENTRIES",
@@ -358,15 +359,6 @@ def _table_properties_set(entry: TablePropertiesSet, names: Names) -> str:
     )
 
 
-def _index_columns(index: Index) -> str:
-    if not index.collations:
-        return ", ".join(index.columns)
-    return ", ".join(
-        f"{name} {'ASC' if c.ascending else 'DESC'}"
-        for name, c in zip(index.columns, index.collations, strict=True)
-    )
-
-
 @wording(IndexCreated)
 def _index_created(entry: IndexCreated, names: Names) -> str | None:
     index = entry.index
@@ -376,7 +368,7 @@ def _index_created(entry: IndexCreated, names: Names) -> str | None:
     what = ("unique " if index.unique and not index.primary_key else "") + index.kind.name
     where = names.of(index.table_id)
     key = " primary-key" if index.primary_key else ""
-    return f"created{key} {what} index {index.name} on {where} ({_index_columns(index)})"
+    return f"created{key} {what} index {index.name} on {where} ({index_columns_sql(index)})"
 
 
 @wording(IndexRenamed)
@@ -410,8 +402,8 @@ def _index_removed(entry: IndexRemoved, names: Names) -> str | None:
 def _word(value: object) -> str:
     if isinstance(value, tuple):
         return ", ".join(map(str, value)) or "none"
-    if hasattr(value, "name") and not isinstance(value, str):
-        return str(value.name)
+    if isinstance(value, enum.Enum):
+        return value.name
     return "''" if value == "" else str(value)
 
 

@@ -13,9 +13,9 @@ import jinja2
 from markupsafe import Markup
 
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Index, Schema, Table, Zone
+from almanac.descriptors import Schema, Table, Zone
 from almanac.server.views import iso
-from almanac.spelling import default_sql, type_sql
+from almanac.spelling import default_sql, index_columns_sql, type_sql
 
 __all__ = [
     "Chrome",
@@ -99,15 +99,6 @@ def path_segment(name: str) -> str:
     return quote(name, safe="")
 
 
-def _index_columns(index: Index) -> str:
-    if not index.collations:
-        return ", ".join(index.columns)
-    return ", ".join(
-        f"{name} {'ASC' if c.ascending else 'DESC'}"
-        for name, c in zip(index.columns, index.collations, strict=True)
-    )
-
-
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -119,7 +110,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["type_sql"] = type_sql
     env.filters["default_sql"] = lambda column: default_sql(column.default) or ""
-    env.filters["index_columns"] = _index_columns
+    env.filters["index_columns"] = index_columns_sql
     env.filters["timestamp"] = iso
     env.filters["thousands"] = lambda n: f"{n:,}"
     env.filters["segment"] = path_segment
