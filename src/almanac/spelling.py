@@ -12,9 +12,9 @@ import decimal
 import uuid
 
 from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault
+from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Index
 
-__all__ = ["constant_sql", "default_sql", "type_sql"]
+__all__ = ["column_sql", "constant_sql", "default_sql", "index_columns_sql", "type_sql"]
 
 
 def type_sql(column: Column) -> str:
@@ -33,6 +33,30 @@ def type_sql(column: Column) -> str:
     params = [p for p in (column.precision, column.scale, column.length) if p is not None]
     name = column.type.sql_name
     return f"{name}({', '.join(map(str, params))})" if params else name
+
+
+def column_sql(column: Column) -> str:
+    """``STRING(16) NOT NULL DEFAULT 'new' COMMENT 'why'``: a column's
+    definition after its name, as ``CREATE TABLE`` writes it."""
+    text = type_sql(column)
+    if not column.nullable:
+        text += " NOT NULL"
+    default = default_sql(column.default)
+    if default is not None:
+        text += f" DEFAULT {default}"
+    if column.doc is not None:
+        text += f" COMMENT {_quoted(column.doc)}"
+    return text
+
+
+def index_columns_sql(index: Index) -> str:
+    """``A DESC, B ASC`` for a SORTED index, ``A, B`` for a HASH one."""
+    if not index.collations:
+        return ", ".join(index.columns)
+    return ", ".join(
+        f"{name} {'ASC' if c.ascending else 'DESC'}"
+        for name, c in zip(index.columns, index.collations, strict=True)
+    )
 
 
 def _struct_field_sql(field: Column) -> str:

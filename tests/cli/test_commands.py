@@ -121,12 +121,27 @@ def test_show_describe_history_and_diff(
     assert [row[0] for row in newest["rows"]] == [6, 5]
     assert newest["rows"][1][1] == activations[5]
     assert "ORDERS_NAME" in newest["rows"][1][3]
+    mine = json.loads(read("history", "--table", "sales.orders", "--json"))
+    assert [row[0] for row in mine["rows"]] == [5, 4, 3]
+    assert mine["rows"][1][3] == "added column EMAIL STRING(200) to SALES.ORDERS"
+    assert [
+        row[0]
+        for row in json.loads(read("history", "--table", "sales.orders", "--limit", "1", "--json"))[
+            "rows"
+        ]
+    ] == [5]
     plain = read("history")
     assert plain.splitlines()[0].split() == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
     assert [line[0] for line in _cells(plain)[1:]] == ["6", "5", "4", "3", "2", "1"]
-    changed = _cells(read_apart("diff", "3", "4"))
-    assert changed[0] == ["CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER"]
-    assert ["added", "column", "SALES.ORDERS.EMAIL"] in [line[:3] for line in changed]
+    changed = read_apart("diff", "3", "4")
+    assert changed.split("\n")[0].split() == ["CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER"]
+    # Values as a person reads them: a definition, no NULL, no JSON quotes.
+    assert ["added", "column", "SALES.ORDERS.EMAIL", "STRING(200)"] in _cells(changed)
+    assert ["changed", "table", "SALES.ORDERS", "table_version", "1", "2"] in _cells(changed)
+    assert "NULL" not in changed and '"' not in changed, changed
+    renamed = read("diff", "1", "6")
+    assert "added   column  SALES.ORDERS.ID" in renamed and "INT64 NOT NULL" in renamed
+    assert read("diff", "4", "4") == "No differences between version 4 and version 4.\n"
     diff = json.loads(read("diff", "3", "4", "--json"))
     cells = [str(cell) for row in diff["rows"] for cell in row]
     assert "SALES.ORDERS.EMAIL" in cells

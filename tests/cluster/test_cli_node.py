@@ -57,7 +57,7 @@ def test_a_node_follows_logs_checkpoints_and_stops_cleanly(
             text = log.read_text
             _until(lambda: f"applied version {latest}:" in text(), "the last version", proc, log)
             _until(lambda: "earliest version now 4" in text(), "a checkpoint", proc, log)
-            assert re.search(r"applied version 3: .*TableCreated PUBLIC\.T1", text())
+            assert re.search(r"applied version 3: .*created table PUBLIC\.T1", text())
             assert "event TABLE_CREATE: version 3" in text(), "events of another process's DDL"
             assert "[n1] almanac.node" in text(), "every line names the node"
 

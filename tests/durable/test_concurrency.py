@@ -138,7 +138,7 @@ def test_a_real_conflict_says_what_the_other_writer_changed(
     message = str(info.value)
     assert "'PUBLIC.T' already exists" in message
     assert "another writer committed first: version 2: " in message
-    assert "TableCreated PUBLIC.T" in message
+    assert "created table PUBLIC.T" in message
     assert info.value.context["concurrent_versions"] == (2,)
     assert a.latest_version == 2
 

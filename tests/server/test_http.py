@@ -229,7 +229,9 @@ def test_history_and_diff(admin: httpx.Client, reader: httpx.Client) -> None:
     newest = reader.get("/v1/history", params={"limit": 1}).json()["versions"]
     assert [e["version"] for e in newest] == [w]
     diff = reader.get("/v1/diff", params={"from": v, "to": w}).json()
-    assert diff["added"] == [{"kind": "column", "id": 1, "name": "PUBLIC.HD.X"}]
+    assert diff["added"] == [
+        {"kind": "column", "id": 1, "name": "PUBLIC.HD.X", "definition": "INT32"}
+    ]
     back = reader.get("/v1/diff", params={"from": w, "to": v}).json()
     assert back["removed"] == diff["added"]
 

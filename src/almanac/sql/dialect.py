@@ -314,8 +314,11 @@ class AlmanacParser(parser.Parser):
                 self.raise_error("Expecting a schema name")
         elif kind in ("INDEXES", "TABLETS") and self._match(TokenType.ON):
             target = self._parse_table_parts()
-        elif kind == "HISTORY" and self._match(TokenType.LIMIT):
-            limit = self._parse_read_number("Expecting the number of versions after LIMIT")
+        elif kind == "HISTORY":
+            if self._match(TokenType.ON):
+                target = self._parse_table_parts()
+            if self._match(TokenType.LIMIT):
+                limit = self._parse_read_number("Expecting the number of versions after LIMIT")
         elif kind == "DIFF":
             versions = [
                 self._parse_read_number(f"Expecting the {which} version of SHOW DIFF")

@@ -23,7 +23,7 @@ from almanac.diff import CatalogDiff, JsonValue
 from almanac.errors import ValidationError, VersionNotFoundError
 from almanac.spelling import default_sql, type_sql
 from almanac.sql.results import Cell, SqlResult
-from almanac.summary import summarize_update
+from almanac.summary import summarize_update, touches_table
 
 if TYPE_CHECKING:
     from almanac.catalog_types import VersionInfo
@@ -150,7 +150,10 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
         return _system_read(statement, source)
     cat = read_version(statement.as_of, source)
     if statement.kind == "SHOW HISTORY":
-        rows = history_rows(source, cat.version, statement.limit)
+        table_id = None
+        if statement.table is not None:
+            table_id = require_table(cat, statement.schema or "", statement.table).id
+        rows = history_rows(source, cat.version, statement.limit, table_id)
         return SqlResult(cat.version, HISTORY_COLUMNS, rows)
     columns, answer = _ANSWERS[statement.kind]
     return SqlResult(cat.version, columns, answer(cat, statement))
@@ -411,20 +414,38 @@ _ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {
 HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
 
 
-def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
+def history_rows(
+    source: ReadSource, up_to: int, limit: int | None, table_id: int | None = None
+) -> Rows:
     """The available versions up to ``up_to``, newest first, at most ``limit``
-    of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
+    of them (only those that changed table ``table_id``, when given);
+    ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
     return tuple(
         (i.version, iso_utc(i.activation_time), i.node, version_summary(source, i))
-        for i in history_infos(source, up_to, limit)
+        for i in history_infos(source, up_to, limit, table_id)
     )
 
 
-def history_infos(source: ReadSource, up_to: int, limit: int | None) -> Sequence[VersionInfo]:
-    """The available versions up to ``up_to``, newest first, at most ``limit``."""
-    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
-    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
-    return newest if limit is None else newest[:limit]
+def history_infos(
+    source: ReadSource, up_to: int, limit: int | None, table_id: int | None = None
+) -> Sequence[VersionInfo]:
+    """The available versions up to ``up_to``, newest first, at most
+    ``limit``; with ``table_id``, only those that changed that table or its
+    indexes (see ``summary.touches_table``)."""
+    if table_id is None:
+        since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+        newest = [i for i in source.history(since) if i.version <= up_to][::-1]
+        return newest if limit is None else newest[:limit]
+    found: list[VersionInfo] = []
+    for info in reversed([i for i in source.history(1) if i.version <= up_to]):
+        if limit is not None and len(found) >= limit:
+            break
+        after = source.catalog(info.version)
+        earlier = info.version - 1 >= source.earliest_version
+        before = source.catalog(info.version - 1) if earlier else after
+        if touches_table(info.update, table_id, before, after):
+            found.append(info)
+    return found
 
 
 def version_summary(source: ReadSource, info: VersionInfo) -> str:
@@ -451,10 +472,11 @@ DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")
 
 def diff_rows(diff: CatalogDiff) -> Rows:
     """One row per added or removed object, and one per changed field;
-    ``BEFORE``/``AFTER`` as compact JSON text."""
+    ``BEFORE``/``AFTER`` as compact JSON text: a field's values, or the
+    definition of an object on the side that holds it."""
     rows: list[tuple[Cell, ...]] = []
-    rows += [("added", r.kind, r.name, None, None, None) for r in diff.added]
-    rows += [("removed", r.kind, r.name, None, None, None) for r in diff.removed]
+    rows += [("added", r.kind, r.name, None, None, _json(r.definition)) for r in diff.added]
+    rows += [("removed", r.kind, r.name, None, _json(r.definition), None) for r in diff.removed]
     for c in diff.changed:
         rows += [
             ("changed", c.kind, c.name, f.field, _json(f.before), _json(f.after)) for f in c.fields

@@ -39,7 +39,10 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
     if kind == "HISTORY":
         limit = tree.args.get("limit")
         count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
-        return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+        if target is None:
+            return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+        schema, table = table_name(target, default_schema, "table")
+        return ReadStatement("SHOW HISTORY", schema=schema, table=table, limit=count, as_of=as_of)
     if kind == "DIFF":
         if as_of is not None:
             raise Untranslatable(
