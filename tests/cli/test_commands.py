@@ -153,9 +153,10 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(
     monkeypatch.chdir(tmp_path)
     status, out, err = _call(capsys, "history")  # ./almanac-data, which does not exist
     assert (status, out) == (1, "")
+    data = tmp_path / "almanac-data"
     assert err == (
-        f"error: No catalog at {tmp_path / 'almanac-data'}: create one with `almanac --store "
-        f"{tmp_path / 'almanac-data'} init`, or name another with --store or $ALMANAC_STORE\n"
+        f"error: No catalog at {data} (no metastore file '{data / 'catalog.db'}'): create one "
+        f"with `almanac --store {data} init`, or name another with --store or $ALMANAC_STORE\n"
     )
     assert not (tmp_path / "almanac-data").exists(), "a read creates nothing"
     status, _, err = _call(

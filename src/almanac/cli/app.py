@@ -41,7 +41,6 @@ __all__ = [
     "open_node",
     "open_remote",
     "open_sql",
-    "require_catalog",
     "resolve_target",
     "run",
     "store_option",
@@ -91,7 +90,7 @@ class _Group(click.Group):
         return list(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from almanac.errors import CatalogError
+        from almanac.errors import CatalogError, NotFoundError
 
         try:
             return super().invoke(ctx)
@@ -99,7 +98,10 @@ class _Group(click.Group):
             settings = ctx.find_object(Settings)
             if settings is not None and settings.debug:
                 traceback.print_exc()
-            click.echo("error: " + " ".join(str(exc).split("\n")), err=True)
+            message = " ".join(str(exc).split("\n"))
+            if isinstance(exc, NotFoundError) and exc.context.get("kind") == "catalog":
+                message += f", or name another with --store or ${STORE_VARIABLE}"
+            click.echo("error: " + message, err=True)
             ctx.exit(1)
 
 
@@ -173,21 +175,6 @@ def local_target(store: str | None) -> Target:
     return target
 
 
-def require_catalog(target: Target) -> None:
-    """Refuse a local path that holds no catalog (an etcd cluster can only
-    tell once opened), so that a typo in ``--store`` does not quietly start
-    an empty catalog; only ``init`` creates one."""
-    from almanac.errors import NotFoundError
-
-    path = target.store_path
-    if path is not None and not path.exists():
-        raise NotFoundError(
-            f"No catalog at {target}: create one with `almanac --store {target} init`, "
-            f"or name another with --store or ${STORE_VARIABLE}",
-            target=str(target),
-        )
-
-
 def open_node(
     store: str | None,
     *,
@@ -197,22 +184,22 @@ def open_node(
 ) -> Catalog:
     """Open the catalog of ``store`` (see ``resolve_target``) as a node:
     with its data plane (``almanac.connect``) when ``data`` is set (DDL,
-    table data), else the catalog alone (reads); ``create`` lets it make a
-    new catalog (see ``require_catalog``)."""
+    table data), else the catalog alone (reads). Only ``create`` (``init``)
+    may make a new catalog: any other command refuses a target that holds
+    none, so that a typo in ``--store`` does not quietly start an empty one."""
     from almanac.cli.output import progress
 
     target = local_target(store)
-    if not create:
-        require_catalog(target)
     with progress(f"Opening the catalog at {target}"):
         if data:
             from almanac.connection import connect
 
-            opened: Catalog = connect(target, **options)  # a local target: never remote
+            # a local target: never remote
+            opened: Catalog = connect(target, create=create, **options)
             return opened
         from almanac.connection import open_catalog
 
-        return open_catalog(target, **options)
+        return open_catalog(target, create=create, **options)
 
 
 def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
