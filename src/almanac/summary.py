@@ -9,7 +9,10 @@ from __future__ import annotations
 from almanac.catalog_version import CatalogVersion
 from almanac.entries import ObjectIdsReserved, VersionedUpdate
 
-__all__ = ["SUMMARY_ENTRIES", "object_name", "summarize_update"]
+__all__ = ["CHECKPOINT_SUMMARY", "SUMMARY_ENTRIES", "object_name", "summarize_update"]
+
+CHECKPOINT_SUMMARY = "checkpoint: the whole catalog as of this version; older versions compacted"
+"""What the history says of the earliest version once the log was checkpointed."""
 
 SUMMARY_ENTRIES = 20
 """The most entries a summary names; a script of thousands of statements
@@ -19,7 +22,11 @@ row, event and error message that carries it."""
 
 def summarize_update(update: VersionedUpdate, before: CatalogVersion, after: CatalogVersion) -> str:
     """``NewTable PUBLIC.T, NewIndex I``: each entry and the object it touched,
-    named as of ``after`` (or ``before``, for an object the version removed)."""
+    named as of ``after`` (or ``before``, for an object the version removed).
+    An update without entries is the one ``Catalog.history`` lists for a
+    checkpoint."""
+    if not update.entries:
+        return CHECKPOINT_SUMMARY
     parts = []
     entries = [e for e in update.entries if not isinstance(e, ObjectIdsReserved)]
     for entry in entries[:SUMMARY_ENTRIES]:
