@@ -308,7 +308,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ddl-only", action="store_true", help="skip the Spark pipeline")
     args = parser.parse_args(argv)
     with workspace(args.dir, "almanac-demo-") as root:
-        print(f"Catalog directory (embedded SQLite metastore, warehouse below it): {root}")
+        print("The catalog is that directory: its SQLite metastore, its warehouse below it")
         ddl_part(root)
         if not args.ddl_only:
             print()
