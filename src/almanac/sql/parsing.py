@@ -91,7 +91,10 @@ def parse_sql(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Comman
 def has_statements(text: str) -> bool:
     """Whether ``text`` holds any statement, not only blanks, comments and
     ``;``: a front end refuses an empty script rather than answer with the
-    current version, which reads as if it had made one."""
+    current version, which reads as if it had made one. A script opening
+    with a word holds one at once; any other is tokenized."""
+    if text.lstrip(" \t\r\n;")[:1].isalnum():
+        return True
     return any(token.token_type != TokenType.SEMICOLON for token in _tokenize(text))
 
 
