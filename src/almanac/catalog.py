@@ -87,7 +87,7 @@ from almanac.requests import (
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 from almanac.settler import ExecuteFuture, Settler
 from almanac.sql.results import SqlResult
-from almanac.summary import summarize_update
+from almanac.summary import CHECKPOINT_SUMMARY, summarize_update
 
 __all__ = [
     "Catalog",
@@ -306,10 +306,18 @@ class Catalog:
         return state.catalogs[i]
 
     def history(self, since: int = 1) -> list[VersionInfo]:
-        """What each available version changed, oldest first."""
+        """What each available version changed, oldest first. After a
+        checkpoint the earliest version is listed too, with no entries: the
+        checkpoint keeps the catalog it made, not what its version changed."""
         check.integer(since, "Parameter 'since' of Catalog.history")
         state = self._state
         out = []
+        if state.updates[0] is None and state.earliest >= max(since, 1):
+            at = state.activations[0]
+            checkpoint = VersionedUpdate(
+                version=state.earliest, commit_time=at, delay_ms=0, entries=()
+            )
+            out.append(VersionInfo(state.earliest, at, at, checkpoint))
         # Versions are stored by offset from the earliest, so a stream asking
         # for what is new reads only that, however long the kept log.
         for offset in range(max(since - state.earliest, 0), len(state.updates)):
@@ -671,6 +679,8 @@ class Catalog:
         offset = version - state.earliest
         update = state.updates[offset] if 0 <= offset < len(state.updates) else None
         if update is None:
+            if version == state.earliest and version >= 1:
+                return f"version {version}: {CHECKPOINT_SUMMARY}"
             return f"version {version}"
         after = self.catalog(version)
         before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after

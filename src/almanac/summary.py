@@ -48,6 +48,7 @@ from almanac.entries import (
 from almanac.spelling import column_sql, default_sql, index_columns_sql, type_sql
 
 __all__ = [
+    "CHECKPOINT_SUMMARY",
     "SUMMARY_ENTRIES",
     "Names",
     "describe_entry",
@@ -57,6 +58,9 @@ __all__ = [
     "touches_table",
     "wording",
 ]
+
+CHECKPOINT_SUMMARY = "checkpoint: the whole catalog as of this version; older versions compacted"
+"""What the history says of the earliest version once the log was checkpointed."""
 
 SUMMARY_ENTRIES = 20
 """The most entries a summary names; a script of thousands of statements
@@ -145,7 +149,10 @@ def entry_kinds_without_wording() -> list[str]:
 def summarize_update(update: VersionedUpdate, before: CatalogVersion, after: CatalogVersion) -> str:
     """``created schema SALES, added column NOTE STRING(200) to SALES.ORDERS``:
     each entry in words, objects named as of ``after`` (or ``before``, for
-    an object the version removed)."""
+    an object the version removed). An update without entries is the one
+    ``Catalog.history`` lists for a checkpoint."""
+    if not update.entries:
+        return CHECKPOINT_SUMMARY
     names = Names(before, after)
     parts: list[str] = []
     said = 0

@@ -460,7 +460,7 @@ def _as_of(version: object, timestamp: object) -> AsOf | None:
 
 
 def _open(target: object) -> Catalog:
-    from almanac.connection import missing_catalog, open_catalog
+    from almanac.connection import open_catalog
 
     parsed = parse_target(target)
     if parsed.kind in ("http", "memory"):
@@ -474,9 +474,4 @@ def _open(target: object) -> Catalog:
             target=str(parsed),
             rule="local-target",
         )
-    missing = missing_catalog(parsed)
-    if missing is not None:
-        raise NotFoundError(
-            f"No catalog at '{parsed}' ({missing})", kind="catalog", name=str(parsed)
-        )
-    return open_catalog(parsed)
+    return open_catalog(parsed, create=False)

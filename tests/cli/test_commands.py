@@ -15,6 +15,7 @@ import pytest
 import almanac
 from almanac.cli import main
 from almanac.clock import to_datetime
+from almanac.summary import CHECKPOINT_SUMMARY
 from tests.cli.support import PATIENCE, start
 from tests.cli.support import almanac as run
 from tests.durable.helpers import table
@@ -168,9 +169,10 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(
     monkeypatch.chdir(tmp_path)
     status, out, err = _call(capsys, "history")  # ./almanac-data, which does not exist
     assert (status, out) == (1, "")
+    data = tmp_path / "almanac-data"
     assert err == (
-        f"error: No catalog at {tmp_path / 'almanac-data'}: create one with `almanac --store "
-        f"{tmp_path / 'almanac-data'} init`, or name another with --store or $ALMANAC_STORE\n"
+        f"error: No catalog at {data} (no metastore file '{data / 'catalog.db'}'): create one "
+        f"with `almanac --store {data} init`, or name another with --store or $ALMANAC_STORE\n"
     )
     assert not (tmp_path / "almanac-data").exists(), "a read creates nothing"
     status, _, err = _call(
@@ -240,10 +242,20 @@ def test_compact_keeps_the_last_versions(tmp_path: Path) -> None:
             cat.execute([table(f"T{i}")])  # 2..5
     done = run("--store", path, "compact", "--keep", "2", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "versions 4 to 5 kept, 4 older versions removed\n"
+    assert done.stdout == "versions 4 to 5 kept, 3 older versions removed\n"
     with almanac.connect(path) as cat:
         assert (cat.earliest_version, cat.latest_version) == (4, 5)
         assert cat.catalog(4).table("T2") is not None
+    again = run("--store", path, "compact", "--keep", "2", cwd=tmp_path)
+    assert again.stdout == "versions 4 to 5 kept, none removed\n"
+    history = run("--store", path, "history", cwd=tmp_path)
+    rows = history.stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["5", "4"], "the checkpoint version is listed"
+    assert rows[1].endswith(CHECKPOINT_SUMMARY)
+    fresh = str(tmp_path / "fresh")
+    almanac.connect(fresh).close()
+    first = run("--store", fresh, "compact", "--keep", "5", cwd=tmp_path)
+    assert first.stdout == "versions 1 to 1 kept, none removed\n", "versions start at 1"
     gone = run("--store", path, "describe", "T0", "--as-of-version", "2", cwd=tmp_path)
     assert gone.returncode == 1 and "earliest available version is 4" in gone.stderr
     bare = run("--store", path, "compact", cwd=tmp_path)

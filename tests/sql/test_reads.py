@@ -23,6 +23,7 @@ from almanac import (
 from almanac.clock import to_datetime
 from almanac.sql.parsing import parse_script, parse_sql
 from almanac.sql.reads import AsOf, ReadStatement
+from almanac.summary import CHECKPOINT_SUMMARY
 
 SETUP = [
     "CREATE SCHEMA S; CREATE ZONE Z WITH (PARTITIONS=4, REPLICAS=3, STORAGE_PROFILES='a,b')",
@@ -374,7 +375,9 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
             (2, "left", "created schema A"),
         ]
         left.checkpoint_log(3)
-        assert [r[0] for r in left.sql("SHOW HISTORY").rows] == [4]
+        assert [r[0] for r in left.sql("SHOW HISTORY").rows] == [4, 3], "3 is the checkpoint"
+        assert left.sql("SHOW HISTORY").rows[1][3] == CHECKPOINT_SUMMARY
+        assert [r[0] for r in left.sql("SHOW HISTORY LIMIT 1").rows] == [4]
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             left.sql("SHOW SCHEMAS AS OF VERSION 2")
         with pytest.raises(VersionNotFoundError, match="no longer available"):

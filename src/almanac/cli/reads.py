@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from almanac.cli.app import int64_at_least, open_sql, store_option
+from almanac.cli.app import FullHelpGroup, int64_at_least, open_sql, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
@@ -145,10 +145,29 @@ def sql(
         text = read_script(script)
     elif script == "-" or text is None or text == "-":
         text = _read_stdin()
+    if not _has_statements(text):
+        from almanac.errors import ValidationError
+
+        raise ValidationError(
+            "The script holds no statement (only blanks, comments or ';'): nothing was run",
+            rule="empty-script",
+        )
     with open_sql(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
     show_result(result, Output.for_stdout(as_json))
     return 0
+
+
+def _has_statements(text: str) -> bool:
+    """Text that does not even tokenize holds something: the catalog then
+    reports what is wrong with it, as it does for any script."""
+    from almanac.errors import SqlParseError
+    from almanac.sql.parsing import has_statements
+
+    try:
+        return has_statements(text)
+    except SqlParseError:
+        return True
 
 
 def read_script(path: str) -> str:
@@ -177,7 +196,7 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-@click.group()
+@click.group(cls=FullHelpGroup)
 def show() -> None:
     """List the schemas, tables, soft-deleted tables, indexes or zones of a catalog version."""
 
