@@ -117,9 +117,9 @@ partition_specs = st.builds(
 sort_orders = st.builds(
     SortOrder,
     int64s,
-    st.lists(
-        st.builds(SortField, int64s, names, st.booleans(), st.booleans()), max_size=3
-    ).map(tuple),
+    st.lists(st.builds(SortField, int64s, names, st.booleans(), st.booleans()), max_size=3).map(
+        tuple
+    ),
 )
 tables = st.builds(
     Table,

@@ -421,7 +421,9 @@ def _read_sort_field(r: Reader) -> SortField:
 
 def _read_sort_order_v1(r: Reader) -> SortOrder:
     order_id = r.svarint()
-    return SortOrder(order_id, tuple([_read_sort_field(r) for _ in range(r.count("sort field", 4))]))
+    return SortOrder(
+        order_id, tuple([_read_sort_field(r) for _ in range(r.count("sort field", 4))])
+    )
 
 
 # -- index -----------------------------------------------------------------------

@@ -225,9 +225,7 @@ REGISTRY.register(
     SerializerInfo(e.SortOrderAdded, 1, _R050, _read_order_added_v1, _write_order_added_v1)
 )
 REGISTRY.register(
-    SerializerInfo(
-        e.DefaultSortOrderSet, 1, _R050, _read_default_order_v1, _write_default_order_v1
-    )
+    SerializerInfo(e.DefaultSortOrderSet, 1, _R050, _read_default_order_v1, _write_default_order_v1)
 )
 _register_v1(e.TableSoftDropped, _read_soft_drop_v1, _write_soft_drop_v1)
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
