@@ -300,6 +300,11 @@ def _find_field(
 ) -> PartitionField:
     if isinstance(ref, str):
         found = next((f for f in fields if name_key(f.name) == name_key(ref)), None)
+        column = table.column(ref)
+        if found is None and column is not None:  # a bare column: its identity field
+            found = next(
+                (f for f in fields if (f.source_id, f.transform) == (column.id, "identity")), None
+            )
         shown = f"'{ref}'"
     else:
         path, column = _source(table, full, ref.column, "partition spec")
