@@ -284,3 +284,29 @@ def test_diff_and_preview_show_spec_and_order_changes(cat: Catalog) -> None:
     summary = summarize_update(cat.history()[-1].update, before, cat.catalog())
     assert summary.startswith("PartitionSpecAdded PUBLIC.T, DefaultPartitionSpecSet PUBLIC.T")
     assert len(events) == 4 and {e.type for e in events} == {EventType.TABLE_ALTER}
+
+
+def test_a_bucketed_tables_hidden_tablet_field_is_neither_repeated_nor_named(
+    cat: Catalog,
+) -> None:
+    apply(
+        cat,
+        CreateTable(name="B", columns=(ID, TS), primary_key=("ID",), colocation=("ID",)),
+    )
+    rejected(
+        cat,
+        EvolvePartitionSpec(name="B", add=(PartitionFieldDef("ID", "bucket[25]"),)),
+        ValidationError,
+        "next to field 'tablet'",
+    )
+    rejected(
+        cat,
+        EvolvePartitionSpec(name="B", add=(PartitionFieldDef("TS", "day", "TABLET"),)),
+        ValidationError,
+        "two fields named 'TABLET'",
+        "holds the tablet",
+    )
+    apply(cat, EvolvePartitionSpec(name="B", add=(PartitionFieldDef("ID", "bucket[4]"),)))
+    table = cat.catalog().table("B")
+    assert table is not None and table.bucketed
+    assert table.partition_spec.fields == (PartitionField(0, 1001, "ID_bucket", "bucket[4]"),)

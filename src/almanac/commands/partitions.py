@@ -41,6 +41,7 @@ from almanac.errors import NotFoundError, ValidationError
 from almanac.names import name_key
 from almanac.nested import walk
 from almanac.partitioning import (
+    FIRST_FIELD_ID,
     PartitionField,
     PartitionSpec,
     SortField,
@@ -60,6 +61,7 @@ __all__ = [
     "SortFieldDef",
     "check_drop",
     "new_table_layout",
+    "tablet_field",
 ]
 
 _TIME_TRANSFORMS = frozenset({"year", "month", "day", "hour"})
@@ -169,24 +171,50 @@ def _transform(full: str, path: str, column: Column, text: str, what: str) -> st
 # -- partition specs --------------------------------------------------------------
 
 
+_UNBUCKETABLE = frozenset({ColumnType.BOOLEAN, ColumnType.FLOAT, ColumnType.DOUBLE})
+"""Types the tablet bucketing skips (``almanac.data.tablets.UNBUCKETABLE``)."""
+
+
+def tablet_field(table: Table, partitions: int) -> PartitionField | None:
+    """A bucketed table's hidden ``tablet`` field (bucket on its first
+    bucketable colocation column into its zone's ``partitions``), which
+    Iceberg clients see first in every spec; None for other tables."""
+    if not table.bucketed:
+        return None
+    for name in table.colocation:
+        column = table.column(name)
+        if column is not None and column.type not in _UNBUCKETABLE:
+            return PartitionField(column.id, FIRST_FIELD_ID, "tablet", f"bucket[{partitions}]")
+    return None
+
+
+def _tablet(cat: CatalogVersion, table: Table) -> PartitionField | None:
+    zone = cat.zones_by_id.get(table.zone_id)
+    return None if zone is None else tablet_field(table, zone.partitions)
+
+
 def _spec_fields(
-    table: Table, full: str, defs: Sequence[PartitionFieldDef]
+    table: Table,
+    full: str,
+    defs: Sequence[PartitionFieldDef],
+    tablet: PartitionField | None = None,
 ) -> list[PartitionField]:
-    """The fields ``defs`` make in ``table``, with ids by Iceberg's rules."""
+    """The fields ``defs`` make in ``table``, with ids by Iceberg's rules;
+    ``tablet`` is the hidden field that comes before them."""
     known: dict[tuple[int, str], int] = {}
     for spec in table.partition_specs:
         for f in spec.fields:
             known.setdefault((f.source_id, f.transform), f.field_id)
     columns = {name_key(path): column.id for path, column in walk(table.columns)}
-    if table.bucketed:
-        columns.setdefault(name_key("tablet"), -1)
     next_id = table.last_partition_id + 1
     fields: list[PartitionField] = []
     names: dict[str, str] = {}
+    if tablet is not None:
+        names[name_key(tablet.name)] = tablet.name
     for d in defs:
         path, column = _source(table, full, d.column, "partition spec")
         transform = _transform(full, path, column, d.transform, "partition spec")
-        for other in fields:
+        for other in ([] if tablet is None else [tablet]) + fields:
             if other.source_id != column.id:
                 continue
             same = other.transform == transform
@@ -204,7 +232,12 @@ def _spec_fields(
         key = name_key(name)
         if key in names:
             raise ValidationError(
-                f"The partition spec of table '{full}' has two fields named '{name}'",
+                f"The partition spec of table '{full}' has two fields named '{name}'"
+                + (
+                    " (the hidden one holds the tablet)"
+                    if tablet and key == name_key(tablet.name)
+                    else ""
+                ),
                 table=full,
                 field=name,
                 rule="partition-field-name",
@@ -264,7 +297,8 @@ class SetPartitionSpec(Command):
         if table is None:
             return []
         full = qualified(self.schema, table.name)
-        return _spec_entries(table, _spec_fields(table, full, self.fields), self.default)
+        fields = _spec_fields(table, full, self.fields, _tablet(cat, table))
+        return _spec_entries(table, fields, self.default)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -291,7 +325,7 @@ class EvolvePartitionSpec(Command):
         kept = [
             PartitionFieldDef(source_path(table, f.source_id), f.transform, f.name) for f in current
         ]
-        added = _spec_fields(table, full, [*kept, *self.add])[len(kept) :]
+        added = _spec_fields(table, full, [*kept, *self.add], _tablet(cat, table))[len(kept) :]
         return _spec_entries(table, [*current, *added], True)
 
 
@@ -378,11 +412,14 @@ class SetSortOrder(Command):
 def new_table_layout(
     full: str,
     table: Table,
+    partitions: int,
     partitioned_by: Sequence[PartitionFieldDef],
     ordered_by: Sequence[SortFieldDef],
 ) -> Table:
-    """A new table with its first spec (id 0) and sort order (id 1, unless unsorted)."""
-    fields = tuple(_spec_fields(table, full, partitioned_by))
+    """A new table (in a zone of ``partitions``) with its first spec (id 0)
+    and sort order (id 1, unless unsorted)."""
+    tablet = tablet_field(table, partitions)
+    fields = tuple(_spec_fields(table, full, partitioned_by, tablet))
     order = tuple(_order_fields(table, full, ordered_by))
     return table.evolve(
         partition_specs=(PartitionSpec(0, fields),),

@@ -260,7 +260,9 @@ class CreateTable(Command):
             bucketed=self.colocation is not None,
         )
         if self.partitioned_by or self.ordered_by:
-            table = new_table_layout(full, table, self.partitioned_by, self.ordered_by)
+            table = new_table_layout(
+                full, table, zone.partitions, self.partitioned_by, self.ordered_by
+            )
         if pk_index_id is None:
             return ids.entries(*zone_entries, TableCreated(table))
         index = pk_index(table, pk_index_id)
