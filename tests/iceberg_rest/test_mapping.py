@@ -14,7 +14,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataV2
 from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
-from pyiceberg.transforms import BucketTransform, IdentityTransform
+from pyiceberg.transforms import BucketTransform, DayTransform, HourTransform, IdentityTransform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -36,13 +36,21 @@ from pyiceberg.types import (
 import almanac
 from almanac import CreateSchema, SetPrimaryKey, ValidationError
 from almanac.catalog_version import CatalogVersion
-from almanac.commands import Command, PartitionFieldDef, SortFieldDef, preview
-from almanac.data.iceberg_schema import iceberg_schema
+from almanac.commands import (
+    Command,
+    PartitionFieldDef,
+    SetPartitionSpec,
+    SetSortOrder,
+    SortFieldDef,
+    preview,
+)
+from almanac.data.iceberg_schema import iceberg_layout, iceberg_schema
 from almanac.descriptors import Table
 from almanac.iceberg_rest.mapping import (
     check_expressed,
     check_layout,
     create_command,
+    layout_commands,
     schema_commands,
 )
 
@@ -350,3 +358,68 @@ def test_a_changed_key_is_refused() -> None:
     ours = iceberg_schema(made)
     with pytest.raises(ValidationError, match="primary key"):
         check_expressed("ns.t", made, Schema(*ours.fields, identifier_field_ids=[1]))
+
+
+def test_set_default_spec_and_order_to_earlier_ones_are_set_commands() -> None:
+    version = _version()
+    schema = _schema([(TimestampType(), False)])
+    create = create_command(
+        "ns",
+        "t",
+        schema,
+        PartitionSpec(PartitionField(2, 1000, DayTransform(), "d")),
+        None,
+        25,
+    )
+    version = _apply(version, [CreateSchema("ns"), create])
+    table = version.table("t", "ns")
+    assert table is not None
+    ours = iceberg_schema(table)
+    base = TableMetadataV2.model_validate(
+        {
+            "location": "file:///t",
+            "last-column-id": 1,
+            "schemas": [ours],
+            **iceberg_layout(table, 25),
+        }
+    )
+    evolved = base.model_copy(
+        update={
+            "partition_specs": [
+                *base.partition_specs,
+                PartitionSpec(PartitionField(1, 1002, HourTransform(), "h"), spec_id=1),
+            ],
+            "default_spec_id": 1,
+            "sort_orders": [
+                *base.sort_orders,
+                SortOrder(SortField(source_id=0, transform=IdentityTransform()), order_id=1),
+            ],
+            "default_sort_order_id": 1,
+        }
+    )
+    commands = layout_commands("ns", table, None, base, evolved)
+    assert commands == [
+        SetPartitionSpec(name="t", schema="ns", fields=(PartitionFieldDef("c0", "hour", "h"),)),
+        SetSortOrder(
+            name="t",
+            schema="ns",
+            fields=(SortFieldDef("k", "identity", descending=False, nulls_first=True),),
+        ),
+    ]
+    after = _apply(version, commands).table("t", "ns")
+    assert after is not None and after.default_spec_id == 1 and after.default_sort_order_id == 1
+    # Back to spec 0 and the unsorted order: the earlier ones, by their ids.
+    back = evolved.model_copy(update={"default_spec_id": 0, "default_sort_order_id": 0})
+    served = TableMetadataV2.model_validate(
+        {
+            "location": "file:///t",
+            "last-column-id": 1,
+            "schemas": [ours],
+            **iceberg_layout(after, 25),
+        }
+    )
+    again = _apply(version, [*commands, *layout_commands("ns", after, None, served, back)])
+    table_again = again.table("t", "ns")
+    assert table_again is not None
+    assert (table_again.default_spec_id, table_again.default_sort_order_id) == (0, 0)
+    assert len(table_again.partition_specs) == 2 and len(table_again.sort_orders) == 2
