@@ -79,13 +79,13 @@ def test_create_table_takes_a_spec_with_iceberg_names_and_ids(cat: Catalog) -> N
     )
     assert t.default_spec_id == 0 and len(t.partition_specs) == 1
     assert _fields(t) == [
-        (1001, "ID_bucket", "bucket[16]"),
-        (1002, "TS_day", "day"),
-        (1003, "PREFIX", "truncate[4]"),
-        (1004, "D", "identity"),
-        (1005, "ADDR.CITY", "identity"),
+        (1000, "ID_bucket", "bucket[16]"),
+        (1001, "TS_day", "day"),
+        (1002, "PREFIX", "truncate[4]"),
+        (1003, "D", "identity"),
+        (1004, "ADDR.CITY", "identity"),
     ]
-    assert t.last_partition_id == 1005
+    assert t.last_partition_id == 1004
     assert t.partition_spec.fields[4].source_id == t.columns[4].fields[0].id
     assert t.sort_order == SortOrder(0) and t.sort_orders == (SortOrder(0),)
     assert not t.bucketed
@@ -96,8 +96,8 @@ def test_spec_evolution_adds_specs_and_reuses_ids(cat: Catalog) -> None:
     apply(cat, EvolvePartitionSpec(name="T", add=(PartitionFieldDef("ID", "bucket[8]"),)))
     t = _table(cat)
     assert t.default_spec_id == 1 and _fields(t) == [
-        (1001, "TS_day", "day"),
-        (1002, "ID_bucket", "bucket[8]"),
+        (1000, "TS_day", "day"),
+        (1001, "ID_bucket", "bucket[8]"),
     ]
     # Replace day by hour: a new field id; the old spec stays for old files.
     apply(
@@ -110,7 +110,7 @@ def test_spec_evolution_adds_specs_and_reuses_ids(cat: Catalog) -> None:
     )
     t = _table(cat)
     assert t.default_spec_id == 2
-    assert _fields(t) == [(1002, "ID_bucket", "bucket[8]"), (1003, "TS_hour", "hour")]
+    assert _fields(t) == [(1001, "ID_bucket", "bucket[8]"), (1002, "TS_hour", "hour")]
     assert [s.spec_id for s in t.partition_specs] == [0, 1, 2]
     # Back to day: the field keeps its old id, and the identical spec its id.
     apply(
@@ -121,7 +121,7 @@ def test_spec_evolution_adds_specs_and_reuses_ids(cat: Catalog) -> None:
     )
     t = _table(cat)
     assert t.default_spec_id == 1 and len(t.partition_specs) == 3
-    assert t.last_partition_id == 1003
+    assert t.last_partition_id == 1002
     noop(
         cat,
         SetPartitionSpec(
@@ -266,7 +266,7 @@ def test_diff_and_preview_show_spec_and_order_changes(cat: Catalog) -> None:
     ]
     t = planned.catalog.table("T")
     assert t is not None
-    assert t.partition_spec.fields == (PartitionField(0, 1001, "B", "bucket[4]"),)
+    assert t.partition_spec.fields == (PartitionField(0, 1000, "B", "bucket[4]"),)
     diff = diff_catalogs(before, planned.catalog)
     (change,) = diff.changed
     fields = {f.field: (f.before, f.after) for f in change.fields}

@@ -4,6 +4,9 @@ holds the same specs and orders, as SQL's DDL would have made them."""
 
 from __future__ import annotations
 
+import datetime as dt
+
+import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
@@ -80,6 +83,7 @@ def test_create_with_a_spec_and_order_loads_back_equal(admin: RestCatalog, cat: 
     loaded = admin.load_table(("PSPEC_CREATE", "events"))
     for table in (created, loaded):
         assert _terms(table) == asked
+        assert [f.field_id for f in table.spec().fields] == [1000, 1001]  # as the client gave
         assert _order(table) == sorted_by
     ours = _ours(cat, "PSPEC_CREATE", "events")
     assert not ours.bucketed
@@ -147,3 +151,34 @@ def test_a_single_bucket_on_the_key_of_the_zones_count_stays_colocation(
     update = loaded.update_spec().remove_field("tablet")
     with pytest.raises(BadRequestError, match="bucketing of a table cannot be removed"):
         update.commit()
+
+
+def test_a_staged_create_with_data_under_its_spec(admin: RestCatalog, cat: Catalog) -> None:
+    admin.create_namespace("PSPEC_STAGED")
+    spec = PartitionSpec(PartitionField(2, 1000, DayTransform(), "ts_day"))
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "ts": pa.array(
+                [dt.datetime(2026, 1, 1, 5), dt.datetime(2026, 1, 2, 6), None], pa.timestamp("us")
+            ),
+            "data": ["a", "b", "c"],
+        },
+        schema=pa.schema(
+            [
+                pa.field("id", pa.int64(), nullable=False),
+                pa.field("ts", pa.timestamp("us")),
+                pa.field("data", pa.string()),
+            ]
+        ),
+    )
+    tx = admin.create_table_transaction(("PSPEC_STAGED", "t"), SCHEMA, partition_spec=spec)
+    tx.append(rows)
+    tx.commit_transaction()
+    loaded = admin.load_table(("PSPEC_STAGED", "t"))
+    assert _terms(loaded) == [("ts", "day", "ts_day")]
+    assert sorted(loaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    assert loaded.inspect.files().num_rows == 3  # one file per day, one for the null
+    ours = _ours(cat, "PSPEC_STAGED", "t")
+    assert _catalog_terms(ours) == [("ts", "day", "ts_day")]
+    assert ours.partition_spec.fields[0].field_id == 1000

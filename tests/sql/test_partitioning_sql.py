@@ -110,9 +110,9 @@ def test_sql_partitioning_round_trip_on_a_catalog(tmp_path: Path) -> None:
         table = cat.catalog().table("T")
         assert table is not None
         assert [(f.name, f.transform, f.field_id) for f in table.partition_spec.fields] == [
-            ("ID_bucket", "bucket[16]", 1001),
-            ("H", "hour", 1003),
-            ("S_trunc", "truncate[4]", 1004),
+            ("ID_bucket", "bucket[16]", 1000),
+            ("H", "hour", 1002),
+            ("S_trunc", "truncate[4]", 1003),
         ]
         assert [s.spec_id for s in table.partition_specs] == [0, 1, 2]
         (row,) = cat.sql("SELECT * FROM SYSTEM.TABLES").rows

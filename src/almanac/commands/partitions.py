@@ -8,7 +8,8 @@ FIELD`` and ``WRITE ORDERED BY`` say end in the same entries:
   names) gets that spec's id back; any other gets the next id. Old specs
   stay: files written under them keep their spec id;
 - a field with the same source and transform as a field of any earlier spec
-  keeps that field's id; a new one gets ``last_partition_id + 1``;
+  keeps that field's id; a new one gets ``last_partition_id + 1`` (1000
+  for the first field of a table that is not bucketed, as in Iceberg);
 - a field's name is unique in its spec and is no column's name, unless it
   is the identity of that column;
 - its transform must be defined on its source (``transform_accepts``), a
@@ -206,7 +207,9 @@ def _spec_fields(
         for f in spec.fields:
             known.setdefault((f.source_id, f.transform), f.field_id)
     columns = {name_key(path): column.id for path, column in walk(table.columns)}
-    next_id = table.last_partition_id + 1
+    # Iceberg numbers from 1000; a bucketed table's hidden field holds it.
+    fresh = not table.bucketed and all(not s.fields for s in table.partition_specs)
+    next_id = FIRST_FIELD_ID if fresh else table.last_partition_id + 1
     fields: list[PartitionField] = []
     names: dict[str, str] = {}
     if tablet is not None:

@@ -312,8 +312,9 @@ def check_layout(
     full: str, made: Table, partitions: int, wanted: TableMetadata | CreateTableRequest
 ) -> None:
     """A 400 unless the table the catalog made partitions and sorts as
-    ``wanted`` asks (field ids aside: they are the catalog's to give; the
-    tablet field's name aside: it is the catalog's too)."""
+    ``wanted`` asks, partition field ids too (a staged create's data files
+    carry them; the catalog numbers fields as Iceberg does), the tablet
+    field's name aside (it is the catalog's)."""
     layout = iceberg_layout(made, partitions)
     spec: PartitionSpec = next(
         s for s in layout["partition-specs"] if s.spec_id == layout["default-spec-id"]
@@ -333,6 +334,7 @@ def check_layout(
             (
                 named(f.source_id),
                 str(f.transform),
+                f.field_id,
                 None if made.bucketed and i == 0 else f.name,
             )
             for i, f in enumerate(fields)
