@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import almanac
@@ -129,3 +130,20 @@ def test_sql_partitioning_round_trip_on_a_catalog(tmp_path: Path) -> None:
         table = reopened.catalog().table("T")
         assert table is not None and len(table.partition_specs) == 4
         assert table.sort_order.order_id == 0 and len(table.sort_orders) == 2
+
+
+def test_almanac_writes_into_a_table_with_its_own_spec_are_refused_whole(
+    tmp_path: Path,
+) -> None:
+    """Almanac's writers do not compute transforms yet: such a write is
+    refused with nothing written, never filed under a wrong partition."""
+    from almanac.data import read_table, write_table
+
+    with almanac.connect(
+        str(tmp_path / "catalog"), warehouse=str(tmp_path / "wh"), delay_ms=0
+    ) as cat:
+        cat.sql("CREATE TABLE t (id BIGINT NOT NULL, d DATE) PARTITIONED BY (years(d))")
+        rows = pa.table({"ID": pa.array([1], pa.int64()), "D": pa.array([None], pa.date32())})
+        with pytest.raises(ValidationError, match="partitioned by"):
+            write_table(cat, "T", rows)
+        assert read_table(cat, "T").num_rows == 0

@@ -53,7 +53,7 @@ from almanac.data.iceberg_schema import (
     partition_spec,
     same_spec,
 )
-from almanac.errors import CatalogError, CorruptLogError
+from almanac.errors import CatalogError, CorruptLogError, ValidationError
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
@@ -401,6 +401,14 @@ class IcebergFiles:
             if updates:
                 tx._apply(tuple(updates), ())
             spec = tx.table_metadata.spec()
+            if len(spec.fields) > len(partition_spec(shape.table, shape.partitions).fields):
+                # Until Almanac's writers compute every transform: refuse, not misfile.
+                raise ValidationError(
+                    f"Table '{shape.table.name}' is partitioned by {spec}, which Almanac's own "
+                    "writers cannot write yet; write it through an Iceberg engine",
+                    table=shape.table.name,
+                    rule="partition-spec",
+                )
             properties = {
                 WRITE_ID_PROPERTY: write_id,
                 CATALOG_VERSION_PROPERTY: str(snapshot_version),
