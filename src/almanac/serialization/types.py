@@ -349,10 +349,17 @@ def _read_table_v3(r: Reader) -> Table:
 
 
 def _write_table_v4(w: Writer, obj: Table) -> None:
-    """v3's fields, then the partition specs and sort orders (each nested,
-    with its own header) and the ids of the current ones, and the highest
-    partition field id ever assigned."""
+    """v3's fields, then the layout: one flag, 0 for the default one (only
+    the unpartitioned spec 0 and the unsorted order 0, last partition id
+    1000), which most tables have and which costs no nested object; else 1,
+    the partition specs and sort orders (each nested, with its own header),
+    the ids of the current ones and the highest partition field id
+    assigned."""
     _write_table_v3(w, obj)
+    if _default_layout(obj):
+        w.append(0)
+        return
+    w.append(1)
     w.uvarint(len(obj.partition_specs))
     for spec in obj.partition_specs:
         _nested(w, spec)
@@ -364,8 +371,24 @@ def _write_table_v4(w: Writer, obj: Table) -> None:
     w.svarint(obj.default_sort_order_id)
 
 
+_DEFAULT_LAYOUT = Table(0, 0, "", 0, (), (), IndexKind.HASH, (), (), None, "")
+
+
+def _default_layout(obj: Table) -> bool:
+    d = _DEFAULT_LAYOUT
+    return (
+        obj.partition_specs == d.partition_specs
+        and obj.default_spec_id == d.default_spec_id
+        and obj.last_partition_id == d.last_partition_id
+        and obj.sort_orders == d.sort_orders
+        and obj.default_sort_order_id == d.default_sort_order_id
+    )
+
+
 def _read_table_v4(r: Reader) -> Table:
     table = _read_table_v3(r)
+    if not r.boolean():
+        return table
     return replace(
         table,
         partition_specs=tuple([read_partition_spec(r) for _ in range(r.count("spec", 3))]),
