@@ -28,7 +28,14 @@ from immutables import Map
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Column, Index, Schema, Table, Zone
 from almanac.errors import ValidationError
-from almanac.spelling import column_sql, default_sql, index_columns_sql, type_sql
+from almanac.spelling import (
+    column_sql,
+    default_sql,
+    index_columns_sql,
+    partition_field_sql,
+    sort_field_sql,
+    type_sql,
+)
 
 __all__ = [
     "OBJECT_KINDS",
@@ -333,6 +340,10 @@ def _table_fields(t: Table) -> dict[str, JsonValue]:
         "soft_deleted": t.soft_deleted,
         "dropped_at": t.dropped_at,
         "reserve_ms": t.reserve_ms,
+        "partition_spec_id": t.default_spec_id,
+        "partition_spec": tuple(partition_field_sql(t, f) for f in t.partition_spec.fields),
+        "sort_order_id": t.default_sort_order_id,
+        "sort_order": tuple(sort_field_sql(t, f) for f in t.sort_order.fields),
     }
 
 

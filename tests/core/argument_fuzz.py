@@ -70,6 +70,8 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 USER_BUILT: tuple[type, ...] = (
     almanac.ColumnDef,
+    almanac.PartitionFieldDef,
+    almanac.SortFieldDef,
     almanac.ConstantDefault,
     almanac.FunctionDefault,
     almanac.TableProperties,
@@ -530,6 +532,10 @@ def legal_values(
                 name="C", type=almanac.ColumnType.INT64, default=almanac.ConstantDefault(7)
             ),
         ]
+    if annotation is almanac.PartitionFieldDef:
+        return [almanac.PartitionFieldDef("ID", "bucket[4]"), almanac.PartitionFieldDef("B")]
+    if annotation is almanac.SortFieldDef:
+        return [almanac.SortFieldDef("ID", descending=True)]
     if annotation is almanac.TableProperties:
         return [almanac.TableProperties()]
     if annotation is Command:

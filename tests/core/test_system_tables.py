@@ -33,6 +33,7 @@ from almanac.placement import (
     server_index_key,
     server_key,
 )
+from almanac.spelling import partition_field_sql, sort_field_sql
 from almanac.summary import CHECKPOINT_SUMMARY
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
 from almanac.targets import parse_target
@@ -85,6 +86,10 @@ def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
                 "STORAGE_PROFILE": t.storage_profile,
                 "CREATED_VERSION": t.created_version,
                 "UPDATE_VERSION": t.update_version,
+                "PARTITION_SPEC": ", ".join(
+                    partition_field_sql(t, f) for f in t.partition_spec.fields
+                ),
+                "SORT_ORDER": ", ".join(sort_field_sql(t, f) for f in t.sort_order.fields),
             }
         )
     return sorted(rows, key=lambda r: (r["SCHEMA"], r["NAME"]))

@@ -28,7 +28,6 @@ from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.snapshots import Operation, Summary
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
@@ -48,13 +47,13 @@ from almanac.data.bounded_io import BoundedFileIO, gunzip_bounded
 from almanac.data.files import DataFile
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import (
-    PARTITION_FIELD_ID,
     CommitShape,
+    iceberg_layout,
     iceberg_schema,
     partition_spec,
     same_spec,
 )
-from almanac.errors import CatalogError, CorruptLogError
+from almanac.errors import CatalogError, CorruptLogError, ValidationError
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
@@ -342,7 +341,6 @@ class IcebergFiles:
         follows from its location, so every reader of the empty table, and
         the first commit to it, agree on it."""
         schema = iceberg_schema(shape.table)
-        spec = partition_spec(shape.table, shape.partitions)
         fields: dict[str, Any] = {
             "location": location,
             "table-uuid": uuid.uuid5(uuid.NAMESPACE_URL, location),
@@ -350,11 +348,7 @@ class IcebergFiles:
             "last-column-id": max([c.id for c in shape.table.columns], default=0),
             "schemas": [schema],
             "current-schema-id": schema.schema_id,
-            "partition-specs": [spec],
-            "default-spec-id": spec.spec_id,
-            "last-partition-id": PARTITION_FIELD_ID if spec.fields else PARTITION_FIELD_ID - 1,
-            "sort-orders": [UNSORTED_SORT_ORDER],
-            "default-sort-order-id": UNSORTED_SORT_ORDER.order_id,
+            **iceberg_layout(shape.table, shape.partitions),
             "properties": {
                 TABLE_ID_PROPERTY: str(table_id),
                 CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
@@ -407,6 +401,14 @@ class IcebergFiles:
             if updates:
                 tx._apply(tuple(updates), ())
             spec = tx.table_metadata.spec()
+            if len(spec.fields) > len(partition_spec(shape.table, shape.partitions).fields):
+                # Until Almanac's writers compute every transform: refuse, not misfile.
+                raise ValidationError(
+                    f"Table '{shape.table.name}' is partitioned by {spec}, which Almanac's own "
+                    "writers cannot write yet; write it through an Iceberg engine",
+                    table=shape.table.name,
+                    rule="partition-spec",
+                )
             properties = {
                 WRITE_ID_PROPERTY: write_id,
                 CATALOG_VERSION_PROPERTY: str(snapshot_version),

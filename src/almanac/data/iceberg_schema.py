@@ -16,7 +16,8 @@ from typing import Any
 
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import BucketTransform
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+from pyiceberg.transforms import BucketTransform, parse_transform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -55,6 +56,7 @@ __all__ = [
     "CommitShape",
     "iceberg_schema",
     "iceberg_type",
+    "iceberg_layout",
     "identifier_ids",
     "partition_spec",
     "same_spec",
@@ -173,6 +175,48 @@ def partition_spec(table: Table, partitions: int, spec_id: int = 0) -> Partition
         name=TABLET_FIELD,
     )
     return PartitionSpec(field, spec_id=spec_id)
+
+
+def iceberg_layout(table: Table, partitions: int) -> dict[str, Any]:
+    """The table's partition specs and sort orders as the fields of Iceberg
+    table metadata (``partition-specs`` to ``default-sort-order-id``): every
+    spec of ``Table.partition_specs`` under its own id, the hidden tablet
+    field first when the table is bucketed, and every sort order."""
+    tablet = partition_spec(table, partitions).fields
+    specs = [
+        PartitionSpec(
+            *tablet,
+            *(
+                PartitionField(f.source_id, f.field_id, parse_transform(f.transform), f.name)
+                for f in spec.fields
+            ),
+            spec_id=spec.spec_id,
+        )
+        for spec in table.partition_specs
+    ]
+    orders = [
+        SortOrder(
+            *(
+                SortField(
+                    source_id=f.source_id,
+                    transform=parse_transform(f.transform),
+                    direction=SortDirection.DESC if f.descending else SortDirection.ASC,
+                    null_order=NullOrder.NULLS_FIRST if f.nulls_first else NullOrder.NULLS_LAST,
+                )
+                for f in order.fields
+            ),
+            order_id=order.order_id,
+        )
+        for order in table.sort_orders
+    ]
+    fields = any(s.fields for s in specs)
+    return {
+        "partition-specs": specs,
+        "default-spec-id": table.default_spec_id,
+        "last-partition-id": table.last_partition_id if fields else PARTITION_FIELD_ID - 1,
+        "sort-orders": orders,
+        "default-sort-order-id": table.default_sort_order_id,
+    }
 
 
 def same_spec(a: PartitionSpec, b: PartitionSpec) -> bool:

@@ -37,12 +37,17 @@ from almanac.commands import CreateSchema, CreateTable, DropSchema, DropTable, R
 from almanac.commands.preview import preview
 from almanac.data.bounded_io import MetadataFileError
 from almanac.data.commits import TableData
-from almanac.data.iceberg_schema import CommitShape, partition_spec
+from almanac.data.iceberg_schema import CommitShape
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
 from almanac.iceberg_rest.errors import CommitFailedError, refused
-from almanac.iceberg_rest.mapping import check_expressed, create_command
+from almanac.iceberg_rest.mapping import (
+    check_expressed,
+    check_layout,
+    create_command,
+    zone_partitions,
+)
 from almanac.iceberg_rest.models import (
     CommitTransactionRequest,
     CreateNamespaceRequest,
@@ -284,7 +289,12 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         request = _parse(CreateTableRequest, {**optional, **body})
         _addressable("Table", request.name)
         create = create_command(
-            name, request.name, request.table_schema, request.partition_spec, request.write_order
+            name,
+            request.name,
+            request.table_schema,
+            request.partition_spec,
+            request.write_order,
+            zone_partitions(cat.catalog()),
         )
         staged = _check_create(cat, create, request)
         if request.stage_create:
@@ -474,20 +484,7 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
     if made is None:  # pragma: no cover - preview either makes it or raises
         raise refused(f"Table '{full}' cannot be created")
     check_expressed(full, made, request.table_schema, same_ids=False)
-    partitions = table_partitions(planned, made)
-    spec = partition_spec(made, partitions)
-    wanted = request.partition_spec
-    if (
-        wanted is not None
-        and wanted.fields
-        and (not spec.fields or str(wanted.fields[0].transform) != str(spec.fields[0].transform))
-    ):
-        raise refused(
-            f"Table '{full}' cannot be partitioned by {wanted}: its zone has "
-            f"{partitions} partitions, so its spec is {spec}",
-            table=full,
-            rule="partition-spec",
-        )
+    check_layout(full, made, table_partitions(planned, made), request)
     data = TableData.for_catalog(cat)
     location = data.warehouse.table_dir(made.id)
     if request.location is not None and request.location.rstrip("/") != location:
