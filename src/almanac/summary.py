@@ -22,6 +22,8 @@ from almanac.entries import (
     ColumnAltered,
     ColumnsAdded,
     ColumnsDropped,
+    DefaultPartitionSpecSet,
+    DefaultSortOrderSet,
     DefaultZoneSet,
     IndexBuildStarted,
     IndexCreated,
@@ -30,9 +32,11 @@ from almanac.entries import (
     IndexRenamed,
     IndexStopped,
     ObjectIdsReserved,
+    PartitionSpecAdded,
     PrimaryKeySet,
     SchemaCreated,
     SchemaDropped,
+    SortOrderAdded,
     TableCreated,
     TableDropped,
     TablePropertiesSet,
@@ -45,7 +49,15 @@ from almanac.entries import (
     ZoneCreated,
     ZoneDropped,
 )
-from almanac.spelling import column_sql, default_sql, index_columns_sql, type_sql
+from almanac.partitioning import PartitionSpec, SortOrder
+from almanac.spelling import (
+    column_sql,
+    default_sql,
+    index_columns_sql,
+    partition_field_sql,
+    sort_field_sql,
+    type_sql,
+)
 
 __all__ = [
     "CHECKPOINT_SUMMARY",
@@ -281,6 +293,10 @@ def _table_created(entry: TableCreated, names: Names) -> str:
     text = f"created table {names.of(table.id)} ({_columns_text(table.columns)})"
     if table.primary_key:
         text += f" with primary key ({', '.join(table.primary_key)})"
+    if table.partition_spec.fields:
+        text += f", partitioned by ({_spec_text(table, table.partition_spec)})"
+    if table.sort_order.fields:
+        text += f", ordered by ({_order_text(table, table.sort_order)})"
     return text
 
 
@@ -314,6 +330,56 @@ def _primary_key_set(entry: PrimaryKeySet, names: Names) -> str:
     if not entry.primary_key:
         return f"dropped the primary key of {table}"
     return f"set the primary key of {table} to ({', '.join(entry.primary_key)})"
+
+
+def _layout_table(table_id: int, names: Names) -> Table | None:
+    return names.after.tables_by_id.get(table_id) or names.before.tables_by_id.get(table_id)
+
+
+def _spec_text(table: Table | None, spec: PartitionSpec) -> str:
+    if not spec.fields:
+        return "unpartitioned"
+    if table is None:
+        return ", ".join(f"{f.transform}({f.source_id})" for f in spec.fields)
+    return ", ".join(partition_field_sql(table, f) for f in spec.fields)
+
+
+def _order_text(table: Table | None, order: SortOrder) -> str:
+    if not order.fields:
+        return "unordered"
+    if table is None:
+        return ", ".join(f"{f.transform}({f.source_id})" for f in order.fields)
+    return ", ".join(sort_field_sql(table, f) for f in order.fields)
+
+
+@wording(PartitionSpecAdded)
+def _partition_spec_added(entry: PartitionSpecAdded, names: Names) -> str:
+    table = _layout_table(entry.table_id, names)
+    return (
+        f"added partition spec {entry.spec.spec_id} ({_spec_text(table, entry.spec)}) "
+        f"to {names.of(entry.table_id)}"
+    )
+
+
+@wording(DefaultPartitionSpecSet)
+def _default_partition_spec_set(entry: DefaultPartitionSpecSet, names: Names) -> str:
+    return f"made partition spec {entry.spec_id} the default of {names.of(entry.table_id)}"
+
+
+@wording(SortOrderAdded)
+def _sort_order_added(entry: SortOrderAdded, names: Names) -> str:
+    table = _layout_table(entry.table_id, names)
+    return (
+        f"added sort order {entry.order.order_id} ({_order_text(table, entry.order)}) "
+        f"to {names.of(entry.table_id)}"
+    )
+
+
+@wording(DefaultSortOrderSet)
+def _default_sort_order_set(entry: DefaultSortOrderSet, names: Names) -> str:
+    if entry.order_id == 0:
+        return f"made {names.of(entry.table_id)} write unordered"
+    return f"made sort order {entry.order_id} the default of {names.of(entry.table_id)}"
 
 
 @wording(ColumnsAdded)

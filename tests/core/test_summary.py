@@ -84,6 +84,22 @@ def said(cat: Catalog, script: str) -> str:
             "ALTER TABLE SALES.ORDERS ALTER COLUMN CUSTOMER DROP NOT NULL",
             "altered column CUSTOMER of SALES.ORDERS: now nullable",
         ),
+        (
+            "CREATE TABLE SALES.E (ID INT64, TS TIMESTAMP) "
+            "PARTITIONED BY (bucket(8, ID), days(TS))",
+            "created table SALES.E (ID INT64, TS TIMESTAMP(6)), "
+            "partitioned by (bucket(8, ID), day(TS))",
+        ),
+        (
+            "ALTER TABLE SALES.ORDERS ADD PARTITION FIELD bucket(4, ID) AS B",
+            "added partition spec 1 (bucket(4, ID) AS B) to SALES.ORDERS, "
+            "made partition spec 1 the default of SALES.ORDERS",
+        ),
+        (
+            "ALTER TABLE SALES.ORDERS WRITE ORDERED BY CUSTOMER DESC",
+            "added sort order 1 (CUSTOMER DESC NULLS LAST) to SALES.ORDERS, "
+            "made sort order 1 the default of SALES.ORDERS",
+        ),
     ],
 )
 def test_each_change_says_what_happened(cat: Catalog, script: str, words: str) -> None:
@@ -116,6 +132,13 @@ def test_zones_keys_and_soft_drops_in_words(cat: Catalog) -> None:
     assert said(cat, "RECOVER TABLE SALES.ORDERS") == "recovered table SALES.ORDERS"
     cat.sql("DROP TABLE SALES.ORDERS WITH (RESERVE = '2h')")
     assert said(cat, "PURGE TABLE SALES.ORDERS") == "purged table SALES.ORDERS"
+
+
+def test_write_unordered_in_words(cat: Catalog) -> None:
+    cat.sql("ALTER TABLE SALES.ORDERS WRITE ORDERED BY ID")
+    assert said(cat, "ALTER TABLE SALES.ORDERS WRITE UNORDERED") == (
+        "made SALES.ORDERS write unordered"
+    )
 
 
 def test_index_status_steps_in_words(cat: Catalog) -> None:
