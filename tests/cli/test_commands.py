@@ -16,9 +16,10 @@ import almanac
 from almanac.cli import main
 from almanac.clock import to_datetime
 from almanac.summary import CHECKPOINT_SUMMARY
-from tests.cli.support import PATIENCE, start
 from tests.cli.support import almanac as run
+from tests.cli.support import start
 from tests.durable.helpers import table
+from tests.waiting import PATIENCE
 
 HISTORY = (
     "CREATE SCHEMA sales",  # 2

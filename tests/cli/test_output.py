@@ -18,7 +18,8 @@ import almanac
 from almanac.cli import main
 from almanac.cli.output import cell_text, plain_table
 from almanac.cli.reads import read_statement
-from tests.cli.support import PATIENCE, environment
+from tests.cli.support import environment
+from tests.waiting import PATIENCE
 
 _words = st.text(string.ascii_letters + string.digits + "._-'\"éß€", min_size=1, max_size=12)
 _cells = st.one_of(_words, st.integers(), st.booleans(), st.none())

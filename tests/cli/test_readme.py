@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import PATIENCE, almanac, start
+from tests.cli.support import almanac, start
+from tests.waiting import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

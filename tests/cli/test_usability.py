@@ -22,8 +22,9 @@ import pytest
 import almanac
 from almanac.cli import main
 from almanac.cli.app import almanac_group
-from tests.cli.support import PATIENCE, environment, start
 from tests.cli.support import almanac as run
+from tests.cli.support import environment, start
+from tests.waiting import PATIENCE
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

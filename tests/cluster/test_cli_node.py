@@ -16,8 +16,8 @@ import pytest
 import almanac
 from almanac.cli import main
 from almanac.metastore import Metastore
-from tests.cluster.conftest import PATIENCE
 from tests.durable.helpers import ROOT, table
+from tests.waiting import PATIENCE
 
 
 def _until(predicate: object, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:

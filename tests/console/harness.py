@@ -14,8 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -114,15 +113,6 @@ def chromium() -> Iterator[webdriver.Chrome]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
-
-
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = WAIT_S) -> None:
-    """Poll ``condition()`` until true; fail naming ``what`` after the deadline."""
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def screenshot(driver: webdriver.Chrome, folder: Path, name: str, width: int = 1280) -> Path:

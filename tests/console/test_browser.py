@@ -18,8 +18,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import almanac
 from almanac.data import write_table
+from tests.waiting import wait_for
 
-from .harness import BROWSER_TZ, WAIT_S, chromium, running_server, screenshot, wait_for
+from .harness import BROWSER_TZ, WAIT_S, chromium, running_server, screenshot
 
 XSS_TABLE = "<script>window.__xss = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 2">'
@@ -241,7 +242,7 @@ def test_leaving_a_page_ends_its_event_stream(site: Site, browser: webdriver.Chr
         browser.get(site.url + "/health")
         # Chrome itself drops a left page's stream after 60 s; the page's own
         # pagehide handler ends it at once (measured: under a second idle).
-        wait_for(lambda: streams() == 0, "the left page's event stream to end", deadline_s=30)
+        wait_for(lambda: streams() == 0, "the left page's event stream to end")
 
 
 WIDTHS = (1400, 400)

@@ -18,9 +18,9 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import digest, race_ddl_workers, table
+from tests.waiting import PATIENCE
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
-PATIENCE = 60.0  # a failure guard for waits on other threads, never a duration
 
 
 @pytest.fixture(params=["sqlite", "memory-optimistic"])

@@ -15,9 +15,10 @@ import pytest
 
 from almanac.connection import open_catalog
 from almanac.serialization import decode_catalog
+from tests.waiting import PATIENCE, wait_for
 
 from .conftest import ADMIN_TOKEN, READ_TOKEN
-from .harness import PATIENCE, EventReader, Server, reached, wait_for
+from .harness import EventReader, Server, reached
 
 WRONG_TOKEN = "admin-0000000000000000"
 
