@@ -635,8 +635,9 @@ class Catalog:
         is the resulting one), or answer one read statement (``SHOW …``,
         ``DESCRIBE …``) with rows. ``request_id``: see ``execute``; a read
         changes nothing, so it needs none and ignores one."""
+        from almanac.sql.answer import run_read
         from almanac.sql.parsing import parse_sql
-        from almanac.sql.reads import ReadStatement, run_read
+        from almanac.sql.reads import ReadStatement
 
         check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)

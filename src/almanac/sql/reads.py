@@ -4,7 +4,7 @@
 Every answer is a pure function of one ``CatalogVersion`` (plus, for the
 history and the diff, what the node keeps of its versions), so that a read
 ``AS OF`` an old version is the same code as a read of the latest one.
-``run_read`` picks the version and calls them.
+``almanac.sql.answer.run_read`` picks the version and calls them.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ __all__ = [
     "column_rows",
     "history_infos",
     "read_version",
-    "run_read",
+    "answer",
+    "existing_version",
     "show_dropped_tables",
     "version_summary",
     "show_indexes",
@@ -140,50 +141,11 @@ class ReadSource(Protocol):
         ...
 
 
-def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
-    """The answer to ``statement``; its ``version`` is the version read (for
-    ``SHOW DIFF``, the second version named)."""
-    if statement.versions is not None:  # SHOW DIFF
-        first, second = (_existing(v) for v in statement.versions)
-        return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
-    if statement.kind in _SYSTEM_READS:
-        return _system_read(statement, source)
-    cat = read_version(statement.as_of, source)
-    if statement.kind == "SHOW HISTORY":
-        table_id = None
-        if statement.table is not None:
-            table_id = require_table(cat, statement.schema or "", statement.table).id
-        rows = history_rows(source, cat.version, statement.limit, table_id)
-        return SqlResult(cat.version, HISTORY_COLUMNS, rows)
-    columns, answer = _ANSWERS[statement.kind]
-    return SqlResult(cat.version, columns, answer(cat, statement))
-
-
-_SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
-
-
-def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
-    """A system table (``SELECT``), or the tablets (of one table) or servers:
-    the rows of ``almanac.system_tables``, as JSON scalars."""
-    from almanac.system_tables import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
-
-    table_id = None
-    if statement.kind == "SELECT":
-        name = f"{statement.schema}.{statement.table}"
-        if (statement.schema or "").upper() != SYSTEM_SCHEMA:
-            raise ValidationError(
-                f"SELECT reads the system tables only ({', '.join(SYSTEM_TABLES)}), not "
-                f"'{name}': a table's rows live in the data plane (read them with Spark or "
-                "almanac.flight)",
-                name=name,
-                rule="system-select",
-            )
-    else:
-        name = statement.kind.removeprefix("SHOW ")
-        if statement.table is not None:
-            table_id = require_table(source.catalog(), statement.schema or "", statement.table).id
-    answer = system_rows(source, name, as_of=statement.as_of, table_id=table_id)
-    return SqlResult(answer.version, tuple(n for n, _ in answer.columns), sql_cells(answer))
+def answer(statement: ReadStatement, cat: CatalogVersion) -> SqlResult:
+    """The answer to a ``SHOW``/``DESCRIBE`` of one catalog version (not the
+    history, the diff nor the system tables: ``almanac.sql.answer`` routes those)."""
+    columns, rows = _ANSWERS[statement.kind]
+    return SqlResult(cat.version, columns, rows(cat, statement))
 
 
 def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
@@ -201,10 +163,10 @@ def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
                 earliest=source.earliest_version,
             )
         return cat
-    return source.catalog(_existing(as_of.version or 0))
+    return source.catalog(existing_version(as_of.version or 0))
 
 
-def _existing(version: int) -> int:
+def existing_version(version: int) -> int:
     """Version 0 is the empty catalog before the first version: no catalog
     existed then, so a read names version 1 or later."""
     if version == 0:
