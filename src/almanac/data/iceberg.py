@@ -23,17 +23,19 @@ from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile as IcebergFile
 from pyiceberg.manifest import ManifestFile
+from pyiceberg.partitioning import PartitionSpec as IcebergSpec
 from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.snapshots import Operation, Summary
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
+    AddSortOrderUpdate,
     RemoveSnapshotsUpdate,
     SetCurrentSchemaUpdate,
+    SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetPropertiesUpdate,
     TableRequirement,
@@ -49,12 +51,18 @@ from almanac.data.files import DataFile
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
+    TABLET_COLUMN_PROPERTY,
+    TABLET_FIELD,
+    TABLETS_PROPERTY,
     CommitShape,
     iceberg_schema,
-    partition_spec,
-    same_spec,
+    iceberg_sort_orders,
+    iceberg_specs,
+    last_partition_id,
+    layout_properties,
 )
-from almanac.errors import CatalogError, CorruptLogError
+from almanac.data.tablets import tablet_position
+from almanac.errors import CatalogError, ConflictError, CorruptLogError
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
@@ -69,10 +77,6 @@ CATALOG_VERSION_PROPERTY = "almanac.catalog-version"
 """On a snapshot: the catalog version its rows were written against; on the
 table: the catalog version whose schema is the current Iceberg schema."""
 TABLE_ID_PROPERTY = "almanac.table-id"
-TABLETS_PROPERTY = "almanac.tablets"
-"""On the table: its zone's partition count, by which a data file that no
-``tablet=<t>`` directory places (an Iceberg client's, in an unpartitioned
-table) gets the tablet its name hashes to (``file_tablet``)."""
 _METADATA_CACHE = 64
 """Parsed metadata.json files kept (each lists every snapshot of its table)."""
 _MANIFEST_CACHE = 4096
@@ -82,6 +86,59 @@ def _reason(exc: BaseException) -> str:
     """The first line of an exception, with its type (for a file that does not parse)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _tablet_at(
+    metadata: TableMetadata, spec: IcebergSpec | None, partitions: int
+) -> int | None:
+    """Which field of ``spec`` holds a file's tablet (see
+    ``almanac.data.tablets``): the ``bucket[partitions]`` of the table's
+    tablet column, or the hidden ``tablet`` field of a table whose metadata
+    predates the tablet column property; None when none does."""
+    if spec is None or not spec.fields:
+        return None
+    fields = [(f.source_id, str(f.transform)) for f in spec.fields]
+    column = metadata.properties.get(TABLET_COLUMN_PROPERTY, "")
+    if column.isdigit():
+        return tablet_position(fields, int(column), partitions)
+    first = spec.fields[0]
+    if first.field_id == PARTITION_FIELD_ID and first.name == TABLET_FIELD:
+        return 0
+    return None
+
+
+def _layout_updates(base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
+    """The updates that give ``base`` every partition spec and sort order of
+    the catalog table, and its default ones. Specs and orders only ever
+    grow: one with an id ``base`` holds must be the same one, else the
+    metadata and the catalog disagree and nothing is written."""
+    table = shape.table
+    updates: list[TableUpdate] = []
+    held_specs = base.specs()
+    for spec in iceberg_specs(table, shape.partitions):
+        held = held_specs.get(spec.spec_id)
+        if held is None:
+            updates.append(AddPartitionSpecUpdate(spec=spec))
+        elif held.fields != spec.fields:
+            raise CorruptLogError(
+                f"Table '{table.name}': its Iceberg metadata has partition spec {spec.spec_id} "
+                f"as {held}, the catalog as {spec}",
+                table=table.name,
+                spec_id=spec.spec_id,
+            )
+    if base.default_spec_id != table.default_spec_id:
+        updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": table.default_spec_id}))
+    held_orders = {o.order_id: o for o in base.sort_orders}
+    for order in iceberg_sort_orders(table):
+        if order.order_id not in held_orders:
+            updates.append(AddSortOrderUpdate.model_validate({"sort-order": order}))
+    if base.default_sort_order_id != table.default_sort_order_id:
+        updates.append(
+            SetDefaultSortOrderUpdate.model_validate(
+                {"sort-order-id": table.default_sort_order_id}
+            )
+        )
+    return updates
 
 
 class _StagingWriter(MetastoreCatalog):
@@ -285,14 +342,17 @@ class IcebergFiles:
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
     ) -> tuple[tuple[DataFile, IcebergFile], ...]:
-        cached = self._cached(self._manifests, manifest.manifest_path)
+        spec = metadata.specs().get(manifest.partition_spec_id)
+        tablets = metadata.properties.get(TABLETS_PROPERTY, "")
+        partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
+        tablet_at = _tablet_at(metadata, spec, partitions)
+        # The tablets a manifest's files get follow from the metadata's layout
+        # properties too, so they are part of the key.
+        key = f"{manifest.manifest_path}\0{tablet_at}\0{partitions}"
+        cached = self._cached(self._manifests, key)
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         types = self._types(metadata)
-        spec = metadata.specs().get(manifest.partition_spec_id)
-        partitioned = bool(spec is not None and spec.fields)
-        tablets = metadata.properties.get(TABLETS_PROPERTY, "")
-        partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
         try:
             entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
         except FileNotFoundError as exc:
@@ -308,10 +368,10 @@ class IcebergFiles:
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
-            (from_iceberg_file(e.data_file, types, partitioned, partitions), e.data_file)
+            (from_iceberg_file(e.data_file, types, tablet_at, partitions), e.data_file)
             for e in entries
         )
-        self._remember(self._manifests, manifest.manifest_path, result)
+        self._remember(self._manifests, key, result)
         return result
 
     def entries(self, location: str) -> list[tuple[DataFile, IcebergFile]]:
@@ -342,7 +402,7 @@ class IcebergFiles:
         follows from its location, so every reader of the empty table, and
         the first commit to it, agree on it."""
         schema = iceberg_schema(shape.table)
-        spec = partition_spec(shape.table, shape.partitions)
+        table = shape.table
         fields: dict[str, Any] = {
             "location": location,
             "table-uuid": uuid.uuid5(uuid.NAMESPACE_URL, location),
@@ -350,15 +410,15 @@ class IcebergFiles:
             "last-column-id": max([c.id for c in shape.table.columns], default=0),
             "schemas": [schema],
             "current-schema-id": schema.schema_id,
-            "partition-specs": [spec],
-            "default-spec-id": spec.spec_id,
-            "last-partition-id": PARTITION_FIELD_ID if spec.fields else PARTITION_FIELD_ID - 1,
-            "sort-orders": [UNSORTED_SORT_ORDER],
-            "default-sort-order-id": UNSORTED_SORT_ORDER.order_id,
+            "partition-specs": iceberg_specs(table, shape.partitions),
+            "default-spec-id": table.default_spec_id,
+            "last-partition-id": last_partition_id(table, shape.partitions),
+            "sort-orders": iceberg_sort_orders(table),
+            "default-sort-order-id": table.default_sort_order_id,
             "properties": {
                 TABLE_ID_PROPERTY: str(table_id),
                 CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
-                TABLETS_PROPERTY: str(shape.partitions),
+                **layout_properties(table, shape.partitions),
             },
         }
         return TableMetadataV2.model_validate(fields)
@@ -406,12 +466,22 @@ class IcebergFiles:
             updates = self._evolve(base, shape)
             if updates:
                 tx._apply(tuple(updates), ())
-            spec = tx.table_metadata.spec()
+            specs = tx.table_metadata.specs()
+            default = tx.table_metadata.default_spec_id
             properties = {
                 WRITE_ID_PROPERTY: write_id,
                 CATALOG_VERSION_PROPERTY: str(snapshot_version),
             }
-            new = [to_iceberg_file(f, shape.table, spec) for f in files]
+            stale = [f for f in files if f.spec_id != default]
+            if stale:
+                raise ConflictError(
+                    f"Table {table_id}: data file '{stale[0].path}' was written under partition "
+                    f"spec {stale[0].spec_id}, but the table's spec is now {default} (its "
+                    "partitioning changed during the write); write the rows again",
+                    table_id=table_id,
+                    rule="partition-spec-changed",
+                )
+            new = [to_iceberg_file(f, shape.table, specs[default]) for f in files]
             producer = tx.update_snapshot(snapshot_properties=properties)
             if replaces:
                 live = {} if parent is None else {f.path: e for f, e in self.entries(parent)}
@@ -576,22 +646,12 @@ class IcebergFiles:
                 AddSchemaUpdate.model_validate({"schema": iceberg_schema(shape.table, next_id)}),
                 SetCurrentSchemaUpdate.model_validate({"schema-id": next_id}),
             ]
-        spec = partition_spec(shape.table, shape.partitions)
-        if not same_spec(spec, base.spec()):
-            known = [s for s in base.partition_specs if same_spec(s, spec)]
-            if known:
-                updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": known[0].spec_id}))
-            else:
-                next_spec = max(s.spec_id for s in base.partition_specs) + 1
-                updates += [
-                    AddPartitionSpecUpdate(
-                        spec=partition_spec(shape.table, shape.partitions, next_spec)
-                    ),
-                    SetDefaultSpecUpdate.model_validate({"spec-id": next_spec}),
-                ]
-        updates.append(
-            SetPropertiesUpdate(updates={CATALOG_VERSION_PROPERTY: str(shape.catalog_version)})
-        )
+        updates += _layout_updates(base, shape)
+        properties = {
+            CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
+            **layout_properties(shape.table, shape.partitions),
+        }
+        updates.append(SetPropertiesUpdate(updates=properties))
         return updates
 
     def remove(self, paths: Iterable[str]) -> None:
