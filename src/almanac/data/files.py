@@ -26,7 +26,12 @@ from almanac import _check as check
 from almanac.data.arrow import FIELD_ID, arrow_schema
 from almanac.data.iceberg_schema import PARTITION_FIELD_ID, spec_fields
 from almanac.data.tablets import file_tablet, tablet_column, tablet_position, tablets_of
-from almanac.data.transforms import internal_value, source_values, transform_values
+from almanac.data.transforms import (
+    internal_value,
+    source_column,
+    source_values,
+    transform_values,
+)
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError
@@ -163,6 +168,18 @@ class _Layout:
     @staticmethod
     def of(table: Table, partitions: int) -> _Layout:
         fields = spec_fields(table, partitions)[table.default_spec_id]
+        for f in fields:
+            column = source_column(table, f.source_id)[1]
+            if f.transform == "void" and not column.nullable:
+                raise DataError(
+                    f"Table '{table.name}': partition field '{f.name}' is void on NOT NULL "
+                    f"column '{column.name}', and the Iceberg manifest writer records a NOT NULL "
+                    "column's partition values as required, so its NULL cannot be written; drop "
+                    "the field from the spec",
+                    table=table.name,
+                    field=f.name,
+                    rule="void-not-null",
+                )
         column = tablet_column(table)
         at = tablet_position(
             [(f.source_id, f.transform) for f in fields],
@@ -298,4 +315,3 @@ def write_files(
             chunk = part.slice(start, max_rows_per_file)
             files.append(_write_one(warehouse, chunk, write_dir, partitions, layout, key, tablet))
     return files
-

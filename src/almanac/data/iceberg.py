@@ -88,9 +88,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def _tablet_at(
-    metadata: TableMetadata, spec: IcebergSpec | None, partitions: int
-) -> int | None:
+def _tablet_at(metadata: TableMetadata, spec: IcebergSpec | None, partitions: int) -> int | None:
     """Which field of ``spec`` holds a file's tablet (see
     ``almanac.data.tablets``): the ``bucket[partitions]`` of the table's
     tablet column, or the hidden ``tablet`` field of a table whose metadata
@@ -134,9 +132,7 @@ def _layout_updates(base: TableMetadata, shape: CommitShape) -> list[TableUpdate
             updates.append(AddSortOrderUpdate.model_validate({"sort-order": order}))
     if base.default_sort_order_id != table.default_sort_order_id:
         updates.append(
-            SetDefaultSortOrderUpdate.model_validate(
-                {"sort-order-id": table.default_sort_order_id}
-            )
+            SetDefaultSortOrderUpdate.model_validate({"sort-order-id": table.default_sort_order_id})
         )
     return updates
 

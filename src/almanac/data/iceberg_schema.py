@@ -229,7 +229,9 @@ def iceberg_specs(table: Table, partitions: int) -> list[IcebergPartitionSpec]:
 
 def partition_spec(table: Table, partitions: int) -> IcebergPartitionSpec:
     """The spec new files are written under (``default-spec-id``)."""
-    return _iceberg_spec(table.default_spec_id, spec_fields(table, partitions)[table.default_spec_id])
+    return _iceberg_spec(
+        table.default_spec_id, spec_fields(table, partitions)[table.default_spec_id]
+    )
 
 
 def last_partition_id(table: Table, partitions: int) -> int:

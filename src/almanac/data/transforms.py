@@ -66,7 +66,9 @@ def source_column(table: Table, source_id: int) -> tuple[tuple[str, ...], Column
     the table (through STRUCT columns only); ``ValidationError`` when the
     table has no such column or it sits in a LIST or MAP."""
 
-    def walk(columns: tuple[Column, ...], path: tuple[str, ...]) -> tuple[tuple[str, ...], Column] | None:
+    def walk(
+        columns: tuple[Column, ...], path: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], Column] | None:
         for column in columns:
             if column.id == source_id:
                 return (*path, column.name), column
@@ -164,6 +166,8 @@ def _operand(column: Column, value: object) -> object:
         ok = isinstance(value, bytes)
     elif kind is ColumnType.BOOLEAN:
         ok = isinstance(value, bool)
+    elif kind in (ColumnType.FLOAT, ColumnType.DOUBLE):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
     elif kind is ColumnType.DECIMAL:
         return _decimal(column, value)
     else:
