@@ -113,13 +113,14 @@ def _matches(predicate: Predicate, value: object) -> bool:
         return False
     if op == "in":
         return value in operand  # type: ignore[operator]
-    return {
+    compared: bool = {
         "=": value == operand,
         "<": value < operand,  # type: ignore[operator]
         "<=": value <= operand,  # type: ignore[operator]
         ">": value > operand,  # type: ignore[operator]
         ">=": value >= operand,  # type: ignore[operator]
     }[op]
+    return compared
 
 
 def _file_rows(file: DataFile) -> pa.Table:
@@ -133,9 +134,8 @@ def _location(cat: Catalog, table: Table) -> str:
 
 
 def _pyiceberg(location: str, row_filter: BooleanExpression | None = None) -> pa.Table:
-    scan = StaticTable.from_metadata(location).scan(
-        **({} if row_filter is None else {"row_filter": row_filter})
-    )
+    table = StaticTable.from_metadata(location)
+    scan = table.scan() if row_filter is None else table.scan(row_filter=row_filter)
     return scan.to_arrow().sort_by("ID")
 
 
@@ -224,7 +224,7 @@ def test_void_on_a_not_null_column_is_refused_before_writing(
     cat: Catalog, layouts: Layouts
 ) -> None:
     layouts.create(cat, "T", COLUMNS, partition=[("ID", "void")])
-    with pytest.raises(DataError, match="void.*NOT NULL column 'ID'"):
+    with pytest.raises(DataError, match=r"void.*NOT NULL column 'ID'"):
         write_table(cat, "T", _rows(ALL))
     assert read_table(cat, "T").num_rows == 0
 

@@ -169,11 +169,11 @@ class _Layout:
     def of(table: Table, partitions: int) -> _Layout:
         fields = spec_fields(table, partitions)[table.default_spec_id]
         for f in fields:
-            column = source_column(table, f.source_id)[1]
-            if f.transform == "void" and not column.nullable:
+            source = source_column(table, f.source_id)[1]
+            if f.transform == "void" and not source.nullable:
                 raise DataError(
                     f"Table '{table.name}': partition field '{f.name}' is void on NOT NULL "
-                    f"column '{column.name}', and the Iceberg manifest writer records a NOT NULL "
+                    f"column '{source.name}', and the Iceberg manifest writer records a NOT NULL "
                     "column's partition values as required, so its NULL cannot be written; drop "
                     "the field from the spec",
                     table=table.name,

@@ -474,6 +474,7 @@ class IcebergFiles:
                     f"Table {table_id}: data file '{stale[0].path}' was written under partition "
                     f"spec {stale[0].spec_id}, but the table's spec is now {default} (its "
                     "partitioning changed during the write); write the rows again",
+                    attempts=1,
                     table_id=table_id,
                     rule="partition-spec-changed",
                 )

@@ -190,7 +190,7 @@ def from_iceberg_file(
     record = iceberg_file.partition
     partition = tuple(internal_value(record[i]) for i in range(len(record)))
     bucket = None if tablet_at is None or tablet_at >= len(partition) else partition[tablet_at]
-    if isinstance(bucket, int) and 0 <= bucket and (not partitions or bucket < partitions):
+    if isinstance(bucket, int) and bucket >= 0 and (not partitions or bucket < partitions):
         tablet = bucket
     else:
         tablet = _tablet_from_path(iceberg_file.file_path, partitions)

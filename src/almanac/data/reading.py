@@ -32,12 +32,11 @@ from almanac.data.arrow import (
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.iceberg_schema import PARTITION_FIELD_ID, spec_fields
+from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.transforms import UNKNOWN, transform_value
-from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
-from almanac.partitioning import PartitionField, transform_name
 from almanac.errors import (
     CatalogError,
     CorruptDataError,
@@ -45,6 +44,7 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
+from almanac.partitioning import PartitionField, transform_name
 
 __all__ = [
     "PREDICATE_OPS",

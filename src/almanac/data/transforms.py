@@ -205,5 +205,5 @@ def transform_value(transform: str, column: Column, value: object) -> object:
         return operand
     try:
         return _transform(transform).transform(iceberg_type(column))(operand)
-    except Exception:  # noqa: BLE001 - an operand Iceberg cannot place proves nothing
+    except Exception:
         return UNKNOWN

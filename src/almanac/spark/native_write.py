@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -286,6 +286,9 @@ class Prepared:
 
     df: Any
     checks: dict[str, tuple[str, str]]  # message -> (table, column)
+    order: tuple[Any, ...] = ()
+    """The default sort order's keys: each task sorts its rows by them
+    (within its tablet) right before writing, so every file is sorted."""
 
 
 def _guard(
@@ -309,9 +312,12 @@ def prepare(
     renames: Sequence[tuple[str, str]] | None = None,
 ) -> Prepared:
     """``df`` projected onto ``table``: catalog names and order, lossless
-    casts, defaults, checks, field ids, plus the ``tablet`` column. Raises
+    casts, defaults, checks, field ids, plus the ``tablet`` column, each
+    task's rows sorted by the table's default sort order. Raises
     ``DataError`` naming the column for unknown, duplicate or missing
-    columns and for lossy casts, before any job runs."""
+    columns and for lossy casts, and ``CatalogError`` for a partition spec
+    or sort order this writer cannot honour, before any job runs."""
+    _check_layout(table, full)
     names = list(df.columns)
     mapping = dict(column_renames(names, table) if renames is None else renames)
     by_catalog: dict[str, str] = {}
@@ -386,7 +392,53 @@ def prepare(
         # picked by the task, so a write spreads over the tablets.
         tablet = (F.spark_partition_id() % F.lit(partitions)).alias(TABLET_COLUMN)
     jvm.load(df.sparkSession)
-    return Prepared(df.select(*projected, tablet), checks)
+    written_names = {c.id: f"_col{c.id}" if c.name in clash else c.name for c in table.columns}
+    keys = tuple(_sort_keys(table, full, written_names))
+    return Prepared(df.select(*projected, tablet), checks, keys)
+
+
+def _check_layout(table: Table, full: str) -> None:
+    """Spark's native writer places rows by tablet only: a table whose
+    default spec has fields of its own is refused before any job runs."""
+    fields = table.partition_spec.fields
+    if fields:
+        spelled = ", ".join(
+            f"{f.transform}({_column_name(table, f.source_id)})" for f in fields
+        )
+        raise CatalogError(
+            f"Table '{full}' is partitioned by {spelled}; Spark's native writer writes only "
+            "unpartitioned and bucketed tables: write it through the Iceberg REST catalog "
+            "(Spark's Iceberg runtime) or almanac.data.write_table",
+            table=full,
+            rule="native-write-partitioned",
+        )
+
+
+def _column_name(table: Table, column_id: int) -> str:
+    column = table.column_by_id(column_id)
+    return f"#{column_id}" if column is None else column.name
+
+
+def _sort_keys(table: Table, full: str, written: Mapping[int, str]) -> list[Any]:
+    """Spark sort expressions for the table's default sort order (each
+    task's rows sorted, so each file is); only identity keys on top-level
+    columns, anything else is refused before any job runs."""
+    keys = []
+    for f in table.sort_order.fields:
+        if f.transform != "identity" or f.source_id not in written:
+            raise CatalogError(
+                f"Table '{full}' is sorted by {f.transform}({_column_name(table, f.source_id)}); "
+                "Spark's native writer sorts by plain top-level columns only: write it through "
+                "the Iceberg REST catalog or almanac.data.write_table",
+                table=full,
+                rule="native-write-sort-order",
+            )
+        column = F.col(f"`{written[f.source_id].replace('`', '``')}`")
+        if f.descending:
+            keys.append(column.desc_nulls_first() if f.nulls_first else column.desc_nulls_last())
+        else:
+            keys.append(column.asc_nulls_first() if f.nulls_first else column.asc_nulls_last())
+    return keys
 
 
 # --------------------------------------------------------------------------- job
@@ -433,7 +485,10 @@ def _session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
 
 def _run_job(prepared: Prepared, path: str, options: Mapping[str, str]) -> None:
     spark = prepared.df.sparkSession
-    writer = prepared.df.write.mode("append").partitionBy(TABLET_COLUMN)
+    df = prepared.df
+    if prepared.order:
+        df = df.sortWithinPartitions(F.col(TABLET_COLUMN), *prepared.order)
+    writer = df.write.mode("append").partitionBy(TABLET_COLUMN)
     for key, value in options.items():
         writer = writer.option(key, value)
     try:
@@ -537,6 +592,7 @@ def collect_files(warehouse: Warehouse, write_dir: str, table: Table) -> list[Da
             size=size,
             tablet=tablet,
             stats=_file_stats(warehouse, path, metadata, table),
+            spec_id=table.default_spec_id,
         )
 
     paths = _data_paths(warehouse, write_dir)
@@ -637,7 +693,7 @@ def write(
             df = df.coalesce(coalesce)
         prepared = prepare(df, table, full, partitions)
         if cluster:
-            prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
+            prepared = replace(prepared, df=prepared.df.repartition(F.col(TABLET_COLUMN)))
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
