@@ -16,8 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
-from pyiceberg.table import StaticTable
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table import CommitTableRequest, CommitTableResponse, StaticTable
+from pyiceberg.table import Table as IcebergTable
+from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.transforms import parse_transform
 from pyiceberg.types import IcebergType
 
@@ -27,6 +31,7 @@ from almanac.data.files import ColumnStats
 from almanac.data.iceberg_schema import iceberg_type, spec_fields
 from almanac.data.reading import Predicate, may_match, plan_scan
 from almanac.data.tablets import file_tablet
+from almanac.iceberg_rest.commit import commit, plan
 from tests.data.layouts import Layouts, layouts
 from tests.data.support import zone_tablets
 
@@ -390,3 +395,84 @@ def test_compaction_merges_files_of_one_partition_and_keeps_it(
         assert {(d.year - 1970,) for d in _file_rows(f).column("D").to_pylist()} == {f.partition}
     assert read_table(cat, "T").sort_by("ID").to_pylist() == _rows(ALL).to_pylist()
     assert _pyiceberg(_location(cat, table)).to_pylist() == _rows(ALL).to_pylist()
+
+
+class _InProcessRest(MetastoreCatalog):
+    """A pyiceberg catalog whose commits go through Almanac's Iceberg REST
+    commit mapping in this process, as a client's commit over HTTP does."""
+
+    def __init__(self, cat: Catalog, name: str) -> None:
+        super().__init__("almanac")
+        self._cat, self._name = cat, name
+
+    def commit_table(
+        self,
+        table: IcebergTable,
+        requirements: tuple[TableRequirement, ...],
+        updates: tuple[TableUpdate, ...],
+    ) -> CommitTableResponse:
+        request = CommitTableRequest.model_validate(
+            {
+                "identifier": {"namespace": ["PUBLIC"], "name": self._name},
+                "requirements": requirements,
+                "updates": updates,
+            }
+        )
+        commit(self._cat, [plan(self._cat, self._cat.catalog(), request)])
+        found = self._cat.catalog().table(self._name)
+        assert found is not None
+        location = _location(self._cat, found)
+        metadata = TableData.for_catalog(self._cat).iceberg.metadata(location)
+        return CommitTableResponse.model_validate(
+            {"metadata": metadata, "metadata-location": location}
+        )
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("only commits go through this catalog")
+
+    create_table = register_table = load_table = drop_table = rename_table = _refuse
+    list_tables = list_namespaces = create_namespace = drop_namespace = _refuse
+    load_namespace_properties = update_namespace_properties = _refuse
+    list_views = drop_view = view_exists = load_view = register_view = _refuse
+
+
+def test_files_a_client_appends_keep_their_spec_and_partition_values(
+    cat: Catalog, layouts: Layouts
+) -> None:
+    table = layouts.create(cat, "T", COLUMNS, partition=[("TS", "day"), ("S", "truncate[2]")])
+    ours = write_table(cat, "T", _rows(range(20))).files
+    location = _location(cat, table)
+    client = IcebergTable(
+        identifier=("PUBLIC", "T"),
+        metadata=TableData.for_catalog(cat).iceberg.metadata(location),
+        metadata_location=location,
+        io=PyArrowFileIO(),
+        catalog=_InProcessRest(cat, "T"),
+    )
+    rows = _rows(range(20, 48))
+    client.append(rows.cast(pa.schema([f.with_nullable(f.name != "ID") for f in rows.schema])))
+
+    current = TableData.for_catalog(cat).current(table.id)
+    assert current is not None
+    theirs = [f for f in current.files if f.path not in {o.path for o in ours}]
+    assert theirs and all(f.checksum is None for f in theirs)
+    ts, s = table.column("TS"), table.column("S")
+    assert ts is not None and s is not None
+    for f in theirs:
+        assert f.spec_id == 0
+        read = _file_rows(f)
+        days = {_iceberg_value("day", iceberg_type(ts), v) for v in read.column("TS").to_pylist()}
+        prefixes = {None if v is None else v[:2] for v in read.column("S").to_pylist()}
+        assert {(d, p) for d in days for p in prefixes} == {f.partition}
+        assert f.tablet == file_tablet(f.path, zone_tablets(cat, table))
+    assert read_table(cat, "T").sort_by("ID").to_pylist() == _rows(ALL).to_pylist()
+    late = Predicate("TS", ">=", dt.datetime(2024, 1, 12))
+    plan_ = plan_scan(cat, TableData.for_catalog(cat), "T", filters=[late])
+    fields = spec_fields(table, zone_tablets(cat, table))[0]
+    assert {f.path for f in theirs if may_match(late, ts, _unknown_stats(f), fields)} < {
+        f.path for f in theirs
+    }
+    assert read_table(cat, "T", filters=[late]).num_rows == len(
+        [i for i in ALL if i not in (46, 47) and 7 * i >= 11 * 24]
+    )
+    assert len(plan_.files) < plan_.files_total

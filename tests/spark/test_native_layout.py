@@ -51,7 +51,9 @@ def test_each_file_is_sorted_by_the_default_sort_order(
     for f in data.files:
         keys = [(r["G"], r["ID"]) for r in pq.read_table(f.path).to_pylist()]
         # G descending with NULLs last, then ID ascending.
-        ranked = sorted(keys, key=lambda k: (k[0] is None, tuple(-ord(c) for c in k[0] or ""), k[1]))
+        ranked = sorted(
+            keys, key=lambda k: (k[0] is None, tuple(-ord(c) for c in k[0] or ""), k[1])
+        )
         assert keys == ranked
         assert f.spec_id == table.default_spec_id
     assert sorted(read_table(cat, "T").column("ID").to_pylist()) == list(range(300))

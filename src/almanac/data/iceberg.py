@@ -29,6 +29,7 @@ from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.snapshots import Operation, Summary
+from pyiceberg.table.sorting import SortOrder as IcebergSortOrder
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
@@ -60,9 +61,11 @@ from almanac.data.iceberg_schema import (
     iceberg_specs,
     last_partition_id,
     layout_properties,
+    spec_fields,
 )
 from almanac.data.tablets import tablet_position
 from almanac.errors import CatalogError, ConflictError, CorruptLogError
+from almanac.partitioning import PartitionField
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
@@ -108,33 +111,56 @@ def _tablet_at(metadata: TableMetadata, spec: IcebergSpec | None, partitions: in
 def _layout_updates(base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
     """The updates that give ``base`` every partition spec and sort order of
     the catalog table, and its default ones. Specs and orders only ever
-    grow: one with an id ``base`` holds must be the same one, else the
-    metadata and the catalog disagree and nothing is written."""
+    grow, and the Iceberg ids are the catalog's, except in a table whose
+    metadata already holds another spec under that id (one converted by
+    ``upgrade_warehouse`` registers its old files unpartitioned as spec 0):
+    there the catalog's spec is the held one with the same fields, or is
+    added under the next free id."""
     table = shape.table
     updates: list[TableUpdate] = []
-    held_specs = base.specs()
+    specs = dict(base.specs())
+    spec_ids: dict[int, int] = {}
     for spec in iceberg_specs(table, shape.partitions):
-        held = held_specs.get(spec.spec_id)
-        if held is None:
+        catalog_id = spec.spec_id
+        held = specs.get(spec.spec_id)
+        if held is None or held.fields != spec.fields:
+            same = [s.spec_id for s in specs.values() if s.fields == spec.fields]
+            if same:
+                spec_ids[catalog_id] = min(same)
+                continue
+            if held is not None:
+                spec = IcebergSpec(*spec.fields, spec_id=max(specs) + 1)
             updates.append(AddPartitionSpecUpdate(spec=spec))
-        elif held.fields != spec.fields:
-            raise CorruptLogError(
-                f"Table '{table.name}': its Iceberg metadata has partition spec {spec.spec_id} "
-                f"as {held}, the catalog as {spec}",
-                table=table.name,
-                spec_id=spec.spec_id,
-            )
-    if base.default_spec_id != table.default_spec_id:
-        updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": table.default_spec_id}))
-    held_orders = {o.order_id: o for o in base.sort_orders}
+            specs[spec.spec_id] = spec
+        spec_ids[catalog_id] = spec.spec_id
+    default_spec = spec_ids.get(table.default_spec_id, table.default_spec_id)
+    if base.default_spec_id != default_spec:
+        updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": default_spec}))
+    orders = {o.order_id: o for o in base.sort_orders}
+    order_ids: dict[int, int] = {}
     for order in iceberg_sort_orders(table):
-        if order.order_id not in held_orders:
+        catalog_order = order.order_id
+        held_order = orders.get(order.order_id)
+        if held_order is None or held_order.fields != order.fields:
+            same = [o.order_id for o in orders.values() if o.fields == order.fields]
+            if same:
+                order_ids[catalog_order] = min(same)
+                continue
+            if held_order is not None:
+                order = IcebergSortOrder(*order.fields, order_id=max(orders) + 1)
             updates.append(AddSortOrderUpdate.model_validate({"sort-order": order}))
-    if base.default_sort_order_id != table.default_sort_order_id:
-        updates.append(
-            SetDefaultSortOrderUpdate.model_validate({"sort-order-id": table.default_sort_order_id})
-        )
+            orders[order.order_id] = order
+        order_ids[catalog_order] = order.order_id
+    default_order = order_ids.get(table.default_sort_order_id, table.default_sort_order_id)
+    if base.default_sort_order_id != default_order:
+        updates.append(SetDefaultSortOrderUpdate.model_validate({"sort-order-id": default_order}))
     return updates
+
+
+def _fields(spec: IcebergSpec) -> tuple[PartitionField, ...]:
+    return tuple(
+        PartitionField(f.source_id, f.field_id, f.name, str(f.transform)) for f in spec.fields
+    )
 
 
 class _StagingWriter(MetastoreCatalog):
@@ -381,6 +407,12 @@ class IcebergFiles:
     def files(self, location: str) -> tuple[DataFile, ...]:
         return tuple(f for f, _ in self.entries(location))
 
+    def spec_fields(self, location: str) -> dict[int, tuple[PartitionField, ...]]:
+        """Every partition spec of ``location`` by its Iceberg id, as the
+        fields files written under it record values for (``DataFile.spec_id``
+        is that id): what the planner prunes each file by."""
+        return {i: _fields(spec) for i, spec in self.metadata(location).specs().items()}
+
     def referenced(self, location: str) -> MetadataFiles:
         """The metadata files the current snapshot of ``location`` needs."""
         metadata = self.metadata(location)
@@ -462,23 +494,23 @@ class IcebergFiles:
             updates = self._evolve(base, shape)
             if updates:
                 tx._apply(tuple(updates), ())
-            specs = tx.table_metadata.specs()
-            default = tx.table_metadata.default_spec_id
+            spec = tx.table_metadata.spec()
             properties = {
                 WRITE_ID_PROPERTY: write_id,
                 CATALOG_VERSION_PROPERTY: str(snapshot_version),
             }
-            stale = [f for f in files if f.spec_id != default]
+            written_under = spec_fields(shape.table, shape.partitions)
+            stale = [f for f in files if written_under.get(f.spec_id) != _fields(spec)]
             if stale:
                 raise ConflictError(
                     f"Table {table_id}: data file '{stale[0].path}' was written under partition "
-                    f"spec {stale[0].spec_id}, but the table's spec is now {default} (its "
+                    f"spec {stale[0].spec_id}, but the table's spec is now {spec} (its "
                     "partitioning changed during the write); write the rows again",
                     attempts=1,
                     table_id=table_id,
                     rule="partition-spec-changed",
                 )
-            new = [to_iceberg_file(f, shape.table, specs[default]) for f in files]
+            new = [to_iceberg_file(f, shape.table, spec) for f in files]
             producer = tx.update_snapshot(snapshot_properties=properties)
             if replaces:
                 live = {} if parent is None else {f.path: e for f, e in self.entries(parent)}
@@ -626,15 +658,19 @@ class IcebergFiles:
         return self.metadata(location).current_snapshot_id
 
     def _evolve(self, base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
-        """Schema and spec changes that bring ``base`` to ``shape`` when the
-        shape is newer than the schema ``base`` has: a commit written against
-        an older catalog version never rolls the schema back."""
+        """Schema, spec and sort order changes that bring ``base`` to
+        ``shape`` when the shape is newer than the schema ``base`` has: a
+        commit written against an older catalog version never rolls the
+        schema back. A ``base`` whose default spec is none of the catalog's
+        (a table ``upgrade_warehouse`` converted, its old files registered
+        unpartitioned) gets the catalog's specs whatever the shape's age."""
         try:
             current_version = int(base.properties.get(CATALOG_VERSION_PROPERTY, "-1"))
         except ValueError:
             current_version = -1
         if shape.catalog_version <= current_version:
-            return []
+            known = spec_fields(shape.table, shape.partitions).values()
+            return [] if _fields(base.spec()) in known else _layout_updates(base, shape)
         updates: list[TableUpdate] = []
         schema = iceberg_schema(shape.table, 0)
         if schema.fields != base.schema().fields:

@@ -31,9 +31,8 @@ from almanac.data.arrow import (
 )
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
-from almanac.data.iceberg_schema import PARTITION_FIELD_ID, spec_fields
+from almanac.data.iceberg_schema import PARTITION_FIELD_ID, TABLET_FIELD
 from almanac.data.snapshots import DataSnapshot
-from almanac.data.tablets import table_partitions
 from almanac.data.transforms import UNKNOWN, transform_value
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
@@ -175,13 +174,13 @@ def may_match(
     fields: Sequence[PartitionField] = (),
 ) -> bool:
     """False only when the file's statistics, or its partition values for
-    ``fields`` (the Iceberg fields of the spec it was written under, see
-    ``spec_fields``), prove no row satisfies ``predicate``."""
+    ``fields`` (the fields of the Iceberg spec it was written under, see
+    ``IcebergFiles.spec_fields``), prove no row satisfies ``predicate``."""
     if not _stats_may_match(predicate, column, file):
         return False
     for at, f in enumerate(fields):
         if f.source_id == column.id and at < len(file.partition):
-            hidden = f.field_id == PARTITION_FIELD_ID
+            hidden = f.field_id == PARTITION_FIELD_ID and f.name == TABLET_FIELD
             if not _partition_may_match(predicate, column, f, file.partition[at], hidden):
                 return False
     return True
@@ -368,7 +367,7 @@ def plan_scan(
     else:
         current = data.current(table.id)
     files = () if current is None else current.files
-    specs = spec_fields(table, table_partitions(snap, table)) if checked else {}
+    specs = data.iceberg.spec_fields(current.metadata) if checked and current else {}
     kept = tuple(
         f for f in files if all(may_match(p, c, f, specs.get(f.spec_id, ())) for p, c in checked)
     )
