@@ -10,6 +10,7 @@ have their size checked only."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import uuid
@@ -234,21 +235,40 @@ def sort_rows(table: Table, data: pa.Table) -> pa.Table:
     return data.take(indices)
 
 
-def _groups(keys: list[pa.Array], rows: int) -> list[tuple[tuple[object, ...], pa.Array]]:
-    """The distinct key tuples and, for each, its rows' indices in order."""
+def _groups(keys: list[pa.Array], rows: int) -> tuple[pa.Array | None, list[_Group]]:
+    """The rows' order grouped by key (None when no key: one group in the
+    given order) and each group's key and place in that order. A stable
+    sort on the keys keeps each group's rows in the order they came, so a
+    sorted write stays sorted per file."""
     if not keys:
-        return [((), pa.array(np.arange(rows, dtype=np.int64)))]
+        return None, [_Group((), 0, rows)]
     names = [f"k{i}" for i in range(len(keys))]
-    table = pa.table([*keys, pa.array(np.arange(rows, dtype=np.int64))], names=[*names, "row"])
-    grouped = table.group_by(names, use_threads=False).aggregate([("row", "list")])
-    values = [grouped.column(n).to_pylist() for n in names]
-    lists = grouped.column("row_list").to_pylist()
-    out = [
-        (tuple(internal_value(v[g]) for v in values), pa.array(sorted(lists[g]), pa.int64()))
-        for g in range(grouped.num_rows)
+    table = pa.table(keys, names=names)
+    order = pc.sort_indices(table, sort_keys=[(n, "ascending") for n in names])
+    ordered = [c.combine_chunks() for c in table.take(order).columns]
+    starts = np.zeros(rows, dtype=bool)
+    starts[0] = True
+    for column in ordered:
+        after, before = column.slice(1), column.slice(0, rows - 1)
+        differs = pc.or_(
+            pc.fill_null(pc.not_equal(after, before), False),
+            pc.not_equal(pc.is_valid(after), pc.is_valid(before)),
+        )
+        starts[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
+    bounds = [*np.flatnonzero(starts).tolist(), rows]
+    return order, [
+        _Group(tuple(internal_value(c[lo].as_py()) for c in ordered), lo, hi)
+        for lo, hi in itertools.pairwise(bounds)
     ]
-    out.sort(key=lambda item: item[1][0].as_py())
-    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Rows ``begin`` to ``end`` (exclusive) of a grouped order share ``key``."""
+
+    key: tuple[object, ...]
+    begin: int
+    end: int
 
 
 def _make_dir(warehouse: Warehouse, directory: str) -> None:
@@ -301,17 +321,17 @@ def write_files(
         return []
     layout = _Layout.of(table, partitions)
     rows = sort_rows(table, data)
-    groups = _groups(_keys(table, partitions, layout, rows), rows.num_rows)
+    order, groups = _groups(_keys(table, partitions, layout, rows), rows.num_rows)
+    # One gather for all groups, then zero-copy slices per file.
+    grouped = rows if order is None or len(groups) == 1 else rows.take(order)
     hidden = bool(layout.fields) and layout.fields[0].field_id == PARTITION_FIELD_ID
     files: list[DataFile] = []
-    for key, indices in groups:
-        # One gather per group (none when it is every row in order), then
-        # zero-copy slices per file.
-        part = rows if len(groups) == 1 else rows.take(indices)
+    for group in groups:
+        key = group.key
         if table.bucketed:  # the tablet leads the key; it is a partition value when hidden
             tablet = int(key[0])  # type: ignore[call-overload]
             key = key if hidden else key[1:]
-        for start in range(0, part.num_rows, max_rows_per_file):
-            chunk = part.slice(start, max_rows_per_file)
+        for start in range(group.begin, group.end, max_rows_per_file):
+            chunk = grouped.slice(start, min(max_rows_per_file, group.end - start))
             files.append(_write_one(warehouse, chunk, write_dir, partitions, layout, key, tablet))
     return files
