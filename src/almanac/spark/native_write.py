@@ -402,9 +402,7 @@ def _check_layout(table: Table, full: str) -> None:
     default spec has fields of its own is refused before any job runs."""
     fields = table.partition_spec.fields
     if fields:
-        spelled = ", ".join(
-            f"{f.transform}({_column_name(table, f.source_id)})" for f in fields
-        )
+        spelled = ", ".join(f"{f.transform}({_column_name(table, f.source_id)})" for f in fields)
         raise CatalogError(
             f"Table '{full}' is partitioned by {spelled}; Spark's native writer writes only "
             "unpartitioned and bucketed tables: write it through the Iceberg REST catalog "
