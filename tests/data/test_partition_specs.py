@@ -25,25 +25,38 @@ from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.transforms import parse_transform
 from pyiceberg.types import IcebergType
 
-from almanac import Catalog, ColumnDef, ColumnType, CreateZone, DataError, Table
-from almanac.data import DataFile, TableData, compact, read_table, write_table
+from almanac import Catalog, ColumnDef, ColumnType, ConflictError, CreateZone, DataError, Table
+from almanac.data import (
+    CommitShape,
+    DataFile,
+    TableData,
+    compact,
+    new_write_id,
+    read_table,
+    write_files,
+    write_table,
+)
+from almanac.data.conform import conform
 from almanac.data.files import ColumnStats
 from almanac.data.iceberg_schema import iceberg_type, spec_fields
 from almanac.data.reading import Predicate, may_match, plan_scan
 from almanac.data.tablets import file_tablet
 from almanac.iceberg_rest.commit import commit, plan
+from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from tests.data.layouts import Layouts, layouts
 from tests.data.support import zone_tablets
 
 __all__ = ["layouts"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 COLUMNS = (
     ColumnDef(name="ID", type=ColumnType.INT64, nullable=False),
     ColumnDef(name="TS", type=ColumnType.TIMESTAMP),
     ColumnDef(name="D", type=ColumnType.DATE),
     ColumnDef(name="S", type=ColumnType.STRING),
     ColumnDef(name="AMT", type=ColumnType.DECIMAL, precision=10, scale=2),
+    ColumnDef(name="TZ", type=ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE),
 )
 
 
@@ -64,6 +77,13 @@ def _rows(ids: Sequence[int]) -> pa.Table:
             "D": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=40 * i) for i in ids]),
             "S": pa.array([None if i in nulls else f"k{i % 6:02d}-{i}" for i in ids]),
             "AMT": pa.array([decimal.Decimal(i * 125) / 100 for i in ids], pa.decimal128(10, 2)),
+            "TZ": pa.array(
+                [
+                    dt.datetime(2024, 3, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=23 * i)
+                    for i in ids
+                ],
+                pa.timestamp("us", "UTC"),
+            ),
         }
     )
 
@@ -74,7 +94,8 @@ ALL = list(range(48))
 def _internal(value: object) -> object:
     """A row value as Iceberg's transforms take it."""
     if isinstance(value, dt.datetime):
-        return (value - _EPOCH) // dt.timedelta(microseconds=1)
+        epoch = _EPOCH if value.tzinfo is None else _EPOCH_UTC
+        return (value - epoch) // dt.timedelta(microseconds=1)
     if isinstance(value, dt.date):
         return (value - dt.date(1970, 1, 1)).days
     return value
@@ -95,6 +116,8 @@ CASES: list[tuple[str, str, Predicate]] = [
     ("AMT", "truncate[1000]", Predicate("AMT", ">=", decimal.Decimal("40"))),
     ("D", "year", Predicate("D", "<", dt.date(2021, 1, 1))),
     ("D", "month", Predicate("D", "=", dt.date(2021, 3, 6))),
+    ("D", "identity", Predicate("D", ">", dt.date(2024, 6, 1))),
+    ("TZ", "hour", Predicate("TZ", "<", dt.datetime(2024, 3, 1, 5, tzinfo=dt.UTC))),
     ("TS", "day", Predicate("TS", "<", dt.datetime(2024, 1, 3))),
     ("TS", "hour", Predicate("TS", ">", dt.datetime(2024, 1, 12, 12))),
     ("TS", "day", Predicate("TS", "is_not_null")),
@@ -476,3 +499,96 @@ def test_files_a_client_appends_keep_their_spec_and_partition_values(
         [i for i in ALL if i not in (46, 47) and 7 * i >= 11 * 24]
     )
     assert len(plan_.files) < plan_.files_total
+
+
+def test_a_write_whose_spec_changed_meanwhile_publishes_nothing(
+    cat: Catalog, layouts: Layouts
+) -> None:
+    table = layouts.create(cat, "T", COLUMNS, partition=[("TS", "day")])
+    write_table(cat, "T", _rows(range(10)))
+    data = TableData.for_catalog(cat)
+    old_shape = CommitShape.of(cat.catalog(), table)
+    write_id = new_write_id()
+    write_dir = data.warehouse.write_dir(table.id, write_id)
+    lease = data.stage(write_id, write_dir, ttl_s=60.0)
+    files = write_files(
+        data.warehouse, table, old_shape.partitions, conform(_rows(range(10, 20)), table), write_dir
+    )
+    assert {f.spec_id for f in files} == {0}
+    layouts.evolve_spec(cat, "T", [("ID", "bucket[4]")])
+    after = write_table(cat, "T", _rows(range(20, 30)))
+    with pytest.raises(ConflictError, match="partitioning changed during the write"):
+        data.commit(old_shape, write_id, files, operation="append")
+    data.abort(write_id, write_dir)
+    data.release(lease)
+    current = data.current(table.id)
+    assert current is not None and current.snapshot_id == after.snapshot_id
+    assert read_table(cat, "T").sort_by("ID").column("ID").to_pylist() == [
+        *range(10),
+        *range(20, 30),
+    ]
+
+
+def test_metadata_of_a_table_without_data_lists_every_spec_and_order(
+    cat: Catalog, layouts: Layouts
+) -> None:
+    layouts.create(
+        cat, "T", COLUMNS, partition=[("D", "month")], sort=[("ID", "identity", True, True)]
+    )
+    table = layouts.evolve_spec(cat, "T", [("D", "year"), ("S", "truncate[2]")])
+    shape = CommitShape.of(cat.catalog(), table)
+    metadata = TableData.for_catalog(cat).iceberg.initial(shape, "/nowhere", table.id)
+    assert [
+        (s.spec_id, [str(f.transform) for f in s.fields]) for s in metadata.partition_specs
+    ] == [
+        (0, ["month"]),
+        (1, ["year", "truncate[2]"]),
+    ]
+    assert metadata.default_spec_id == 1 and metadata.last_partition_id == 1003
+    assert [o.order_id for o in metadata.sort_orders] == [0, 1]
+    assert metadata.default_sort_order_id == 1
+
+
+def test_a_field_inside_a_struct_partitions_and_sorts(cat: Catalog, layouts: Layouts) -> None:
+    place = ColumnDef(
+        name="P",
+        type=ColumnType.STRUCT,
+        fields=(
+            ColumnDef(name="CITY", type=ColumnType.STRING),
+            ColumnDef(name="N", type=ColumnType.INT64),
+        ),
+    )
+    layouts.create(cat, "T", [COLUMNS[0], place])
+    table = cat.catalog().table("T")
+    assert table is not None
+    city, n = table.columns[1].fields
+    table = layouts.apply(
+        cat,
+        "T",
+        partition_specs=(PartitionSpec(0, (PartitionField(city.id, 1001, "city", "identity"),)),),
+        last_partition_id=1001,
+        sort_orders=(*table.sort_orders, SortOrder(1, (SortField(n.id, descending=True),))),
+        default_sort_order_id=1,
+    )
+    rows = pa.table(
+        {
+            "ID": pa.array(range(12), pa.int64()),
+            "P": pa.array(
+                [None if i == 11 else {"CITY": f"c{i % 3}", "N": i} for i in range(12)],
+                pa.struct([("CITY", pa.string()), ("N", pa.int64())]),
+            ),
+        }
+    )
+    written = write_table(cat, "T", rows).files
+    assert sorted(f.partition for f in written if f.partition != (None,)) == [
+        ("c0",),
+        ("c1",),
+        ("c2",),
+    ]
+    for f in written:
+        places = _file_rows(f).column("P").to_pylist()
+        assert {None if p is None else p["CITY"] for p in places} == {f.partition[0]}
+        numbers = [None if p is None else p["N"] for p in places]
+        assert numbers == sorted(numbers, key=lambda v: -1 if v is None else -v)
+    theirs = _pyiceberg(_location(cat, table))
+    assert theirs.to_pylist() == rows.to_pylist()

@@ -61,6 +61,7 @@ from almanac.data.iceberg_schema import (
     iceberg_specs,
     last_partition_id,
     layout_properties,
+    partition_spec,
     spec_fields,
 )
 from almanac.data.tablets import tablet_position
@@ -661,16 +662,18 @@ class IcebergFiles:
         """Schema, spec and sort order changes that bring ``base`` to
         ``shape`` when the shape is newer than the schema ``base`` has: a
         commit written against an older catalog version never rolls the
-        schema back. A ``base`` whose default spec is none of the catalog's
-        (a table ``upgrade_warehouse`` converted, its old files registered
+        schema back. A ``base`` that never had the shape's default spec (a
+        table ``upgrade_warehouse`` converted, its old files registered
         unpartitioned) gets the catalog's specs whatever the shape's age."""
         try:
             current_version = int(base.properties.get(CATALOG_VERSION_PROPERTY, "-1"))
         except ValueError:
             current_version = -1
         if shape.catalog_version <= current_version:
-            known = spec_fields(shape.table, shape.partitions).values()
-            return [] if _fields(base.spec()) in known else _layout_updates(base, shape)
+            wanted = partition_spec(shape.table, shape.partitions).fields
+            if any(s.fields == wanted for s in base.partition_specs):
+                return []  # the metadata has the shape's layout, or a newer one
+            return _layout_updates(base, shape)
         updates: list[TableUpdate] = []
         schema = iceberg_schema(shape.table, 0)
         if schema.fields != base.schema().fields:
