@@ -21,6 +21,7 @@ from pyiceberg.expressions import BooleanExpression, EqualTo, Reference
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StaticTable
 from pyiceberg.table import Table as IcebergTable
+from pyiceberg.table.sorting import SortDirection
 from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.transforms import parse_transform
 from pyiceberg.types import IcebergType
@@ -44,6 +45,7 @@ from almanac.data.tablets import file_tablet
 from almanac.iceberg_rest.commit import commit, plan
 from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from tests.data.layouts import Layouts, layouts
+from tests.data.layouts import order as layout_order
 from tests.data.support import zone_tablets
 
 __all__ = ["layouts"]
@@ -592,3 +594,23 @@ def test_a_field_inside_a_struct_partitions_and_sorts(cat: Catalog, layouts: Lay
         assert numbers == sorted(numbers, key=lambda v: -1 if v is None else -v)
     theirs = _pyiceberg(_location(cat, table))
     assert theirs.to_pylist() == rows.to_pylist()
+
+
+def test_a_sort_order_set_on_a_table_with_data_reaches_its_metadata(
+    cat: Catalog, layouts: Layouts
+) -> None:
+    table = layouts.create(cat, "T", COLUMNS)
+    write_table(cat, "T", _rows(range(10)))
+    table = layouts.apply(
+        cat,
+        "T",
+        sort_orders=(*table.sort_orders, layout_order(table, 1, [("ID", "identity", True, True)])),
+        default_sort_order_id=1,
+    )
+    files = write_table(cat, "T", _rows(range(10, 30))).files
+    new = [f for f in files if f.rows == 20]
+    assert len(new) == 1
+    assert _file_rows(new[0]).column("ID").to_pylist() == list(range(29, 9, -1))
+    iceberg = StaticTable.from_metadata(_location(cat, table))
+    assert iceberg.sort_order().order_id == 1
+    assert [str(f.direction) for f in iceberg.sort_order().fields] == [str(SortDirection.DESC)]

@@ -15,9 +15,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import FileIO
@@ -109,50 +109,61 @@ def _tablet_at(metadata: TableMetadata, spec: IcebergSpec | None, partitions: in
     return None
 
 
+_Layout = TypeVar("_Layout", IcebergSpec, IcebergSortOrder)
+
+
+def _grow(
+    held: dict[int, _Layout], wanted: list[_Layout], renumber: Callable[[_Layout, int], _Layout]
+) -> tuple[list[_Layout], dict[int, int]]:
+    """The specs (or sort orders) of ``wanted`` that ``held`` lacks, and the
+    id in ``held`` (or among the added) of each wanted one. An id is kept
+    unless ``held`` has another one under it: then the held one with the
+    same fields is it, or it is added under the next free id."""
+    held = dict(held)
+    added: list[_Layout] = []
+    ids: dict[int, int] = {}
+    for item in wanted:
+        wanted_id = _layout_id(item)
+        same = [i for i, h in held.items() if h.fields == item.fields]
+        if wanted_id in same or (same and wanted_id in held):
+            ids[wanted_id] = wanted_id if wanted_id in same else min(same)
+            continue
+        if wanted_id in held:
+            item = renumber(item, max(held) + 1)
+        added.append(item)
+        held[_layout_id(item)] = item
+        ids[wanted_id] = _layout_id(item)
+    return added, ids
+
+
+def _layout_id(item: IcebergSpec | IcebergSortOrder) -> int:
+    return item.spec_id if isinstance(item, IcebergSpec) else item.order_id
+
+
 def _layout_updates(base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
     """The updates that give ``base`` every partition spec and sort order of
     the catalog table, and its default ones. Specs and orders only ever
     grow, and the Iceberg ids are the catalog's, except in a table whose
     metadata already holds another spec under that id (one converted by
-    ``upgrade_warehouse`` registers its old files unpartitioned as spec 0):
-    there the catalog's spec is the held one with the same fields, or is
-    added under the next free id."""
+    ``upgrade_warehouse`` registers its old files unpartitioned as spec 0;
+    see ``_grow``)."""
     table = shape.table
-    updates: list[TableUpdate] = []
-    specs = dict(base.specs())
-    spec_ids: dict[int, int] = {}
-    for spec in iceberg_specs(table, shape.partitions):
-        catalog_id = spec.spec_id
-        held = specs.get(spec.spec_id)
-        if held is None or held.fields != spec.fields:
-            same = [s.spec_id for s in specs.values() if s.fields == spec.fields]
-            if same:
-                spec_ids[catalog_id] = min(same)
-                continue
-            if held is not None:
-                spec = IcebergSpec(*spec.fields, spec_id=max(specs) + 1)
-            updates.append(AddPartitionSpecUpdate(spec=spec))
-            specs[spec.spec_id] = spec
-        spec_ids[catalog_id] = spec.spec_id
-    default_spec = spec_ids.get(table.default_spec_id, table.default_spec_id)
+    specs, spec_ids = _grow(
+        base.specs(),
+        iceberg_specs(table, shape.partitions),
+        lambda spec, i: IcebergSpec(*spec.fields, spec_id=i),
+    )
+    orders, order_ids = _grow(
+        {o.order_id: o for o in base.sort_orders},
+        iceberg_sort_orders(table),
+        lambda order, i: IcebergSortOrder(*order.fields, order_id=i),
+    )
+    updates: list[TableUpdate] = [AddPartitionSpecUpdate(spec=spec) for spec in specs]
+    default_spec = spec_ids[table.default_spec_id]
     if base.default_spec_id != default_spec:
         updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": default_spec}))
-    orders = {o.order_id: o for o in base.sort_orders}
-    order_ids: dict[int, int] = {}
-    for order in iceberg_sort_orders(table):
-        catalog_order = order.order_id
-        held_order = orders.get(order.order_id)
-        if held_order is None or held_order.fields != order.fields:
-            same = [o.order_id for o in orders.values() if o.fields == order.fields]
-            if same:
-                order_ids[catalog_order] = min(same)
-                continue
-            if held_order is not None:
-                order = IcebergSortOrder(*order.fields, order_id=max(orders) + 1)
-            updates.append(AddSortOrderUpdate.model_validate({"sort-order": order}))
-            orders[order.order_id] = order
-        order_ids[catalog_order] = order.order_id
-    default_order = order_ids.get(table.default_sort_order_id, table.default_sort_order_id)
+    updates += [AddSortOrderUpdate.model_validate({"sort-order": o}) for o in orders]
+    default_order = order_ids[table.default_sort_order_id]
     if base.default_sort_order_id != default_order:
         updates.append(SetDefaultSortOrderUpdate.model_validate({"sort-order-id": default_order}))
     return updates
