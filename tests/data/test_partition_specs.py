@@ -268,6 +268,9 @@ def test_spec_evolution_keeps_old_files_under_their_spec(cat: Catalog, layouts: 
     old = write_table(cat, "T", _rows(range(24))).files
     table = layouts.evolve_spec(cat, "T", [("ID", "bucket[4]")])
     assert table.default_spec_id == 1
+    # The evolution alone moves the metadata: engines see the new spec at once.
+    evolved = StaticTable.from_metadata(_location(cat, table))
+    assert (evolved.spec().spec_id, sorted(evolved.specs())) == (1, [0, 1])
     snapshot = write_table(cat, "T", _rows(range(24, 48)))
     new = [f for f in snapshot.files if f.path not in {o.path for o in old}]
 
