@@ -40,15 +40,14 @@ Sorts = Sequence[tuple[str, str, bool, bool]]
 
 def spec(table: Table, spec_id: int, fields: Fields, first_id: int) -> PartitionSpec:
     """A spec of ``fields``, field ids counting from ``first_id``."""
-    out = []
+    out: list[PartitionField] = []
     for i, (name, transform) in enumerate(fields):
         column = table.column(name)
         assert column is not None, name
-        out.append(
-            PartitionField(
-                column.id, first_id + i, default_field_name(column.name, transform), transform
-            )
-        )
+        field_name = default_field_name(column.name, transform)
+        if any(f.name == field_name for f in out):  # a second bucket of the column, say
+            field_name = f"{field_name}_{i}"
+        out.append(PartitionField(column.id, first_id + i, field_name, transform))
     return PartitionSpec(spec_id, tuple(out))
 
 

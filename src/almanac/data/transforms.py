@@ -24,21 +24,27 @@ import datetime as dt
 import decimal
 import functools
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.transforms import Transform
 from pyiceberg.transforms import parse_transform as iceberg_transform
 
 from almanac.data.iceberg_schema import iceberg_type
+from almanac.data.tablets import iceberg_hash_values
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import DataError, ValidationError
+from almanac.partitioning import PartitionField
 
 __all__ = [
     "UNKNOWN",
     "internal_value",
+    "partition_keys",
+    "single_partition",
     "source_column",
     "source_values",
     "transform_value",
@@ -207,3 +213,53 @@ def transform_value(transform: str, column: Column, value: object) -> object:
         return _transform(transform).transform(iceberg_type(column))(operand)
     except Exception:
         return UNKNOWN
+
+
+_NULL_HASH = np.int64(0x5BD1E995)
+_MIX = np.int64(1_000_003)
+
+
+def _hash_part(values: pa.Array) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """A 32-bit hash per partition value (a NULL has its own); booleans and
+    floats hash as integers and IEEE bits, which the bucket hash refuses."""
+    kind = values.type
+    if pa.types.is_boolean(kind):
+        values = values.cast(pa.int64())
+    elif pa.types.is_floating(kind):
+        values = pa.array(
+            np.asarray(pc.fill_null(values.cast(pa.float64()), 0.0).to_numpy()).view(np.int64)
+        )
+    hashed = iceberg_hash_values(values).astype(np.int64)
+    valid = np.asarray(pc.is_valid(values).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(valid, hashed, _NULL_HASH)
+
+
+def partition_keys(
+    table: Table, fields: Sequence[PartitionField], rows: pa.Table
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Per row, a 64-bit key of its values for ``fields``: equal for rows of
+    one partition, so an engine that cannot compute Iceberg's transforms
+    itself (Spark's writer) can split rows by it. Rows of two partitions
+    may share a key only by a hash collision, which ``single_partition``
+    then catches."""
+    key = np.zeros(rows.num_rows, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        for f in fields:
+            column, values = source_values(table, rows, f.source_id)
+            key = key * _MIX + _hash_part(transform_values(f.transform, column, values))
+    return key
+
+
+def single_partition(
+    table: Table, fields: Sequence[PartitionField], rows: pa.Table
+) -> tuple[object, ...] | None:
+    """The values for ``fields`` that every row shares, None when the rows
+    span more than one partition."""
+    out: list[object] = []
+    for f in fields:
+        column, values = source_values(table, rows, f.source_id)
+        distinct = pc.unique(transform_values(f.transform, column, values))
+        if len(distinct) != 1:
+            return None
+        out.append(internal_value(distinct[0].as_py()))
+    return tuple(out)
