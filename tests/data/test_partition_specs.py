@@ -42,6 +42,7 @@ from almanac.data.files import ColumnStats
 from almanac.data.iceberg_schema import iceberg_type, spec_fields
 from almanac.data.reading import Predicate, may_match, plan_scan
 from almanac.data.tablets import file_tablet
+from almanac.data.transforms import partition_keys, single_partition
 from almanac.iceberg_rest.commit import commit, plan
 from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from tests.data.layouts import Layouts, layouts
@@ -617,3 +618,21 @@ def test_a_sort_order_set_on_a_table_with_data_reaches_its_metadata(
     iceberg = StaticTable.from_metadata(_location(cat, table))
     assert iceberg.sort_order().order_id == 1
     assert [str(f.direction) for f in iceberg.sort_order().fields] == [str(SortDirection.DESC)]
+
+
+def test_partition_keys_split_rows_as_the_writer_does(cat: Catalog, layouts: Layouts) -> None:
+    """The key Spark's writer splits rows by: equal exactly for the rows
+    Almanac's own writer puts in one file."""
+    table = layouts.create(
+        cat, "T", COLUMNS, partition=[("TS", "day"), ("S", "truncate[2]"), ("AMT", "bucket[3]")]
+    )
+    rows = conform(_rows(ALL), table)
+    fields = table.partition_spec.fields
+    keys = partition_keys(table, fields, rows).tolist()
+    written = write_table(cat, "T", rows).files
+    assert len(set(keys)) == len(written)
+    for f in written:
+        ids = set(_file_rows(f).column("ID").to_pylist())
+        assert len({k for i, k in zip(ALL, keys, strict=True) if i in ids}) == 1
+        assert single_partition(table, fields, conform(_file_rows(f), table)) == f.partition
+    assert single_partition(table, fields, rows) is None
