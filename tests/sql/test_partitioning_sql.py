@@ -3,6 +3,7 @@ the commands they make, and what they do to a real catalog."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
@@ -132,18 +133,26 @@ def test_sql_partitioning_round_trip_on_a_catalog(tmp_path: Path) -> None:
         assert table.sort_order.order_id == 0 and len(table.sort_orders) == 2
 
 
-def test_almanac_writes_into_a_table_with_its_own_spec_are_refused_whole(
+def test_almanac_writes_into_a_table_partitioned_in_sql_file_rows_by_partition(
     tmp_path: Path,
 ) -> None:
-    """Almanac's writers do not compute transforms yet: such a write is
-    refused with nothing written, never filed under a wrong partition."""
-    from almanac.data import read_table, write_table
+    """A table partitioned in SQL and written by Almanac's own writer: one
+    file per year (NULL its own partition), each file's partition value its
+    rows' year, and every row read back."""
+    from almanac.data import TableData, plan_scan, read_table, write_table
 
     with almanac.connect(
         str(tmp_path / "catalog"), warehouse=str(tmp_path / "wh"), delay_ms=0
     ) as cat:
         cat.sql("CREATE TABLE t (id BIGINT NOT NULL, d DATE) PARTITIONED BY (years(d))")
-        rows = pa.table({"ID": pa.array([1], pa.int64()), "D": pa.array([None], pa.date32())})
-        with pytest.raises(ValidationError, match="partitioned by"):
-            write_table(cat, "T", rows)
-        assert read_table(cat, "T").num_rows == 0
+        days = [dt.date(2020, 1, 5), dt.date(2020, 12, 31), dt.date(2023, 6, 1), None]
+        rows = pa.table(
+            {"ID": pa.array([1, 2, 3, 4], pa.int64()), "D": pa.array(days, pa.date32())}
+        )
+        write_table(cat, "T", rows)
+        back = read_table(cat, "T").sort_by("ID")
+        assert back.column("ID").to_pylist() == [1, 2, 3, 4]
+        assert back.column("D").to_pylist() == days
+        files = plan_scan(cat, TableData.for_catalog(cat), "T").files
+        years = sorted((f.partition[0] for f in files), key=lambda y: (y is None, y))
+        assert years == [50, 53, None]  # Iceberg's year transform: years since 1970

@@ -41,9 +41,11 @@ from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
-    TABLETS_PROPERTY,
 )
-from almanac.data.iceberg_schema import PARTITION_FIELD_ID
+from almanac.data.iceberg_schema import (
+    PARTITION_FIELD_ID,
+    layout_properties,
+)
 from almanac.data.snapshots import (
     encode_record,
     pointer_unchanged,
@@ -255,7 +257,7 @@ def created(
             "properties": {
                 **wanted.properties,
                 TABLE_ID_PROPERTY: str(made.id),
-                TABLETS_PROPERTY: str(table_partitions(planned, made)),
+                **layout_properties(made, table_partitions(planned, made)),
             }
         }
     )
