@@ -182,3 +182,56 @@ def test_a_staged_create_with_data_under_its_spec(admin: RestCatalog, cat: Catal
     ours = _ours(cat, "PSPEC_STAGED", "t")
     assert _catalog_terms(ours) == [("ts", "day", "ts_day")]
     assert ours.partition_spec.fields[0].field_id == 1000
+
+
+def test_pyiceberg_and_almanac_write_and_read_one_partitioned_table(
+    admin: RestCatalog, cat: Catalog
+) -> None:
+    """Both writers file rows under the spec in force, across an evolution;
+    each reads every row of the other, and Almanac's planner prunes the
+    files of both by their partition values."""
+    from almanac.data import Predicate, TableData, plan_scan, read_table, write_table
+
+    admin.create_namespace("PSPEC_BOTH")
+    spec = PartitionSpec(PartitionField(2, 1000, DayTransform(), "ts_day"))
+    table = admin.create_table(("PSPEC_BOTH", "t"), SCHEMA, partition_spec=spec)
+    arrow_schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("ts", pa.timestamp("us")),
+            pa.field("data", pa.string()),
+        ]
+    )
+
+    def rows(ids: range) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(list(ids), pa.int64()),
+                "ts": pa.array([dt.datetime(2026, 3, 1 + i % 3, i % 24) for i in ids]),
+                "data": [f"d{i}" for i in ids],
+            },
+            schema=arrow_schema,
+        )
+
+    table.append(rows(range(0, 6)))  # pyiceberg, under spec 0
+    with table.update_spec() as update:
+        update.add_field("id", BucketTransform(4), "id_bucket")
+    table = admin.load_table(("PSPEC_BOTH", "t"))
+    table.append(rows(range(6, 12)))  # pyiceberg, under spec 1
+    cat.catch_up()
+    write_table(cat, "t", rows(range(12, 18)), "PSPEC_BOTH")  # Almanac, under spec 1
+
+    everything = admin.load_table(("PSPEC_BOTH", "t")).scan().to_arrow()
+    assert sorted(everything.column("id").to_pylist()) == list(range(18))
+    ours = read_table(cat, "t", "PSPEC_BOTH")
+    assert sorted(ours.column("id").to_pylist()) == list(range(18))
+
+    data = TableData.for_catalog(cat)
+    every = plan_scan(cat, data, "t", "PSPEC_BOTH").files
+    assert {f.spec_id for f in every} == {0, 1}
+    one_day = Predicate("ts", "<", dt.datetime(2026, 3, 2))
+    pruned = plan_scan(cat, data, "t", "PSPEC_BOTH", filters=[one_day]).files
+    assert 0 < len(pruned) < len(every)
+    assert all(f.partition[0] == (dt.date(2026, 3, 1) - dt.date(1970, 1, 1)).days for f in pruned)
+    day_one = read_table(cat, "t", "PSPEC_BOTH", filters=[one_day])
+    assert sorted(day_one.column("id").to_pylist()) == [i for i in range(18) if i % 3 == 0]
