@@ -17,6 +17,13 @@ from almanac.commands.indexes import (
     RenameIndex,
     StartBuildingIndex,
 )
+from almanac.commands.partitions import (
+    EvolvePartitionSpec,
+    PartitionFieldDef,
+    SetPartitionSpec,
+    SetSortOrder,
+    SortFieldDef,
+)
 from almanac.commands.preview import Preview, preview
 from almanac.commands.schemas import CreateSchema, DropSchema
 from almanac.commands.tables import (
@@ -35,6 +42,11 @@ __all__ = [
     "AlterColumn",
     "AlterField",
     "EvolveColumn",
+    "EvolvePartitionSpec",
+    "PartitionFieldDef",
+    "SetPartitionSpec",
+    "SetSortOrder",
+    "SortFieldDef",
     "AlterZone",
     "ColumnDef",
     "Command",
