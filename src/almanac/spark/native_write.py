@@ -8,7 +8,12 @@ before the job, naming the column), NOT NULL, length and UUID checks raised
 inside the same job, missing columns filled with their default, Parquet field
 ids from ``StructField`` metadata, and one directory per bucket
 (``tablet=<t>``) computed in the JVM by ``almanac.spark.jvm``'s UDFs exactly
-as Iceberg's ``bucket[N]``. Afterwards the driver reads each file's footer
+as Iceberg's ``bucket[N]``. STRUCT columns are written with a field id on
+every struct field. Spark's Parquet writer has no FIXED, no nanosecond
+timestamp and no field id for a list element or a map entry, so a table
+with such a column is refused before the job (rule ``spark-native-write``);
+``df.write.format("almanac")`` writes those through the data layer.
+Afterwards the driver reads each file's footer
 into a ``DataFile`` and commits once; any failure aborts the write, which
 deletes its directory, so nothing half-written is ever published.
 """
@@ -39,11 +44,13 @@ from almanac.data.commits import CommitShape
 from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.tablets import table_partitions
-from almanac.datatypes import ColumnType
+from almanac.datatypes import NANO_TIMESTAMPS, ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.nested import walk
 from almanac.spark import jvm
 from almanac.spark.names import catalog_session, parse_name, resolve_table
+from almanac.spark.native_read import with_field_ids
 from almanac.spark.types import spark_type
 from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, column_renames
 
@@ -226,9 +233,31 @@ def _data_plane_rule(source: Any, column: Column) -> str | None:
     return "the data plane refuses this pair of types"
 
 
+def _struct_rule(source: Any, column: Column, target: Any) -> str | None:
+    """Why a Spark ``struct`` cannot go into STRUCT ``column`` (Spark casts
+    structs field by field in order), or None."""
+    if not isinstance(source, st.StructType):
+        return "the types do not convert"
+    theirs = [f.name for f in source.fields]
+    ours = [f.name for f in column.fields]
+    if [n.lower() for n in theirs] != [n.lower() for n in ours]:
+        return f"the struct's fields {theirs} are not the column's fields {ours}, in order"
+    for given, field, wanted in zip(source.fields, column.fields, target.fields, strict=True):
+        why = _field_rule(given.dataType, field, wanted.dataType)
+        if why is not None:
+            return f"field '{field.name}': {why}"
+    return None
+
+
+def _field_rule(source: Any, column: Column, target: Any) -> str | None:
+    if column.type is ColumnType.STRUCT:
+        return _struct_rule(source, column, target)
+    return _lossy(source, column, target) or _data_plane_rule(source, column)
+
+
 def _check_type(source: Any, column: Column, full: str) -> Any:
     target = spark_type(column, full)
-    why = _lossy(source, column, target) or _data_plane_rule(source, column)
+    why = _field_rule(source, column, target)
     if why is not None:
         raise DataError(
             f"Column '{column.name}' of table '{full}' has type {column.type.sql_name} "
@@ -239,6 +268,55 @@ def _check_type(source: Any, column: Column, full: str) -> Any:
             rule="lossless-cast",
         )
     return target
+
+
+def _check_writable(table: Table, full: str) -> None:
+    """Refuse, naming the field, a table Spark's Parquet writer cannot write
+    as Iceberg files: FIXED (Spark writes variable-length binary),
+    nanosecond timestamps (Spark writes microseconds) and ARRAY/MAP (no
+    field id for the element, key or value)."""
+    for path, field in walk(table.columns):
+        kind = field.type
+        if kind in NANO_TIMESTAMPS or kind in (ColumnType.FIXED, ColumnType.LIST, ColumnType.MAP):
+            raise ValidationError(
+                f"Field '{path}' of table '{full}' has type {kind.sql_name}, which Spark's "
+                "Parquet writer cannot write as Iceberg data (it has no "
+                f"{_NATIVE_LACKS[kind]}); write with df.write.format('almanac') instead",
+                table=full,
+                column=path,
+                rule="spark-native-write",
+            )
+
+
+_NATIVE_LACKS = {
+    ColumnType.FIXED: "fixed-length binary",
+    ColumnType.TIMESTAMP_NS: "nanosecond timestamps",
+    ColumnType.TIMESTAMPTZ_NS: "nanosecond timestamps",
+    ColumnType.LIST: "field id for a list element",
+    ColumnType.MAP: "field ids for map keys and values",
+}
+
+
+def _required_fields(
+    value: Any, column: Column, path: str, full: str, checks: dict[str, tuple[str, str]]
+) -> Any:
+    """``value`` of a STRUCT column, failing the job on a NULL in a NOT NULL
+    field of a non-NULL struct, at any depth."""
+    for field in column.fields:
+        where = f"{path}.{field.name}"
+        inner = value.getField(field.name)
+        if not field.nullable:
+            value = _guard(
+                value,
+                value.isNotNull() & inner.isNull(),
+                f"Field '{where}' of table '{full}' is NOT NULL; the data has a NULL value",
+                checks,
+                full,
+                column,
+            )
+        if field.type is ColumnType.STRUCT:
+            value = _required_fields(value, field, where, full, checks)
+    return value
 
 
 def _literal(value: object, target: Any) -> Any:
@@ -312,6 +390,7 @@ def prepare(
     casts, defaults, checks, field ids, plus the ``tablet`` column. Raises
     ``DataError`` naming the column for unknown, duplicate or missing
     columns and for lossy casts, before any job runs."""
+    _check_writable(table, full)
     names = list(df.columns)
     mapping = dict(column_renames(names, table) if renames is None else renames)
     by_catalog: dict[str, str] = {}
@@ -343,7 +422,9 @@ def prepare(
             value = _fill(column, target, full)
         else:
             target = _check_type(source_types[source], column, full)
-            value = F.col(f"`{source.replace('`', '``')}`").cast(target)
+            value = F.col(f"`{source.replace('`', '``')}`").cast(with_field_ids(target, column))
+        if column.type is ColumnType.STRUCT:
+            value = _required_fields(value, column, column.name, full, checks)
         if column.type is ColumnType.UUID:
             value = F.lower(value)
             value = _guard(
