@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -78,7 +79,7 @@ def test_a_five_row_insert_into_a_new_table_writes_at_most_one_file_per_task(
         current = TableData.for_catalog(cat).current(table.id)
         return set() if current is None else {f.path for f in current.files}
 
-    writes = [
+    writes: list[Callable[[], object]] = [
         lambda: almanac.spark.write(df, target, "PUBLIC.FIVE"),
         lambda: almanac.spark.sql(spark, target, "INSERT INTO PUBLIC.FIVE SELECT * FROM five_rows"),
         lambda: save(df, target, "PUBLIC.FIVE"),
