@@ -14,7 +14,7 @@ from pyspark.sql import Row
 
 import almanac.spark
 from almanac.catalog import Catalog
-from almanac.data import TableData, arrow_schema, read_table, write_table
+from almanac.data import DataError, TableData, arrow_schema, read_table, write_table
 from almanac.data.arrow import FIELD_ID
 from almanac.errors import ValidationError
 from tests.spark.helpers import load, save
@@ -133,6 +133,14 @@ def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> N
         Exception, match=r"Column 'P' of table 'PUBLIC\.P'.*not the column's fields"
     ):
         almanac.spark.write(swapped, target, "PUBLIC.P")
+    # A NOT NULL struct field is checked inside the job; a NULL struct is fine.
+    cat.sql("CREATE TABLE R (ID BIGINT, P STRUCT<X: DOUBLE NOT NULL, TAG: STRING>)")
+    shape = "id bigint, p struct<x:double, tag:string>"
+    hole = spark.createDataFrame([Row(id=1, p=Row(x=None, tag="a"))], shape)
+    with pytest.raises(DataError, match=r"Field 'P\.X' of table 'PUBLIC\.R' is NOT NULL"):
+        almanac.spark.write(hole, target, "PUBLIC.R")
+    almanac.spark.write(spark.createDataFrame([Row(id=2, p=None)], shape), target, "PUBLIC.R")
+    assert read_table(cat, "R").to_pylist() == [{"ID": 2, "P": None}]
     # An ARRAY in a CTAS is refused by the native writer, naming the field.
     with pytest.raises(ValidationError, match=r"Field 'TAGS' of table 'PUBLIC\.Q' has type ARRAY"):
         almanac.spark.create_table_as_select(
