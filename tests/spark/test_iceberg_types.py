@@ -1,6 +1,6 @@
 """FIXED, nanosecond timestamps and STRUCT / ARRAY / MAP through almanac.spark:
-every read path, the Python source's write, the native writer's STRUCT
-and its refusal of what Spark's Parquet writer cannot write."""
+every read path; every write path, Spark's own Parquet writer for STRUCT
+and the data layer in Spark's tasks for what that writer cannot write."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import almanac.spark
 from almanac.catalog import Catalog
 from almanac.data import DataError, TableData, arrow_schema, read_table, write_table
 from almanac.data.arrow import FIELD_ID
-from almanac.errors import ValidationError
+from almanac.nested import walk
 from tests.spark.helpers import load, save
 
 SETUP = """CREATE TABLE T (K BIGINT, F FIXED(2), NS TIMESTAMP_NS, TZNS TIMESTAMPTZ_NS,
@@ -33,6 +33,20 @@ ROW = {
     "L": [1, 2],
 }
 NULLS = {"K": 2, "F": None, "NS": None, "TZNS": None, "S": None, "M": None, "L": None}
+
+
+def _ids(field: pa.Field) -> list[int]:
+    kind = field.type
+    children = (
+        list(kind)
+        if pa.types.is_struct(kind)
+        else [kind.value_field]
+        if pa.types.is_list(kind)
+        else [kind.key_field, kind.item_field]
+        if pa.types.is_map(kind)
+        else []
+    )
+    return [int(field.metadata[FIELD_ID]), *(i for child in children for i in _ids(child))]
 
 
 def _spark_rows(df: Any) -> list[dict[str, Any]]:
@@ -79,6 +93,8 @@ def test_every_read_path_reads_the_iceberg_types(spark: Any, cat: Catalog, targe
 
 def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> None:
     cat.sql(SETUP)
+    table = cat.catalog().table("T")
+    assert table is not None
     df = spark.createDataFrame(
         [
             Row(
@@ -94,16 +110,32 @@ def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> N
         "K bigint, F binary, NS timestamp_ntz, TZNS timestamp, "
         "S struct<A:int,B:array<string>>, M map<string,double>, L array<bigint>",
     )
-    # Spark's own Parquet writer cannot write FIXED, nanoseconds or list ids.
-    with pytest.raises(
-        ValidationError, match=r"Field 'F' of table 'PUBLIC\.T' has type FIXED"
-    ) as e:
-        almanac.spark.write(df, target, "PUBLIC.T")
-    assert e.value.context["rule"] == "spark-native-write"
-    # The Python source writes them through the data layer, exactly.
+    # Spark's own Parquet writer has no FIXED, nanoseconds or list ids: the
+    # tasks write through the data layer; so does the Python source.
+    stored = dict(ROW, TZNS=WHEN.replace(tzinfo=dt.UTC))
+    wrote = almanac.spark.write(df, target, "PUBLIC.T")
+    assert (wrote.rows, wrote.files) == (1, 1)
+    assert read_table(cat, "T").to_pylist() == [stored]
     save(df, target, "PUBLIC.T")
-    back = read_table(cat, "T").to_pylist()
-    assert back == [dict(ROW, TZNS=WHEN.replace(tzinfo=dt.UTC))]
+    assert read_table(cat, "T").to_pylist() == [stored, stored]
+    ids = [c.id for _, c in walk(table.columns)]
+    snapshot = TableData.for_catalog(cat).current(table.id)
+    assert snapshot is not None
+    for f in snapshot.files:  # every field id at every depth, FIXED as fixed
+        written = pq.read_schema(f.path)
+        assert sorted(i for field in written for i in _ids(field)) == sorted(ids)
+        assert written.field("F").type == pa.binary(2)
+        assert written.field("NS").type == pa.timestamp("ns")
+
+    # CTAS of an ARRAY: created and written in one version, through the data layer.
+    tags = spark.createDataFrame([(1, ["a", None]), (2, None)], "id bigint, tags array<string>")
+    made = almanac.spark.create_table_as_select(target, "PUBLIC.Q", tags)
+    cat.catalog_ready(made.version)
+    assert made.rows == 2
+    assert sorted(read_table(cat, "Q").to_pylist(), key=lambda r: r["ID"]) == [
+        {"ID": 1, "TAGS": ["a", None]},
+        {"ID": 2, "TAGS": None},
+    ]
 
     # CTAS of a struct through the native writer: nested fields keep their ids.
     nested = spark.createDataFrame(
@@ -141,9 +173,3 @@ def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> N
         almanac.spark.write(hole, target, "PUBLIC.R")
     almanac.spark.write(spark.createDataFrame([Row(id=2, p=None)], shape), target, "PUBLIC.R")
     assert read_table(cat, "R").to_pylist() == [{"ID": 2, "P": None}]
-    # An ARRAY in a CTAS is refused by the native writer, naming the field.
-    with pytest.raises(ValidationError, match=r"Field 'TAGS' of table 'PUBLIC\.Q' has type ARRAY"):
-        almanac.spark.create_table_as_select(
-            target, "PUBLIC.Q", spark.createDataFrame([(1, ["a"])], "id bigint, tags array<string>")
-        )
-    assert cat.catalog().table("Q") is None

@@ -9,13 +9,16 @@ inside the same job, missing columns filled with their default, Parquet field
 ids from ``StructField`` metadata, and one directory per bucket
 (``tablet=<t>``) computed in the JVM by ``almanac.spark.jvm``'s UDFs exactly
 as Iceberg's ``bucket[N]``. STRUCT columns are written with a field id on
-every struct field. Spark's Parquet writer has no FIXED, no nanosecond
-timestamp and no field id for a list element or a map entry, so a table
-with such a column is refused before the job (rule ``spark-native-write``);
-``df.write.format("almanac")`` writes those through the data layer.
-Afterwards the driver reads each file's footer
+every struct field. Afterwards the driver reads each file's footer
 into a ``DataFile`` and commits once; any failure aborts the write, which
 deletes its directory, so nothing half-written is ever published.
+
+Spark's Parquet writer has no FIXED, no nanosecond timestamp and no field id
+for a list element or a map entry, so it cannot write a table with such a
+field as Iceberg data (``native_refusal``). Such a table is written by the
+same Spark tasks through the data layer instead (``write_by_tasks``: each
+task's Arrow batches conformed and written as ``format("almanac")`` does,
+the files' descriptions collected by the driver), still in one commit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import pickle
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,15 +48,21 @@ from almanac.data.commits import CommitShape
 from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.tablets import table_partitions
-from almanac.datatypes import NANO_TIMESTAMPS, ColumnType
+from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
 from almanac.nested import walk
 from almanac.spark import jvm
 from almanac.spark.names import catalog_session, parse_name, resolve_table
 from almanac.spark.native_read import with_field_ids
-from almanac.spark.types import spark_type
-from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, column_renames
+from almanac.spark.types import spark_arrow_schema, spark_type
+from almanac.spark.writer import (
+    DEFAULT_WRITE_LEASE_S,
+    AlmanacWriter,
+    WritePlan,
+    check_types,
+    column_renames,
+)
 
 __all__ = [
     "TABLET_COLUMN",
@@ -61,9 +71,11 @@ __all__ = [
     "WriteResult",
     "bucket_expr",
     "collect_files",
+    "native_refusal",
     "partition_column",
     "prepare",
     "write",
+    "write_by_tasks",
     "write_staged",
 ]
 
@@ -270,22 +282,16 @@ def _check_type(source: Any, column: Column, full: str) -> Any:
     return target
 
 
-def _check_writable(table: Table, full: str) -> None:
-    """Refuse, naming the field, a table Spark's Parquet writer cannot write
-    as Iceberg files: FIXED (Spark writes variable-length binary),
-    nanosecond timestamps (Spark writes microseconds) and ARRAY/MAP (no
-    field id for the element, key or value)."""
+def native_refusal(table: Table) -> str | None:
+    """Why Spark's Parquet writer cannot write ``table`` as Iceberg data
+    (naming the first field that it cannot write), or None."""
     for path, field in walk(table.columns):
-        kind = field.type
-        if kind in NANO_TIMESTAMPS or kind in (ColumnType.FIXED, ColumnType.LIST, ColumnType.MAP):
-            raise ValidationError(
-                f"Field '{path}' of table '{full}' has type {kind.sql_name}, which Spark's "
-                "Parquet writer cannot write as Iceberg data (it has no "
-                f"{_NATIVE_LACKS[kind]}); write with df.write.format('almanac') instead",
-                table=full,
-                column=path,
-                rule="spark-native-write",
+        lacks = _NATIVE_LACKS.get(field.type)
+        if lacks is not None:
+            return (
+                f"field '{path}' is {field.type.sql_name} and Spark's Parquet writer has no {lacks}"
             )
+    return None
 
 
 _NATIVE_LACKS = {
@@ -390,7 +396,14 @@ def prepare(
     casts, defaults, checks, field ids, plus the ``tablet`` column. Raises
     ``DataError`` naming the column for unknown, duplicate or missing
     columns and for lossy casts, before any job runs."""
-    _check_writable(table, full)
+    why = native_refusal(table)
+    if why is not None:
+        raise ValidationError(
+            f"Table '{full}' cannot be written by Spark's Parquet writer: {why} "
+            "(write_by_tasks writes it)",
+            table=full,
+            rule="spark-native-write",
+        )
     names = list(df.columns)
     mapping = dict(column_renames(names, table) if renames is None else renames)
     by_catalog: dict[str, str] = {}
@@ -640,6 +653,49 @@ def write_staged(
     return collect_files(warehouse, write_dir, table)
 
 
+def write_by_tasks(
+    df: Any,
+    table: Table,
+    full: str,
+    partitions: int,
+    warehouse: Warehouse,
+    write_dir: str,
+    *,
+    renames: Sequence[tuple[str, str]] | None = None,
+) -> list[DataFile]:
+    """Write ``df`` into a staged ``write_dir`` through the data layer, in
+    Spark's tasks: each task conforms its Arrow batches and writes files as
+    the ``format("almanac")`` writer does, and returns their ``DataFile``s
+    to the driver. Column types are checked before the job (``DataError``
+    naming the column); the caller commits or aborts."""
+    plan = WritePlan(
+        store="",  # the tasks never commit: the driver does
+        warehouse=warehouse.uri,
+        full_name=full,
+        table=table,
+        partitions=partitions,
+        catalog_version=0,
+        write_id="",
+        write_dir=write_dir,
+        operation="append",
+        renames=tuple(column_renames(list(df.columns), table) if renames is None else renames),
+    )
+    check_types(spark_arrow_schema(df.schema), plan)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        message = AlmanacWriter(plan).write(batches)
+        yield pa.RecordBatch.from_pylist(
+            [{_FILE: pickle.dumps(f)} for f in message.files], schema=_FILES_SCHEMA
+        )
+
+    described = df.mapInArrow(task, f"{_FILE} binary").collect()
+    return [pickle.loads(row[_FILE]) for row in described]
+
+
+_FILE = "data_file"
+_FILES_SCHEMA = pa.schema([pa.field(_FILE, pa.binary())])
+
+
 class KeepAlive:
     """Renews leases every third of ``ttl_s`` on a daemon thread until stopped."""
 
@@ -716,16 +772,23 @@ def write(
         partitions = table_partitions(snap, table)
         if coalesce is not None:
             df = df.coalesce(coalesce)
-        prepared = prepare(df, table, full, partitions)
-        if cluster:
-            prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
+        native = native_refusal(table) is None
+        if native:
+            prepared = prepare(df, table, full, partitions)
+            if cluster:
+                prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
         lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
         try:
             with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
-                files = write_staged(prepared, data.warehouse, write_dir, table, options=options)
+                if native:
+                    files = write_staged(
+                        prepared, data.warehouse, write_dir, table, options=options
+                    )
+                else:
+                    files = write_by_tasks(df, table, full, partitions, data.warehouse, write_dir)
                 data.commit(CommitShape.of(snap, table), write_id, files, operation=mode)
         except BaseException:
             with contextlib.suppress(CatalogError):
