@@ -127,6 +127,15 @@ def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> N
         assert written.field("F").type == pa.binary(2)
         assert written.field("NS").type == pa.timestamp("ns")
 
+    # A task's refusal names the column; nothing is written.
+    cat.sql("CREATE TABLE V (K BIGINT NOT NULL, L ARRAY<BIGINT>)")
+    holes = spark.createDataFrame([(None, [1])], "k bigint, l array<bigint>")
+    with pytest.raises(
+        DataError, match=r"Column 'K' of table 'V' is NOT NULL.*nothing was written"
+    ):
+        almanac.spark.write(holes, target, "PUBLIC.V")
+    assert read_table(cat, "V").num_rows == 0
+
     # CTAS of an ARRAY: created and written in one version, through the data layer.
     tags = spark.createDataFrame([(1, ["a", None]), (2, None)], "id bigint, tags array<string>")
     made = almanac.spark.create_table_as_select(target, "PUBLIC.Q", tags)

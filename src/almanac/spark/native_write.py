@@ -27,6 +27,7 @@ import contextlib
 import datetime as dt
 import decimal
 import pickle
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -688,8 +689,19 @@ def write_by_tasks(
             [{_FILE: pickle.dumps(f)} for f in message.files], schema=_FILES_SCHEMA
         )
 
-    described = df.mapInArrow(task, f"{_FILE} binary").collect()
+    try:
+        described = df.mapInArrow(task, f"{_FILE} binary").collect()
+    except Exception as exc:
+        # A task's DataError (a NULL in a NOT NULL column, a value that
+        # does not fit) reaches the driver as text inside Spark's error.
+        found = _TASK_ERROR.search(str(exc))
+        if found is None:
+            raise
+        raise DataError(f"{found.group(1)}; nothing was written", table=full) from None
     return [pickle.loads(row[_FILE]) for row in described]
+
+
+_TASK_ERROR = re.compile(r"almanac\.errors\.DataError: (.+)")
 
 
 _FILE = "data_file"
