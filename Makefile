@@ -30,12 +30,17 @@ browser:
 spark-helpers: setup
 	$(PY) -c 'from almanac.spark.jvm import helper_jar; print(helper_jar())'
 
+# Each demo starts afresh in its own folder of demo-data/ and keeps it to be
+# looked at (.venv/bin/almanac --store demo-data/demo history); `make clean`
+# removes demo-data/ with the rest.
 demo: setup
-	$(PY) -m almanac.demo
+	rm -rf demo-data/demo
+	$(PY) -m almanac.demo demo-data/demo
 
 # The same catalog on a real 3-member etcd cluster, with nodes and a failure.
 demo-cluster: setup
-	$(PY) -m almanac.demo_cluster
+	rm -rf demo-data/cluster
+	$(PY) -m almanac.demo_cluster demo-data/cluster
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench

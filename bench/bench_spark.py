@@ -103,17 +103,11 @@ def best_and_median(samples: list[float]) -> str:
 
 
 def session() -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from almanac.spark.local import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("almanac-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.memory", "4g")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
+    spark = local_session(
+        "almanac-bench",
+        config={"spark.sql.python.filterPushdown.enabled": "true", "spark.driver.memory": "4g"},
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark

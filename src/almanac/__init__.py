@@ -4,7 +4,8 @@ Every DDL change makes a new immutable catalog version; any version can be
 read by number or by time. Start with :func:`connect`.
 """
 
-from almanac.catalog import Catalog, ExecuteResult, RetentionPolicy, VersionInfo
+from almanac.catalog import Catalog
+from almanac.catalog_types import ExecuteResult, RetentionPolicy, VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.commands import (
@@ -24,7 +25,9 @@ from almanac.commands import (
     DropTable,
     DropZone,
     EvolveColumn,
+    EvolvePartitionSpec,
     MakeIndexAvailable,
+    PartitionFieldDef,
     Preview,
     PurgeTable,
     RecoverTable,
@@ -34,8 +37,11 @@ from almanac.commands import (
     RenameTable,
     RenameZone,
     SetDefaultZone,
+    SetPartitionSpec,
     SetPrimaryKey,
+    SetSortOrder,
     SetTableProperties,
+    SortFieldDef,
     StartBuildingIndex,
     preview,
 )
@@ -91,6 +97,7 @@ from almanac.errors import (
 )
 from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.nodes import NodeInfo
+from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from almanac.placement.settings import PlacementSettings
 from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
 from almanac.soft_delete import expired_tables, purge_expired_tables
@@ -106,6 +113,7 @@ __all__ = [
     "AmbiguousNameError",
     "AlterColumn",
     "EvolveColumn",
+    "EvolvePartitionSpec",
     "AlterZone",
     "Catalog",
     "Cell",
@@ -152,12 +160,15 @@ __all__ = [
     "Listener",
     "ListenerFailure",
     "MakeIndexAvailable",
+    "PartitionFieldDef",
     "MetastoreError",
     "MetastoreUnavailableError",
     "NodeInfo",
     "NotFoundError",
     "ObjectChange",
     "ObjectRef",
+    "PartitionField",
+    "PartitionSpec",
     "PlacementSettings",
     "Preview",
     "PurgeTable",
@@ -177,9 +188,14 @@ __all__ = [
     "Schema",
     "SerializationError",
     "SetDefaultZone",
+    "SetPartitionSpec",
     "SetPrimaryKey",
+    "SetSortOrder",
+    "SortFieldDef",
     "SetTableProperties",
     "SnapshotExpiredError",
+    "SortField",
+    "SortOrder",
     "SqlParseError",
     "SqlResult",
     "StartBuildingIndex",

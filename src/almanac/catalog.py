@@ -11,13 +11,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
-import heapq
 import logging
 import os
 import random
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +23,13 @@ from pathlib import Path
 from types import TracebackType
 
 from almanac import _check as check
+from almanac.catalog_types import (
+    CommitHook,
+    ExecuteResult,
+    HookWork,
+    RetentionPolicy,
+    VersionInfo,
+)
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.commands.base import Command, CommitContext
@@ -32,6 +37,7 @@ from almanac.commands.preview import command_batch, preview
 from almanac.commands.tables import check_reserve
 from almanac.descriptors import Schema
 from almanac.diff import CatalogDiff, diff_catalogs
+from almanac.dispatch import Dispatcher
 from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
@@ -43,11 +49,10 @@ from almanac.errors import (
     CatalogError,
     ConflictError,
     CorruptLogError,
-    ValidationError,
     VersionNotFoundError,
     WaitTimeoutError,
 )
-from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
+from almanac.events import Event, EventType, Listener, ListenerFailure
 from almanac.log import KEY_PINS, UpdateLog
 from almanac.metastore import (
     Compare,
@@ -80,8 +85,9 @@ from almanac.requests import (
     request_digest,
 )
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
+from almanac.settler import ExecuteFuture, Settler
 from almanac.sql.results import SqlResult
-from almanac.summary import summarize_update
+from almanac.summary import CHECKPOINT_SUMMARY, summarize_update
 
 __all__ = [
     "Catalog",
@@ -99,62 +105,6 @@ DEFAULT_COMMIT_TIMEOUT_S = 60.0
 _BACKOFF_FIRST_S = 0.001
 _BACKOFF_MAX_S = 0.05
 _log = logging.getLogger("almanac.catalog")
-
-
-@dataclass(frozen=True, slots=True)
-class ExecuteResult:
-    """``version`` is the new version, or the current one when nothing changed.
-    ``applied[i]`` tells whether command ``i`` produced changes (False: no-op)."""
-
-    version: int
-    applied: tuple[bool, ...]
-    created: bool
-
-    @property
-    def skipped(self) -> tuple[int, ...]:
-        return tuple(i for i, ok in enumerate(self.applied) if not ok)
-
-
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    version: int
-    commit_time: int
-    activation_time: int
-    update: VersionedUpdate
-
-    @property
-    def node(self) -> str:
-        """The node that committed the version ("" for versions stored
-        before nodes were recorded)."""
-        return self.update.node
-
-    @property
-    def request_id(self) -> str | None:
-        """The request id the version was committed under, if any."""
-        return self.update.request_id
-
-
-@dataclass(frozen=True, slots=True)
-class RetentionPolicy:
-    """When to checkpoint the log automatically: keep the last ``keep_versions``
-    versions and/or the versions active within the last ``keep_seconds``. A
-    version is dropped only when every rule given allows it and no reader
-    pins it. Checked every ``check_every`` commits of this node."""
-
-    keep_versions: int | None = None
-    keep_seconds: float | None = None
-    check_every: int = 100
-
-    def __post_init__(self) -> None:
-        check.check_fields(self)
-        if self.keep_versions is None and self.keep_seconds is None:
-            raise ValidationError("A retention policy needs keep_versions or keep_seconds")
-        check.optional_int(self.keep_versions, "Parameter 'keep_versions' of RetentionPolicy", lo=1)
-        # Seconds become milliseconds of the hybrid clock: keep them in its range.
-        check.optional_float(
-            self.keep_seconds, "Parameter 'keep_seconds' of RetentionPolicy", lo=0, hi=2**40
-        )
-        check.integer(self.check_every, "Parameter 'check_every' of RetentionPolicy", lo=1)
 
 
 class _Versions:
@@ -188,28 +138,6 @@ class _Versions:
 
 Attachment = Callable[[CatalogVersion, CatalogVersion], tuple[Sequence[Compare], Sequence[Op]]]
 """``attach(base, new)`` returns extra compares and writes for a version's transaction."""
-
-
-@dataclass(frozen=True, slots=True)
-class HookWork:
-    """What a commit hook adds to one attempt's transaction; ``finish(ok)``
-    runs after the attempt, ``ok`` telling whether the version committed
-    (so the hook can keep or remove what it prepared)."""
-
-    compares: Sequence[Compare] = ()
-    ops: Sequence[Op] = ()
-    finish: Callable[[bool], None] | None = None
-
-    def finished(self, ok: bool) -> None:
-        if self.finish is not None:
-            try:
-                self.finish(ok)
-            except Exception:
-                _log.exception("A commit hook's finish callback failed")
-
-
-CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
-"""``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""
 
 
 class Catalog:
@@ -268,25 +196,13 @@ class Catalog:
         self._apply_lock = threading.RLock()
         self._cond = threading.Condition()
         self._state = _Versions(CatalogVersion.empty(), 0, RequestIndex())
-        self._ready = 0
-        self._listeners = Listeners()
-        # Versions whose events wait for the dispatcher thread, in order;
-        # ``_dispatching`` is the version whose listeners run right now.
-        self._pending: deque[tuple[int, list[Event]]] = deque()
-        self._dispatcher: threading.Thread | None = None
-        self._dispatching: int | None = None
+        self._events = Dispatcher(self._cond)
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
-        # Set on a worker thread running an execute_async a listener submitted.
-        self._for_listener = threading.local()
         self._commits = 0
         self._hooks: list[CommitHook] = []
         self._closers: list[Callable[[], None]] = []
-        # Asynchronous executes whose commits are done, by version, and the
-        # thread that waits for their readiness and visibility.
-        self._settle_cond = threading.Condition()
-        self._settling: list[tuple[int, int, _Committed, Future[ExecuteResult]]] = []
-        self._settler: threading.Thread | None = None
+        self._settler: Settler[_Committed, ExecuteResult] = Settler(self._settle)
         self._node: NodeRegistration | None = None
         try:
             log.start(self)
@@ -390,10 +306,18 @@ class Catalog:
         return state.catalogs[i]
 
     def history(self, since: int = 1) -> list[VersionInfo]:
-        """What each available version changed, oldest first."""
+        """What each available version changed, oldest first. After a
+        checkpoint the earliest version is listed too, with no entries: the
+        checkpoint keeps the catalog it made, not what its version changed."""
         check.integer(since, "Parameter 'since' of Catalog.history")
         state = self._state
         out = []
+        if state.updates[0] is None and state.earliest >= max(since, 1):
+            at = state.activations[0]
+            checkpoint = VersionedUpdate(
+                version=state.earliest, commit_time=at, delay_ms=0, entries=()
+            )
+            out.append(VersionInfo(state.earliest, at, at, checkpoint))
         # Versions are stored by offset from the earliest, so a stream asking
         # for what is new reads only that, however long the kept log.
         for offset in range(max(since - state.earliest, 0), len(state.updates)):
@@ -676,61 +600,33 @@ class Catalog:
                     thread_name_prefix="almanac-execute",
                 )
             executor = self._executor
-        future: _ExecuteFuture = _ExecuteFuture()
+        future: ExecuteFuture[ExecuteResult] = ExecuteFuture()
         # Submitted by a listener, it waits as the listener's own execute
         # would: until its version is applied, not for the listeners of it
         # (they run after the submitting one returns, which may be waiting
         # for this future).
-        for_listener = self._inside_listener()
+        for_listener = self._events.inside_listener()
 
         def run() -> None:
             if not future.set_running_or_notify_cancel():
                 return
-            self._for_listener.active = for_listener
+            self._events.mark_for_listener(for_listener)
             try:
                 done = self._commit(batch, None, timeout, request_id)
                 if isinstance(done, _Committed) and not for_listener:
                     # The waits go to the settling thread: this worker is
                     # free for the next commit, so waits overlap however
                     # many executes are in flight.
-                    self._hand_to_settler(done, future)
+                    self._settler.hand(done.result.version, done, future)
                     return
                 future.set_result(self._settle(done))
             except BaseException as exc:
                 future.set_exception(exc)
             finally:
-                self._for_listener.active = False
+                self._events.mark_for_listener(False)
 
         executor.submit(run)
         return future
-
-    def _hand_to_settler(self, done: _Committed, future: Future[ExecuteResult]) -> None:
-        with self._settle_cond:
-            heapq.heappush(self._settling, (done.result.version, id(future), done, future))
-            if self._settler is None:
-                self._settler = threading.Thread(
-                    target=self._run_settler, name="almanac-settle", daemon=True
-                )
-                self._settler.start()
-            self._settle_cond.notify()
-
-    def _run_settler(self) -> None:
-        """Settle asynchronous executes in version order: readiness and
-        visibility both come in version order, so while this thread waits
-        for one version, the waits of the later ones run out too. Executes
-        that a listener submitted never come here (their waits differ, and a
-        listener may be waiting for them)."""
-        while True:
-            with self._settle_cond:
-                while not self._settling:
-                    if self._closed:
-                        return
-                    self._settle_cond.wait()
-                _, _, done, future = heapq.heappop(self._settling)
-            try:
-                future.set_result(self._settle(done))
-            except BaseException as exc:
-                future.set_exception(exc)
 
     def sql(
         self, text: str, *, default_schema: str = DEFAULT_SCHEMA, request_id: str | None = None
@@ -739,8 +635,9 @@ class Catalog:
         is the resulting one), or answer one read statement (``SHOW …``,
         ``DESCRIBE …``) with rows. ``request_id``: see ``execute``; a read
         changes nothing, so it needs none and ignores one."""
+        from almanac.sql.answer import run_read
         from almanac.sql.parsing import parse_sql
-        from almanac.sql.reads import ReadStatement, run_read
+        from almanac.sql.reads import ReadStatement
 
         check.string(text, "Parameter 'text' of Catalog.sql", nul_ok=True)  # literals may hold NUL
         check.string(default_schema, "Parameter 'default_schema' of Catalog.sql", nonblank=True)
@@ -783,6 +680,8 @@ class Catalog:
         offset = version - state.earliest
         update = state.updates[offset] if 0 <= offset < len(state.updates) else None
         if update is None:
+            if version == state.earliest and version >= 1:
+                return f"version {version}: {CHECKPOINT_SUMMARY}"
             return f"version {version}"
         after = self.catalog(version)
         before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after
@@ -865,38 +764,11 @@ class Catalog:
                 self._cond.notify_all()
 
     def _deliver_locked(self, version: int, events: list[Event]) -> None:
-        """Hand a version's events to the dispatcher thread (caller holds
-        ``_cond``), or mark it ready at once when nobody listens and nothing
-        is queued before it."""
+        """Note the version as seen and hand its events to the dispatcher
+        (caller holds ``_cond``)."""
         if self._node is not None:
             self._node.saw(version)
-        if not self._pending and not self._listeners.wants(events):
-            self._ready = max(self._ready, version)
-            return
-        self._pending.append((version, events))
-        if self._dispatcher is None and not self._closed:
-            self._dispatcher = threading.Thread(
-                target=self._dispatch, name="almanac-listeners", daemon=True
-            )
-            self._dispatcher.start()
-
-    def _dispatch(self) -> None:
-        """The dispatcher thread: fire each queued version's events in order,
-        then mark it ready."""
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                version, events = self._pending[0]
-                self._dispatching = version
-            self._listeners.fire(events)
-            with self._cond:
-                self._pending.popleft()
-                self._dispatching = None
-                self._ready = max(self._ready, version)
-                self._cond.notify_all()
+        self._events.deliver_locked(version, events)
 
     def on_checkpoint(
         self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
@@ -926,12 +798,6 @@ class Catalog:
         is forgotten: now minus the request window."""
         return horizon(self._clock.now(), self.request_window_s)
 
-    def _inside_listener(self) -> bool:
-        """On the dispatcher thread, or running an execute_async it submitted."""
-        return threading.current_thread() is self._dispatcher or bool(
-            getattr(self._for_listener, "active", False)
-        )
-
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
     ) -> bool:
@@ -949,10 +815,10 @@ class Catalog:
         check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
-        applied = applied_only or self._inside_listener()
+        applied = applied_only or self._events.inside_listener()
 
         def reached() -> bool:
-            return (self.latest_version if applied else self._ready) >= version
+            return (self.latest_version if applied else self._events.ready) >= version
 
         with self._cond:
             done = self._cond.wait_for(
@@ -960,7 +826,7 @@ class Catalog:
             )
             if done and reached():
                 return True
-            latest, ready = self.latest_version, self._ready
+            latest, ready = self.latest_version, self._events.ready
         self._check_open()
         what = "applied" if applied else "ready (applied, its listeners done)"
         raise WaitTimeoutError(
@@ -1068,16 +934,16 @@ class Catalog:
         """
         check.enum_member(event_type, EventType, "Parameter 'event_type' of Catalog.listen")
         check.callable_(listener, "Parameter 'listener' of Catalog.listen")
-        self._listeners.add(event_type, listener)
+        self._events.listen(event_type, listener)
 
     def unlisten(self, event_type: EventType, listener: Listener) -> None:
         check.enum_member(event_type, EventType, "Parameter 'event_type' of Catalog.unlisten")
         check.callable_(listener, "Parameter 'listener' of Catalog.unlisten")
-        self._listeners.remove(event_type, listener)
+        self._events.unlisten(event_type, listener)
 
     @property
     def listener_failures(self) -> list[ListenerFailure]:
-        return list(self._listeners.failures)
+        return self._events.failures
 
     # -- extension points ----------------------------------------------------
 
@@ -1153,6 +1019,7 @@ class Catalog:
             if self._closed:
                 return
             self._closed = True
+            self._events.close_locked()
             self._cond.notify_all()
             executor, self._executor = self._executor, None
         for callback in reversed(self._closers):
@@ -1160,16 +1027,10 @@ class Catalog:
                 callback()
             except Exception:
                 _log.exception("A close callback of catalog '%s' failed", self.target)
-        dispatcher = self._dispatcher
-        if dispatcher is not None and dispatcher is not threading.current_thread():
-            dispatcher.join(timeout=5)  # a listener still running finishes on its own
+        self._events.join()
         if executor is not None:
             executor.shutdown(wait=True)
-        with self._settle_cond:
-            self._settle_cond.notify_all()
-            settler = self._settler
-        if settler is not None and settler is not threading.current_thread():
-            settler.join()  # what is left fails fast: the node is closed
+        self._settler.close()
         if self._node is not None:
             self._node.close()
             _log.info("Node '%s' closed", self._node.name)
@@ -1203,37 +1064,6 @@ class _Committed:
     timeout: float | None
     counts: bool = True
     """Whether it counts as this node's commit for retention (not a replay)."""
-
-
-class _ExecuteFuture(Future[ExecuteResult]):
-    """A future whose waits raise ``WaitTimeoutError`` (still a TimeoutError)."""
-
-    def result(self, timeout: float | None = None) -> ExecuteResult:
-        try:
-            return super().result(timeout)
-        except TimeoutError as exc:
-            if isinstance(exc, CatalogError) or not self._waited_out():
-                raise
-            raise _future_timeout(timeout) from None
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        try:
-            return super().exception(timeout)
-        except TimeoutError as exc:
-            if isinstance(exc, CatalogError) or not self._waited_out():
-                raise
-            raise _future_timeout(timeout) from None
-
-    def _waited_out(self) -> bool:
-        return not self.done()
-
-
-def _future_timeout(timeout: float | None) -> WaitTimeoutError:
-    return WaitTimeoutError(
-        f"The asynchronous execute did not finish within {timeout} s; it goes on running",
-        awaited="execute_async result",
-        timeout=timeout,
-    )
 
 
 def _attachment(result: object) -> tuple[tuple[Compare, ...], tuple[Op, ...]]:

@@ -13,7 +13,7 @@ from typing import Final, overload
 from almanac import _check as check
 from almanac.catalog import Catalog, RetentionPolicy
 from almanac.commands.tables import check_reserve
-from almanac.errors import CatalogError, ValidationError
+from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.log import KEY_VERSION, UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
 from almanac.metastore.sqlite import DURABILITY_LEVELS
@@ -30,7 +30,7 @@ from almanac.schema_sync import (
 )
 from almanac.targets import Target, parse_target
 
-__all__ = ["connect", "missing_catalog", "open_catalog"]
+__all__ = ["connect", "open_catalog"]
 
 
 class _Local:
@@ -65,6 +65,7 @@ def connect(
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     placement: PlacementSettings | None = None,
     soft_delete_reserve_s: float = 0.0,
+    create: bool = True,
 ) -> Catalog: ...
 
 
@@ -82,6 +83,7 @@ def connect(
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     placement: PlacementSettings | None = None,
     soft_delete_reserve_s: float = 0.0,
+    create: bool = True,
 ) -> Catalog | RemoteCatalog:
     """Open a catalog node (see ``open_catalog``) with its
     data plane, or reach a catalog server.
@@ -103,6 +105,8 @@ def connect(
     ``almanac.metastore.sqlite``). With ``placement`` this node also takes
     part in tablet placement (see ``almanac.placement``). ``soft_delete_reserve_s``:
     the reserve of a DROP TABLE this node commits without one (see ``open_catalog``).
+    ``create`` (the default) makes a catalog where the target holds none;
+    ``create=False`` refuses such a target instead (see ``open_catalog``).
     """
     parsed = parse_target(target)
     if parsed.kind == "http" or not isinstance(token, _Local):
@@ -119,6 +123,7 @@ def connect(
             else request_window_s,
             "placement": placement,
             "soft_delete_reserve_s": None if soft_delete_reserve_s == 0 else soft_delete_reserve_s,
+            "create": None if create is True else create,
         }
         given = [name for name, value in local.items() if value is not None]
         return _connect_remote(parsed, token, given)
@@ -142,6 +147,7 @@ def connect(
         node_name=node_name,
         request_window_s=request_window_s,
         soft_delete_reserve_s=soft_delete_reserve_s,
+        create=create,
     )
     try:
         if placement is not None:
@@ -191,18 +197,23 @@ def _connect_remote(target: Target, token: object, local_options: list[str]) -> 
     return RemoteCatalog(target.url, token=checked)
 
 
-def missing_catalog(parsed: Target) -> str | None:
-    """Why no catalog exists at a local target, or ``None`` when one does:
-    a reader opening it would otherwise create an empty catalog at a typo."""
-    if parsed.kind == "etcd":
-        with open_metastore(parsed.store_uri) as store:
-            if store.get(KEY_VERSION) is None:
-                return "no catalog keys in that etcd namespace"
-        return None
-    path = parsed.store_path
-    if path is None or not path.exists():
-        return f"no metastore file '{path}'"
-    return None
+def _no_catalog(target: Target, reason: str) -> NotFoundError:
+    return NotFoundError(
+        f"No catalog at {target} ({reason}): create one with `almanac --store {target} init`",
+        kind="catalog",
+        name=str(target),
+        target=str(target),
+    )
+
+
+def _require_store_file(target: Target) -> None:
+    """Refuse, before anything is created, a target whose metastore file is
+    not there: opening it would make an empty catalog at a typo."""
+    if target.kind == "memory":
+        raise _no_catalog(target, "a memory:// catalog exists only once a process makes it")
+    path = target.store_path
+    if path is not None and not path.exists():
+        raise _no_catalog(target, f"no metastore file '{path}'")
 
 
 def _open_store(target: Target, durability: str) -> tuple[Metastore, SchemaSync]:
@@ -230,6 +241,7 @@ def open_catalog(
     node_name: str | None = None,
     request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
     soft_delete_reserve_s: float = 0.0,
+    create: bool = True,
 ) -> Catalog:
     """Open a catalog node, without its data plane (``almanac.connect``
     opens both).
@@ -259,6 +271,12 @@ def open_catalog(
     soft-deletes the table for that long (see ``DropTable``). Each drop
     stores the reserve it got, so nodes with other defaults still agree on
     every table's state.
+
+    ``create`` makes a catalog where the target holds none (version 1, with
+    schema PUBLIC). ``create=False`` is how every read and every operation on
+    an existing catalog opens one: a target without a catalog (no metastore
+    file, no catalog keys in the etcd namespace, ``memory://``) is a
+    ``NotFoundError`` naming it and ``almanac init``, and nothing is made.
     """
     parsed = parse_target(target)
     if parsed.kind == "http":
@@ -282,8 +300,14 @@ def open_catalog(
             allowed=tuple(DURABILITY_LEVELS),
             value=repr(durability),
         )
+    check.boolean(create, "Parameter 'create' of connect")
+    if not create:
+        _require_store_file(parsed)
     store, defaults = _open_store(parsed, durability)
     try:
+        if not create and store.get(KEY_VERSION) is None:
+            where = "that etcd namespace" if parsed.kind == "etcd" else "its metastore"
+            raise _no_catalog(parsed, f"no catalog keys in {where}")
         sync = SchemaSync(
             delay_ms=defaults.delay_ms if delay_ms is None else delay_ms,
             max_clock_skew_ms=defaults.max_clock_skew_ms

@@ -16,13 +16,15 @@ warehouse).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import itertools
 import os
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,18 +142,16 @@ def ddl_part(root: Path) -> None:
 
 
 def spark_session(root: Path, app: str = "almanac-demo") -> Any:
-    """One local session for a demo (Python workers use this interpreter)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    """One local session for a demo, on loopback, its scratch files under ``root``."""
+    from almanac.spark.local import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
-        .getOrCreate()
+    spark = local_session(
+        app,
+        scratch=root / "spark-local",
+        config={
+            "spark.sql.python.filterPushdown.enabled": "true",
+            "spark.sql.warehouse.dir": str(root / "spark-warehouse"),
+        },
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -270,22 +270,53 @@ def history(root: Path) -> None:
                 print(f"      {line}")
 
 
+@contextlib.contextmanager
+def workspace(given: str | None, prefix: str) -> Iterator[Path]:
+    """Where a demo writes everything it makes, said first and last: the
+    directory ``given`` (made if missing) is kept, with its size; without
+    one, a temporary directory is removed at the end, whatever happens."""
+    root = Path(given) if given else Path(tempfile.mkdtemp(prefix=prefix))
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"This demo writes everything it makes in {root}")
+    try:
+        yield root
+    finally:
+        size = f"{tree_bytes(root) / 2**20:.0f} MB"
+        if given:
+            print(f"Kept {root} ({size}); delete it when done")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            print(f"Removed {root} ({size}); give a directory to keep what a demo makes")
+
+
+def tree_bytes(root: Path) -> int:
+    """The bytes of the files under ``root``."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m almanac.demo", description=__doc__)
-    parser.add_argument("dir", nargs="?", help="catalog directory (default: a new temp dir)")
+    parser.add_argument(
+        "dir", nargs="?", help="catalog directory, kept (default: a temp dir, removed at the end)"
+    )
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--ddl-only", action="store_true", help="skip the Spark pipeline")
     args = parser.parse_args(argv)
-    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="almanac-demo-"))
-    print(f"Catalog directory (embedded SQLite metastore, warehouse below it): {root}")
-    ddl_part(root)
-    if not args.ddl_only:
+    with workspace(args.dir, "almanac-demo-") as root:
+        print("The catalog is that directory: its SQLite metastore, its warehouse below it")
+        ddl_part(root)
+        if not args.ddl_only:
+            print()
+            pipeline(root, args.sf)
         print()
-        pipeline(root, args.sf)
-    print()
-    history(root)
-    print()
-    iceberg_tables(root)
+        history(root)
+        print()
+        iceberg_tables(root)
     return 0
 
 

@@ -22,7 +22,6 @@ import hashlib
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import almanac
-from almanac.demo import spark_session
+from almanac.demo import spark_session, workspace
 from almanac.etcd_local import LocalEtcd
 from almanac.serialization import encode_catalog
 
@@ -220,17 +219,18 @@ def run(root: Path, tables: int, spark: bool) -> int:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m almanac.demo_cluster", description=__doc__)
-    parser.add_argument("dir", nargs="?", help="working directory (default: a new temp dir)")
+    parser.add_argument(
+        "dir", nargs="?", help="working directory, kept (default: a temp dir, removed at the end)"
+    )
     parser.add_argument("--tables", type=int, default=20, help="tables per writer and round")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark CTAS")
     args = parser.parse_args(argv)
-    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="almanac-cluster-"))
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        return run(root, args.tables, spark=not args.no_spark)
-    except KeyboardInterrupt:
-        print("Interrupted: stopped everything this demo started")
-        return 130
+    with workspace(args.dir, "almanac-cluster-") as root:
+        try:
+            return run(root, args.tables, spark=not args.no_spark)
+        except KeyboardInterrupt:
+            print("Interrupted: stopped everything this demo started")
+            return 130
 
 
 if __name__ == "__main__":

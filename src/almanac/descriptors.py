@@ -20,6 +20,7 @@ from almanac.clock import LOGICAL_BITS
 from almanac.datatypes import ColumnType
 from almanac.errors import AmbiguousNameError
 from almanac.names import name_key
+from almanac.partitioning import UNPARTITIONED, UNSORTED, PartitionSpec, SortOrder
 
 __all__ = [
     "Collation",
@@ -215,6 +216,13 @@ class Table:
     what every table got before keys became optional and what ``COLOCATE
     BY`` asks for; otherwise the table is unpartitioned and a data file's
     tablet is a hash of its name (see ``almanac.data.tablets``).
+
+    ``partition_specs`` and ``sort_orders`` are the table's Iceberg specs
+    and sort orders, every one it ever had (files keep the spec they were
+    written under), with the ids of the current ones; a bucketed table's
+    hidden ``tablet`` field is not among their fields (see
+    ``almanac.partitioning``). ``last_partition_id`` is the highest
+    partition field id ever assigned.
     """
 
     id: int
@@ -236,6 +244,11 @@ class Table:
     dropped_at: int | None = None
     reserve_ms: int = 0
     bucketed: bool = True
+    partition_specs: tuple[PartitionSpec, ...] = (UNPARTITIONED,)
+    default_spec_id: int = 0
+    last_partition_id: int = 1000
+    sort_orders: tuple[SortOrder, ...] = (UNSORTED,)
+    default_sort_order_id: int = 0
     # Columns by ``name_key``, built on first lookup: a scan per lookup made
     # adding or checking n columns quadratic. One dict, and a bare column per
     # key (a tuple only for an old table's case-only twins): old versions
@@ -287,6 +300,16 @@ class Table:
             matches=matches,
             rule="ambiguous-name",
         )
+
+    @property
+    def partition_spec(self) -> PartitionSpec:
+        """The spec new files are written under."""
+        return next(s for s in self.partition_specs if s.spec_id == self.default_spec_id)
+
+    @property
+    def sort_order(self) -> SortOrder:
+        """The order Almanac's writers sort new files by."""
+        return next(o for o in self.sort_orders if o.order_id == self.default_sort_order_id)
 
     def column_by_id(self, column_id: int) -> Column | None:
         for col in self.columns:

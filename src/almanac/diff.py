@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from immutables import Map
@@ -28,7 +28,14 @@ from immutables import Map
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Column, Index, Schema, Table, Zone
 from almanac.errors import ValidationError
-from almanac.spelling import default_sql, type_sql
+from almanac.spelling import (
+    column_sql,
+    default_sql,
+    index_columns_sql,
+    partition_field_sql,
+    sort_field_sql,
+    type_sql,
+)
 
 __all__ = [
     "OBJECT_KINDS",
@@ -39,6 +46,7 @@ __all__ = [
     "ObjectChange",
     "ObjectRef",
     "diff_catalogs",
+    "value_text",
 ]
 
 JsonScalar = str | int | float | bool | None
@@ -52,11 +60,15 @@ OBJECT_KINDS = ("schema", "zone", "table", "column", "index")
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
     """An object added or removed; ``name`` is qualified (``PUBLIC.T``,
-    ``PUBLIC.T.C``, ``PUBLIC.I``) as of the version that holds it."""
+    ``PUBLIC.T.C``, ``PUBLIC.I``) as of the version that holds it.
+    ``definition`` says what the object is, in one line (a column's
+    ``STRING(16) NOT NULL``, an index's ``unique SORTED on PUBLIC.T (A
+    ASC)``); it is not part of the object's identity."""
 
     kind: str
     id: int
     name: str
+    definition: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +108,8 @@ class CatalogDiff:
         return {
             "before": self.before,
             "after": self.after,
-            "added": [_ref_json(r) for r in self.added],
-            "removed": [_ref_json(r) for r in self.removed],
+            "added": [{**_ref_json(r), "definition": r.definition} for r in self.added],
+            "removed": [{**_ref_json(r), "definition": r.definition} for r in self.removed],
             "changed": [
                 {
                     **_ref_json(c),
@@ -152,9 +164,9 @@ def diff_catalogs(before: CatalogVersion, after: CatalogVersion) -> CatalogDiff:
     changed: list[ObjectChange] = []
     for _, was, now in sorted(_differing(before, after), key=lambda pair: pair[0]):
         if was is None and now is not None:
-            added.append(ObjectRef(now.kind, now.id, now.name))
+            added.append(_ref_of(now))
         elif now is None and was is not None:
-            removed.append(ObjectRef(was.kind, was.id, was.name))
+            removed.append(_ref_of(was))
         elif was is not None and now is not None:
             fields = tuple(
                 FieldChange(name, value, now.fields[name])
@@ -175,6 +187,7 @@ class _Object:
     id: int
     name: str
     fields: dict[str, JsonValue]
+    definition: str
 
 
 _Key = tuple[int, int, int]
@@ -233,32 +246,62 @@ def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
 
 
 def _schema(s: Schema | None) -> _Object | None:
-    return None if s is None else _Object("schema", s.id, s.name, _schema_fields(s))
+    if s is None:
+        return None
+    return _Object("schema", s.id, s.name, _schema_fields(s), f"schema {s.name}")
 
 
 def _zone(cat: CatalogVersion, z: Zone | None) -> _Object | None:
     if z is None:
         return None
-    return _Object("zone", z.id, z.name, _zone_fields(z, default=z.id == cat.default_zone_id))
+    default = z.id == cat.default_zone_id
+    definition = (
+        f"{_count(z.partitions, 'partition')}, {_count(z.replicas, 'replica')} "
+        f"(quorum {z.quorum_size}), {z.consistency_mode.name} consistency, storage profiles "
+        f"{', '.join(z.storage_profiles)}" + (", the default zone" if default else "")
+    )
+    return _Object("zone", z.id, z.name, _zone_fields(z, default=default), definition)
 
 
 def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
     if t is None:
         return None
-    return _Object("table", t.id, f"{_schema_name(cat, t.schema_id)}.{t.name}", _table_fields(t))
+    key = (
+        f"primary key ({', '.join(t.primary_key)}) {t.primary_key_kind.name}"
+        if t.primary_key
+        else "no primary key"
+    )
+    zone = cat.zones_by_id.get(t.zone_id)
+    definition = (
+        f"{_count(len(t.columns), 'column')}, {key}, zone "
+        f"{zone.name if zone is not None else f'#{t.zone_id}'}"
+        + (", soft-deleted" if t.soft_deleted else "")
+    )
+    name = f"{_schema_name(cat, t.schema_id)}.{t.name}"
+    return _Object("table", t.id, name, _table_fields(t), definition)
 
 
 def _column(cat: CatalogVersion, t: Table | None, c: Column | None) -> _Object | None:
     if t is None or c is None:
         return None
     name = f"{_schema_name(cat, t.schema_id)}.{t.name}.{c.name}"
-    return _Object("column", c.id, name, _column_fields(c))
+    return _Object("column", c.id, name, _column_fields(c), column_sql(c))
 
 
 def _index(cat: CatalogVersion, i: Index | None) -> _Object | None:
     if i is None:
         return None
-    return _Object("index", i.id, f"{_schema_name(cat, i.schema_id)}.{i.name}", _index_fields(i))
+    table = cat.tables_by_id.get(i.table_id)
+    on = f"{_schema_name(cat, table.schema_id)}.{table.name}" if table else f"#{i.table_id}"
+    definition = (
+        "primary-key " if i.primary_key else "unique " if i.unique else ""
+    ) + f"{i.kind.name} on {on} ({index_columns_sql(i)}), {i.status.name}"
+    name = f"{_schema_name(cat, i.schema_id)}.{i.name}"
+    return _Object("index", i.id, name, _index_fields(i), definition)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _schema_fields(s: Schema) -> dict[str, JsonValue]:
@@ -297,6 +340,10 @@ def _table_fields(t: Table) -> dict[str, JsonValue]:
         "soft_deleted": t.soft_deleted,
         "dropped_at": t.dropped_at,
         "reserve_ms": t.reserve_ms,
+        "partition_spec_id": t.default_spec_id,
+        "partition_spec": tuple(partition_field_sql(t, f) for f in t.partition_spec.fields),
+        "sort_order_id": t.default_sort_order_id,
+        "sort_order": tuple(sort_field_sql(t, f) for f in t.sort_order.fields),
     }
 
 
@@ -329,7 +376,21 @@ def _index_fields(i: Index) -> dict[str, JsonValue]:
 
 
 def _ref_of(obj: _Object) -> ObjectRef:
-    return ObjectRef(obj.kind, obj.id, obj.name)
+    return ObjectRef(obj.kind, obj.id, obj.name, obj.definition)
+
+
+def value_text(value: JsonValue) -> str:
+    """A field's value as a person reads it: text unquoted, ``none`` for
+    null, a list comma-separated; what the console and the command line show."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ", ".join(value_text(v) for v in value) if value else "(empty)"
+    if value == "":
+        return "''"
+    return str(value)
 
 
 # -- JSON --------------------------------------------------------------------------
@@ -348,11 +409,14 @@ def _fail(what: str, expected: str, got: object) -> ValidationError:
     return ValidationError(f"{what} must be {expected}, not {shown}")
 
 
-def _mapping(value: object, what: str, keys: tuple[str, ...]) -> Mapping[str, object]:
+def _mapping(
+    value: object, what: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise _fail(what, "a JSON object", value)
-    if set(value) != set(keys):
-        raise ValidationError(f"{what} must have exactly the keys {', '.join(keys)}")
+    if not set(keys) <= set(value) <= set(keys + optional):
+        shown = ", ".join(keys) + "".join(f" (and optionally {k})" for k in optional)
+        raise ValidationError(f"{what} must have exactly the keys {shown}")
     return value
 
 
@@ -407,5 +471,8 @@ def _refs(value: object, key: str) -> tuple[ObjectRef, ...]:
     out = []
     for i, item in enumerate(_list(value, f"'{key}' of a catalog diff")):
         what = f"Item {i} of '{key}' of a catalog diff"
-        out.append(_ref(_mapping(item, what, ("kind", "id", "name")), what))
+        fields = _mapping(item, what, ("kind", "id", "name"), ("definition",))
+        ref = _ref(fields, what)
+        definition = _str(fields.get("definition", ""), f"'definition' of {what.lower()}")
+        out.append(ObjectRef(ref.kind, ref.id, ref.name, definition))
     return tuple(out)

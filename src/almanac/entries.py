@@ -28,6 +28,7 @@ from almanac.descriptors import (
 from almanac.errors import CorruptLogError
 from almanac.events import EventType
 from almanac.nested import field_ids
+from almanac.partitioning import PartitionSpec, SortOrder
 from almanac.schema_sync import MAX_DELAY_MS
 
 __all__ = [
@@ -52,6 +53,10 @@ __all__ = [
     "DefaultZoneSet",
     "TablePropertiesSet",
     "PrimaryKeySet",
+    "PartitionSpecAdded",
+    "DefaultPartitionSpecSet",
+    "SortOrderAdded",
+    "DefaultSortOrderSet",
     "IndexBuildStarted",
     "IndexStopped",
     "UpdateEntry",
@@ -485,6 +490,92 @@ class TablePropertiesSet(UpdateEntry):
     def apply(self, cat: CatalogVersion) -> CatalogVersion:
         old = _table(cat, self.table_id, self)
         return _put_table(cat, replace(old, properties=self.properties, update_version=cat.version))
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpecAdded(UpdateEntry):
+    """Adds a partition spec (not yet the default: a ``DefaultPartitionSpecSet``
+    follows when it is). Its new field ids raise ``last_partition_id``."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    spec: PartitionSpec
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        last = max([old.last_partition_id, *(f.field_id for f in self.spec.fields)])
+        return _put_table(
+            cat,
+            replace(
+                old,
+                partition_specs=(*old.partition_specs, self.spec),
+                last_partition_id=last,
+                update_version=cat.version,
+            ),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPartitionSpecSet(UpdateEntry):
+    """Makes an existing spec the one new files are written under."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    spec_id: int
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        if all(s.spec_id != self.spec_id for s in old.partition_specs):
+            raise _missing("partition spec", self.spec_id, self)
+        return _put_table(
+            cat, replace(old, default_spec_id=self.spec_id, update_version=cat.version)
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class SortOrderAdded(UpdateEntry):
+    """Adds a sort order (a ``DefaultSortOrderSet`` follows when it becomes
+    the default)."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    order: SortOrder
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        return _put_table(
+            cat,
+            replace(old, sort_orders=(*old.sort_orders, self.order), update_version=cat.version),
+        )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultSortOrderSet(UpdateEntry):
+    """Makes an existing sort order the one Almanac's writers sort by."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    order_id: int
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        if all(o.order_id != self.order_id for o in old.sort_orders):
+            raise _missing("sort order", self.order_id, self)
+        return _put_table(
+            cat, replace(old, default_sort_order_id=self.order_id, update_version=cat.version)
+        )
 
     def object_id(self) -> int:
         return self.table_id

@@ -43,14 +43,12 @@ from almanac.errors import (
     AccessDeniedError,
     CatalogError,
     CorruptDataError,
-    NotFoundError,
     ValidationError,
 )
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
 from almanac.remote import check_token
 from almanac.spark.names import parse_name, resolve_table
-from almanac.targets import parse_target
 from almanac.tserver.auth import RULE, bearer_headers
 from almanac.tserver.service import DAMAGED
 from almanac.tserver.ticket import TabletTicket
@@ -103,10 +101,7 @@ def read_table(
     check.string(target, "Parameter 'target' of read_table", nonblank=True)
     from almanac.connection import open_catalog
 
-    parsed = parse_target(target)
-    if parsed.store_path is not None and not parsed.store_path.exists():
-        raise NotFoundError(f"No catalog at {parsed} to read from", target=str(parsed))
-    with open_catalog(parsed) as cat:
+    with open_catalog(target, create=False) as cat:
         return _read(cat, name, version, filter, timeout_s, progress, token)
 
 

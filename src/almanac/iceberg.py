@@ -46,12 +46,13 @@ def metadata_location(
     """Where the current ``metadata.json`` of table ``name`` ("S.T", or "T"
     with ``schema``) is. ``NotFoundError`` for an unknown table,
     ``CatalogError`` for a table with no data yet (its Iceberg table appears
-    with its first commit)."""
+    with its first commit). A target that holds no catalog is a
+    ``NotFoundError``: nothing is created there."""
     check.string(target, "Parameter 'target' of metadata_location", nonblank=True)
     check.string(name, "Parameter 'name' of metadata_location", nonblank=True)
     if schema is not None:
         check.string(schema, "Parameter 'schema' of metadata_location", nonblank=True)
-    with connect(target, warehouse=warehouse) as cat:
+    with connect(target, warehouse=warehouse, create=False) as cat:
         version = cat.catalog()
         schema_name, table_name = _resolve(version, name, schema)
         table = version.table(table_name, schema_name)

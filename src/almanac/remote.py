@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from almanac import _check as check
 from almanac import errors
-from almanac.catalog import ExecuteResult
+from almanac.catalog_types import ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.clock import physical_ms
 from almanac.commands.base import Command
@@ -153,7 +153,9 @@ class RemoteCatalog:
     """A catalog served by ``almanac serve``, over HTTP; safe to share
     between threads. ``token`` is sent as ``Authorization: Bearer``;
     ``timeout_s`` bounds one HTTP request, ``retry_s`` how long a call keeps
-    retrying a server that is down or unavailable."""
+    retrying a server that is down or unavailable. ``on_retry(failure,
+    seconds_left)`` hears of each retry before its pause, so that a front end
+    can say it is still trying instead of staying silent."""
 
     def __init__(
         self,
@@ -162,6 +164,7 @@ class RemoteCatalog:
         token: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         retry_s: float = DEFAULT_RETRY_S,
+        on_retry: Callable[[str, float], object] | None = None,
     ) -> None:
         target = parse_target(url)
         if target.kind != "http":
@@ -174,6 +177,9 @@ class RemoteCatalog:
             check_token(token, "Parameter 'token' of RemoteCatalog")
         check.number(timeout_s, "Parameter 'timeout_s' of RemoteCatalog", positive=True)
         check.number(retry_s, "Parameter 'retry_s' of RemoteCatalog", lo=0)
+        if on_retry is not None:
+            check.callable_(on_retry, "Parameter 'on_retry' of RemoteCatalog")
+        self._on_retry = on_retry
         self.target: Target = target
         self.url = target.url
         """The server's base address."""
@@ -233,6 +239,8 @@ class RemoteCatalog:
                     attempts=attempts,
                     outcome="unknown" if method == "POST" else "none",
                 )
+            if self._on_retry is not None:
+                self._on_retry(failure, left)
             pause = max(random.uniform(backoff / 2, backoff), _retry_after(reply))
             time.sleep(min(pause, left))
             backoff = min(backoff * 2, _BACKOFF_MAX_S)

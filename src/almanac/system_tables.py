@@ -44,6 +44,7 @@ from almanac.placement.state import (
     read_server_indexes,
     read_servers,
 )
+from almanac.spelling import partition_field_sql, sort_field_sql
 from almanac.sql.reads import (
     TABLE_COLUMNS,
     AsOf,
@@ -92,6 +93,8 @@ _TABLE_EXTRA: tuple[tuple[str, ColumnKind], ...] = (
     ("STORAGE_PROFILE", "string"),
     ("CREATED_VERSION", "int64"),
     ("UPDATE_VERSION", "int64"),
+    ("PARTITION_SPEC", "string"),
+    ("SORT_ORDER", "string"),
 )
 
 SYSTEM_COLUMNS: dict[str, tuple[tuple[str, ColumnKind], ...]] = {
@@ -202,6 +205,8 @@ def tables_rows(cat: CatalogVersion) -> tuple[Row, ...]:
             table.storage_profile,
             table.created_version,
             table.update_version,
+            ", ".join(partition_field_sql(table, f) for f in table.partition_spec.fields),
+            ", ".join(sort_field_sql(table, f) for f in table.sort_order.fields),
         )
         rows.append((*shown, *extra))
     return tuple(rows)
@@ -460,7 +465,7 @@ def _as_of(version: object, timestamp: object) -> AsOf | None:
 
 
 def _open(target: object) -> Catalog:
-    from almanac.connection import missing_catalog, open_catalog
+    from almanac.connection import open_catalog
 
     parsed = parse_target(target)
     if parsed.kind in ("http", "memory"):
@@ -474,9 +479,4 @@ def _open(target: object) -> Catalog:
             target=str(parsed),
             rule="local-target",
         )
-    missing = missing_catalog(parsed)
-    if missing is not None:
-        raise NotFoundError(
-            f"No catalog at '{parsed}' ({missing})", kind="catalog", name=str(parsed)
-        )
-    return open_catalog(parsed)
+    return open_catalog(parsed, create=False)

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PATIENCE = 120.0
+from tests.waiting import PATIENCE
+
 """A failure guard for waits on the command's process, never a duration."""
 
 

@@ -15,9 +15,11 @@ import pytest
 import almanac
 from almanac.cli import main
 from almanac.clock import to_datetime
-from tests.cli.support import PATIENCE, start
+from almanac.summary import CHECKPOINT_SUMMARY
 from tests.cli.support import almanac as run
+from tests.cli.support import start
 from tests.durable.helpers import table
+from tests.waiting import PATIENCE
 
 HISTORY = (
     "CREATE SCHEMA sales",  # 2
@@ -121,12 +123,27 @@ def test_show_describe_history_and_diff(
     assert [row[0] for row in newest["rows"]] == [6, 5]
     assert newest["rows"][1][1] == activations[5]
     assert "ORDERS_NAME" in newest["rows"][1][3]
+    mine = json.loads(read("history", "--table", "sales.orders", "--json"))
+    assert [row[0] for row in mine["rows"]] == [5, 4, 3]
+    assert mine["rows"][1][3] == "added column EMAIL STRING(200) to SALES.ORDERS"
+    assert [
+        row[0]
+        for row in json.loads(read("history", "--table", "sales.orders", "--limit", "1", "--json"))[
+            "rows"
+        ]
+    ] == [5]
     plain = read("history")
     assert plain.splitlines()[0].split() == ["VERSION", "ACTIVATED_AT", "NODE", "SUMMARY"]
     assert [line[0] for line in _cells(plain)[1:]] == ["6", "5", "4", "3", "2", "1"]
-    changed = _cells(read_apart("diff", "3", "4"))
-    assert changed[0] == ["CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER"]
-    assert ["added", "column", "SALES.ORDERS.EMAIL"] in [line[:3] for line in changed]
+    changed = read_apart("diff", "3", "4")
+    assert changed.split("\n")[0].split() == ["CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER"]
+    # Values as a person reads them: a definition, no NULL, no JSON quotes.
+    assert ["added", "column", "SALES.ORDERS.EMAIL", "STRING(200)"] in _cells(changed)
+    assert ["changed", "table", "SALES.ORDERS", "table_version", "1", "2"] in _cells(changed)
+    assert "NULL" not in changed and '"' not in changed, changed
+    renamed = read("diff", "1", "6")
+    assert "added   column  SALES.ORDERS.ID" in renamed and "INT64 NOT NULL" in renamed
+    assert read("diff", "4", "4") == "No differences between version 4 and version 4.\n"
     diff = json.loads(read("diff", "3", "4", "--json"))
     cells = [str(cell) for row in diff["rows"] for cell in row]
     assert "SALES.ORDERS.EMAIL" in cells
@@ -153,9 +170,10 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(
     monkeypatch.chdir(tmp_path)
     status, out, err = _call(capsys, "history")  # ./almanac-data, which does not exist
     assert (status, out) == (1, "")
+    data = tmp_path / "almanac-data"
     assert err == (
-        f"error: No catalog at {tmp_path / 'almanac-data'}: create one with `almanac --store "
-        f"{tmp_path / 'almanac-data'} init`, or name another with --store or $ALMANAC_STORE\n"
+        f"error: No catalog at {data} (no metastore file '{data / 'catalog.db'}'): create one "
+        f"with `almanac --store {data} init`, or name another with --store or $ALMANAC_STORE\n"
     )
     assert not (tmp_path / "almanac-data").exists(), "a read creates nothing"
     status, _, err = _call(
@@ -225,10 +243,20 @@ def test_compact_keeps_the_last_versions(tmp_path: Path) -> None:
             cat.execute([table(f"T{i}")])  # 2..5
     done = run("--store", path, "compact", "--keep", "2", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "versions 4 to 5 kept, 4 older versions removed\n"
+    assert done.stdout == "versions 4 to 5 kept, 3 older versions removed\n"
     with almanac.connect(path) as cat:
         assert (cat.earliest_version, cat.latest_version) == (4, 5)
         assert cat.catalog(4).table("T2") is not None
+    again = run("--store", path, "compact", "--keep", "2", cwd=tmp_path)
+    assert again.stdout == "versions 4 to 5 kept, none removed\n"
+    history = run("--store", path, "history", cwd=tmp_path)
+    rows = history.stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["5", "4"], "the checkpoint version is listed"
+    assert rows[1].endswith(CHECKPOINT_SUMMARY)
+    fresh = str(tmp_path / "fresh")
+    almanac.connect(fresh).close()
+    first = run("--store", fresh, "compact", "--keep", "5", cwd=tmp_path)
+    assert first.stdout == "versions 1 to 1 kept, none removed\n", "versions start at 1"
     gone = run("--store", path, "describe", "T0", "--as-of-version", "2", cwd=tmp_path)
     assert gone.returncode == 1 and "earliest available version is 4" in gone.stderr
     bare = run("--store", path, "compact", cwd=tmp_path)

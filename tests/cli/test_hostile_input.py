@@ -15,7 +15,8 @@ import almanac
 from almanac.cli import main
 from almanac.cli.reads import MAX_SCRIPT_BYTES
 from almanac.connection import open_catalog
-from tests.cli.support import PATIENCE, environment
+from tests.cli.support import environment
+from tests.waiting import PATIENCE
 
 
 @pytest.fixture(scope="module")

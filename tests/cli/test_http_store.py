@@ -16,9 +16,10 @@ import pytest
 
 import almanac
 from almanac.cli import main
-from tests.cli.support import PATIENCE, start
 from tests.cli.support import almanac as run
+from tests.cli.support import start
 from tests.server.harness import Server
+from tests.waiting import PATIENCE
 
 ADMIN_TOKEN = "admin-5d1e8c2b9f4a7e30"
 READ_TOKEN = "read-8b3f6a0c2e9d4f17"

@@ -18,7 +18,8 @@ import almanac
 from almanac.cli import main
 from almanac.cli.output import cell_text, plain_table
 from almanac.cli.reads import read_statement
-from tests.cli.support import PATIENCE, environment
+from tests.cli.support import environment
+from tests.waiting import PATIENCE
 
 _words = st.text(string.ascii_letters + string.digits + "._-'\"éß€", min_size=1, max_size=12)
 _cells = st.one_of(_words, st.integers(), st.booleans(), st.none())
@@ -76,16 +77,15 @@ def test_usage_errors_exit_2_and_help_0() -> None:
     assert main(["janitor", "./a", "--store", "./b"]) == 2, "one catalog, named once"
 
 
-def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
-    path = str(tmp_path / "c")
-    almanac.connect(path).close()
+def _on_a_terminal(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """``almanac ARGS`` with stdout and stderr on a pseudo-terminal: what a person sees."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "almanac", "--store", path, "show", "schemas"],
-        env=environment(),
+        [sys.executable, "-m", "almanac", *args],
+        env=env or environment(),
         stdout=follower,
         stderr=follower,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     os.close(follower)
     screen = b""
@@ -101,9 +101,31 @@ def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
         screen += chunk
     os.close(leader)
     assert proc.wait(timeout=PATIENCE) == 0, screen
-    text = screen.decode()
+    return screen.decode()
+
+
+def test_a_terminal_gets_progress_and_a_rich_table(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    almanac.connect(path).close()
+    text = _on_a_terminal("--store", path, "show", "schemas", cwd=tmp_path)
     assert "Opening the catalog at" in text, "a spinner while the log replays"
     assert "PUBLIC" in text and "┃" in text, "a rich table, with box drawing"
+
+
+def test_a_diff_on_a_terminal_is_coloured_unless_no_color(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    with almanac.connect(path) as cat:
+        cat.sql("CREATE TABLE T (ID INT64 PRIMARY KEY)")
+        cat.sql("ALTER TABLE T RENAME TO U")
+    green, yellow = "\x1b[32m", "\x1b[33m"
+    coloured = _on_a_terminal("--store", path, "diff", "1", "3", cwd=tmp_path)
+    assert green in coloured and yellow in coloured, coloured
+    assert "PUBLIC.U.ID" in coloured and "INT64 NOT NULL" in coloured
+    plain = _on_a_terminal(
+        "--store", path, "diff", "1", "3", cwd=tmp_path, env={**environment(), "NO_COLOR": "1"}
+    )
+    assert green not in plain and yellow not in plain, plain
+    assert "PUBLIC.U.ID" in plain
 
 
 def test_the_command_line_imports_no_heavy_package_until_a_command_needs_it() -> None:

@@ -17,8 +17,8 @@ from almanac.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, open_metastore
 from tests.cluster.harness import RecordingNode
 from tests.durable.helpers import child
+from tests.waiting import PATIENCE
 
-PATIENCE = 120.0
 """A failure guard for waits on other processes, never a duration."""
 
 

@@ -11,8 +11,7 @@ import json
 import queue
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,18 +21,7 @@ from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
 from almanac.log_format import read_entry
 from almanac.metastore import Metastore
 from tests.durable.helpers import child, digest, replay_store
-
-PATIENCE = 120.0
-"""How long a test waits for a condition before it fails: a guard against a
-hang, never a duration anything is expected to take."""
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {timeout:.0f} s")
-        time.sleep(0.02)
+from tests.waiting import PATIENCE
 
 
 class RecordingNode:

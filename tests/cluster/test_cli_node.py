@@ -15,8 +15,9 @@ import pytest
 
 import almanac
 from almanac.cli import main
-from tests.cluster.conftest import PATIENCE
+from almanac.metastore import Metastore
 from tests.durable.helpers import ROOT, table
+from tests.waiting import PATIENCE
 
 
 def _until(predicate: object, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -57,7 +58,7 @@ def test_a_node_follows_logs_checkpoints_and_stops_cleanly(
             text = log.read_text
             _until(lambda: f"applied version {latest}:" in text(), "the last version", proc, log)
             _until(lambda: "earliest version now 4" in text(), "a checkpoint", proc, log)
-            assert re.search(r"applied version 3: .*TableCreated PUBLIC\.T1", text())
+            assert re.search(r"applied version 3: .*created table PUBLIC\.T1", text())
             assert "event TABLE_CREATE: version 3" in text(), "events of another process's DDL"
             assert "[n1] almanac.node" in text(), "every line names the node"
 
@@ -84,7 +85,8 @@ def test_a_node_without_a_catalog_is_refused(
     monkeypatch.chdir(tmp_path)
     assert main(["node", "--name", "n1"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"error: No catalog at {tmp_path / 'almanac-data'}: create one")
+    assert err.startswith(f"error: No catalog at {tmp_path / 'almanac-data'} (no metastore file")
+    assert f"create one with `almanac --store {tmp_path / 'almanac-data'} init`" in err
     assert "--store or $ALMANAC_STORE" in err
     assert not (tmp_path / "almanac-data").exists()
 
@@ -96,3 +98,16 @@ def test_a_taken_name_fails_the_node_with_a_message(
     with almanac.connect(target, node_name="n1"):
         assert main(["node", "--store", target, "--name", "n1"]) == 1
     assert "Node name 'n1' is taken by a live node" in capsys.readouterr().err
+
+
+def test_a_read_of_an_empty_etcd_namespace_creates_nothing(
+    etcd_target: str, store: Metastore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--store", etcd_target, "history"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: No catalog at {almanac.parse_target(etcd_target)} (no catalog")
+    assert "init`" in err
+    assert store.range("").kvs == (), "the namespace is still empty"
+    assert main(["--store", etcd_target, "init"]) == 0
+    assert main(["--store", etcd_target, "history"]) == 0
+    assert "\nVERSION " in capsys.readouterr().out

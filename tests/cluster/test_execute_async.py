@@ -13,8 +13,8 @@ from almanac.clock import HybridClock
 from almanac.log import UpdateLog
 from almanac.metastore import SqliteMetastore
 from almanac.schema_sync import SchemaSync
-from tests.cluster.conftest import PATIENCE
 from tests.durable.helpers import table
+from tests.waiting import PATIENCE
 
 
 class HeldClock:

@@ -14,8 +14,8 @@ from almanac import AlreadyExistsError, Catalog, CorruptLogError, ValidationErro
 from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
 from almanac.nodes import NodeRegistration, list_nodes, node_key
-from tests.cluster.conftest import PATIENCE
 from tests.durable.helpers import table
+from tests.waiting import PATIENCE
 
 
 def _until(predicate: object, what: str) -> None:

@@ -15,8 +15,7 @@ import almanac
 from almanac import ExecuteResult
 from almanac.etcd_local import LocalEtcd
 from tests.durable.helpers import table
-
-PATIENCE = 120.0
+from tests.waiting import PATIENCE
 
 
 @pytest.fixture(scope="module")

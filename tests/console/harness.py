@@ -14,8 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +28,8 @@ WORKER = Path(__file__).resolve().parents[1] / "server" / "serve_worker.py"
 START_DEADLINE_S = 120.0
 WAIT_S = 60.0
 """How long a browser condition may take on a loaded CI machine."""
+BROWSER_TZ = "Asia/Kolkata"
+"""The browser's time zone (UTC+05:30, no daylight saving)."""
 SHOTS_ENV = "ALMANAC_CONSOLE_SHOTS"
 """Set to a directory to also copy the screenshots there (to look at them)."""
 
@@ -104,7 +105,9 @@ def chromium() -> Iterator[webdriver.Chrome]:
         f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    # A zone far from UTC, so a page's local times differ from its UTC ones.
+    service = Service(CHROMEDRIVER, env={**os.environ, "TZ": BROWSER_TZ})
+    driver = webdriver.Chrome(options=options, service=service)
     try:
         yield driver
     finally:
@@ -112,21 +115,13 @@ def chromium() -> Iterator[webdriver.Chrome]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = WAIT_S) -> None:
-    """Poll ``condition()`` until true; fail naming ``what`` after the deadline."""
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def screenshot(driver: webdriver.Chrome, folder: Path, name: str) -> Path:
-    """Save the whole page as ``name.png`` in ``folder`` (and in ``$ALMANAC_CONSOLE_SHOTS``)."""
+def screenshot(driver: webdriver.Chrome, folder: Path, name: str, width: int = 1280) -> Path:
+    """Save the whole page, ``width`` pixels wide, as ``name.png`` in
+    ``folder`` (and in ``$ALMANAC_CONSOLE_SHOTS``)."""
     height = driver.execute_script(
         "return document.documentElement.scrollHeight + window.outerHeight - window.innerHeight"
     )
-    driver.set_window_size(1280, max(600, min(int(height) + 8, 4000)))
+    driver.set_window_size(width, max(600, min(int(height) + 8, 4000)))
     path = folder / f"{name}.png"
     assert driver.save_screenshot(str(path)), f"no screenshot of {name}"
     extra = os.environ.get(SHOTS_ENV)

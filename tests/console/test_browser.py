@@ -18,8 +18,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import almanac
 from almanac.data import write_table
+from tests.waiting import wait_for
 
-from .harness import WAIT_S, chromium, running_server, screenshot, wait_for
+from .harness import BROWSER_TZ, WAIT_S, chromium, running_server, screenshot
 
 XSS_TABLE = "<script>window.__xss = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 2">'
@@ -106,6 +107,18 @@ def test_tree_to_table_to_history_to_diff(site: Site, browser: webdriver.Chrome)
     assert files[0] >= 1 and files[1] > files[0] and sizes[1] > sizes[0] > 0
     screenshot(browser, site.shots, "table")
 
+    browser.find_element(By.ID, "table-history").click()
+    _wait(browser).until(ec.presence_of_element_located((By.ID, "history-table")))
+    own = [
+        int(li.get_attribute("data-version") or "0")
+        for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li")
+    ]
+    # Created, indexed, a column added (two data writes changed no catalog object).
+    assert own == [site.altered, site.before_sales, site.before_sales - 1]
+    summaries = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#timeline .summary")]
+    assert summaries[0] == "added column NOTE STRING(200) to PUBLIC.ORDERS"
+    screenshot(browser, site.shots, "history-of-orders")
+
     browser.find_element(By.LINK_TEXT, "History").click()
     _wait(browser).until(ec.presence_of_element_located((By.ID, "timeline")))
     versions = [
@@ -169,6 +182,10 @@ def test_a_pinned_page_offers_the_new_version(site: Site, browser: webdriver.Chr
         ec.text_to_be_present_in_element((By.ID, "live-text"), f"Version {new} is available")
     )
     assert browser.find_elements(By.LINK_TEXT, "LIVE_TWO") == []
+    # The footer and the bar agree on the latest version; the page says it is old.
+    assert browser.find_element(By.ID, "latest-version").text == str(new)
+    banner = browser.find_element(By.ID, "old-version").text
+    assert "an old version" in banner and f"the latest is {new}." in banner
     screenshot(browser, site.shots, "tree-pinned-live-bar")
     browser.find_element(By.ID, "live-link").click()
     _wait(browser).until(ec.presence_of_element_located((By.LINK_TEXT, "LIVE_TWO")))
@@ -225,4 +242,83 @@ def test_leaving_a_page_ends_its_event_stream(site: Site, browser: webdriver.Chr
         browser.get(site.url + "/health")
         # Chrome itself drops a left page's stream after 60 s; the page's own
         # pagehide handler ends it at once (measured: under a second idle).
-        wait_for(lambda: streams() == 0, "the left page's event stream to end", deadline_s=30)
+        wait_for(lambda: streams() == 0, "the left page's event stream to end")
+
+
+WIDTHS = (1400, 400)
+"""A desktop window and a phone's."""
+
+
+def test_every_page_fits_a_wide_and_a_narrow_window(site: Site, browser: webdriver.Chrome) -> None:
+    """Screenshots of each page at both widths (kept in ``site.shots``), and
+    at 400 px nothing wider than the window: no sideways scrolling."""
+    latest = site.cat.latest_version
+    pages = {
+        "tree": ("/", "content"),
+        "tree-old": (f"/?version={site.before_sales}", "old-version"),
+        "table": ("/tables/PUBLIC/ORDERS", "columns"),
+        "history": ("/history", "timeline"),
+        "history-of-table": ("/history?schema=PUBLIC&table=ORDERS", "history-table"),
+        "diff-one": (f"/diff?from={site.altered - 1}&to={site.altered}", "diff"),
+        "diff-all": (f"/diff?from=1&to={latest}", "diff"),
+        "error": ("/tables/PUBLIC/NO_SUCH_TABLE", "error"),
+    }
+    try:
+        for width in WIDTHS:
+            for name, (path, marker) in pages.items():
+                browser.set_window_size(width, 900)
+                browser.get(site.url + path)
+                _wait(browser).until(ec.presence_of_element_located((By.ID, marker)))
+                inner, scroll = browser.execute_script(
+                    "return [window.innerWidth, document.documentElement.scrollWidth]"
+                )
+                assert inner <= width
+                assert scroll <= inner, f"{name} at {width} px is {scroll} px wide"
+                screenshot(browser, site.shots, f"{name}-{width}", width=width)
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_times_show_utc_and_the_readers_local_time(site: Site, browser: webdriver.Chrome) -> None:
+    browser.get(site.url + "/history")
+    _wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, ".when .local")))
+    first = browser.find_element(By.CSS_SELECTOR, "#timeline .when")
+    utc = first.find_element(By.TAG_NAME, "time")
+    assert utc.text.endswith(" UTC")
+    instant = utc.get_attribute("datetime")
+    assert instant is not None and instant.endswith("Z")
+    local = first.find_element(By.CLASS_NAME, "local").text
+    # The browser runs in BROWSER_TZ, five and a half hours ahead of UTC.
+    assert "GMT+5:30" in local, (BROWSER_TZ, local)
+
+
+def test_the_api_docs_load_without_the_internet(site: Site, browser: webdriver.Chrome) -> None:
+    browser.get(site.url + "/docs")
+    _wait(browser).until(
+        ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".swagger-ui .info .title"), "Almanac")
+    )
+    assert browser.find_elements(By.CSS_SELECTOR, ".opblock"), "the operations are listed"
+    loaded = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(function (e) { return e.name; })"
+    )
+    assert loaded and all(url.startswith(site.url + "/") for url in loaded), loaded
+    screenshot(browser, site.shots, "docs")
+    browser.get(site.url + "/redoc")
+    _wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "h1")))
+    assert "Almanac" in browser.find_element(By.CSS_SELECTOR, "h1").text
+    with httpx.Client(base_url=site.url) as client:
+        icon = client.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+        assert icon.text.startswith("<svg")
+
+
+def test_a_new_catalog_starts_at_version_1(tmp_path: Path) -> None:
+    """Version 0 is the empty catalog before ``init``: no page offers it."""
+    almanac.connect(tmp_path / "catalog").close()
+    with running_server(tmp_path / "catalog") as url, httpx.Client(base_url=url) as client:
+        tree = client.get("/").text
+        assert "versions 1 to" in tree and 'min="1"' in tree and 'min="0"' not in tree
+        diff = client.get("/diff")
+        assert diff.status_code == 200
+        assert 'name="from" type="number" min="1" max="1" value="1"' in diff.text
+        assert "No differences between version 1 and version 1." in diff.text

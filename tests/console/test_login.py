@@ -17,8 +17,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import almanac
 from almanac.console.routes import router
+from tests.waiting import wait_for
 
-from .harness import WAIT_S, chromium, running_server, screenshot, wait_for
+from .harness import WAIT_S, chromium, running_server, screenshot
 
 READ_TOKEN = "read-8c1f0e2a"
 ADMIN_TOKEN = "admin-5b7d91c4"
@@ -201,3 +202,21 @@ def test_a_table_page_finds_any_spelling_of_its_name(site: Site) -> None:
             page = client.get(path)
             assert page.status_code == 200, (path, page.text[:300])
             assert "SECRET_PLANS" in page.text
+
+
+def test_the_login_page_fits_a_wide_and_a_narrow_window(
+    site: Site, browser: webdriver.Chrome
+) -> None:
+    browser.delete_all_cookies()
+    try:
+        for width in (1400, 400):
+            browser.set_window_size(width, 900)
+            browser.get(site.url + "/login")
+            _wait(browser).until(ec.presence_of_element_located((By.ID, "token")))
+            inner, scroll = browser.execute_script(
+                "return [window.innerWidth, document.documentElement.scrollWidth]"
+            )
+            assert scroll <= inner <= width, f"the login page at {width} px is {scroll} px wide"
+            screenshot(browser, site.shots, f"login-{width}", width=width)
+    finally:
+        browser.set_window_size(1280, 900)

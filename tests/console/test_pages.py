@@ -245,9 +245,12 @@ def test_data_snapshots_are_summed_per_snapshot(base: CatalogVersion) -> None:
         if tr.tag == "tr" and tr.children[0].tag == "td"
     ]
     assert body == [
-        ["7", "4", "2026-11-23T01:02:03.004Z", "append", "2", "1,234", "56,789"],
-        ["9", "5", "2026-11-23T01:02:04.000Z", "overwrite", "1", "10", "999"],
+        ["7", "4", "2026-11-23 01:02:03.004 UTC", "append", "2", "1,234", "56,789"],
+        ["9", "5", "2026-11-23 01:02:04.000 UTC", "overwrite", "1", "10", "999"],
     ]
+    # The instant is machine-readable too: the page's script adds local time from it.
+    times = [t.attrs["datetime"] for t in page.find("table", id="snapshots")[0].find("time")]
+    assert times == ["2026-11-23T01:02:03.004Z", "2026-11-23T01:02:04.000Z"]
 
 
 def test_a_catalog_without_a_warehouse_says_so() -> None:
@@ -272,15 +275,15 @@ def test_diff_rows_put_both_sides_next_to_each_other(base: CatalogVersion) -> No
         ],
     ).catalog
     rows = diff_rows(diff_catalogs(before, after))
-    assert ("added", "column", "S.<U>.N", "", "—", "present") in [
+    assert ("added", "column", "S.<U>.N", "", "—", "INT32") in [
         (r.change, r.kind, r.name, r.field, r.before, r.after) for r in rows
     ]
     renamed = [r for r in rows if r.change == "changed" and r.field == "name" and r.kind == "table"]
-    assert [(r.before, r.after) for r in renamed] == [('"T"', '"<U>"')]
+    assert [(r.before, r.after) for r in renamed] == [("T", "<U>")]
     page = parse(render_diff(before.version, after.version, rows, CHROME))
     assert_inert(page)
     shown = [[td.all_text() for td in tr.children] for tr in page.find("tr", class_="changed")]
-    assert ["changed", "table", "S.<U>", "name", '"T"', '"<U>"'] in shown
+    assert ["changed", "table", "S.<U>", "name", "T", "<U>"] in shown
     empty = parse(render_diff(3, 3, [], CHROME))
     assert empty.find("p", id="no-changes")
 
@@ -305,3 +308,49 @@ def test_history_error_and_login_pages_escape_what_they_show() -> None:
     assert_inert(login)
     assert login.find("input", name="next")[0].attrs["value"] == nasty_next
     assert login.find("p", id="login-problem")[0].all_text() == "<b>bad</b>"
+
+
+def test_an_old_version_says_so_and_the_footer_names_what_is_kept(base: CatalogVersion) -> None:
+    snapshot = _with_names(base, "S", "T", "C")
+    old = Chrome(version=2, latest=5, earliest=1, pinned=True)
+    page = parse(render_tree(snapshot, old))
+    banner = page.find("div", id="old-version")
+    assert banner and "version 2, an old version" in banner[0].all_text()
+    assert [n.all_text() for n in banner[0].find("span", class_="latest-number")] == ["5"]
+    assert [a.attrs["href"] for a in banner[0].find("a")] == ["/"]
+    [footer] = page.find("footer", id="status")
+    assert "".join(footer.text) == "Showing version 2 · latest  · versions 1 to  kept"
+    assert [n.all_text() for n in footer.children] == ["5", "5"]
+    assert [n.attrs["id"] for n in footer.children] == ["latest-version", "kept-to"]
+    for chrome in (
+        Chrome(version=5, latest=5, earliest=1, pinned=True),  # pinned to the latest
+        Chrome(version=5, latest=5, earliest=1, pinned=False),
+    ):
+        assert not parse(render_tree(snapshot, chrome)).find("div", id="old-version")
+    table = snapshot.table("T", "S")
+    assert table is not None
+    pinned = parse(render_table(snapshot, snapshot.schema("S"), table, DataSnapshots(), old))  # type: ignore[arg-type]
+    assert [a.attrs["href"] for a in pinned.find("div", id="old-version")[0].find("a")] == [
+        "/tables/S/T"
+    ]
+
+
+def test_a_table_page_links_its_own_history(base: CatalogVersion) -> None:
+    snapshot = _with_names(base, "S&x", "T/1", "C")
+    table = snapshot.table("T/1", "S&x")
+    schema = snapshot.schema("S&x")
+    assert table is not None and schema is not None
+    page = parse(render_table(snapshot, schema, table, DataSnapshots(), CHROME))
+    [link] = page.find("a", id="table-history")
+    assert link.attrs["href"] == "/history?schema=S%26x&table=T/1"
+    old = Chrome(version=2, latest=3, earliest=1, pinned=True)
+    page = parse(render_table(snapshot, schema, table, DataSnapshots(), old))
+    assert page.find("a", id="table-history")[0].attrs["href"].endswith("&before=2")
+    rows = [HistoryRow(2, "2026-11-23T01:02:03.004Z", "n", "created table S&x.T/1 (C INT64)")]
+    history = parse(render_history(rows, CHROME, older=1, newer=3, table=("S&x", "T/1")))
+    assert history.find("a", id="history-table")[0].attrs["href"] == "/tables/S%26x/T%2F1"
+    pager = [a.attrs["href"] for a in history.find("a") if "before=" in a.attrs.get("href", "")]
+    assert pager == [
+        "/history?before=3&schema=S%26x&table=T/1",
+        "/history?before=1&schema=S%26x&table=T/1",
+    ]

@@ -70,6 +70,8 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 USER_BUILT: tuple[type, ...] = (
     almanac.ColumnDef,
+    almanac.PartitionFieldDef,
+    almanac.SortFieldDef,
     almanac.ConstantDefault,
     almanac.FunctionDefault,
     almanac.TableProperties,
@@ -120,7 +122,11 @@ MODULES_NOT_SWEPT = {
     "almanac.log": _INTERNAL,
     "almanac.log_format": _INTERNAL,
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
+    "almanac.catalog_types": _EXPORTED,
+    "almanac.dispatch": _INTERNAL,
+    "almanac.settler": _INTERNAL,
     "almanac.nested": "the rules of nested columns, reached through the commands",
+    "almanac.partitioning": "specs and orders are exported from almanac; transforms via commands",
     "almanac.names": _INTERNAL,
     "almanac.nodes": _INTERNAL,
     "almanac.placement": "tablet placement state, read through almanac.system_tables",
@@ -158,6 +164,10 @@ NOT_CALLED = {
     "Schema": "a descriptor the catalog builds",
     "SqlResult": "returned by Catalog.sql",
     "Table": "a descriptor the catalog builds",
+    "PartitionField": "part of a PartitionSpec",
+    "PartitionSpec": "a descriptor the catalog builds (Table.partition_specs)",
+    "SortField": "part of a SortOrder",
+    "SortOrder": "a descriptor the catalog builds (Table.sort_orders)",
     "Target": "made by parse_target, which is called",
     "Preview": "returned by preview, which is called",
     "CommitContext": "made by the committing node for Command.bind",
@@ -522,6 +532,10 @@ def legal_values(
                 name="C", type=almanac.ColumnType.INT64, default=almanac.ConstantDefault(7)
             ),
         ]
+    if annotation is almanac.PartitionFieldDef:
+        return [almanac.PartitionFieldDef("ID", "bucket[4]"), almanac.PartitionFieldDef("B")]
+    if annotation is almanac.SortFieldDef:
+        return [almanac.SortFieldDef("ID", descending=True)]
     if annotation is almanac.TableProperties:
         return [almanac.TableProperties()]
     if annotation is Command:

@@ -272,3 +272,31 @@ def test_from_json_names_what_is_wrong(data: object, message: str) -> None:
     with pytest.raises(ValidationError) as caught:
         CatalogDiff.from_json(data)
     assert caught.value.message.startswith(message), caught.value.message
+
+
+def test_added_and_removed_objects_carry_their_definition(cat: Catalog) -> None:
+    before = cat.latest_version
+    after = cat.sql(
+        "CREATE TABLE T (ID INT64 PRIMARY KEY, NOTE VARCHAR(16) NOT NULL DEFAULT 'n');"
+        "CREATE UNIQUE INDEX BY_NOTE ON T (NOTE DESC, ID)"
+    ).version
+    d = cat.diff(before, after)
+    shown = {r.name: r.definition for r in d.added}
+    assert shown["PUBLIC.T.NOTE"] == "STRING(16) NOT NULL DEFAULT 'n'"
+    assert shown["PUBLIC.T"].startswith("2 columns, primary key (ID) HASH, zone ")
+    assert shown["PUBLIC.BY_NOTE"] == "unique SORTED on PUBLIC.T (NOTE DESC, ID ASC), AVAILABLE"
+    back = cat.diff(after, before)
+    assert {r.name: r.definition for r in back.removed} == shown
+    # The JSON form carries it; a diff from a server without it still reads.
+    data = d.to_json()
+    assert data["added"][0]["definition"] == d.added[0].definition
+    for ref in data["added"]:
+        del ref["definition"]
+    assert [r.definition for r in CatalogDiff.from_json(data).added] == [""] * len(d.added)
+
+
+def test_values_read_as_text() -> None:
+    from almanac.diff import value_text
+
+    shown = [value_text(v) for v in (None, True, 7, 0.5, "T", "", ("A", "B"), ())]
+    assert shown == ["none", "true", "7", "0.5", "T", "''", "A, B", "(empty)"]

@@ -82,6 +82,7 @@ NOT_EXPORTED = {
     "almanac.diff.OBJECT_KINDS": "the kinds a diff names, listed in the diff's docs",
     "almanac.diff.JsonScalar": "a type alias inside JsonValue",
     "almanac.diff.diff_catalogs": "the pure comparison; Catalog.diff is the user's call",
+    "almanac.diff.value_text": "how the console and the CLI show a diff value",
     "almanac.datatypes.MAX_DECIMAL_PRECISION": "a type rule the commands apply",
     "almanac.datatypes.shown": "how the type rules describe a value in their messages",
     "almanac.datatypes.MAX_LENGTH": "a type rule the commands apply",

@@ -25,9 +25,9 @@ from almanac.metastore import MemoryMetastore, Metastore
 from almanac.requests import request_digest
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import table
+from tests.waiting import PATIENCE
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
-PATIENCE = 60.0
 
 
 def node(store: Metastore, window_s: float = 24 * 3600.0, name: str | None = None) -> Catalog:

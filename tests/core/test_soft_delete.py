@@ -180,8 +180,8 @@ def test_recover_brings_the_table_and_its_indexes_back(cat: Catalog) -> None:
     assert [(c.name, {f.field for f in c.fields}) for c in diff.changed] == [
         ("PUBLIC.T", {"soft_deleted", "dropped_at", "reserve_ms"})
     ]
-    assert cat.describe(snap.version - 1).endswith("TableSoftDropped PUBLIC.T")
-    assert cat.describe(snap.version).endswith("TableRecovered PUBLIC.T")
+    assert cat.describe(snap.version - 1).endswith("dropped table PUBLIC.T, recoverable for 15min")
+    assert cat.describe(snap.version).endswith("recovered table PUBLIC.T")
 
 
 def test_recover_as_another_name_frees_the_old_one(cat: Catalog) -> None:

@@ -33,6 +33,8 @@ from almanac.placement import (
     server_index_key,
     server_key,
 )
+from almanac.spelling import partition_field_sql, sort_field_sql
+from almanac.summary import CHECKPOINT_SUMMARY
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
 from almanac.targets import parse_target
 
@@ -84,6 +86,10 @@ def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
                 "STORAGE_PROFILE": t.storage_profile,
                 "CREATED_VERSION": t.created_version,
                 "UPDATE_VERSION": t.update_version,
+                "PARTITION_SPEC": ", ".join(
+                    partition_field_sql(t, f) for f in t.partition_spec.fields
+                ),
+                "SORT_ORDER": ", ".join(sort_field_sql(t, f) for f in t.sort_order.fields),
             }
         )
     return sorted(rows, key=lambda r: (r["SCHEMA"], r["NAME"]))
@@ -417,11 +423,12 @@ def test_history_after_a_checkpoint_lists_what_is_left() -> None:
             cat.sql(f"CREATE SCHEMA {name}")
         cat.checkpoint_log(3)
         history = system_table(cat, "SYSTEM.HISTORY")
-        # version 3 is the checkpoint: readable, but what it changed is gone
-        assert history.column("VERSION").to_pylist() == [4]
-        assert [row[0] for row in cat.sql("SHOW HISTORY").rows] == [4]
+        # version 3 is the checkpoint: listed and readable, but what it changed is gone
+        assert history.column("VERSION").to_pylist() == [4, 3]
+        assert history.column("SUMMARY").to_pylist()[1] == CHECKPOINT_SUMMARY
+        assert [row[0] for row in cat.sql("SHOW HISTORY").rows] == [4, 3]
         assert system_table(cat, "SYSTEM.TABLES", version=3).num_rows == 0
-        assert system_table(cat, "SYSTEM.HISTORY", version=3).num_rows == 0
+        assert system_table(cat, "SYSTEM.HISTORY", version=3).column("VERSION").to_pylist() == [3]
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             system_table(cat, "SYSTEM.TABLES", version=2)
 

@@ -365,7 +365,7 @@ def test_iceberg_bounds_round_trip_exactly() -> None:
     file = DataFile("w/tablet=3/p.parquet", 10, 99, 3, stats)
     spec = partition_spec(table, shape.partitions)
     types = {c.id: iceberg_type(c) for c in table.columns}
-    back = from_iceberg_file(to_iceberg_file(file, table, spec), types, bool(spec.fields))
+    back = from_iceberg_file(to_iceberg_file(file, table, spec), types, 0 if spec.fields else None)
     assert (back.path, back.rows, back.size, back.tablet) == (file.path, 10, 99, 3)
     for cid, want in stats.items():
         got = back.stats[cid]
@@ -398,7 +398,7 @@ def test_nan_is_never_an_iceberg_bound() -> None:
     spec = partition_spec(table, 1)
     iceberg_file = to_iceberg_file(file, table, spec)
     assert f_id not in (iceberg_file.upper_bounds or {})
-    back = from_iceberg_file(iceberg_file, {f_id: iceberg_type(table.columns[1])}, True)
+    back = from_iceberg_file(iceberg_file, {f_id: iceberg_type(table.columns[1])}, None)
     assert back.stats[f_id].min == 1.0 and back.stats[f_id].max is None
 
 

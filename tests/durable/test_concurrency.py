@@ -18,9 +18,9 @@ from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
 from almanac.schema_sync import SchemaSync
 from tests.durable.helpers import digest, race_ddl_workers, table
+from tests.waiting import PATIENCE
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
-PATIENCE = 60.0  # a failure guard for waits on other threads, never a duration
 
 
 @pytest.fixture(params=["sqlite", "memory-optimistic"])
@@ -138,7 +138,7 @@ def test_a_real_conflict_says_what_the_other_writer_changed(
     message = str(info.value)
     assert "'PUBLIC.T' already exists" in message
     assert "another writer committed first: version 2: " in message
-    assert "TableCreated PUBLIC.T" in message
+    assert "created table PUBLIC.T" in message
     assert info.value.context["concurrent_versions"] == (2,)
     assert a.latest_version == 2
 

@@ -19,8 +19,8 @@ from almanac.serialization.io import Writer
 from almanac.serialization.registry import PROTOCOL_VERSION
 from tests.durable.helpers import child, race_children, replay_store
 from tests.durable.worker_request import request_commands, result_json
+from tests.waiting import PATIENCE
 
-PATIENCE = 120.0
 """A failure guard for waits on other processes, never a duration."""
 
 

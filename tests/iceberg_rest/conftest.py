@@ -17,8 +17,9 @@ from pyiceberg.catalog.rest import RestCatalog
 
 import almanac
 from almanac.catalog import Catalog
-from tests.server.harness import PATIENCE, Server
+from tests.server.harness import Server
 from tests.spark.conftest import spark  # noqa: F401  (the one session of the run)
+from tests.waiting import PATIENCE
 
 ADMIN_TOKEN = "iceberg-admin-5b2e8c71d04f"
 READ_TOKEN = "iceberg-read-9a13f6e2c7b8"

@@ -11,7 +11,8 @@ from pyiceberg.exceptions import CommitFailedException
 
 import almanac
 from almanac.data import read_table
-from tests.server.harness import Server, wait_for
+from tests.server.harness import Server
+from tests.waiting import wait_for
 
 from .conftest import ADMIN_TOKEN, rest_catalog
 from .tables import SCHEMA, arrow_rows, batch, scanned

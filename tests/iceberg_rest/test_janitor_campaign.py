@@ -21,7 +21,8 @@ from almanac.data import read_table, run_janitor
 from tests.iceberg_rest.campaign_writer import BATCH
 from tests.iceberg_rest.conftest import ADMIN_TOKEN, PREFIX, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch
-from tests.server.harness import ROOT, Server, wait_for
+from tests.server.harness import ROOT, Server
+from tests.waiting import wait_for
 
 ROUNDS = 30
 TABLES = ("A", "B")

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortField, SortOrder
-from pyiceberg.transforms import BucketTransform, IdentityTransform
+from pyiceberg.table.metadata import TableMetadataV2
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+from pyiceberg.transforms import BucketTransform, DayTransform, HourTransform, IdentityTransform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -35,13 +36,21 @@ from pyiceberg.types import (
 import almanac
 from almanac import CreateSchema, SetPrimaryKey, ValidationError
 from almanac.catalog_version import CatalogVersion
-from almanac.commands import Command, preview
-from almanac.data.iceberg_schema import iceberg_schema
+from almanac.commands import (
+    Command,
+    PartitionFieldDef,
+    SetPartitionSpec,
+    SetSortOrder,
+    SortFieldDef,
+    preview,
+)
+from almanac.data.iceberg_schema import iceberg_layout, iceberg_schema
 from almanac.descriptors import Table
 from almanac.iceberg_rest.mapping import (
     check_expressed,
-    check_spec,
+    check_layout,
     create_command,
+    layout_commands,
     schema_commands,
 )
 
@@ -87,7 +96,7 @@ def _schema(types: list[tuple[IcebergType, bool]], first_id: int = 1) -> Schema:
 
 
 def _created(version: CatalogVersion, schema: Schema, spec: PartitionSpec | None = None) -> Table:
-    create = create_command("ns", "t", schema, spec, None)
+    create = create_command("ns", "t", schema, spec, None, 25)
     made = _apply(version, [CreateSchema("ns"), create]).table("t", "ns")
     assert made is not None
     return made
@@ -138,7 +147,9 @@ def test_a_schema_change_is_the_alter_it_amounts_to(
     version = _version()
     schema = _schema(types)
     made = _created(version, schema)
-    version = _apply(version, [CreateSchema("ns"), create_command("ns", "t", schema, None, None)])
+    version = _apply(
+        version, [CreateSchema("ns"), create_command("ns", "t", schema, None, None, 25)]
+    )
     table = version.table("t", "ns")
     assert table is not None
     old = iceberg_schema(table)
@@ -199,7 +210,7 @@ def test_a_swap_of_names_goes_through_a_free_name() -> None:
         [
             CreateSchema("ns"),
             create_command(
-                "ns", "t", _schema([(StringType(), False), (LongType(), False)]), None, None
+                "ns", "t", _schema([(StringType(), False), (LongType(), False)]), None, None, 25
             ),
         ],
     )
@@ -213,7 +224,7 @@ def test_the_key_keeps_its_name() -> None:
     old = iceberg_schema(made)
     renamed = Schema(old.fields[0].model_copy(update={"name": "key"}), identifier_field_ids=[0])
     version = _apply(
-        _version(), [CreateSchema("ns"), create_command("ns", "t", _schema([]), None, None)]
+        _version(), [CreateSchema("ns"), create_command("ns", "t", _schema([]), None, None, 25)]
     )
     with pytest.raises(ValidationError, match="primary key"):
         _apply(version, schema_commands("ns", made, old, renamed))
@@ -226,7 +237,7 @@ def test_the_key_keeps_its_name() -> None:
 )
 def test_a_type_the_catalog_lacks_is_refused(kind: IcebergType) -> None:
     with pytest.raises(ValidationError, match="has Iceberg type") as caught:
-        create_command("ns", "t", _schema([(kind, False)]), None, None)
+        create_command("ns", "t", _schema([(kind, False)]), None, None, 25)
     assert caught.value.context == {
         "table": "ns.t",
         "column": "c0",
@@ -236,7 +247,7 @@ def test_a_type_the_catalog_lacks_is_refused(kind: IcebergType) -> None:
 
 def test_no_identifier_fields_make_a_plain_unpartitioned_table() -> None:
     schema = Schema(NestedField(1, "k", LongType(), required=False))
-    create = create_command("ns", "t", schema, None, None)
+    create = create_command("ns", "t", schema, None, None, 25)
     assert (create.primary_key, create.colocation) == ((), None)
     made = _created(_version(), schema)
     assert made.primary_key == () and not made.bucketed
@@ -246,7 +257,7 @@ def test_no_identifier_fields_make_a_plain_unpartitioned_table() -> None:
 def test_a_bucket_on_any_column_of_a_keyless_table_is_its_colocation() -> None:
     schema = Schema(NestedField(1, "k", LongType(), required=False))
     spec = PartitionSpec(PartitionField(1, 1000, BucketTransform(25), "b"))
-    assert create_command("ns", "t", schema, spec, None).colocation == ("k",)
+    assert create_command("ns", "t", schema, spec, None, 25).colocation == ("k",)
 
 
 def test_changed_identifier_fields_set_the_primary_key() -> None:
@@ -256,7 +267,7 @@ def test_changed_identifier_fields_set_the_primary_key() -> None:
     new = Schema(*old.fields, identifier_field_ids=[])
     (command,) = schema_commands("ns", table, old, new)
     assert command == SetPrimaryKey(name=table.name, primary_key=(), schema="ns")
-    commands: list[Command] = [CreateSchema("ns"), create_command("ns", "t", old, None, None)]
+    commands: list[Command] = [CreateSchema("ns"), create_command("ns", "t", old, None, None, 25)]
     dropped = _apply(version, [*commands, command]).table("t", "ns")
     assert dropped is not None and dropped.primary_key == ()
     check_expressed("ns.t", dropped, new, same_ids=False)
@@ -265,26 +276,46 @@ def test_changed_identifier_fields_set_the_primary_key() -> None:
 def test_a_bucket_on_the_key_is_the_colocation() -> None:
     schema = _schema([(StringType(), False)])
     spec = PartitionSpec(PartitionField(1, 1000, BucketTransform(25), "b"))
-    assert create_command("ns", "t", schema, spec, None).colocation == ("k",)
+    assert create_command("ns", "t", schema, spec, None, 25).colocation == ("k",)
 
 
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        (PartitionSpec(PartitionField(1, 1000, IdentityTransform(), "k")), "cannot be partitioned"),
-        (PartitionSpec(PartitionField(2, 1000, BucketTransform(4), "b")), "primary key column"),
-        (PartitionSpec(PartitionField(99, 1000, BucketTransform(4), "b")), "field id 99"),
-    ],
-)
-def test_other_partitionings_are_refused(spec: PartitionSpec, message: str) -> None:
-    with pytest.raises(ValidationError, match=message):
-        create_command("ns", "t", _schema([(StringType(), False)]), spec, None)
+def test_other_partitionings_are_the_tables_own_spec() -> None:
+    schema = _schema([(StringType(), False), (LongType(), False)])
+    spec = PartitionSpec(
+        PartitionField(1, 1000, IdentityTransform(), "k"),
+        PartitionField(2, 1001, BucketTransform(4), "b"),
+    )
+    create = create_command("ns", "t", schema, spec, None, 25)
+    assert create.colocation is None
+    assert create.partitioned_by == (
+        PartitionFieldDef("k", "identity", "k"),
+        PartitionFieldDef("c0", "bucket[4]", "b"),
+    )
+    # A bucket on the key of another count than the zone's is a spec, too.
+    other = PartitionSpec(PartitionField(1, 1000, BucketTransform(7), "b"))
+    assert create_command("ns", "t", schema, other, None, 25).partitioned_by == (
+        PartitionFieldDef("k", "bucket[7]", "b"),
+    )
+    with pytest.raises(ValidationError, match="field id 99"):
+        wrong = PartitionSpec(PartitionField(99, 1000, BucketTransform(4), "b"))
+        create_command("ns", "t", schema, wrong, None, 25)
 
 
-def test_a_sort_order_is_refused() -> None:
-    order = SortOrder(SortField(source_id=1, transform=IdentityTransform()))
-    with pytest.raises(ValidationError, match="cannot have a sort order"):
-        create_command("ns", "t", _schema([]), None, order)
+def test_a_sort_order_is_the_tables_own() -> None:
+    order = SortOrder(
+        SortField(source_id=1, transform=IdentityTransform()),
+        SortField(
+            source_id=1,
+            transform=BucketTransform(3),
+            direction=SortDirection.DESC,
+            null_order=NullOrder.NULLS_LAST,
+        ),
+    )
+    create = create_command("ns", "t", _schema([]), None, order, 25)
+    assert create.ordered_by == (
+        SortFieldDef("k", "identity", descending=False, nulls_first=True),
+        SortFieldDef("k", "bucket[3]", descending=True, nulls_first=False),
+    )
 
 
 def test_a_default_is_refused_not_dropped_and_a_doc_kept() -> None:
@@ -293,22 +324,33 @@ def test_a_default_is_refused_not_dropped_and_a_doc_kept() -> None:
         identifier_field_ids=[1],
     )
     with pytest.raises(ValidationError, match="has a default"):
-        create_command("ns", "t", schema, None, None)
+        create_command("ns", "t", schema, None, None, 25)
     documented = Schema(
         NestedField(1, "k", LongType(), required=True, doc="the key"), identifier_field_ids=[1]
     )
-    (column,) = create_command("ns", "t", documented, None, None).columns
+    (column,) = create_command("ns", "t", documented, None, None, 25).columns
     assert column.doc == "the key"
 
 
-def test_a_spec_must_be_the_tables_own() -> None:
+def test_a_spec_must_be_what_the_catalog_makes() -> None:
     made = _created(_version(), _schema([(StringType(), False)]))
-    own = PartitionSpec(PartitionField(0, 1000, BucketTransform(25), "tablet"))
-    check_spec("ns.t", own, PartitionSpec())
-    check_spec("ns.t", own, own)
+    ours = iceberg_schema(made)
+    metadata = TableMetadataV2.model_validate(
+        {
+            "location": "file:///t",
+            "last-column-id": 1,
+            "schemas": [ours],
+            "partition-specs": [PartitionSpec(PartitionField(0, 1000, BucketTransform(7), "x"))],
+            "default-spec-id": 0,
+            "last-partition-id": 1000,
+        }
+    )
     with pytest.raises(ValidationError, match="bucket\\[7\\]"):
-        check_spec("ns.t", own, PartitionSpec(PartitionField(0, 1000, BucketTransform(7), "x")))
-    assert made.colocation == ("k",)
+        check_layout("ns.t", made, 25, metadata)
+    unpartitioned = metadata.model_copy(
+        update={"partition_specs": [PartitionSpec()], "last_partition_id": 999}
+    )
+    check_layout("ns.t", made, 25, unpartitioned)
 
 
 def test_a_changed_key_is_refused() -> None:
@@ -316,3 +358,68 @@ def test_a_changed_key_is_refused() -> None:
     ours = iceberg_schema(made)
     with pytest.raises(ValidationError, match="primary key"):
         check_expressed("ns.t", made, Schema(*ours.fields, identifier_field_ids=[1]))
+
+
+def test_set_default_spec_and_order_to_earlier_ones_are_set_commands() -> None:
+    version = _version()
+    schema = _schema([(TimestampType(), False)])
+    create = create_command(
+        "ns",
+        "t",
+        schema,
+        PartitionSpec(PartitionField(2, 1000, DayTransform(), "d")),
+        None,
+        25,
+    )
+    version = _apply(version, [CreateSchema("ns"), create])
+    table = version.table("t", "ns")
+    assert table is not None
+    ours = iceberg_schema(table)
+    base = TableMetadataV2.model_validate(
+        {
+            "location": "file:///t",
+            "last-column-id": 1,
+            "schemas": [ours],
+            **iceberg_layout(table, 25),
+        }
+    )
+    evolved = base.model_copy(
+        update={
+            "partition_specs": [
+                *base.partition_specs,
+                PartitionSpec(PartitionField(1, 1002, HourTransform(), "h"), spec_id=1),
+            ],
+            "default_spec_id": 1,
+            "sort_orders": [
+                *base.sort_orders,
+                SortOrder(SortField(source_id=0, transform=IdentityTransform()), order_id=1),
+            ],
+            "default_sort_order_id": 1,
+        }
+    )
+    commands = layout_commands("ns", table, None, base, evolved)
+    assert commands == [
+        SetPartitionSpec(name="t", schema="ns", fields=(PartitionFieldDef("c0", "hour", "h"),)),
+        SetSortOrder(
+            name="t",
+            schema="ns",
+            fields=(SortFieldDef("k", "identity", descending=False, nulls_first=True),),
+        ),
+    ]
+    after = _apply(version, commands).table("t", "ns")
+    assert after is not None and after.default_spec_id == 1 and after.default_sort_order_id == 1
+    # Back to spec 0 and the unsorted order: the earlier ones, by their ids.
+    back = evolved.model_copy(update={"default_spec_id": 0, "default_sort_order_id": 0})
+    served = TableMetadataV2.model_validate(
+        {
+            "location": "file:///t",
+            "last-column-id": 1,
+            "schemas": [ours],
+            **iceberg_layout(after, 25),
+        }
+    )
+    again = _apply(version, [*commands, *layout_commands("ns", after, None, served, back)])
+    table_again = again.table("t", "ns")
+    assert table_again is not None
+    assert (table_again.default_spec_id, table_again.default_sort_order_id) == (0, 0)
+    assert len(table_again.partition_specs) == 2 and len(table_again.sort_orders) == 2

@@ -27,7 +27,8 @@ from almanac.data import read_table
 from almanac.datatypes import ColumnType
 from almanac.iceberg import metadata_location
 from almanac.sql.parsing import parse_script
-from tests.server.harness import PATIENCE, Server
+from tests.server.harness import Server
+from tests.waiting import PATIENCE
 
 from .conftest import rest_catalog
 from .tables import ARROW, SCHEMA, Row, arrow_rows, batch, ordered, scanned

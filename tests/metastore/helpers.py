@@ -17,12 +17,12 @@ import pytest
 from almanac.etcd_local import LocalEtcd
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Put, SqliteMetastore
 from almanac.metastore.etcd import EtcdMetastore
+from tests.waiting import PATIENCE
 
 BACKENDS = ("memory", "sqlite", "etcd")
 
 # Generous bound for anything that waits on another thread or process; tests
 # never assert that something happened *fast*, only that it happened.
-PATIENCE = 30.0
 
 
 class ManualClock:

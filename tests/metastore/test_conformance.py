@@ -47,9 +47,9 @@ from almanac.metastore import (
     WatchEventKind,
     open_metastore,
 )
+from tests.waiting import PATIENCE
 
 from .helpers import (
-    PATIENCE,
     ManualClock,
     cas_increment,
     cas_worker,

@@ -32,8 +32,9 @@ from almanac.metastore import (
     open_metastore,
 )
 from almanac.metastore.etcd import EtcdMetastore
+from tests.waiting import PATIENCE
 
-from .helpers import PATIENCE, cas_increment, wait_until
+from .helpers import cas_increment, wait_until
 
 
 @pytest.fixture(scope="module")

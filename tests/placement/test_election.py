@@ -6,7 +6,6 @@ overwrites."""
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,18 +21,7 @@ from almanac.placement.state import decode_route
 from almanac.placement.verify import verify_placement
 from tests.placement.conftest import SETTINGS, namespace
 from tests.placement.support import servers
-
-DEADLINE_S = 90.0
-
-
-def wait_for(
-    what: str, condition: Callable[[], bool], tick: Callable[[], None] = lambda: None
-) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        tick()
-        time.sleep(0.02)
+from tests.waiting import wait_for
 
 
 @pytest.fixture(params=["sqlite", "etcd"])
@@ -74,7 +62,7 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
     b = node(target, "node-b")
     try:
         ma, mb = placement_of(a), placement_of(b)
-        wait_for("a placement leader", lambda: len(leaders(ma, mb)) == 1)
+        wait_for(lambda: len(leaders(ma, mb)) == 1, "a placement leader")
         (first,) = leaders(ma, mb)
         held = observer.metastore.get(LEADER_KEY)
         assert held is not None and held.value == first.catalog.node_name.encode()
@@ -88,15 +76,15 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
             "CREATE ZONE Z WITH (PARTITIONS = 3, REPLICAS = 2); "
             "CREATE TABLE T (ID INT PRIMARY KEY) ZONE Z"
         )
-        wait_for("T running", running(observer, "T"), serve)
+        wait_for(running(observer, "T"), "T running", tick=serve)
         assert len(leaders(ma, mb)) == 1  # never two
 
         # The leader goes; the other finishes what is left, from the store.
         first.catalog.close()
         other = mb if first is ma else ma
         observer.sql("CREATE TABLE U (ID INT PRIMARY KEY) ZONE Z")
-        wait_for("a new leader", lambda: other.is_leader)
-        wait_for("U running", running(observer, "U"), serve)
+        wait_for(lambda: other.is_leader, "a new leader")
+        wait_for(running(observer, "U"), "U running", tick=serve)
         held = observer.metastore.get(LEADER_KEY)
         assert held is not None and held.value == other.catalog.node_name.encode()
         verify_placement(observer)
@@ -105,15 +93,15 @@ def test_one_node_leads_and_another_takes_over(target: str) -> None:
         # key being free, campaigns and leads again; never two leaders.
         observer.metastore.revoke_lease(held.lease)
         wait_for(
-            "leadership again",
             lambda: (
                 (kv := observer.metastore.get(LEADER_KEY)) is not None
                 and kv.create_revision > held.create_revision
                 and other.is_leader
             ),
+            "leadership again",
         )
         observer.sql("CREATE TABLE V (ID INT PRIMARY KEY) ZONE Z")
-        wait_for("V running", running(observer, "V"), serve)
+        wait_for(running(observer, "V"), "V running", tick=serve)
         verify_placement(observer)
     finally:
         for cat in (a, b, observer):

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from ..server.harness import PATIENCE, wait_for, worker
+from tests.waiting import PATIENCE, wait_for
+
+from ..server.harness import worker
 
 KILLING_SERVER = Path(__file__).with_name("killing_server.py")
 

@@ -14,7 +14,7 @@ import pytest
 
 from almanac import CatalogError, EventType, MetastoreUnavailableError
 from almanac.remote import RemoteCatalog
-from tests.server.harness import wait_for
+from tests.waiting import wait_for
 
 Reply = tuple[int, str, bytes]
 

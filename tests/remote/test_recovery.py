@@ -10,8 +10,8 @@ from pathlib import Path
 
 import almanac
 from almanac import EventType, RemoteEvent
+from tests.waiting import PATIENCE, wait_for
 
-from ..server.harness import PATIENCE, wait_for
 from .harness import ServerProcess, free_port
 
 

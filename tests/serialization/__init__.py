@@ -35,6 +35,7 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
+from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from almanac.requests import Checkpoint, RequestRecord
 from almanac.serialization import encode
 from almanac.serialization.io import INT64_MAX, INT64_MIN
@@ -108,6 +109,18 @@ collations = st.lists(st.sampled_from(Collation), max_size=3).map(tuple)
 table_properties = st.builds(
     TableProperties, st.floats(allow_nan=False, allow_infinity=False), int64s
 )
+partition_specs = st.builds(
+    PartitionSpec,
+    int64s,
+    st.lists(st.builds(PartitionField, int64s, int64s, names, names), max_size=3).map(tuple),
+)
+sort_orders = st.builds(
+    SortOrder,
+    int64s,
+    st.lists(st.builds(SortField, int64s, names, st.booleans(), st.booleans()), max_size=3).map(
+        tuple
+    ),
+)
 tables = st.builds(
     Table,
     id=int64s,
@@ -129,6 +142,11 @@ tables = st.builds(
     dropped_at=opt_int64s,
     reserve_ms=int64s,
     bucketed=st.booleans(),
+    partition_specs=st.lists(partition_specs, max_size=3).map(tuple),
+    default_spec_id=int64s,
+    last_partition_id=int64s,
+    sort_orders=st.lists(sort_orders, max_size=3).map(tuple),
+    default_sort_order_id=int64s,
 )
 indexes = st.builds(
     Index,
@@ -186,6 +204,10 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     e.PrimaryKeySet: st.builds(
         e.PrimaryKeySet, int64s, name_tuples, st.sampled_from(IndexKind), collations, opt_int64s
     ),
+    e.PartitionSpecAdded: st.builds(e.PartitionSpecAdded, int64s, partition_specs),
+    e.DefaultPartitionSpecSet: st.builds(e.DefaultPartitionSpecSet, int64s, int64s),
+    e.SortOrderAdded: st.builds(e.SortOrderAdded, int64s, sort_orders),
+    e.DefaultSortOrderSet: st.builds(e.DefaultSortOrderSet, int64s, int64s),
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
@@ -248,6 +270,8 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Zone: zones,
     ConstantDefault: st.builds(ConstantDefault, column_values),
     FunctionDefault: st.builds(FunctionDefault, names),
+    PartitionSpec: partition_specs,
+    SortOrder: sort_orders,
     **ENTRY_STRATEGIES,
     e.VersionedUpdate: versioned_updates,
     CatalogVersion: snapshots,
@@ -375,6 +399,30 @@ KEYLESS_TABLE = replace(
     bucketed=False,
 )
 """Without a primary key, unpartitioned: only Table v3 carries it."""
+SPEC = PartitionSpec(
+    1,
+    (
+        PartitionField(source_id=0, field_id=1001, name="ID_BUCKET", transform="bucket[16]"),
+        PartitionField(source_id=1, field_id=1003, name="REGION", transform="identity"),
+        PartitionField(source_id=2, field_id=1004, name="PRICE_TRUNC", transform="truncate[10]"),
+    ),
+)
+ORDER = SortOrder(
+    2,
+    (
+        SortField(source_id=1),
+        SortField(source_id=2, transform="bucket[4]", descending=True, nulls_first=False),
+    ),
+)
+PARTITIONED_TABLE = replace(
+    TABLE,
+    partition_specs=(PartitionSpec(0), SPEC),
+    default_spec_id=1,
+    last_partition_id=1004,
+    sort_orders=(SortOrder(0), SortOrder(1, (SortField(0),)), ORDER),
+    default_sort_order_id=2,
+)
+"""Two specs and three sort orders: only Table v4 carries them."""
 PK_INDEX = Index(
     id=11,
     name="ORDERS_PK",
@@ -464,6 +512,13 @@ PRIMARY_KEY_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
     "PrimaryKeySet-dropped": e.PrimaryKeySet(10, (), IndexKind.HASH, (), None),
 }
 """Entries of release 0.4.0, kept out of ``UPDATE`` likewise."""
+LAYOUT_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
+    "PartitionSpecAdded": e.PartitionSpecAdded(10, SPEC),
+    "DefaultPartitionSpecSet": e.DefaultPartitionSpecSet(10, 1),
+    "SortOrderAdded": e.SortOrderAdded(10, ORDER),
+    "DefaultSortOrderSet": e.DefaultSortOrderSet(10, 2),
+}
+"""Entries of release 0.5.0, kept out of ``UPDATE`` likewise."""
 UPDATE = e.VersionedUpdate(
     version=9,
     commit_time=1_700_000_000_123 << 16 | 7,
@@ -508,6 +563,11 @@ EXAMPLES: dict[str, object] = {
     "Table": TABLE,
     "Table-soft_deleted": SOFT_DELETED_TABLE,
     "Table-keyless": KEYLESS_TABLE,
+    "Table-partitioned": PARTITIONED_TABLE,
+    "PartitionSpec": SPEC,
+    "PartitionSpec-unpartitioned": PartitionSpec(0),
+    "SortOrder": ORDER,
+    "SortOrder-unsorted": SortOrder(0),
     "TableProperties": PROPERTIES,
     "Index": INDEX,
     "Zone": ZONE,
@@ -516,6 +576,7 @@ EXAMPLES: dict[str, object] = {
     **{cls.__name__: entry for cls, entry in ENTRY_EXAMPLES.items()},
     **{cls.__name__: entry for cls, entry in SOFT_DELETE_ENTRY_EXAMPLES.items()},
     **PRIMARY_KEY_ENTRY_EXAMPLES,
+    **LAYOUT_ENTRY_EXAMPLES,
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
     "Checkpoint": CHECKPOINT,

@@ -68,13 +68,17 @@ OLD_NESTED: dict[str, str] = {
         )
     },
     "Table-soft_deleted_column_v2": "Table-soft_deleted",
+    **{
+        f"{stem}-table_v3": stem
+        for stem in ("TableCreated", "VersionedUpdate", "CatalogVersion", "Checkpoint")
+    },
 }
 """Stem of a released file whose nested objects an older serializer wrote →
 the stem of its example. Its own type's serializer did not change, but
 writing now nests the newer version, so such a file is only read: its bytes
 must keep decoding to the example. (``-column_v1``: written before Column v2;
 ``-table_v1``: written before Table v2; ``-column_v2`` / ``_column_v2``:
-written before Column v3 and Table v3.)"""
+written before Column v3 and Table v3; ``-table_v3``: written before Table v4.)"""
 
 
 def _newest(stem: str) -> int:

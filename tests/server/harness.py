@@ -13,24 +13,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.waiting import PATIENCE, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
-PATIENCE = 120.0
-"""How long a test waits on another process: a guard, never a duration."""
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {timeout:.0f} s")
-        time.sleep(0.02)
 
 
 def worker(*args: str, env: dict[str, str] | None = None, log: Path) -> subprocess.Popen[str]:

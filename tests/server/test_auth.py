@@ -28,8 +28,9 @@ from almanac.errors import (
 from almanac.server.auth import Role, Tokens, request_token
 from almanac.server.errors import error_body, status_of
 from almanac.server.serve import is_loopback
+from tests.waiting import PATIENCE
 
-from .harness import PATIENCE, worker
+from .harness import worker
 
 SECRET = "s3cr3t-token-value"
 

@@ -15,9 +15,10 @@ import pytest
 
 from almanac.connection import open_catalog
 from almanac.serialization import decode_catalog
+from tests.waiting import PATIENCE, wait_for
 
 from .conftest import ADMIN_TOKEN, READ_TOKEN
-from .harness import PATIENCE, EventReader, Server, reached, wait_for
+from .harness import EventReader, Server, reached
 
 WRONG_TOKEN = "admin-0000000000000000"
 
@@ -229,7 +230,9 @@ def test_history_and_diff(admin: httpx.Client, reader: httpx.Client) -> None:
     newest = reader.get("/v1/history", params={"limit": 1}).json()["versions"]
     assert [e["version"] for e in newest] == [w]
     diff = reader.get("/v1/diff", params={"from": v, "to": w}).json()
-    assert diff["added"] == [{"kind": "column", "id": 1, "name": "PUBLIC.HD.X"}]
+    assert diff["added"] == [
+        {"kind": "column", "id": 1, "name": "PUBLIC.HD.X", "definition": "INT32"}
+    ]
     back = reader.get("/v1/diff", params={"from": w, "to": v}).json()
     assert back["removed"] == diff["added"]
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import httpx
 
-from .harness import PATIENCE, EventReader, Server, wait_for
+from tests.waiting import PATIENCE, wait_for
+
+from .harness import EventReader, Server
 
 
 def _create(client: httpx.Client) -> httpx.Response:

@@ -14,6 +14,6 @@ def test_a_checkpointed_version_is_summarised_by_its_entries_within_the_bound() 
         cat.sql("CREATE SCHEMA LATER")
         assert cat.checkpoint_log() > info.version
         view = version_view(cat, info)
-    named = ", ".join(["SchemaCreated"] * SUMMARY_ENTRIES)
+    named = ", ".join(f"created schema S{i}" for i in range(SUMMARY_ENTRIES))
     assert view["summary"] == f"{named}, and 5 more"
     assert view["version"] == info.version

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,19 +16,18 @@ from almanac.catalog import Catalog
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from almanac.spark.local import local_session
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("almanac-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    session = local_session(
+        "almanac-tests",
+        scratch=tmp_path_factory.mktemp("spark-local"),
+        config={
+            "spark.sql.python.filterPushdown.enabled": "true",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.warehouse.dir": str(warehouse),
+            "spark.sql.session.timeZone": "UTC",
+        },
     )
     session.sparkContext.setLogLevel("ERROR")
     import almanac.spark

@@ -5,25 +5,28 @@ first row in MARKER and then blocks until it is killed."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
 
 def main(target: str, marker: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from pathlib import Path
+
     from pyspark.sql.functions import udf
     from pyspark.sql.types import LongType
 
     import almanac.spark
+    from almanac.spark.local import local_session
 
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.sql.warehouse.dir", os.path.join(os.path.dirname(marker), "wh"))
-        .getOrCreate()
+    here = Path(marker).parent
+    spark = local_session(
+        "almanac-ctas-child",
+        cores=1,
+        scratch=here / "spark-local",
+        config={
+            "spark.sql.python.filterPushdown.enabled": "true",
+            "spark.sql.warehouse.dir": str(here / "wh"),
+        },
     )
 
     def slow(x):  # type: ignore[no-untyped-def]  # hints would make Spark guess an Arrow UDF

@@ -23,6 +23,7 @@ from almanac import (
 from almanac.clock import to_datetime
 from almanac.sql.parsing import parse_script, parse_sql
 from almanac.sql.reads import AsOf, ReadStatement
+from almanac.summary import CHECKPOINT_SUMMARY
 
 SETUP = [
     "CREATE SCHEMA S; CREATE ZONE Z WITH (PARTITIONS=4, REPLICAS=3, STORAGE_PROFILES='a,b')",
@@ -184,13 +185,25 @@ def test_show_history_lists_versions_newest_first(cat: Catalog) -> None:
         assert moment == to_datetime(cat.catalog(version).activation_time)
         assert node == cat.node_name
     summaries = {r[0]: r[3] for r in result.rows}
-    assert summaries[1] == "SchemaCreated PUBLIC"
-    assert summaries[5] == "TableRenamed S.U, ColumnsAdded S.U"
+    assert summaries[1] == "created schema PUBLIC"
+    assert summaries[5] == "renamed table S.T to U, added column C BOOLEAN DEFAULT TRUE to S.U"
     assert summaries[5] == cat.describe(5).removeprefix("version 5: ")
     assert cat.sql("SHOW HISTORY LIMIT 2").rows == result.rows[:2]
     assert cat.sql("SHOW HISTORY LIMIT 0").rows == ()
     old = cat.sql("SHOW HISTORY LIMIT 2 AS OF VERSION 3")
     assert old.version == 3 and [r[0] for r in old.rows] == [3, 2]
+
+
+def test_show_history_on_a_table_lists_the_versions_that_changed_it(cat: Catalog) -> None:
+    # S.T: created in 3, its index in 4, renamed to U and a column added in 5.
+    rows = cat.sql("SHOW HISTORY ON S.U").rows
+    assert [r[0] for r in rows] == [5, 4, 3]
+    assert str(rows[1][3]).startswith("created SORTED index I on S.T (A DESC, B ASC), ")
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON s.u LIMIT 2").rows] == [5, 4]
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON P").rows] == [4]
+    assert [r[0] for r in cat.sql("SHOW HISTORY ON S.T AS OF VERSION 4").rows] == [4, 3]
+    with pytest.raises(NotFoundError, match=r"S\.T"):
+        cat.sql("SHOW HISTORY ON S.T")
 
 
 def test_show_diff_lists_one_row_per_object_or_field(cat: Catalog) -> None:
@@ -199,16 +212,20 @@ def test_show_diff_lists_one_row_per_object_or_field(cat: Catalog) -> None:
     assert result.version == 5
     d = cat.diff(3, 5)
     assert len(result.rows) == len(d.added) + len(d.removed) + sum(len(c.fields) for c in d.changed)
-    assert ("added", "column", "S.U.C", None, None, None) in result.rows
-    assert ("added", "table", "PUBLIC.P", None, None, None) in result.rows
+    assert ("added", "column", "S.U.C", None, None, '"BOOLEAN DEFAULT TRUE"') in result.rows
+    table = ("added", "table", "PUBLIC.P", None, None)
+    assert (*table, '"1 column, primary key (K) HASH, zone Default"') in result.rows
+    index = ("added", "index", "S.I", None, None, '"SORTED on S.U (A DESC, B ASC), REGISTERED"')
+    assert index in result.rows
     assert ("changed", "table", "S.U", "name", '"T"', '"U"') in result.rows
     assert ("changed", "table", "S.U", "table_version", "1", "2") in result.rows
     back = cat.sql("SHOW DIFF 5 3")
-    assert ("removed", "column", "S.U.C", None, None, None) in back.rows
+    assert ("removed", "column", "S.U.C", None, '"BOOLEAN DEFAULT TRUE"', None) in back.rows
     assert ("changed", "table", "S.T", "name", '"U"', '"T"') in back.rows
     assert cat.sql("SHOW DIFF 4 4").rows == ()
     zone = cat.sql("SHOW DIFF 1 2").rows
-    assert ("added", "zone", "Z", None, None, None) in zone
+    shape = "4 partitions, 3 replicas (quorum 2), STRONG consistency, storage profiles a, b"
+    assert ("added", "zone", "Z", None, None, f'"{shape}"') in zone
 
 
 def test_every_read_answers_in_json_scalars(cat: Catalog) -> None:
@@ -353,17 +370,21 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
         left.catch_up()
         history = left.sql("SHOW HISTORY LIMIT 3").rows
         assert [(r[0], r[2], r[3]) for r in history] == [
-            (4, "right", "SchemaCreated C"),
-            (3, "right", "SchemaCreated B"),
-            (2, "left", "SchemaCreated A"),
+            (4, "right", "created schema C"),
+            (3, "right", "created schema B"),
+            (2, "left", "created schema A"),
         ]
         left.checkpoint_log(3)
-        assert [r[0] for r in left.sql("SHOW HISTORY").rows] == [4]
+        assert [r[0] for r in left.sql("SHOW HISTORY").rows] == [4, 3], "3 is the checkpoint"
+        assert left.sql("SHOW HISTORY").rows[1][3] == CHECKPOINT_SUMMARY
+        assert [r[0] for r in left.sql("SHOW HISTORY LIMIT 1").rows] == [4]
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             left.sql("SHOW SCHEMAS AS OF VERSION 2")
         with pytest.raises(VersionNotFoundError, match="no longer available"):
             left.sql("SHOW DIFF 2 4")
-        assert left.sql("SHOW DIFF 3 4").rows == (("added", "schema", "C", None, None, None),)
+        assert left.sql("SHOW DIFF 3 4").rows == (
+            ("added", "schema", "C", None, None, '"schema C"'),
+        )
 
 
 @pytest.mark.parametrize(
@@ -390,7 +411,7 @@ def test_the_summary_of_a_big_script_stays_one_short_line() -> None:
     with almanac.connect("memory://") as catalog:
         catalog.sql(";".join(f"CREATE SCHEMA S{i}" for i in range(count)))
         [(version, _, _, summary)] = catalog.sql("SHOW HISTORY LIMIT 1").rows
-        named = [f"SchemaCreated S{i}" for i in range(SUMMARY_ENTRIES)]
+        named = [f"created schema S{i}" for i in range(SUMMARY_ENTRIES)]
         assert summary == ", ".join(named) + ", and 30 more"
         assert catalog.describe(2) == f"version {version}: {summary}"
         catalog.sql(";".join(f"CREATE SCHEMA T{i}" for i in range(SUMMARY_ENTRIES)))

@@ -47,8 +47,8 @@ from almanac.placement.state import (
     read_servers,
 )
 from almanac.targets import STORE_FILE
-from tests.cluster.harness import PATIENCE, wait_for
 from tests.durable.helpers import ROOT
+from tests.waiting import PATIENCE, wait_for
 
 __all__ = [
     "PATIENCE",

@@ -8,6 +8,7 @@ duration; a route audit follows every route value written meanwhile.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 import almanac.spark
 from almanac.cli import main
 from almanac.data import write_table
+from almanac.data.snapshots import decode_pointer, table_key
 from almanac.flight import read_table
 from almanac.metastore import WatchEventKind
 from almanac.placement.keys import server_key
@@ -388,6 +390,25 @@ def test_a_server_killed_and_restarted_on_its_data_directory_keeps_its_tablets(
     victim = cluster.servers[next(t.leader for t in before.tablets if t.leader is not None)]
     mine = {t.id for t in before.tablets if victim.name in t.replicas}
     cache = victim.data_dir / "tablets" / str(table_id)
+    # A tablet reports RUNNING from its creation on, before the write's
+    # files reach its cache: wait until each of the victim's tablets
+    # records the table's current data snapshot, so its cache is whole.
+    pointer = cluster.store.get(table_key(table_id))
+    assert pointer is not None
+    current = decode_pointer(pointer.key, pointer.value)
+
+    def cached_at(tablet_id: int) -> int | None:
+        try:
+            return int(
+                json.loads((cache / str(tablet_id) / "tablet.json").read_bytes())["snapshot_id"]
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    cluster.wait(
+        lambda: all(cached_at(t) == current for t in mine),
+        f"{victim.name} to cache data snapshot {current} of every tablet it holds",
+    )
     files = {p: p.stat().st_ino for p in cache.rglob("*.parquet")}
     assert files and mine
     old = read_servers(cluster.store)[victim.name]

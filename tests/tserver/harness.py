@@ -9,8 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from almanac.metastore import Compare, Metastore, Put
@@ -24,18 +23,9 @@ from almanac.placement import (
     route_key,
     server_index_key,
 )
+from tests.waiting import PATIENCE, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-PATIENCE = 120.0
-"""How long a test waits on another process: a guard, never a duration."""
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {timeout:.0f} s")
-        time.sleep(0.02)
 
 
 class TabletServerProcess:

@@ -24,7 +24,8 @@ from almanac.flight import read_table as flight_read
 from almanac.placement import TabletState, read_reports, read_route, read_servers
 from almanac.server.auth import ENV_VARIABLE, Tokens
 from almanac.tserver import TabletServerSettings, TabletTicket
-from tests.tserver.harness import PATIENCE, TabletServerProcess, place, spread, wait_for
+from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.waiting import PATIENCE, wait_for
 
 pytestmark = pytest.mark.xdist_group("tservers-auth")
 

@@ -37,7 +37,8 @@ from almanac.placement import (
     server_index_key,
 )
 from almanac.tserver import TabletTicket
-from tests.tserver.harness import PATIENCE, TabletServerProcess, place, spread, wait_for
+from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.waiting import PATIENCE, wait_for
 
 pytestmark = pytest.mark.xdist_group("tservers")
 """One cluster for the module: its tests share one worker (``--dist loadgroup``)."""

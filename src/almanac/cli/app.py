@@ -13,6 +13,9 @@ HTTP server are imported by the subcommands that use them.
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORE",
+    "FullHelpGroup",
     "STORE_VARIABLE",
     "TOKEN_VARIABLE",
     "Settings",
@@ -41,7 +45,6 @@ __all__ = [
     "open_node",
     "open_remote",
     "open_sql",
-    "require_catalog",
     "resolve_target",
     "run",
     "store_option",
@@ -50,6 +53,10 @@ __all__ = [
 STORE_VARIABLE = "ALMANAC_STORE"
 TOKEN_VARIABLE = "ALMANAC_TOKEN"
 DEFAULT_STORE = "./almanac-data"
+DEFAULT_TIMEOUT_S = 30.0
+"""``--timeout``: as long as a ``RemoteCatalog`` retries by default."""
+RETRY_NOTICE_EVERY_S = 5.0
+"""How often ``retrying…`` is repeated on a terminal while a server stays down."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +69,8 @@ class Settings:
     debug: bool = False
     token: str | None = field(default=None, repr=False)
     """The bearer token for a catalog server; kept out of every message."""
+    timeout: float = DEFAULT_TIMEOUT_S
+    """How long a command keeps trying a catalog server that does not answer."""
 
 
 class SqlCatalog(Protocol):
@@ -82,7 +91,22 @@ class SqlCatalog(Protocol):
     ) -> None: ...
 
 
-class _Group(click.Group):
+class FullHelpGroup(click.Group):
+    """A group whose command list shows each command's whole first
+    paragraph, wrapped, where click would cut it off with "..."."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class _Group(FullHelpGroup):
     """Turns a ``CatalogError`` from any subcommand into ``error: <message>``
     and exit status 1 (the traceback too with ``--debug``); lists its
     commands in the order they were added, not alphabetically."""
@@ -91,7 +115,7 @@ class _Group(click.Group):
         return list(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from almanac.errors import CatalogError
+        from almanac.errors import CatalogError, NotFoundError
 
         try:
             return super().invoke(ctx)
@@ -99,7 +123,10 @@ class _Group(click.Group):
             settings = ctx.find_object(Settings)
             if settings is not None and settings.debug:
                 traceback.print_exc()
-            click.echo("error: " + " ".join(str(exc).split("\n")), err=True)
+            message = " ".join(str(exc).split("\n"))
+            if isinstance(exc, NotFoundError) and exc.context.get("kind") == "catalog":
+                message += f", or name another with --store or ${STORE_VARIABLE}"
+            click.echo("error: " + message, err=True)
             ctx.exit(1)
 
 
@@ -119,12 +146,23 @@ class _Group(click.Group):
     metavar="TOKEN",
     help=f"The bearer token of an http(s) store (default ${TOKEN_VARIABLE}); never printed.",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, max=threading.TIMEOUT_MAX),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to keep trying an http(s) store that does not answer; on a terminal, "
+    "each retry says so on stderr.",
+)
 @click.option("--debug", is_flag=True, help="Print the traceback of an error.")
 @click.version_option(package_name="almanac", prog_name="almanac")
 @click.pass_context
-def almanac_group(ctx: click.Context, store: str, token: str | None, debug: bool) -> None:
+def almanac_group(
+    ctx: click.Context, store: str, token: str | None, timeout: float, debug: bool
+) -> None:
     """Almanac: a versioned, transactional table catalog."""
-    ctx.obj = Settings(store=store, debug=debug, token=token)
+    ctx.obj = Settings(store=store, debug=debug, token=token, timeout=timeout)
 
 
 def int64_at_least(lo: int) -> click.IntRange:
@@ -173,21 +211,6 @@ def local_target(store: str | None) -> Target:
     return target
 
 
-def require_catalog(target: Target) -> None:
-    """Refuse a local path that holds no catalog (an etcd cluster can only
-    tell once opened), so that a typo in ``--store`` does not quietly start
-    an empty catalog; only ``init`` creates one."""
-    from almanac.errors import NotFoundError
-
-    path = target.store_path
-    if path is not None and not path.exists():
-        raise NotFoundError(
-            f"No catalog at {target}: create one with `almanac --store {target} init`, "
-            f"or name another with --store or ${STORE_VARIABLE}",
-            target=str(target),
-        )
-
-
 def open_node(
     store: str | None,
     *,
@@ -197,22 +220,22 @@ def open_node(
 ) -> Catalog:
     """Open the catalog of ``store`` (see ``resolve_target``) as a node:
     with its data plane (``almanac.connect``) when ``data`` is set (DDL,
-    table data), else the catalog alone (reads); ``create`` lets it make a
-    new catalog (see ``require_catalog``)."""
+    table data), else the catalog alone (reads). Only ``create`` (``init``)
+    may make a new catalog: any other command refuses a target that holds
+    none, so that a typo in ``--store`` does not quietly start an empty one."""
     from almanac.cli.output import progress
 
     target = local_target(store)
-    if not create:
-        require_catalog(target)
     with progress(f"Opening the catalog at {target}"):
         if data:
             from almanac.connection import connect
 
-            opened: Catalog = connect(target, **options)  # a local target: never remote
+            # a local target: never remote
+            opened: Catalog = connect(target, create=create, **options)
             return opened
         from almanac.connection import open_catalog
 
-        return open_catalog(target, **options)
+        return open_catalog(target, create=create, **options)
 
 
 def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
@@ -225,15 +248,37 @@ def open_sql(store: str | None, *, data: bool = False) -> SqlCatalog:
 
 def open_remote(store: str | None) -> RemoteCatalog:
     """The catalog server of an ``http(s)://`` store, with the ``--token``
-    (checked here, so that a bad one is named as the user gave it)."""
-    from almanac.connection import connect
-    from almanac.remote import check_token
+    (checked here, so that a bad one is named as the user gave it), tried
+    for ``--timeout`` seconds; on a terminal each wait for it says so."""
+    from almanac.remote import RemoteCatalog, check_token
 
-    settings = click.get_current_context().find_object(Settings)
-    token = None if settings is None else settings.token
+    settings = click.get_current_context().find_object(Settings) or Settings(DEFAULT_STORE)
+    token = settings.token
     if token is not None:
         token = check_token(token, f"--token (or ${TOKEN_VARIABLE})")
-    return connect(resolve_target(store), token=token)
+    target = resolve_target(store)
+    notice = _RetryNotice(target.url) if sys.stderr.isatty() else None
+    return RemoteCatalog(target.url, token=token, retry_s=settings.timeout, on_retry=notice)
+
+
+class _RetryNotice:
+    """``retrying…`` on stderr while a server does not answer: at the first
+    retry, then every ``RETRY_NOTICE_EVERY_S``, so a wait is never silent."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.last: float | None = None
+
+    def __call__(self, failure: str, left: float) -> None:
+        now = time.monotonic()
+        if self.last is not None and now - self.last < RETRY_NOTICE_EVERY_S:
+            return
+        self.last = now
+        click.echo(
+            f"retrying… {self.url} does not answer ({failure}); giving up in {left:.1f} s "
+            "(--timeout)",
+            err=True,
+        )
 
 
 def run(group: click.Group, argv: Sequence[str] | None) -> int:

@@ -58,19 +58,25 @@ def compact(keep: int | None, keep_seconds: float | None, store: str | None) -> 
     Older versions can no longer be read afterwards; versions a reader pins
     are kept. With both rules, a version goes only when both allow it.
     """
-    from almanac.catalog import RetentionPolicy
+    from almanac.catalog_types import RetentionPolicy
 
     if keep is None and keep_seconds is None:
         raise click.UsageError("compact needs --keep N or --keep-seconds S")
     policy = RetentionPolicy(keep_versions=keep, keep_seconds=keep_seconds)
     with open_node(store, retention=policy) as cat:
-        before = cat.earliest_version
+        # Versions start at 1: an uncheckpointed log's "earliest" is the empty version 0.
+        before = max(cat.earliest_version, 1)
         with progress("Checkpointing the log"):
-            earliest = cat.apply_retention()
+            earliest = max(cat.apply_retention(), 1)
         latest = cat.latest_version
+    removed = earliest - before
     click.echo(
         f"versions {earliest} to {latest} kept, "
-        f"{earliest - before} older version{'' if earliest - before == 1 else 's'} removed"
+        + (
+            f"{removed} older version{'' if removed == 1 else 's'} removed"
+            if removed
+            else "none removed"
+        )
     )
     return 0
 

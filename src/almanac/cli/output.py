@@ -59,7 +59,14 @@ class Output:
         """One JSON document on one line (a stream of them stays parseable)."""
         print(json.dumps(value, ensure_ascii=False, separators=(",", ":")), flush=True)
 
-    def table(self, columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> None:
+    def table(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Cell]],
+        styles: Sequence[str | None] | None = None,
+    ) -> None:
+        """Rows under a header; on a terminal row ``i`` takes the rich style
+        ``styles[i]`` (a colour, which ``NO_COLOR`` turns off)."""
         if not self.rich:
             self.line(plain_table(columns, rows))
             return
@@ -70,8 +77,8 @@ class Output:
         for i, name in enumerate(columns):
             numbers = all(_is_number(row[i]) for row in rows if row[i] is not None)
             table.add_column(name, justify="right" if rows and numbers else "left")
-        for row in rows:
-            table.add_row(*(cell_text(c) for c in row))
+        for i, row in enumerate(rows):
+            table.add_row(*(cell_text(c) for c in row), style=styles[i] if styles else None)
         Console().print(table)
 
 

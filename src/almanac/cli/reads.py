@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from almanac.cli.app import int64_at_least, open_sql, store_option
+from almanac.cli.app import FullHelpGroup, int64_at_least, open_sql, store_option
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
@@ -145,10 +145,29 @@ def sql(
         text = read_script(script)
     elif script == "-" or text is None or text == "-":
         text = _read_stdin()
+    if not _has_statements(text):
+        from almanac.errors import ValidationError
+
+        raise ValidationError(
+            "The script holds no statement (only blanks, comments or ';'): nothing was run",
+            rule="empty-script",
+        )
     with open_sql(store, data=True) as cat:
         result = cat.sql(text, default_schema=default_schema, request_id=request_id)
     show_result(result, Output.for_stdout(as_json))
     return 0
+
+
+def _has_statements(text: str) -> bool:
+    """Text that does not even tokenize holds something: the catalog then
+    reports what is wrong with it, as it does for any script."""
+    from almanac.errors import SqlParseError
+    from almanac.sql.parsing import has_statements
+
+    try:
+        return has_statements(text)
+    except SqlParseError:
+        return True
 
 
 def read_script(path: str) -> str:
@@ -177,7 +196,7 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-@click.group()
+@click.group(cls=FullHelpGroup)
 def show() -> None:
     """List the schemas, tables, soft-deleted tables, indexes or zones of a catalog version."""
 
@@ -269,18 +288,28 @@ def describe(
 
 @click.command()
 @click.option("--limit", type=int64_at_least(1), metavar="N", help="Only the newest N.")
+@click.option(
+    "--table",
+    metavar="TABLE",
+    help="Only the versions that changed TABLE (SCHEMA.TABLE, or a table of PUBLIC).",
+)
 @_as_of_options
 @_json_option
 @store_option
 def history(
     limit: int | None,
+    table: str | None,
     as_of_version: int | None,
     as_of_time: str | None,
     as_json: bool,
     store: str | None,
 ) -> int:
     """The catalog's versions, newest first: when, on which node, what changed."""
-    head = "SHOW HISTORY" if limit is None else f"SHOW HISTORY LIMIT {limit}"
+    head = "SHOW HISTORY"
+    if table is not None:
+        head += f" ON {table}"
+    if limit is not None:
+        head += f" LIMIT {limit}"
     return _run_read(store, head, as_json, as_of_version, as_of_time)
 
 
@@ -290,8 +319,34 @@ def history(
 @_json_option
 @store_option
 def diff(v1: int, v2: int, as_json: bool, store: str | None) -> int:
-    """What was added, removed and changed from version V1 to V2."""
-    return _run_read(store, f"SHOW DIFF {v1} {v2}", as_json)
+    """What was added, removed and changed from version V1 to V2: an added
+    or removed object with its definition, a changed field from before to after."""
+    with open_sql(store) as cat:
+        result = cat.sql(f"SHOW DIFF {v1} {v2}")
+    out = Output.for_stdout(as_json)
+    if out.as_json:
+        show_result(result, out)
+    elif not result.rows:
+        out.line(f"No differences between version {v1} and version {v2}.")
+    else:
+        rows = [(*row[:3], row[3] or "", _plain(row[4]), _plain(row[5])) for row in result.rows]
+        out.table(result.columns, rows, [_DIFF_COLOURS.get(str(row[0])) for row in rows])
+    return 0
+
+
+_DIFF_COLOURS = {"added": "green", "removed": "red", "changed": "yellow"}
+
+
+def _plain(cell: object) -> str:
+    """A ``SHOW DIFF`` value (compact JSON text) as a person reads it; blank for none."""
+    import json
+
+    from almanac.diff import value_text
+
+    if not isinstance(cell, str):
+        return ""
+    value = json.loads(cell)
+    return value_text(tuple(value) if isinstance(value, list) else value)
 
 
 @click.command()

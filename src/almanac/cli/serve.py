@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from almanac.cli.app import local_target, require_catalog, store_option
+from almanac.cli.app import local_target, store_option
 
 __all__ = ["serve"]
 
@@ -54,7 +54,6 @@ def serve(
     from almanac.server import serve as run_server
 
     target = local_target(store)
-    require_catalog(target)
     run_server(
         str(target),
         host=host,
@@ -64,5 +63,6 @@ def serve(
         warehouse=warehouse,
         placement=not no_placement,
         soft_delete_reserve_s=soft_delete_reserve,
+        create=False,
     )
     return 0

@@ -3,8 +3,9 @@ arrives, from any available version on, until Ctrl-C (exit status 0).
 
 A script that saw version N resumes with ``--from N+1`` and misses nothing:
 the versions come from the catalog's own history, in order, whatever was
-committed while nobody watched. ``--json`` prints one document a line, the
-same fields as an event of the HTTP API's stream.
+committed while nobody watched. ``--json`` prints one document a line
+(``VersionRecord``, as the README shows it): the fields of an event of the
+HTTP API's stream, with the activation time as ISO-8601 text.
 
 On a catalog server (an ``http(s)://`` store) the versions come from its
 history, asked for every quarter second: the same lines, the same order.

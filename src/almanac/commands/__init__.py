@@ -16,6 +16,13 @@ from almanac.commands.indexes import (
     RenameIndex,
     StartBuildingIndex,
 )
+from almanac.commands.partitions import (
+    EvolvePartitionSpec,
+    PartitionFieldDef,
+    SetPartitionSpec,
+    SetSortOrder,
+    SortFieldDef,
+)
 from almanac.commands.preview import Preview, preview
 from almanac.commands.schemas import CreateSchema, DropSchema
 from almanac.commands.tables import (
@@ -33,6 +40,11 @@ __all__ = [
     "AddColumns",
     "AlterColumn",
     "EvolveColumn",
+    "EvolvePartitionSpec",
+    "PartitionFieldDef",
+    "SetPartitionSpec",
+    "SetSortOrder",
+    "SortFieldDef",
     "AlterZone",
     "ColumnDef",
     "Command",

@@ -18,6 +18,7 @@ from almanac.commands.base import (
     find_table,
     qualified,
 )
+from almanac.commands.partitions import check_drop
 from almanac.datatypes import (
     NO_COERCION,
     ColumnType,
@@ -158,6 +159,7 @@ class DropColumns(Command):
                     column=name,
                     rule="colocation",
                 )
+            check_drop(full, table, found)
             for index in alive:
                 if name in index.columns:
                     raise ValidationError(
@@ -372,6 +374,7 @@ class EvolveColumn(Command):
                 )
         new = _fresh_ids(new, set(field_ids((old,))), table.next_column_id)
         check_evolution(full, old, new)
+        check_drop(full, table, old, new)
         if new == old:
             return []
         return [ColumnAltered(table.id, new)]

@@ -28,6 +28,7 @@ from almanac.commands.base import (
     reserve_text,
     taken_by,
 )
+from almanac.commands.partitions import PartitionFieldDef, SortFieldDef, new_table_layout
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
 from almanac.datatypes import shown
@@ -153,6 +154,8 @@ class CreateTable(Command):
     bucketed on the first colocation column into its zone's partitions.
     Without a zone the table goes to the default zone, which is created as
     ``Default`` in the same version when the catalog has none yet.
+    ``partitioned_by`` and ``ordered_by`` are its first partition spec and
+    sort order (see ``almanac.commands.partitions``).
     """
 
     name: str
@@ -166,6 +169,8 @@ class CreateTable(Command):
     storage_profile: str | None = None
     properties: TableProperties = field(default_factory=TableProperties)
     if_not_exists: bool = False
+    partitioned_by: tuple[PartitionFieldDef, ...] = ()
+    ordered_by: tuple[SortFieldDef, ...] = ()
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.name)
@@ -254,6 +259,10 @@ class CreateTable(Command):
             next_column_id=next_column_id,
             bucketed=self.colocation is not None,
         )
+        if self.partitioned_by or self.ordered_by:
+            table = new_table_layout(
+                full, table, zone.partitions, self.partitioned_by, self.ordered_by
+            )
         if pk_index_id is None:
             return ids.entries(*zone_entries, TableCreated(table))
         index = pk_index(table, pk_index_id)

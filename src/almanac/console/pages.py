@@ -10,17 +10,19 @@ from functools import cache
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Index, Schema, Table, Zone
+from almanac.descriptors import Schema, Table, Zone
 from almanac.server.views import iso
-from almanac.spelling import default_sql, type_sql
+from almanac.spelling import default_sql, index_columns_sql, type_sql
 
 __all__ = [
     "Chrome",
     "DataSnapshots",
     "DiffRow",
     "HistoryRow",
+    "moment",
     "path_segment",
     "SnapshotRow",
     "render_diff",
@@ -97,15 +99,6 @@ def path_segment(name: str) -> str:
     return quote(name, safe="")
 
 
-def _index_columns(index: Index) -> str:
-    if not index.collations:
-        return ", ".join(index.columns)
-    return ", ".join(
-        f"{name} {'ASC' if c.ascending else 'DESC'}"
-        for name, c in zip(index.columns, index.collations, strict=True)
-    )
-
-
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -117,11 +110,19 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["type_sql"] = type_sql
     env.filters["default_sql"] = lambda column: default_sql(column.default) or ""
-    env.filters["index_columns"] = _index_columns
+    env.filters["index_columns"] = index_columns_sql
     env.filters["timestamp"] = iso
     env.filters["thousands"] = lambda n: f"{n:,}"
     env.filters["segment"] = path_segment
+    env.filters["moment"] = moment
     return env
+
+
+def moment(iso_text: str) -> Markup:
+    """An ISO-8601 UTC instant as a ``<time>`` reading ``2026-11-23
+    01:02:03.004 UTC``; the page's script adds the reader's local time."""
+    shown = iso_text.replace("T", " ").removesuffix("Z") + " UTC"
+    return Markup('<span class="when"><time datetime="{}">{}</time></span>').format(iso_text, shown)
 
 
 def _render(template: str, chrome: Chrome | None, **values: object) -> str:
@@ -165,11 +166,17 @@ def render_table(
 
 
 def render_history(
-    rows: Sequence[HistoryRow], chrome: Chrome, *, older: int | None, newer: int | None
+    rows: Sequence[HistoryRow],
+    chrome: Chrome,
+    *,
+    older: int | None,
+    newer: int | None,
+    table: tuple[str, str] | None = None,
 ) -> str:
     """The timeline, newest first; ``older``/``newer`` are the ``before=``
-    bounds of the neighbouring pages, None at either end."""
-    return _render("history.html", chrome, rows=rows, older=older, newer=newer)
+    bounds of the neighbouring pages, None at either end. With ``table``
+    (schema, name) it is that table's history."""
+    return _render("history.html", chrome, rows=rows, older=older, newer=newer, table=table)
 
 
 def render_diff(before: int, after: int, rows: Sequence[DiffRow], chrome: Chrome) -> str:

@@ -11,7 +11,6 @@ the browser says it came from another site (``same_origin``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from importlib import resources
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -21,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
+from almanac.commands.base import require_table
 from almanac.console.pages import (
     Chrome,
     DataSnapshots,
@@ -34,11 +34,12 @@ from almanac.console.pages import (
     render_table,
     render_tree,
 )
-from almanac.diff import CatalogDiff
+from almanac.diff import CatalogDiff, value_text
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
 from almanac.server.views import iso, version_view
+from almanac.sql.reads import history_infos
 
 __all__ = [
     "HISTORY_PAGE",
@@ -73,20 +74,24 @@ _TITLES = {400: "Bad request", 404: "Not found", 409: "Conflict", 410: "Gone", 5
 
 
 def diff_rows(diff: CatalogDiff) -> list[DiffRow]:
-    """The diff as side-by-side lines: one per added or removed object, one
-    per changed field, each with its value before and after as JSON."""
-    rows = [DiffRow("removed", r.kind, r.name, "", "present", "—") for r in diff.removed]
-    rows += [DiffRow("added", r.kind, r.name, "", "—", "present") for r in diff.added]
+    """The diff as side-by-side lines: one per added or removed object, with
+    its definition on the side that holds it, and one per changed field,
+    each value as a person reads it."""
+    rows = [DiffRow("removed", r.kind, r.name, "", r.definition, "—") for r in diff.removed]
+    rows += [DiffRow("added", r.kind, r.name, "", "—", r.definition) for r in diff.added]
     for change in diff.changed:
         rows += [
-            DiffRow("changed", change.kind, change.name, f.field, _json(f.before), _json(f.after))
+            DiffRow(
+                "changed",
+                change.kind,
+                change.name,
+                f.field,
+                value_text(f.before),
+                value_text(f.after),
+            )
             for f in change.fields
         ]
     return rows
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _int_param(request: Request, name: str) -> int | None:
@@ -101,6 +106,19 @@ def _int_param(request: Request, name: str) -> int | None:
             rule="version-number",
         )
     return int(text)
+
+
+def _history_table(request: Request) -> tuple[str, str] | None:
+    """The table a history page is filtered to (``?schema=S&table=T``), if any."""
+    table = request.query_params.get("table")
+    if not table:
+        return None
+    return request.query_params.get("schema") or "PUBLIC", table
+
+
+def _schema_of(snapshot: CatalogVersion, schema_id: int) -> str:
+    schema = snapshot.schemas_by_id.get(schema_id)
+    return schema.name if schema is not None else f"#{schema_id}"
 
 
 def _safe_next(path: str | None) -> str:
@@ -192,11 +210,16 @@ def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataS
 def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
     """The console's pages over ``cat``; ``tokens`` None means no login."""
     pages = APIRouter(include_in_schema=False)
-    css, js = _static("console.css"), _static("console.js")
+    css, js, icon = _static("console.css"), _static("console.js"), _static("favicon.svg")
+
+    def first_version() -> int:
+        """The oldest version a reader can pick: version 0 is the empty
+        catalog before ``init``, which no history or diff names."""
+        return max(cat.earliest_version, 1)
 
     def chrome(version: int, pinned: bool) -> Chrome:
         latest = max(cat.latest_version, version)
-        return Chrome(version, latest, cat.earliest_version, pinned, auth=tokens is not None)
+        return Chrome(version, latest, first_version(), pinned, auth=tokens is not None)
 
     def snapshot_of(request: Request) -> tuple[CatalogVersion, Chrome]:
         version = _int_param(request, "version")
@@ -254,16 +277,26 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         return respond(request, lambda: history_page(request))
 
     def history_page(request: Request) -> str:
-        latest, earliest = cat.latest_version, cat.earliest_version
+        latest, first = cat.latest_version, first_version()
         before = _int_param(request, "before")
-        before = latest if before is None else max(earliest, min(before, latest))
-        since = max(earliest, before - HISTORY_PAGE + 1)
-        infos = [i for i in cat.history(since) if i.version <= before]
-        views = [version_view(cat, info) for info in reversed(infos)]
+        before = latest if before is None else max(first, min(before, latest))
+        named = _history_table(request)
+        if named is None:
+            since = max(first, before - HISTORY_PAGE + 1)
+            infos = [i for i in cat.history(since) if i.version <= before][::-1]
+            older = since - 1 if since > first else None
+            table = None
+        else:
+            snapshot = cat.catalog(before)
+            table = require_table(snapshot, *named)
+            infos = list(history_infos(cat, before, HISTORY_PAGE, table.id))
+            full = len(infos) == HISTORY_PAGE and infos[-1].version > first
+            older = infos[-1].version - 1 if full else None
+            named = (_schema_of(snapshot, table.schema_id), table.name)
+        views = [version_view(cat, info) for info in infos]
         rows = [HistoryRow(v["version"], v["activated_at"], v["node"], v["summary"]) for v in views]
-        older = since - 1 if since > earliest else None
         newer = min(before + HISTORY_PAGE, latest) if before < latest else None
-        return render_history(rows, chrome(latest, False), older=older, newer=newer)
+        return render_history(rows, chrome(latest, False), older=older, newer=newer, table=named)
 
     @pages.get("/diff", response_class=HTMLResponse)
     def diff(request: Request) -> Response:
@@ -274,7 +307,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         after = _int_param(request, "to")
         after = latest if after is None else after
         before = _int_param(request, "from")
-        before = max(after - 1, cat.earliest_version) if before is None else before
+        before = max(after - 1, first_version()) if before is None else before
         found = cat.diff(before, after)
         return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
@@ -343,5 +376,12 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
     @pages.get("/static/console.js")
     def script() -> Response:
         return Response(js, media_type="text/javascript; charset=utf-8")
+
+    @pages.get("/favicon.svg")
+    @pages.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(
+            icon, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+        )
 
     return pages

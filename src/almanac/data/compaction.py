@@ -2,9 +2,10 @@
 a target size, published as an Iceberg ``replace`` snapshot.
 
 Many small appends leave many small files, and a scan pays per file. A
-compaction reads the small files of each tablet (by column id, at the
-latest catalog version), writes their rows back as a few large files of the
-same tablet, and commits a snapshot that swaps exactly those files. Appends
+compaction reads the small files of each tablet and partition (by column
+id, at the latest catalog version), writes their rows back as a few large
+files of the same tablet under the table's default spec and sort order,
+and commits a snapshot that swaps exactly those files. Appends
 that land meanwhile stay: the commit rebuilds on the newest parent and
 deletes only the files it read. If another commit removed one of them (an
 overwrite, another compaction), the compaction publishes nothing and its
@@ -121,12 +122,15 @@ def plan_compaction(
     current = data.current(table.id)
     if current is None:
         return CompactionPlan(shape, None, ())
-    by_tablet: dict[int, list[DataFile]] = defaultdict(list)
+    # Files merge with files of their tablet, spec and partition only: a
+    # merged file is one partition's, as every file of a partitioned table.
+    by_partition: dict[tuple[int, int, tuple[object, ...]], list[DataFile]] = defaultdict(list)
     for f in current.files:
         if tablet is None or f.tablet == tablet:
-            by_tablet[f.tablet].append(f)
+            by_partition[(f.tablet, f.spec_id, f.partition)].append(f)
     target_bytes = max(1, int(target_mb * _MB))
-    groups = [g for t in sorted(by_tablet) for g in _groups(by_tablet[t], target_bytes)]
+    keys = sorted(by_partition, key=lambda k: k[0])
+    groups = [g for k in keys for g in _groups(by_partition[k], target_bytes)]
     return CompactionPlan(shape, current.snapshot_id, tuple(groups))
 
 

@@ -15,25 +15,28 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile as IcebergFile
 from pyiceberg.manifest import ManifestFile
+from pyiceberg.partitioning import PartitionSpec as IcebergSpec
 from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.snapshots import Operation, Summary
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.sorting import SortOrder as IcebergSortOrder
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
+    AddSortOrderUpdate,
     RemoveSnapshotsUpdate,
     SetCurrentSchemaUpdate,
+    SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetPropertiesUpdate,
     TableRequirement,
@@ -49,12 +52,21 @@ from almanac.data.files import DataFile
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
+    TABLET_COLUMN_PROPERTY,
+    TABLET_FIELD,
+    TABLETS_PROPERTY,
     CommitShape,
+    iceberg_layout,
     iceberg_schema,
+    iceberg_sort_orders,
+    iceberg_specs,
+    layout_properties,
     partition_spec,
-    same_spec,
+    spec_fields,
 )
-from almanac.errors import CatalogError, CorruptLogError
+from almanac.data.tablets import tablet_position
+from almanac.errors import CatalogError, ConflictError, CorruptLogError
+from almanac.partitioning import PartitionField
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",
@@ -69,10 +81,6 @@ CATALOG_VERSION_PROPERTY = "almanac.catalog-version"
 """On a snapshot: the catalog version its rows were written against; on the
 table: the catalog version whose schema is the current Iceberg schema."""
 TABLE_ID_PROPERTY = "almanac.table-id"
-TABLETS_PROPERTY = "almanac.tablets"
-"""On the table: its zone's partition count, by which a data file that no
-``tablet=<t>`` directory places (an Iceberg client's, in an unpartitioned
-table) gets the tablet its name hashes to (``file_tablet``)."""
 _METADATA_CACHE = 64
 """Parsed metadata.json files kept (each lists every snapshot of its table)."""
 _MANIFEST_CACHE = 4096
@@ -82,6 +90,89 @@ def _reason(exc: BaseException) -> str:
     """The first line of an exception, with its type (for a file that does not parse)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _tablet_at(metadata: TableMetadata, spec: IcebergSpec | None, partitions: int) -> int | None:
+    """Which field of ``spec`` holds a file's tablet (see
+    ``almanac.data.tablets``): the ``bucket[partitions]`` of the table's
+    tablet column, or the hidden ``tablet`` field of a table whose metadata
+    predates the tablet column property; None when none does."""
+    if spec is None or not spec.fields:
+        return None
+    fields = [(f.source_id, str(f.transform)) for f in spec.fields]
+    column = metadata.properties.get(TABLET_COLUMN_PROPERTY, "")
+    if column.isdigit():
+        return tablet_position(fields, int(column), partitions)
+    first = spec.fields[0]
+    if first.field_id == PARTITION_FIELD_ID and first.name == TABLET_FIELD:
+        return 0
+    return None
+
+
+_Layout = TypeVar("_Layout", IcebergSpec, IcebergSortOrder)
+
+
+def _grow(
+    held: dict[int, _Layout], wanted: list[_Layout], renumber: Callable[[_Layout, int], _Layout]
+) -> tuple[list[_Layout], dict[int, int]]:
+    """The specs (or sort orders) of ``wanted`` that ``held`` lacks, and the
+    id in ``held`` (or among the added) of each wanted one. An id is kept
+    unless ``held`` has another one under it: then the held one with the
+    same fields is it, or it is added under the next free id."""
+    held = dict(held)
+    added: list[_Layout] = []
+    ids: dict[int, int] = {}
+    for item in wanted:
+        wanted_id = _layout_id(item)
+        same = [i for i, h in held.items() if h.fields == item.fields]
+        if wanted_id in same or (same and wanted_id in held):
+            ids[wanted_id] = wanted_id if wanted_id in same else min(same)
+            continue
+        if wanted_id in held:
+            item = renumber(item, max(held) + 1)
+        added.append(item)
+        held[_layout_id(item)] = item
+        ids[wanted_id] = _layout_id(item)
+    return added, ids
+
+
+def _layout_id(item: IcebergSpec | IcebergSortOrder) -> int:
+    return item.spec_id if isinstance(item, IcebergSpec) else item.order_id
+
+
+def _layout_updates(base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
+    """The updates that give ``base`` every partition spec and sort order of
+    the catalog table, and its default ones. Specs and orders only ever
+    grow, and the Iceberg ids are the catalog's, except in a table whose
+    metadata already holds another spec under that id (one converted by
+    ``upgrade_warehouse`` registers its old files unpartitioned as spec 0;
+    see ``_grow``)."""
+    table = shape.table
+    specs, spec_ids = _grow(
+        base.specs(),
+        iceberg_specs(table, shape.partitions),
+        lambda spec, i: IcebergSpec(*spec.fields, spec_id=i),
+    )
+    orders, order_ids = _grow(
+        {o.order_id: o for o in base.sort_orders},
+        iceberg_sort_orders(table),
+        lambda order, i: IcebergSortOrder(*order.fields, order_id=i),
+    )
+    updates: list[TableUpdate] = [AddPartitionSpecUpdate(spec=spec) for spec in specs]
+    default_spec = spec_ids[table.default_spec_id]
+    if base.default_spec_id != default_spec:
+        updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": default_spec}))
+    updates += [AddSortOrderUpdate.model_validate({"sort-order": o}) for o in orders]
+    default_order = order_ids[table.default_sort_order_id]
+    if base.default_sort_order_id != default_order:
+        updates.append(SetDefaultSortOrderUpdate.model_validate({"sort-order-id": default_order}))
+    return updates
+
+
+def _fields(spec: IcebergSpec) -> tuple[PartitionField, ...]:
+    return tuple(
+        PartitionField(f.source_id, f.field_id, f.name, str(f.transform)) for f in spec.fields
+    )
 
 
 class _StagingWriter(MetastoreCatalog):
@@ -285,14 +376,17 @@ class IcebergFiles:
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
     ) -> tuple[tuple[DataFile, IcebergFile], ...]:
-        cached = self._cached(self._manifests, manifest.manifest_path)
+        spec = metadata.specs().get(manifest.partition_spec_id)
+        tablets = metadata.properties.get(TABLETS_PROPERTY, "")
+        partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
+        tablet_at = _tablet_at(metadata, spec, partitions)
+        # The tablets a manifest's files get follow from the metadata's layout
+        # properties too, so they are part of the key.
+        key = f"{manifest.manifest_path}\0{tablet_at}\0{partitions}"
+        cached = self._cached(self._manifests, key)
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         types = self._types(metadata)
-        spec = metadata.specs().get(manifest.partition_spec_id)
-        partitioned = bool(spec is not None and spec.fields)
-        tablets = metadata.properties.get(TABLETS_PROPERTY, "")
-        partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
         try:
             entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
         except FileNotFoundError as exc:
@@ -308,10 +402,10 @@ class IcebergFiles:
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
-            (from_iceberg_file(e.data_file, types, partitioned, partitions), e.data_file)
+            (from_iceberg_file(e.data_file, types, tablet_at, partitions), e.data_file)
             for e in entries
         )
-        self._remember(self._manifests, manifest.manifest_path, result)
+        self._remember(self._manifests, key, result)
         return result
 
     def entries(self, location: str) -> list[tuple[DataFile, IcebergFile]]:
@@ -324,6 +418,12 @@ class IcebergFiles:
 
     def files(self, location: str) -> tuple[DataFile, ...]:
         return tuple(f for f, _ in self.entries(location))
+
+    def spec_fields(self, location: str) -> dict[int, tuple[PartitionField, ...]]:
+        """Every partition spec of ``location`` by its Iceberg id, as the
+        fields files written under it record values for (``DataFile.spec_id``
+        is that id): what the planner prunes each file by."""
+        return {i: _fields(spec) for i, spec in self.metadata(location).specs().items()}
 
     def referenced(self, location: str) -> MetadataFiles:
         """The metadata files the current snapshot of ``location`` needs."""
@@ -342,7 +442,7 @@ class IcebergFiles:
         follows from its location, so every reader of the empty table, and
         the first commit to it, agree on it."""
         schema = iceberg_schema(shape.table)
-        spec = partition_spec(shape.table, shape.partitions)
+        table = shape.table
         fields: dict[str, Any] = {
             "location": location,
             "table-uuid": uuid.uuid5(uuid.NAMESPACE_URL, location),
@@ -350,15 +450,11 @@ class IcebergFiles:
             "last-column-id": max([c.id for c in shape.table.columns], default=0),
             "schemas": [schema],
             "current-schema-id": schema.schema_id,
-            "partition-specs": [spec],
-            "default-spec-id": spec.spec_id,
-            "last-partition-id": PARTITION_FIELD_ID if spec.fields else PARTITION_FIELD_ID - 1,
-            "sort-orders": [UNSORTED_SORT_ORDER],
-            "default-sort-order-id": UNSORTED_SORT_ORDER.order_id,
+            **iceberg_layout(shape.table, shape.partitions),
             "properties": {
                 TABLE_ID_PROPERTY: str(table_id),
                 CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
-                TABLETS_PROPERTY: str(shape.partitions),
+                **layout_properties(table, shape.partitions),
             },
         }
         return TableMetadataV2.model_validate(fields)
@@ -411,6 +507,17 @@ class IcebergFiles:
                 WRITE_ID_PROPERTY: write_id,
                 CATALOG_VERSION_PROPERTY: str(snapshot_version),
             }
+            written_under = spec_fields(shape.table, shape.partitions)
+            stale = [f for f in files if written_under.get(f.spec_id) != _fields(spec)]
+            if stale:
+                raise ConflictError(
+                    f"Table {table_id}: data file '{stale[0].path}' was written under partition "
+                    f"spec {stale[0].spec_id}, but the table's spec is now {spec} (its "
+                    "partitioning changed during the write); write the rows again",
+                    attempts=1,
+                    table_id=table_id,
+                    rule="partition-spec-changed",
+                )
             new = [to_iceberg_file(f, shape.table, spec) for f in files]
             producer = tx.update_snapshot(snapshot_properties=properties)
             if replaces:
@@ -559,15 +666,21 @@ class IcebergFiles:
         return self.metadata(location).current_snapshot_id
 
     def _evolve(self, base: TableMetadata, shape: CommitShape) -> list[TableUpdate]:
-        """Schema and spec changes that bring ``base`` to ``shape`` when the
-        shape is newer than the schema ``base`` has: a commit written against
-        an older catalog version never rolls the schema back."""
+        """Schema, spec and sort order changes that bring ``base`` to
+        ``shape`` when the shape is newer than the schema ``base`` has: a
+        commit written against an older catalog version never rolls the
+        schema back. A ``base`` that never had the shape's default spec (a
+        table ``upgrade_warehouse`` converted, its old files registered
+        unpartitioned) gets the catalog's specs whatever the shape's age."""
         try:
             current_version = int(base.properties.get(CATALOG_VERSION_PROPERTY, "-1"))
         except ValueError:
             current_version = -1
         if shape.catalog_version <= current_version:
-            return []
+            wanted = partition_spec(shape.table, shape.partitions).fields
+            if any(s.fields == wanted for s in base.partition_specs):
+                return []  # the metadata has the shape's layout, or a newer one
+            return _layout_updates(base, shape)
         updates: list[TableUpdate] = []
         schema = iceberg_schema(shape.table, 0)
         if schema.fields != base.schema().fields:
@@ -576,22 +689,12 @@ class IcebergFiles:
                 AddSchemaUpdate.model_validate({"schema": iceberg_schema(shape.table, next_id)}),
                 SetCurrentSchemaUpdate.model_validate({"schema-id": next_id}),
             ]
-        spec = partition_spec(shape.table, shape.partitions)
-        if not same_spec(spec, base.spec()):
-            known = [s for s in base.partition_specs if same_spec(s, spec)]
-            if known:
-                updates.append(SetDefaultSpecUpdate.model_validate({"spec-id": known[0].spec_id}))
-            else:
-                next_spec = max(s.spec_id for s in base.partition_specs) + 1
-                updates += [
-                    AddPartitionSpecUpdate(
-                        spec=partition_spec(shape.table, shape.partitions, next_spec)
-                    ),
-                    SetDefaultSpecUpdate.model_validate({"spec-id": next_spec}),
-                ]
-        updates.append(
-            SetPropertiesUpdate(updates={CATALOG_VERSION_PROPERTY: str(shape.catalog_version)})
-        )
+        updates += _layout_updates(base, shape)
+        properties = {
+            CATALOG_VERSION_PROPERTY: str(shape.catalog_version),
+            **layout_properties(shape.table, shape.partitions),
+        }
+        updates.append(SetPropertiesUpdate(updates=properties))
         return updates
 
     def remove(self, paths: Iterable[str]) -> None:

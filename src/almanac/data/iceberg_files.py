@@ -1,6 +1,7 @@
-"""Our ``DataFile`` as an Iceberg data file and back: the tablet as its
-partition, column statistics as Iceberg bounds (serialized with the type of
-their time, so a widened column still decodes old bounds)."""
+"""Our ``DataFile`` as an Iceberg data file and back: its spec id and
+partition values as the manifest entry's, column statistics as Iceberg
+bounds (serialized with the type of their time, so a widened column still
+decodes old bounds)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ from pyiceberg.types import (
 from almanac.data.files import ColumnStats, DataFile, checksum_in_name
 from almanac.data.iceberg_schema import iceberg_type
 from almanac.data.tablets import file_tablet
+from almanac.data.transforms import internal_value
 from almanac.descriptors import Table
+from almanac.errors import CatalogError
 
 __all__ = ["from_iceberg_file", "to_iceberg_file"]
 
@@ -95,10 +98,28 @@ def _decode_bound(kind: PrimitiveType, raw: bytes) -> object:
         return None
 
 
+def _partition_values(file: DataFile, table: Table, spec: PartitionSpec) -> tuple[object, ...]:
+    """The file's values for ``spec`` (the spec of its id). A file that
+    records none in a spec whose only field is the hidden tablet (written
+    by a writer that knows only tablets) has its tablet there."""
+    if len(file.partition) == len(spec.fields):
+        return file.partition
+    if not file.partition and len(spec.fields) == 1 and spec.fields[0].field_id == 1000:
+        return (file.tablet,)
+    raise CatalogError(
+        f"Data file '{file.path}' of table '{table.name}' has {len(file.partition)} partition "
+        f"values, but its spec {spec.spec_id} has {len(spec.fields)} fields",
+        table=table.name,
+        path=file.path,
+        rule="partition-values",
+    )
+
+
 def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> IcebergFile:
-    """An Iceberg data file with the file's tablet as its partition and its
-    statistics as bounds (NaN-holding float columns get no upper bound: an
-    Iceberg bound never is NaN)."""
+    """An Iceberg data file under ``spec`` (the spec ``file.spec_id``
+    names) with the file's partition values and its statistics as bounds
+    (NaN-holding float columns get no upper bound: an Iceberg bound never
+    is NaN)."""
     types = {c.id: iceberg_type(c) for c in table.columns}
     lower: dict[int, bytes] = {}
     upper: dict[int, bytes] = {}
@@ -119,7 +140,7 @@ def to_iceberg_file(file: DataFile, table: Table, spec: PartitionSpec) -> Iceber
         content=DataFileContent.DATA,
         file_path=file.path,
         file_format=FileFormat.PARQUET,
-        partition=PartitionRecord(file.tablet) if spec.fields else PartitionRecord(),
+        partition=PartitionRecord(*_partition_values(file, table, spec)),
         record_count=file.rows,
         file_size_in_bytes=file.size,
         value_counts=values,
@@ -146,12 +167,15 @@ def _tablet_from_path(path: str, partitions: int) -> int:
 def from_iceberg_file(
     iceberg_file: IcebergFile,
     types: Mapping[int, IcebergType],
-    partitioned: bool,
+    tablet_at: int | None,
     partitions: int = 0,
 ) -> DataFile:
     """Our view of an Iceberg data file: statistics keyed by column id, one
     entry per column the file holds (so a reader knows which columns a file
-    predates)."""
+    predates), its spec id and partition values as its manifest has them.
+    Its tablet is the partition value at ``tablet_at`` (the field of its
+    spec that is the tablet, see ``tablet_position``), else what its path
+    says (``_tablet_from_path``)."""
     lower = iceberg_file.lower_bounds or {}
     upper = iceberg_file.upper_bounds or {}
     nulls = iceberg_file.null_value_counts or {}
@@ -163,8 +187,11 @@ def from_iceberg_file(
         low = None if kind is None or cid not in lower else _decode_bound(kind, lower[cid])
         high = None if kind is None or cid not in upper else _decode_bound(kind, upper[cid])
         stats[cid] = ColumnStats(low, high, int(nulls.get(cid, 0)))
-    if partitioned and len(iceberg_file.partition) and iceberg_file.partition[0] is not None:
-        tablet = int(iceberg_file.partition[0])
+    record = iceberg_file.partition
+    partition = tuple(internal_value(record[i]) for i in range(len(record)))
+    bucket = None if tablet_at is None or tablet_at >= len(partition) else partition[tablet_at]
+    if isinstance(bucket, int) and bucket >= 0 and (not partitions or bucket < partitions):
+        tablet = bucket
     else:
         tablet = _tablet_from_path(iceberg_file.file_path, partitions)
     return DataFile(
@@ -174,4 +201,6 @@ def from_iceberg_file(
         tablet=tablet,
         stats=stats,
         checksum=checksum_in_name(iceberg_file.file_path),
+        spec_id=int(iceberg_file.spec_id or 0),
+        partition=partition,
     )

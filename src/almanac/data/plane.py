@@ -14,7 +14,8 @@ import weakref
 
 import pyarrow.fs as pafs
 
-from almanac.catalog import Catalog, HookWork
+from almanac.catalog import Catalog
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape

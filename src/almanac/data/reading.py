@@ -31,7 +31,9 @@ from almanac.data.arrow import (
 )
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
+from almanac.data.iceberg_schema import PARTITION_FIELD_ID, TABLET_FIELD
 from almanac.data.snapshots import DataSnapshot
+from almanac.data.transforms import UNKNOWN, transform_value
 from almanac.data.warehouse import Warehouse
 from almanac.descriptors import Column, ConstantDefault, Table
 from almanac.errors import (
@@ -41,6 +43,7 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
+from almanac.partitioning import PartitionField, transform_name
 
 __all__ = [
     "PREDICATE_OPS",
@@ -164,8 +167,26 @@ def _in_range(stats: ColumnStats, value: object) -> bool:
     )
 
 
-def may_match(predicate: Predicate, column: Column, file: DataFile) -> bool:
-    """False only when the file's statistics prove no row satisfies ``predicate``."""
+def may_match(
+    predicate: Predicate,
+    column: Column,
+    file: DataFile,
+    fields: Sequence[PartitionField] = (),
+) -> bool:
+    """False only when the file's statistics, or its partition values for
+    ``fields`` (the fields of the Iceberg spec it was written under, see
+    ``IcebergFiles.spec_fields``), prove no row satisfies ``predicate``."""
+    if not _stats_may_match(predicate, column, file):
+        return False
+    for at, f in enumerate(fields):
+        if f.source_id == column.id and at < len(file.partition):
+            hidden = f.field_id == PARTITION_FIELD_ID and f.name == TABLET_FIELD
+            if not _partition_may_match(predicate, column, f, file.partition[at], hidden):
+                return False
+    return True
+
+
+def _stats_may_match(predicate: Predicate, column: Column, file: DataFile) -> bool:
     stats = file.stats.get(column.id) or _absent_stats(column, file.rows)
     op, value = predicate.op, predicate.value
     if op == "is_null":
@@ -190,6 +211,82 @@ def may_match(predicate: Predicate, column: Column, file: DataFile) -> bool:
         return stats.max is None or compare(value, stats.max)
     except TypeError:
         return True  # a value the statistics cannot be compared with proves nothing
+
+
+def _step(column: Column, value: object, by: int) -> object:
+    """The value of ``column``'s type next to ``value`` (below it for -1),
+    None for types without one (text, floats)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value + by
+    if isinstance(value, dt.datetime):
+        return value + dt.timedelta(microseconds=by)
+    if isinstance(value, dt.date):
+        return value + dt.timedelta(days=by)
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        return value + by * decimal.Decimal(1).scaleb(-(column.scale or 0))
+    return None
+
+
+_ORDERED = ("identity", "truncate", "year", "month", "day", "hour")
+"""Transforms that keep order: x <= y gives T(x) <= T(y)."""
+
+
+def _partition_may_match(
+    predicate: Predicate, column: Column, field: PartitionField, value: object, hidden: bool
+) -> bool:
+    """False only when a file whose rows all have ``value`` as ``field``'s
+    transform of ``column`` can hold no row satisfying ``predicate``. A NULL
+    partition value means every row's column is NULL (but the hidden tablet
+    field files NULL keys under 0, so it proves only equalities); ``void``
+    proves nothing."""
+    transform = field.transform
+    name = transform_name(transform)
+    op, operand = predicate.op, predicate.value
+    if name == "void":
+        return True
+    if not hidden:
+        if op == "is_null":
+            return value is None
+        if op == "is_not_null":
+            return value is not None
+        if value is None:
+            return False  # a comparison never matches NULL
+    if value is None or op in ("is_null", "is_not_null"):
+        return True
+    try:
+        if op == "in":
+            if not isinstance(operand, list | tuple | set | frozenset):
+                return True
+            wanted = [transform_value(transform, column, v) for v in operand if v is not None]
+            return any(w is UNKNOWN or w == value for w in wanted)
+        if operand is None:
+            return True
+        target = transform_value(transform, column, operand)
+        if target is UNKNOWN:
+            return True
+        if op == "=":
+            return bool(target == value)
+        if hidden or name not in _ORDERED:
+            return True
+        if op in ("<", ">") and name != "identity":
+            # x < v is x <= v - 1 where the type has a next value (Iceberg's
+            # own projection): day(ts) < day(midnight) then drops that day.
+            nearest = _step(column, operand, -1 if op == "<" else 1)
+            if nearest is not None:
+                op, target = op + "=", transform_value(transform, column, nearest)
+                if target is UNKNOWN:
+                    return True
+        if op == "<":
+            return _lt(value, target) if name == "identity" else _le(value, target)
+        if op == "<=":
+            return _le(value, target)
+        if op == ">":
+            return _lt(target, value) if name == "identity" else _le(target, value)
+        return _le(target, value)
+    except TypeError:
+        return True  # a value the partition cannot be compared with proves nothing
 
 
 def _check_predicate(table: Table, predicate: Predicate) -> Column:
@@ -229,7 +326,8 @@ def plan_scan(
 ) -> ScanPlan:
     """Resolve the table at ``version`` or ``timestamp`` (latest by default;
     ``NotFoundError`` if it did not exist then), pick its data snapshot and
-    keep the files whose statistics allow a match for every predicate."""
+    keep the files whose statistics and partition values (each under its
+    own spec) allow a match for every predicate."""
     check.instance(cat, Catalog, "Parameter 'cat' of plan_scan")
     check.instance(data, TableData, "Parameter 'data' of plan_scan")
     check.string(name, "Parameter 'name' of plan_scan", nonblank=True)
@@ -269,7 +367,10 @@ def plan_scan(
     else:
         current = data.current(table.id)
     files = () if current is None else current.files
-    kept = tuple(f for f in files if all(may_match(p, c, f) for p, c in checked))
+    specs = data.iceberg.spec_fields(current.metadata) if checked and current else {}
+    kept = tuple(
+        f for f in files if all(may_match(p, c, f, specs.get(f.spec_id, ())) for p, c in checked)
+    )
     return ScanPlan(table, kept, len(files), current, snap.version, tuple(filters))
 
 

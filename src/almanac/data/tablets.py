@@ -18,10 +18,13 @@ The partition column is the first colocation column that Iceberg can bucket
 their colocation columns, hence the partition column, hence the tablets.
 
 A table that is not ``bucketed`` (the default for new tables; see
-``Table``) is unpartitioned: its rows go to files as they come, and a
-data file's tablet is ``file_tablet``: the same murmur3 over the UTF-8
-bytes of the file's name (the last part of its path, which never changes
-when the file moves under a ``tablet=<t>`` directory), modulo N.
+``Table``) has no hidden tablet field: its rows go to files by its own
+partition spec, and a data file's tablet is ``file_tablet``: the file's
+bucket when its spec buckets the table's tablet column (``tablet_column``,
+the first bucketable colocation column) into N, the zone's partitions
+(``tablet_position`` finds that field); otherwise the same murmur3 over the
+UTF-8 bytes of the file's name (the last part of its path, which never
+changes when the file moves under a ``tablet=<t>`` directory), modulo N.
 
 Two choices are ours, not Iceberg's: a NULL key (Iceberg's null partition)
 goes to tablet 0, since tablets are integers; and a table none of whose
@@ -39,6 +42,7 @@ cost one numpy pass per 4 bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import mmh3
@@ -58,6 +62,8 @@ __all__ = [
     "file_tablet",
     "partition_column",
     "table_partitions",
+    "tablet_column",
+    "tablet_position",
     "tablets_of",
 ]
 
@@ -399,12 +405,48 @@ def partition_column(table: Table) -> Column | None:
     return None
 
 
-def file_tablet(path: str, partitions: int) -> int:
-    """The tablet of a data file of an unpartitioned table: a stable hash
-    of its name modulo ``partitions``, so files spread evenly over tablets
-    whatever wrote them."""
+def tablet_column(table: Table) -> Column | None:
+    """The column whose ``bucket[N]`` is a file's tablet (N the zone's
+    partitions): the first colocation column Iceberg can bucket, bucketed or
+    not; None when there is none."""
+    check.instance(table, Table, "Parameter 'table' of tablet_column")
+    for name in table.colocation:
+        column = table.column(name)
+        if column is not None and column.type not in UNBUCKETABLE:
+            return column
+    return None
+
+
+def tablet_position(
+    fields: Sequence[tuple[int, str]], column_id: int | None, partitions: int
+) -> int | None:
+    """Where in a spec's ``(source id, transform)`` fields the tablet is: the
+    first field that is ``bucket[partitions]`` of column ``column_id``;
+    None when there is none (the file's tablet then hashes its name)."""
+    if column_id is None:
+        return None
+    wanted = f"bucket[{partitions}]"
+    for i, (source, transform) in enumerate(fields):
+        if source == column_id and transform == wanted:
+            return i
+    return None
+
+
+def file_tablet(path: str, partitions: int, bucket: object = None) -> int:
+    """The tablet of a data file: its ``bucket`` when its spec buckets the
+    tablet column into ``partitions`` (see ``tablet_position``), else a stable
+    hash of its name modulo ``partitions``, so files spread evenly over
+    tablets whatever wrote them (a file whose bucket is NULL too)."""
     check.string(path, "Parameter 'path' of file_tablet")
     partitions = _check_buckets(partitions, "Partitions")
+    if isinstance(bucket, int) and not isinstance(bucket, bool) and 0 <= bucket < partitions:
+        return bucket
+    if bucket is not None and not isinstance(bucket, bool) and isinstance(bucket, int):
+        raise DataError(
+            f"Data file '{path}' has bucket {bucket}, not one of the {partitions} tablets",
+            path=path,
+            rule="tablet-in-range",
+        )
     name = path.rsplit("/", 1)[-1].encode("utf-8", "surrogatepass")
     return (mmh3.hash(name, 0, signed=False) & 0x7FFFFFFF) % partitions
 

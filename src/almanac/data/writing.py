@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog, ExecuteResult
+from almanac.catalog import Catalog
+from almanac.catalog_types import ExecuteResult
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview

@@ -4,6 +4,6 @@ catalog. Routes in ``routes``, the catalog mapping in ``mapping``, commit
 application in ``commit``, the spec's error model in ``errors``."""
 
 from almanac.iceberg_rest.errors import iceberg_exception
-from almanac.iceberg_rest.routes import PREFIX, iceberg_router
+from almanac.iceberg_rest.routes import iceberg_router
 
-__all__ = ["PREFIX", "iceberg_exception", "iceberg_router"]
+__all__ = ["iceberg_exception", "iceberg_router"]

@@ -41,9 +41,11 @@ from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
-    TABLETS_PROPERTY,
 )
-from almanac.data.iceberg_schema import partition_spec, same_spec
+from almanac.data.iceberg_schema import (
+    PARTITION_FIELD_ID,
+    layout_properties,
+)
 from almanac.data.snapshots import (
     encode_record,
     pointer_unchanged,
@@ -51,14 +53,16 @@ from almanac.data.snapshots import (
     snapshot_key,
 )
 from almanac.data.sweep import Sweep, read_sweep
-from almanac.data.tablets import table_partitions
+from almanac.data.tablets import partition_column, table_partitions
 from almanac.errors import CatalogError, ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
-    check_spec,
+    check_layout,
     create_command,
+    layout_commands,
     schema_commands,
+    zone_partitions,
 )
 from almanac.iceberg_rest.properties import Properties, properties_key
 from almanac.iceberg_rest.tables import Loaded, load
@@ -140,6 +144,8 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     commands: tuple[Command, ...] = ()
     if wanted.schema() != base.schema():
         commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
+    tablet = PARTITION_FIELD_ID if partition_column(loaded.table) is not None else None
+    commands += tuple(layout_commands(namespace, loaded.table, tablet, base, wanted))
     operation = None
     added: tuple[str, ...] = ()
     if wanted.current_snapshot_id != base.current_snapshot_id:
@@ -209,13 +215,20 @@ def created(
     table's (``relocate``, for a registration, moves it there: files already
     written keep their paths, new ones go to the table's location)."""
     full = f"{namespace}.{name}"
-    create = create_command(namespace, name, wanted.schema(), wanted.spec(), wanted.sort_order())
+    create = create_command(
+        namespace,
+        name,
+        wanted.schema(),
+        wanted.spec(),
+        wanted.sort_order(),
+        zone_partitions(version),
+    )
     planned = preview(version, [create]).catalog
     made = planned.table(name, namespace)
     if made is None:  # pragma: no cover - preview either makes it or raises
         raise refused(f"Table '{full}' cannot be created")
     check_expressed(full, made, wanted.schema())
-    check_spec(full, partition_spec(made, table_partitions(planned, made)), wanted.spec())
+    check_layout(full, made, table_partitions(planned, made), wanted)
     if wanted.format_version != _FORMAT_VERSION:
         raise refused(
             f"Table '{full}' must be Iceberg format version {_FORMAT_VERSION}, "
@@ -244,7 +257,7 @@ def created(
             "properties": {
                 **wanted.properties,
                 TABLE_ID_PROPERTY: str(made.id),
-                TABLETS_PROPERTY: str(table_partitions(planned, made)),
+                **layout_properties(made, table_partitions(planned, made)),
             }
         }
     )
@@ -364,14 +377,10 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         raise no("its location is the catalog's and cannot change", "location")
     if wanted.format_version != base.format_version:
         raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
-    if wanted.sort_order().fields:
-        raise no("catalog tables are unsorted; a sort order cannot be set", "sort-order")
-    if not same_spec(wanted.spec(), base.spec()):
-        raise no(
-            f"its partitioning ({base.spec()}) follows its colocation column and zone and "
-            f"cannot become {wanted.spec()}",
-            "partition-spec",
-        )
+    kept = {s.spec_id: s for s in wanted.partition_specs}
+    for spec in base.partition_specs:
+        if spec.spec_id not in kept:
+            raise no(f"partition spec {spec.spec_id} cannot be removed", "partition-spec")
     before = {s.snapshot_id for s in base.snapshots}
     after = {s.snapshot_id for s in wanted.snapshots}
     if not before <= after:

@@ -2,23 +2,26 @@
 
 Pure functions. A namespace is a catalog schema, an Iceberg table a catalog
 table, an Iceberg field id a column id; the identifier fields are the
-primary key and a ``bucket[N]`` spec names the colocation column. What an
+primary key, partition specs and sort orders are the table's own (one
+``bucket[N]`` spec on a key column names the colocation column). What an
 Iceberg client asks for is turned into the commands the equivalent DDL
 would run, and then checked the other way: the table those commands make,
 seen as Iceberg (``iceberg_schema``), must be exactly what the client asked
-for. Anything else (a type the catalog lacks, a default, a
-doc string, another partitioning) is refused with a message naming it, so
-nothing a client sends is silently dropped.
+for. Anything else (a type the catalog lacks, a default) is refused with a
+message naming it, so nothing a client sends is silently dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
+from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortOrder
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortOrder
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import (
     BinaryType,
@@ -43,6 +46,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -51,23 +55,33 @@ from almanac.commands import (
     CreateTable,
     DropColumns,
     EvolveColumn,
+    PartitionFieldDef,
     RenameColumn,
+    SetPartitionSpec,
     SetPrimaryKey,
+    SetSortOrder,
+    SortFieldDef,
 )
-from almanac.data.iceberg_schema import iceberg_schema
+from almanac.commands.zones import DEFAULT_PARTITIONS, DEFAULT_ZONE_NAME
+from almanac.data.iceberg_schema import TABLET_FIELD, iceberg_layout, iceberg_schema
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, Table
 from almanac.iceberg_rest.errors import refused
 from almanac.nested import walk
+from almanac.spelling import source_path
 
 __all__ = [
     "check_expressed",
-    "check_spec",
+    "check_layout",
     "column_def",
     "column_of",
     "column_type",
     "create_command",
+    "layout_commands",
+    "order_fields",
     "schema_commands",
+    "spec_fields",
+    "zone_partitions",
 ]
 
 _TYPES: tuple[tuple[type[IcebergType], ColumnType], ...] = (
@@ -198,11 +212,15 @@ def create_command(
     schema: Schema,
     spec: PartitionSpec | None,
     order: SortOrder | None,
+    partitions: int,
 ) -> CreateTable:
     """The CREATE TABLE of an Iceberg create request: its identifier fields are
-    the primary key (none: a plain table), a ``bucket[N]`` field names the
-    colocation column (unpartitioned makes an unpartitioned table), and the
-    table is unsorted. ``check_spec`` checks N once the zone is known."""
+    the primary key (none: a plain table), and its partition spec and sort
+    order are the table's. One spec keeps its old meaning: a single
+    ``bucket[N]`` on a key column (any column of a table without one), N
+    being ``partitions`` (its zone's partition count), buckets the table
+    on that column (``COLOCATE BY``), as the tablet field of Almanac's own
+    tables does."""
     full = f"{namespace}.{name}"
     for field in schema.fields:
         if field.initial_default is not None or field.write_default is not None:
@@ -215,58 +233,180 @@ def create_command(
             )
     key = tuple(_name_of(schema, i, full, "identifier fields") for i in schema.identifier_field_ids)
     colocation = None
+    partitioned_by: tuple[PartitionFieldDef, ...] = ()
     if spec is not None and spec.fields:
         bucket = spec.fields[0]
-        source = _name_of(schema, bucket.source_id, full, "partition spec")
-        if len(spec.fields) != 1 or not isinstance(bucket.transform, BucketTransform):
-            raise refused(_spec_message(full, spec), table=full, rule="partition-spec")
-        if key and source not in key:
-            raise refused(
-                f"Table '{full}' can only be bucketed on a primary key column; '{source}' is "
-                "not one of its identifier fields",
-                table=full,
-                column=source,
-                rule="partition-spec",
-            )
-        colocation = (source,)
-    if order is not None and order.fields:
-        raise refused(
-            f"Table '{full}' cannot have a sort order: catalog tables are unsorted (give "
-            "no write order)",
-            table=full,
-            rule="sort-order",
-        )
+        if (
+            len(spec.fields) == 1
+            and isinstance(bucket.transform, BucketTransform)
+            and bucket.transform.num_buckets == partitions
+            and any(f.field_id == bucket.source_id for f in schema.fields)
+            and (not key or _name_of(schema, bucket.source_id, full, "partition spec") in key)
+        ):
+            colocation = (_name_of(schema, bucket.source_id, full, "partition spec"),)
+        else:
+            partitioned_by = spec_fields(full, schema, spec)
     return CreateTable(
         name=name,
         columns=tuple(column_def(f, full) for f in schema.fields),
         primary_key=key,
         schema=namespace,
         colocation=colocation,
+        partitioned_by=partitioned_by,
+        ordered_by=() if order is None else order_fields(full, schema, order),
     )
 
 
-def _spec_message(table: str, spec: PartitionSpec) -> str:
-    return (
-        f"Table '{table}' cannot be partitioned by {spec}: a catalog table is either "
-        "unpartitioned or bucketed (bucket[N], N its zone's partition count) on its first "
-        "colocation column"
-    )
-
-
-def check_spec(table: str, expected: PartitionSpec, wanted: PartitionSpec) -> None:
-    """A 400 unless ``wanted`` is unpartitioned or partitions like ``expected``
-    (the table's own spec, from its colocation column and zone)."""
-    if not wanted.fields:
-        return
-    same = [(f.source_id, str(f.transform)) for f in wanted.fields] == [
-        (f.source_id, str(f.transform)) for f in expected.fields
-    ]
-    if not same:
+def _path(full: str, schema: Schema, source_id: int, what: str) -> str:
+    """The dotted name of the field ``source_id`` of ``schema``; a 400 when none."""
+    path = schema.find_column_name(source_id)
+    if path is None:
         raise refused(
-            _spec_message(table, wanted) + f"; this table's spec is {expected}",
-            table=table,
+            f"The {what} of table '{full}' names field id {source_id}, which is not a field "
+            "of its schema",
+            table=full,
+            rule="field-id",
+        )
+    return path
+
+
+def spec_fields(
+    full: str, schema: Schema, spec: PartitionSpec, skip: int | None = None
+) -> tuple[PartitionFieldDef, ...]:
+    """An Iceberg spec's fields as the catalog's, each source by its name in
+    ``schema`` (field ids follow from the catalog's rules); ``skip`` is the
+    hidden tablet field's id, left out."""
+    out = []
+    for field in spec.fields:
+        if field.field_id == skip:
+            continue
+        path = _path(full, schema, field.source_id, "partition spec")
+        out.append(PartitionFieldDef(path, str(field.transform), field.name))
+    return tuple(out)
+
+
+def order_fields(full: str, schema: Schema, order: SortOrder) -> tuple[SortFieldDef, ...]:
+    """An Iceberg sort order's fields as the catalog's, sources by name."""
+    out = []
+    for field in order.fields:
+        path = _path(full, schema, field.source_id, "sort order")
+        out.append(
+            SortFieldDef(
+                path,
+                str(field.transform),
+                descending=field.direction == SortDirection.DESC,
+                nulls_first=field.null_order == NullOrder.NULLS_FIRST,
+            )
+        )
+    return tuple(out)
+
+
+def zone_partitions(version: CatalogVersion) -> int:
+    """The partition count of the zone a table created now goes to: the
+    default zone's (the ``Default`` zone CREATE TABLE would make, if none)."""
+    zone = version.default_zone or version.zone(DEFAULT_ZONE_NAME)
+    return DEFAULT_PARTITIONS if zone is None else zone.partitions
+
+
+def check_layout(
+    full: str, made: Table, partitions: int, wanted: TableMetadata | CreateTableRequest
+) -> None:
+    """A 400 unless the table the catalog made partitions and sorts as
+    ``wanted`` asks, partition field ids too (a staged create's data files
+    carry them; the catalog numbers fields as Iceberg does), the tablet
+    field's name aside (it is the catalog's)."""
+    layout = iceberg_layout(made, partitions)
+    spec: PartitionSpec = next(
+        s for s in layout["partition-specs"] if s.spec_id == layout["default-spec-id"]
+    )
+    order: SortOrder = next(
+        o for o in layout["sort-orders"] if o.order_id == layout["default-sort-order-id"]
+    )
+    if isinstance(wanted, CreateTableRequest):
+        schema = wanted.table_schema
+        wanted_spec = wanted.partition_spec or PartitionSpec()
+        wanted_order = wanted.write_order or SortOrder()
+    else:
+        schema, wanted_spec, wanted_order = wanted.schema(), wanted.spec(), wanted.sort_order()
+
+    def terms(named: Callable[[int], str | None], fields: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return [
+            (
+                named(f.source_id),
+                str(f.transform),
+                f.field_id,
+                None if made.bucketed and i == 0 else f.name,
+            )
+            for i, f in enumerate(fields)
+        ]
+
+    def ours(source_id: int) -> str:
+        return source_path(made, source_id)
+
+    if terms(ours, spec.fields) != terms(schema.find_column_name, wanted_spec.fields):
+        raise refused(
+            f"Table '{full}' cannot be partitioned by {wanted_spec}: the catalog makes it {spec}",
+            table=full,
             rule="partition-spec",
         )
+    if [(ours(f.source_id), str(f.transform), f.direction, f.null_order) for f in order.fields] != [
+        (schema.find_column_name(f.source_id), str(f.transform), f.direction, f.null_order)
+        for f in wanted_order.fields
+    ]:
+        raise refused(
+            f"Table '{full}' cannot be sorted by {wanted_order}: the catalog makes it {order}",
+            table=full,
+            rule="sort-order",
+        )
+
+
+def layout_commands(
+    namespace: str, table: Table, tablet: int | None, base: TableMetadata, wanted: TableMetadata
+) -> list[Command]:
+    """The commands that give the table the partition specs and sort orders
+    ``wanted`` adds or makes the default (Iceberg's ``add-spec``,
+    ``set-default-spec``, ``add-sort-order``, ``set-default-sort-order``).
+    ``tablet`` is the id of a bucketed table's hidden tablet field, which
+    every one of its specs must keep."""
+    full = f"{namespace}.{table.name}"
+    schema = wanted.schema()
+    commands: list[Command] = []
+    known = {s.spec_id for s in base.partition_specs}
+    for spec in wanted.partition_specs:
+        changed = spec.spec_id == wanted.default_spec_id != base.default_spec_id
+        if spec.spec_id in known and not changed:
+            continue
+        if tablet is not None and all(f.field_id != tablet for f in spec.fields):
+            raise refused(
+                f"Table '{full}' is bucketed on its colocation column by its partition field "
+                f"'{TABLET_FIELD}' (id {tablet}), which every spec keeps: the bucketing of a "
+                "table cannot be removed",
+                table=full,
+                field=TABLET_FIELD,
+                rule="partition-spec",
+            )
+        commands.append(
+            SetPartitionSpec(
+                name=table.name,
+                schema=namespace,
+                fields=spec_fields(full, schema, spec, tablet),
+                default=spec.spec_id == wanted.default_spec_id,
+            )
+        )
+    orders = {o.order_id for o in base.sort_orders}
+    for order in wanted.sort_orders:
+        changed = order.order_id == wanted.default_sort_order_id != base.default_sort_order_id
+        if order.order_id in orders and not changed:
+            continue
+        commands.append(
+            SetSortOrder(
+                name=table.name,
+                schema=namespace,
+                fields=order_fields(full, schema, order),
+                default=order.order_id == wanted.default_sort_order_id,
+            )
+        )
+    return commands
 
 
 def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> list[Command]:

@@ -37,12 +37,17 @@ from almanac.commands import CreateSchema, CreateTable, DropSchema, DropTable, R
 from almanac.commands.preview import preview
 from almanac.data.bounded_io import MetadataFileError
 from almanac.data.commits import TableData
-from almanac.data.iceberg_schema import CommitShape, partition_spec
+from almanac.data.iceberg_schema import CommitShape
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
 from almanac.iceberg_rest.errors import CommitFailedError, refused
-from almanac.iceberg_rest.mapping import check_expressed, create_command
+from almanac.iceberg_rest.mapping import (
+    check_expressed,
+    check_layout,
+    create_command,
+    zone_partitions,
+)
 from almanac.iceberg_rest.models import (
     CommitTransactionRequest,
     CreateNamespaceRequest,
@@ -52,12 +57,10 @@ from almanac.iceberg_rest.models import (
 from almanac.iceberg_rest.properties import Properties, properties_key
 from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
 from almanac.metastore import Compare, Op
-from almanac.server.app import ICEBERG_PREFIX
 from almanac.server.auth import ADMIN, READ
 
-__all__ = ["PREFIX", "iceberg_router"]
+__all__ = ["iceberg_router"]
 
-PREFIX = ICEBERG_PREFIX
 """Where the Iceberg REST catalog is mounted: a client's ``uri``."""
 _SEPARATOR = "\x1f"
 _M = TypeVar("_M", bound=BaseModel)
@@ -156,8 +159,9 @@ def _no_content() -> Response:
 
 
 def iceberg_router(cat: Catalog) -> APIRouter:
-    """The ``/iceberg`` routes over ``cat`` (which needs a warehouse for tables)."""
-    router = APIRouter(prefix=f"{PREFIX}/v1", tags=["iceberg"], responses=_ERRORS)
+    """The Iceberg REST routes (``/v1/…``) over ``cat``, which needs a
+    warehouse for tables; the server mounts them under its Iceberg prefix."""
+    router = APIRouter(prefix="/v1", tags=["iceberg"], responses=_ERRORS)
 
     @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
     def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:
@@ -285,7 +289,12 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         request = _parse(CreateTableRequest, {**optional, **body})
         _addressable("Table", request.name)
         create = create_command(
-            name, request.name, request.table_schema, request.partition_spec, request.write_order
+            name,
+            request.name,
+            request.table_schema,
+            request.partition_spec,
+            request.write_order,
+            zone_partitions(cat.catalog()),
         )
         staged = _check_create(cat, create, request)
         if request.stage_create:
@@ -475,20 +484,7 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
     if made is None:  # pragma: no cover - preview either makes it or raises
         raise refused(f"Table '{full}' cannot be created")
     check_expressed(full, made, request.table_schema, same_ids=False)
-    partitions = table_partitions(planned, made)
-    spec = partition_spec(made, partitions)
-    wanted = request.partition_spec
-    if (
-        wanted is not None
-        and wanted.fields
-        and (not spec.fields or str(wanted.fields[0].transform) != str(spec.fields[0].transform))
-    ):
-        raise refused(
-            f"Table '{full}' cannot be partitioned by {wanted}: its zone has "
-            f"{partitions} partitions, so its spec is {spec}",
-            table=full,
-            rule="partition-spec",
-        )
+    check_layout(full, made, table_partitions(planned, made), request)
     data = TableData.for_catalog(cat)
     location = data.warehouse.table_dir(made.id)
     if request.location is not None and request.location.rstrip("/") != location:

@@ -31,7 +31,8 @@ import weakref
 from dataclasses import dataclass
 
 from almanac import _check as check
-from almanac.catalog import Catalog, HookWork
+from almanac.catalog import Catalog
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.descriptors import Table, is_soft_deleted
 from almanac.entries import VersionedUpdate

@@ -43,6 +43,7 @@ from almanac.descriptors import (
     Zone,
 )
 from almanac.errors import SerializationError, ValidationError
+from almanac.partitioning import PartitionSpec, SortOrder
 from almanac.requests import Checkpoint
 from almanac.serialization.io import Reader, Writer
 
@@ -75,6 +76,9 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         Zone: 6,
         ConstantDefault: 7,
         FunctionDefault: 8,
+        # 20 and up: table layout (ids below kept free for column-level types)
+        PartitionSpec: 20,
+        SortOrder: 21,
         # update entries: 100..199
         e.ObjectIdsReserved: 100,
         e.SchemaCreated: 101,
@@ -99,6 +103,11 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         e.TableSoftDropped: 120,
         e.TableRecovered: 121,
         e.PrimaryKeySet: 122,
+        # 130 and up: partition specs and sort orders
+        e.PartitionSpecAdded: 130,
+        e.DefaultPartitionSpecSet: 131,
+        e.SortOrderAdded: 132,
+        e.DefaultSortOrderSet: 133,
         # containers: 200..299
         e.VersionedUpdate: 200,
         CatalogVersion: 201,

@@ -37,11 +37,21 @@ from almanac.descriptors import (
     Zone,
     initial_default_of,
 )
+from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
 from almanac.serialization.values import read_value, write_value
 
-__all__ = ["enum_reader", "read_column", "read_index", "read_schema", "read_table", "read_zone"]
+__all__ = [
+    "enum_reader",
+    "read_column",
+    "read_index",
+    "read_partition_spec",
+    "read_schema",
+    "read_sort_order",
+    "read_table",
+    "read_zone",
+]
 
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -338,6 +348,107 @@ def _read_table_v3(r: Reader) -> Table:
     )
 
 
+def _write_table_v4(w: Writer, obj: Table) -> None:
+    """v3's fields, then the layout: one flag, 0 for the default one (only
+    the unpartitioned spec 0 and the unsorted order 0, last partition id
+    1000), which most tables have and which costs no nested object; else 1,
+    the partition specs and sort orders (each nested, with its own header),
+    the ids of the current ones and the highest partition field id
+    assigned."""
+    _write_table_v3(w, obj)
+    if _default_layout(obj):
+        w.append(0)
+        return
+    w.append(1)
+    w.uvarint(len(obj.partition_specs))
+    for spec in obj.partition_specs:
+        _nested(w, spec)
+    w.svarint(obj.default_spec_id)
+    w.svarint(obj.last_partition_id)
+    w.uvarint(len(obj.sort_orders))
+    for order in obj.sort_orders:
+        _nested(w, order)
+    w.svarint(obj.default_sort_order_id)
+
+
+_DEFAULT_LAYOUT = Table(0, 0, "", 0, (), (), IndexKind.HASH, (), (), None, "")
+
+
+def _default_layout(obj: Table) -> bool:
+    d = _DEFAULT_LAYOUT
+    return (
+        obj.partition_specs == d.partition_specs
+        and obj.default_spec_id == d.default_spec_id
+        and obj.last_partition_id == d.last_partition_id
+        and obj.sort_orders == d.sort_orders
+        and obj.default_sort_order_id == d.default_sort_order_id
+    )
+
+
+def _read_table_v4(r: Reader) -> Table:
+    table = _read_table_v3(r)
+    if not r.boolean():
+        return table
+    return replace(
+        table,
+        partition_specs=tuple([read_partition_spec(r) for _ in range(r.count("spec", 3))]),
+        default_spec_id=r.svarint(),
+        last_partition_id=r.svarint(),
+        sort_orders=tuple([read_sort_order(r) for _ in range(r.count("sort order", 3))]),
+        default_sort_order_id=r.svarint(),
+    )
+
+
+# -- partition specs and sort orders ---------------------------------------------
+
+
+def _write_partition_spec_v1(w: Writer, obj: PartitionSpec) -> None:
+    """The spec id, then per field its source id, field id, name and transform."""
+    w.svarint(obj.spec_id)
+    w.uvarint(len(obj.fields))
+    for f in obj.fields:
+        w.svarint(f.source_id)
+        w.svarint(f.field_id)
+        w.string(f.name)
+        w.string(f.transform)
+
+
+def _read_partition_field(r: Reader) -> PartitionField:
+    return PartitionField(
+        source_id=r.svarint(), field_id=r.svarint(), name=r.string(), transform=r.string()
+    )
+
+
+def _read_partition_spec_v1(r: Reader) -> PartitionSpec:
+    spec_id = r.svarint()
+    fields = tuple([_read_partition_field(r) for _ in range(r.count("partition field", 4))])
+    return PartitionSpec(spec_id, fields)
+
+
+def _write_sort_order_v1(w: Writer, obj: SortOrder) -> None:
+    """The order id, then per field its source id, transform, direction and null order."""
+    w.svarint(obj.order_id)
+    w.uvarint(len(obj.fields))
+    for f in obj.fields:
+        w.svarint(f.source_id)
+        w.string(f.transform)
+        w.boolean(f.descending)
+        w.boolean(f.nulls_first)
+
+
+def _read_sort_field(r: Reader) -> SortField:
+    return SortField(
+        source_id=r.svarint(), transform=r.string(), descending=r.boolean(), nulls_first=r.boolean()
+    )
+
+
+def _read_sort_order_v1(r: Reader) -> SortOrder:
+    order_id = r.svarint()
+    return SortOrder(
+        order_id, tuple([_read_sort_field(r) for _ in range(r.count("sort field", 4))])
+    )
+
+
 # -- index -----------------------------------------------------------------------
 
 
@@ -407,6 +518,8 @@ def _read_zone_v1(r: Reader) -> Zone:
 
 
 read_schema = REGISTRY.nested_reader(Schema)
+read_partition_spec = REGISTRY.nested_reader(PartitionSpec)
+read_sort_order = REGISTRY.nested_reader(SortOrder)
 read_table = REGISTRY.nested_reader(Table)
 read_index = REGISTRY.nested_reader(Index)
 read_zone = REGISTRY.nested_reader(Zone)
@@ -418,6 +531,9 @@ _R030 = "0.3.0"
 _R040 = "0.4.0"
 """Column docs and nested fields: Column v3. Optional primary key and
 per-table layout: Table v3, PrimaryKeySet v1."""
+_R050 = "0.5.0"
+"""Partition specs and sort orders: Table v4, PartitionSpec v1, SortOrder v1
+and their entries."""
 REGISTRY.register(
     SerializerInfo(ConstantDefault, 1, _R010, _read_constant_default_v1, _write_constant_default_v1)
 )
@@ -437,6 +553,11 @@ REGISTRY.register(
     SerializerInfo(Table, 1, _R010, _read_table_v1, _write_table_v1),
     SerializerInfo(Table, 2, _R030, _read_table_v2, _write_table_v2),
     SerializerInfo(Table, 3, _R040, _read_table_v3, _write_table_v3),
+    SerializerInfo(Table, 4, _R050, _read_table_v4, _write_table_v4),
 )
+REGISTRY.register(
+    SerializerInfo(PartitionSpec, 1, _R050, _read_partition_spec_v1, _write_partition_spec_v1)
+)
+REGISTRY.register(SerializerInfo(SortOrder, 1, _R050, _read_sort_order_v1, _write_sort_order_v1))
 REGISTRY.register(SerializerInfo(Index, 1, _R010, _read_index_v1, _write_index_v1))
 REGISTRY.register(SerializerInfo(Zone, 1, _R010, _read_zone_v1, _write_zone_v1))

@@ -20,7 +20,9 @@ from almanac.serialization.types import (
     read_column,
     read_index,
     read_index_kind,
+    read_partition_spec,
     read_schema,
+    read_sort_order,
     read_table,
     read_zone,
 )
@@ -171,6 +173,59 @@ def _read_set_primary_key_v1(r: Reader) -> e.PrimaryKeySet:
 
 REGISTRY.register(
     SerializerInfo(e.PrimaryKeySet, 1, "0.4.0", _read_set_primary_key_v1, _write_set_primary_key_v1)
+)
+_R050 = "0.5.0"
+
+
+def _write_spec_added_v1(w: Writer, obj: e.PartitionSpecAdded) -> None:
+    w.svarint(obj.table_id)
+    _nested(w, obj.spec)
+
+
+def _read_spec_added_v1(r: Reader) -> e.PartitionSpecAdded:
+    return e.PartitionSpecAdded(table_id=r.svarint(), spec=read_partition_spec(r))
+
+
+def _write_default_spec_v1(w: Writer, obj: e.DefaultPartitionSpecSet) -> None:
+    w.svarint(obj.table_id)
+    w.svarint(obj.spec_id)
+
+
+def _read_default_spec_v1(r: Reader) -> e.DefaultPartitionSpecSet:
+    return e.DefaultPartitionSpecSet(table_id=r.svarint(), spec_id=r.svarint())
+
+
+def _write_order_added_v1(w: Writer, obj: e.SortOrderAdded) -> None:
+    w.svarint(obj.table_id)
+    _nested(w, obj.order)
+
+
+def _read_order_added_v1(r: Reader) -> e.SortOrderAdded:
+    return e.SortOrderAdded(table_id=r.svarint(), order=read_sort_order(r))
+
+
+def _write_default_order_v1(w: Writer, obj: e.DefaultSortOrderSet) -> None:
+    w.svarint(obj.table_id)
+    w.svarint(obj.order_id)
+
+
+def _read_default_order_v1(r: Reader) -> e.DefaultSortOrderSet:
+    return e.DefaultSortOrderSet(table_id=r.svarint(), order_id=r.svarint())
+
+
+REGISTRY.register(
+    SerializerInfo(e.PartitionSpecAdded, 1, _R050, _read_spec_added_v1, _write_spec_added_v1)
+)
+REGISTRY.register(
+    SerializerInfo(
+        e.DefaultPartitionSpecSet, 1, _R050, _read_default_spec_v1, _write_default_spec_v1
+    )
+)
+REGISTRY.register(
+    SerializerInfo(e.SortOrderAdded, 1, _R050, _read_order_added_v1, _write_order_added_v1)
+)
+REGISTRY.register(
+    SerializerInfo(e.DefaultSortOrderSet, 1, _R050, _read_default_order_v1, _write_default_order_v1)
 )
 _register_v1(e.TableSoftDropped, _read_soft_drop_v1, _write_soft_drop_v1)
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)

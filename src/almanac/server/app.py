@@ -28,6 +28,7 @@ from almanac.catalog import Catalog
 from almanac.errors import CatalogError
 from almanac.server.api import api_router
 from almanac.server.auth import AuthError, Tokens
+from almanac.server.docs import docs_router
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
 from almanac.server.streams import EventStreams
 
@@ -307,6 +308,8 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
         summary="A versioned, transactional table catalog",
         version="1",
         responses=ERROR_RESPONSES,
+        docs_url=None,  # served by almanac.server.docs, without a CDN
+        redoc_url=None,
     )
     app.state.catalog = cat
     app.state.tokens = tokens
@@ -344,8 +347,9 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
 
     app.include_router(api_router(cat, streams))
     app.include_router(console.router(cat, tokens=tokens))
+    app.include_router(docs_router(app.openapi_url or "/openapi.json", app.title))
     if _has_pyiceberg():  # the Iceberg REST catalog needs the spark extra's pyiceberg
         from almanac.iceberg_rest import iceberg_router
 
-        app.include_router(iceberg_router(cat))
+        app.include_router(iceberg_router(cat), prefix=ICEBERG_PREFIX)
     return app

@@ -248,9 +248,13 @@ class ObjectChangeModel(ObjectRefModel):
     fields: list[FieldChangeModel]
 
 
+class DefinedObjectModel(ObjectRefModel):
+    definition: str = Field(description="What the object is, in one line.")
+
+
 class DiffResponse(BaseModel):
     before: int
     after: int
-    added: list[ObjectRefModel]
-    removed: list[ObjectRefModel]
+    added: list[DefinedObjectModel]
+    removed: list[DefinedObjectModel]
     changed: list[ObjectChangeModel]

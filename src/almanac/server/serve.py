@@ -115,6 +115,7 @@ def serve(
     ready: Callable[[int], None] | None = None,
     placement: bool = True,
     soft_delete_reserve_s: float = 0.0,
+    create: bool = True,
 ) -> None:
     """Open ``target`` and serve the HTTP API on ``host:port`` (0: a free port)
     until SIGINT or SIGTERM, then close the catalog. Tokens come from
@@ -122,7 +123,8 @@ def serve(
     host is allowed, unless ``insecure``. With ``placement`` the node takes
     part in tablet placement (default settings). ``soft_delete_reserve_s``
     is the reserve of a DROP TABLE the server commits without one. Prints
-    ``Listening on URL`` once it accepts connections, and calls ``ready(port)``."""
+    ``Listening on URL`` once it accepts connections, and calls ``ready(port)``.
+    ``create=False`` refuses a target that holds no catalog (``almanac serve``)."""
     import almanac
 
     check.string(host, "Parameter 'host' of serve", nonblank=True)
@@ -151,6 +153,7 @@ def serve(
         warehouse=warehouse,
         placement=settings,
         soft_delete_reserve_s=soft_delete_reserve_s,
+        create=create,
     )
     try:
         app = create_app(cat, tokens=tokens)

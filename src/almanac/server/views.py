@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from almanac.catalog import Catalog, VersionInfo
+from almanac.catalog import Catalog
+from almanac.catalog_types import VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.errors import NotFoundError, ValidationError, VersionNotFoundError
 from almanac.server.commands_json import value_to_json

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import almanac
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.connection import missing_catalog
 from almanac.descriptors import Schema, Table
 from almanac.errors import NotFoundError, ValidationError
 from almanac.targets import Target, parse_target
@@ -95,13 +94,6 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     an empty one at a mistyped path, and the job would then fail on a
     missing table instead."""
     parsed = durable_target(target)
-    missing = missing_catalog(parsed)
-    if missing is not None:
-        raise NotFoundError(
-            f"No catalog at '{target}' ({missing}); create it with almanac.connect first",
-            kind="catalog",
-            name=target,
-        )
     key = (str(parsed), warehouse)
     stale: list[Catalog] = []
     with _open_lock:
@@ -110,7 +102,7 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
             del _open[key]
             entry = None
     if entry is None:
-        fresh = almanac.connect(parsed, warehouse=warehouse)
+        fresh = almanac.connect(parsed, warehouse=warehouse, create=False)
         with _open_lock:
             entry = _open.get(key)
             if entry is None:

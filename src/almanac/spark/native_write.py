@@ -8,9 +8,13 @@ before the job, naming the column), NOT NULL, length and UUID checks raised
 inside the same job, missing columns filled with their default, Parquet field
 ids from ``StructField`` metadata, and one directory per bucket
 (``tablet=<t>``) computed in the JVM by ``almanac.spark.jvm``'s UDFs exactly
-as Iceberg's ``bucket[N]``. STRUCT columns are written with a field id on
-every struct field. Afterwards the driver reads each file's footer
-into a ``DataFile`` and commits once; any failure aborts the write, which
+as Iceberg's ``bucket[N]``. A table partitioned by fields of its own gets
+one more directory level per partition (``almanac_partition=<key>``, the
+key from an Arrow UDF running Iceberg's transforms), and each task sorts its
+rows by the table's default sort order. STRUCT columns are written with a
+field id on every struct field. Afterwards the driver reads each
+file's footer (and a partitioned file's source columns, for its partition
+values) into a ``DataFile`` and commits once; any failure aborts the write, which
 deletes its directory, so nothing half-written is ever published.
 
 Spark's Parquet writer has no FIXED, no nanosecond timestamp and no field id
@@ -32,7 +36,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -44,11 +48,13 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from almanac import _check as check
 from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
-from almanac.data.arrow import FIELD_ID
+from almanac.data.arrow import FIELD_ID, arrow_schema
 from almanac.data.commits import CommitShape
 from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
-from almanac.data.tablets import table_partitions
+from almanac.data.iceberg_schema import spec_fields
+from almanac.data.tablets import table_partitions, tablet_column, tablet_position
+from almanac.data.transforms import partition_keys, single_partition, source_column
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
@@ -82,6 +88,9 @@ __all__ = [
 
 TABLET_COLUMN = "tablet"
 """The bucket column Spark partitions by, hence the ``tablet=<t>`` directories."""
+PARTITION_COLUMN = "almanac_partition"
+"""The key of a row's partition under the table's spec (``partition_keys``),
+by which Spark splits a partitioned table's rows into files."""
 
 _GUARDED = frozenset({ColumnType.STRING, ColumnType.BYTES, ColumnType.UUID})
 """Types whose CHECKED casts (length, UUID text) the job checks itself."""
@@ -371,6 +380,13 @@ class Prepared:
 
     df: Any
     checks: dict[str, tuple[str, str]]  # message -> (table, column)
+    order: tuple[Any, ...] = ()
+    """The default sort order's keys: each task sorts its rows by them
+    (within its tablet) right before writing, so every file is sorted."""
+    partitioned: bool = False
+    """Whether rows are split by ``PARTITION_COLUMN`` too."""
+    partitions: int = 1
+    """The zone's partition count the tablets were computed for."""
 
 
 def _guard(
@@ -394,9 +410,11 @@ def prepare(
     renames: Sequence[tuple[str, str]] | None = None,
 ) -> Prepared:
     """``df`` projected onto ``table``: catalog names and order, lossless
-    casts, defaults, checks, field ids, plus the ``tablet`` column. Raises
+    casts, defaults, checks, field ids, plus the ``tablet`` column, each
+    task's rows sorted by the table's default sort order. Raises
     ``DataError`` naming the column for unknown, duplicate or missing
-    columns and for lossy casts, before any job runs."""
+    columns and for lossy casts, and ``CatalogError`` for a partition spec
+    or sort order this writer cannot honour, before any job runs."""
     why = native_refusal(table)
     if why is not None:
         raise ValidationError(
@@ -428,7 +446,7 @@ def prepare(
     checks: dict[str, tuple[str, str]] = {}
     projected: list[Any] = []
     values: dict[str, Any] = {}
-    clash = {c.name for c in table.columns if c.name.lower() == TABLET_COLUMN}
+    clash = {c.name for c in table.columns if c.name.lower() in (TABLET_COLUMN, PARTITION_COLUMN)}
     for column in table.columns:
         source = by_catalog.get(column.name)
         if source is None:
@@ -473,15 +491,94 @@ def prepare(
         # A data column named like the bucket column keeps its field id under another name.
         written = f"_col{column.id}" if column.name in clash else column.name
         projected.append(value.alias(written, metadata={"parquet.field.id": column.id}))
+    # Without a bucket of its own each task writes its rows to one file (per
+    # partition), in a tablet picked by the task, so a write spreads over
+    # the tablets; a NULL bucket of the tablet column does the same.
+    spread = F.spark_partition_id() % F.lit(partitions)
+    by_bucket = tablet_column(table)
     if table.bucketed:
         key = partition_column(table)
-        tablet = bucket_expr(values[key.name], key, partitions).alias(TABLET_COLUMN)
+        tablet = bucket_expr(values[key.name], key, partitions)
+    elif by_bucket is not None and _tablet_at(table, partitions) is not None:
+        bucket = bucket_expr(values[by_bucket.name], by_bucket, partitions)
+        tablet = F.when(values[by_bucket.name].isNull(), spread).otherwise(bucket)
     else:
-        # Unpartitioned: each task writes its rows to one file, in a tablet
-        # picked by the task, so a write spreads over the tablets.
-        tablet = (F.spark_partition_id() % F.lit(partitions)).alias(TABLET_COLUMN)
+        tablet = spread
     jvm.load(df.sparkSession)
-    return Prepared(df.select(*projected, tablet), checks)
+    written_names = {c.id: f"_col{c.id}" if c.name in clash else c.name for c in table.columns}
+    keys = tuple(_sort_keys(table, full, written_names))
+    extra = [tablet.alias(TABLET_COLUMN)]
+    part = _partition_key(table, full, values)
+    if part is not None:
+        extra.append(part.alias(PARTITION_COLUMN))
+    return Prepared(df.select(*projected, *extra), checks, keys, part is not None, partitions)
+
+
+def _tablet_at(table: Table, partitions: int) -> int | None:
+    """Where the default spec's tablet field is (see ``tablet_position``)."""
+    column = tablet_column(table)
+    fields = spec_fields(table, partitions)[table.default_spec_id]
+    return tablet_position(
+        [(f.source_id, f.transform) for f in fields],
+        None if column is None else column.id,
+        partitions,
+    )
+
+
+def _partition_key(table: Table, full: str, values: Mapping[str, Any]) -> Any | None:
+    """The Spark column of each row's partition key under the default spec
+    (an Arrow UDF running ``partition_keys``, Iceberg's own transforms on
+    the catalog's Arrow types); None when the spec has no fields of its own."""
+    fields = table.partition_spec.fields
+    if not fields:
+        return None
+    arrow_udf = getattr(F, "arrow_udf", None)  # PySpark 4.1 and later
+    if arrow_udf is None:
+        raise CatalogError(
+            f"Table '{full}' is partitioned; Spark's native writer needs PySpark 4.1 or later "
+            "(Arrow UDFs) to place its rows: upgrade PySpark, or write it through the Iceberg "
+            "REST catalog or almanac.data.write_table",
+            table=full,
+            rule="native-write-partitioned",
+        )
+    tops = sorted({source_column(table, f.source_id)[0][0] for f in fields})
+    schema = arrow_schema(table)
+    wanted = pa.schema([schema.field(name) for name in tops])
+
+    def keys(*arrays: pa.Array) -> pa.Array:
+        rows = pa.table(
+            [a.cast(f.type) for a, f in zip(arrays, wanted, strict=True)], schema=wanted
+        )
+        return pa.array(partition_keys(table, fields, rows), pa.int64())
+
+    return arrow_udf(keys, "long")(*(values[name] for name in tops))
+
+
+def _column_name(table: Table, column_id: int) -> str:
+    column = table.column_by_id(column_id)
+    return f"#{column_id}" if column is None else column.name
+
+
+def _sort_keys(table: Table, full: str, written: Mapping[int, str]) -> list[Any]:
+    """Spark sort expressions for the table's default sort order (each
+    task's rows sorted, so each file is); only identity keys on top-level
+    columns, anything else is refused before any job runs."""
+    keys = []
+    for f in table.sort_order.fields:
+        if f.transform != "identity" or f.source_id not in written:
+            raise CatalogError(
+                f"Table '{full}' is sorted by {f.transform}({_column_name(table, f.source_id)}); "
+                "Spark's native writer sorts by plain top-level columns only: write it through "
+                "the Iceberg REST catalog or almanac.data.write_table",
+                table=full,
+                rule="native-write-sort-order",
+            )
+        column = F.col(f"`{written[f.source_id].replace('`', '``')}`")
+        if f.descending:
+            keys.append(column.desc_nulls_first() if f.nulls_first else column.desc_nulls_last())
+        else:
+            keys.append(column.asc_nulls_first() if f.nulls_first else column.asc_nulls_last())
+    return keys
 
 
 # --------------------------------------------------------------------------- job
@@ -528,7 +625,11 @@ def _session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
 
 def _run_job(prepared: Prepared, path: str, options: Mapping[str, str]) -> None:
     spark = prepared.df.sparkSession
-    writer = prepared.df.write.mode("append").partitionBy(TABLET_COLUMN)
+    df = prepared.df
+    by = [TABLET_COLUMN, PARTITION_COLUMN] if prepared.partitioned else [TABLET_COLUMN]
+    if prepared.order:
+        df = df.sortWithinPartitions(*(F.col(c) for c in by), *prepared.order)
+    writer = df.write.mode("append").partitionBy(*by)
     for key, value in options.items():
         writer = writer.option(key, value)
     try:
@@ -546,17 +647,20 @@ def _run_job(prepared: Prepared, path: str, options: Mapping[str, str]) -> None:
 
 def _data_paths(warehouse: Warehouse, write_dir: str) -> list[tuple[str, int]]:
     """``(path, tablet)`` of every data file Spark left in ``write_dir``:
-    ``tablet=<t>/<name>.parquet``; ``_SUCCESS``, ``_temporary``, ``.crc``
-    and our marker are not data."""
+    ``tablet=<t>/<name>.parquet``, or ``tablet=<t>/almanac_partition=<k>/
+    <name>.parquet`` for a partitioned table; ``_SUCCESS``, ``_temporary``,
+    ``.crc`` and our marker are not data."""
     infos = warehouse.fs.get_file_info(pafs.FileSelector(write_dir, recursive=True))
     out = []
     for info in infos:
         if info.type != pafs.FileType.File:
             continue
         parts = info.path[len(write_dir) + 1 :].split("/")
-        if len(parts) != 2 or not parts[0].startswith(f"{TABLET_COLUMN}="):
+        if not 2 <= len(parts) <= 3 or not parts[0].startswith(f"{TABLET_COLUMN}="):
             continue
-        if parts[1].startswith(("_", ".")) or not parts[1].endswith(".parquet"):
+        if len(parts) == 3 and not parts[1].startswith(f"{PARTITION_COLUMN}="):
+            continue
+        if parts[-1].startswith(("_", ".")) or not parts[-1].endswith(".parquet"):
             continue
         tablet = parts[0].split("=", 1)[1]
         if tablet.isdigit():
@@ -618,20 +722,72 @@ def _file_stats(
     return out
 
 
-def collect_files(warehouse: Warehouse, write_dir: str, table: Table) -> list[DataFile]:
-    """The ``DataFile`` of every data file in ``write_dir``, from footers only."""
+def _partition(
+    warehouse: Warehouse,
+    path: str,
+    stored: pa.Schema,
+    table: Table,
+    partitions: int,
+    tablet: int,
+) -> tuple[object, ...]:
+    """A file's values for the default spec's Iceberg fields (the tablet
+    first in a bucketed table), computed from its rows' source columns
+    with Iceberg's transforms; ``DataError`` if its rows span partitions."""
+    fields = spec_fields(table, partitions)[table.default_spec_id]
+    own = table.partition_spec.fields
+    if not own:
+        return ()
+    hidden = fields[: len(fields) - len(own)]
+    tops = sorted({source_column(table, f.source_id)[0][0] for f in own})
+    by_id = {c.id: c for c in table.columns if c.name in tops}
+    stored_names = {
+        int(f.metadata[FIELD_ID]): f.name for f in stored if f.metadata and FIELD_ID in f.metadata
+    }
+    wanted = [c for i, c in by_id.items() if i in stored_names]
+    read = pq.read_table(
+        path, columns=[stored_names[c.id] for c in wanted], filesystem=warehouse.fs
+    )
+    schema = arrow_schema(table)
+    rows = pa.table(
+        [read.column(i).cast(schema.field(c.name).type) for i, c in enumerate(wanted)],
+        names=[c.name for c in wanted],
+    )
+    values = single_partition(table, own, rows)
+    if values is None:
+        raise DataError(
+            f"Data file '{path}' of table '{table.name}' holds rows of more than one "
+            "partition; nothing was written",
+            table=table.name,
+            path=path,
+        )
+    return (tablet,) * len(hidden) + values
+
+
+def collect_files(
+    warehouse: Warehouse, write_dir: str, table: Table, partitions: int = 1
+) -> list[DataFile]:
+    """The ``DataFile`` of every data file in ``write_dir``, from footers
+    (and, for a partitioned table, the partition source columns)."""
 
     def one(entry: tuple[str, int]) -> DataFile:
         path, tablet = entry
         with warehouse.fs.open_input_file(path) as handle:
             size = handle.size()
             metadata = pq.read_metadata(handle)
+        stored = metadata.schema.to_arrow_schema()
+        partition = (
+            _partition(warehouse, path, stored, table, partitions, tablet)
+            if metadata.num_rows
+            else ()
+        )
         return DataFile(
             path=path,
             rows=metadata.num_rows,
             size=size,
             tablet=tablet,
             stats=_file_stats(warehouse, path, metadata, table),
+            spec_id=table.default_spec_id,
+            partition=partition,
         )
 
     paths = _data_paths(warehouse, write_dir)
@@ -651,7 +807,7 @@ def write_staged(
     wrote; the caller commits or aborts. ``options`` go to Spark's Parquet
     writer (``compression``, ``parquet.*`` settings)."""
     _run_job(prepared, _spark_path(warehouse, write_dir), dict(options or {}))
-    return collect_files(warehouse, write_dir, table)
+    return collect_files(warehouse, write_dir, table, prepared.partitions)
 
 
 def write_by_tasks(
@@ -788,7 +944,7 @@ def write(
         if native:
             prepared = prepare(df, table, full, partitions)
             if cluster:
-                prepared = Prepared(prepared.df.repartition(F.col(TABLET_COLUMN)), prepared.checks)
+                prepared = replace(prepared, df=prepared.df.repartition(F.col(TABLET_COLUMN)))
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)

@@ -29,6 +29,7 @@ __all__ = [
     "AlterZoneStatement",
     "AsOfClause",
     "ColocateProperty",
+    "PartitionFieldStatement",
     "CreateZoneStatement",
     "DropZoneStatement",
     "INDEX_KINDS",
@@ -40,6 +41,7 @@ __all__ = [
     "StorageProfileProperty",
     "TablePrimaryKey",
     "Untranslatable",
+    "WriteOrderStatement",
     "ZoneProperty",
     "check_clauses",
 ]
@@ -97,6 +99,30 @@ class AlterZoneStatement(exp.Expression):
         "set_default": False,
         "rename_to": False,
     }
+
+
+class PartitionFieldStatement(exp.Expression):
+    """``ALTER TABLE [IF EXISTS] t ADD|DROP|REPLACE PARTITION FIELD term
+    [WITH term] [AS name]``: ``action`` is ADD, DROP or REPLACE; ``expression``
+    the field (a column or a transform call), ``replacement`` REPLACE's new
+    one and ``alias`` the name ADD or REPLACE gives it."""
+
+    arg_types: ClassVar[dict[str, bool]] = {
+        "this": True,
+        "exists": False,
+        "action": True,
+        "expression": True,
+        "replacement": False,
+        "alias": False,
+    }
+
+
+class WriteOrderStatement(exp.Expression):
+    """``ALTER TABLE [IF EXISTS] t WRITE [LOCALLY] ORDERED BY term [ASC|DESC]
+    [NULLS FIRST|LAST], …`` (``KeyColumn`` items over a term) or ``WRITE
+    UNORDERED`` (none)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False, "expressions": False}
 
 
 class AlterIndexStatement(exp.Expression):
@@ -314,8 +340,11 @@ class AlmanacParser(parser.Parser):
                 self.raise_error("Expecting a schema name")
         elif kind in ("INDEXES", "TABLETS") and self._match(TokenType.ON):
             target = self._parse_table_parts()
-        elif kind == "HISTORY" and self._match(TokenType.LIMIT):
-            limit = self._parse_read_number("Expecting the number of versions after LIMIT")
+        elif kind == "HISTORY":
+            if self._match(TokenType.ON):
+                target = self._parse_table_parts()
+            if self._match(TokenType.LIMIT):
+                limit = self._parse_read_number("Expecting the number of versions after LIMIT")
         elif kind == "DIFF":
             versions = [
                 self._parse_read_number(f"Expecting the {which} version of SHOW DIFF")
@@ -410,6 +439,14 @@ class AlmanacParser(parser.Parser):
                 AlterIndexStatement(this=index, exists=exists, rename_to=new_name)
             )
         if not self._match_text_seq("ZONE"):
+            start = self._index
+            if self._match(TokenType.TABLE):
+                exists = self._parse_exists()
+                table = self._parse_table_parts() if self._curr else None
+                layout = self._parse_layout_action(table, exists)
+                if layout is not None:
+                    return layout
+                self._retreat(start)
             return self._parse_alter()
         exists = self._parse_exists()
         name = self._parse_zone_name()
@@ -422,6 +459,69 @@ class AlmanacParser(parser.Parser):
             return self.expression(AlterZoneStatement(this=name, exists=exists, set_default=True))
         options = self._parse_zone_options()
         return self.expression(AlterZoneStatement(this=name, exists=exists, expressions=options))
+
+    def _parse_layout_action(self, table: exp.Expr | None, exists: object) -> exp.Expr | None:
+        """The partition-field and write-order actions of ALTER TABLE (Spark's
+        Iceberg extensions); None when the action is another one."""
+        if table is None:
+            return None
+        for action in ("ADD", "DROP", "REPLACE"):
+            if self._match_text_seq(action, "PARTITION", "FIELD"):
+                term = self._parse_layout_term("a partition field")
+                replacement = None
+                if action == "REPLACE":
+                    if not self._match(TokenType.WITH):
+                        self.raise_error("Expecting WITH after the partition field to replace")
+                    replacement = self._parse_layout_term("a partition field")
+                alias = None
+                if action != "DROP" and self._match(TokenType.ALIAS):
+                    alias = self._parse_id_var(any_token=False)
+                    if alias is None:
+                        self.raise_error("Expecting a partition field name after AS")
+                return self.expression(
+                    PartitionFieldStatement(
+                        this=table,
+                        exists=exists,
+                        action=action,
+                        expression=term,
+                        replacement=replacement,
+                        alias=alias,
+                    )
+                )
+        if not self._match_text_seq("WRITE"):
+            return None
+        if self._match_text_seq("UNORDERED"):
+            return self.expression(WriteOrderStatement(this=table, exists=exists, expressions=[]))
+        self._match_text_seq("LOCALLY")
+        if not self._match_text_seq("ORDERED", "BY"):
+            self.raise_error("Expecting ORDERED BY or UNORDERED after WRITE")
+        items = self._parse_csv(self._parse_write_order_item)
+        return self.expression(WriteOrderStatement(this=table, exists=exists, expressions=items))
+
+    def _parse_partitioned_by(self) -> exp.PartitionedByProperty:
+        """``PARTITIONED BY (term, …)``, each term a column, a struct field
+        (``s.f``) or a transform call (see ``almanac.sql.layout``)."""
+        self._match(TokenType.EQ)
+        terms = self._parse_wrapped_csv(lambda: self._parse_layout_term("a partition field"))
+        return self.expression(exp.PartitionedByProperty(this=exp.Tuple(expressions=terms)))
+
+    def _parse_layout_term(self, what: str) -> exp.Expr:
+        term = self._parse_bitwise()
+        if term is None:
+            self.raise_error(f"Expecting {what}: a column or a transform such as bucket(16, c)")
+        return term
+
+    def _parse_write_order_item(self) -> exp.Expr:
+        term = self._parse_layout_term("a sort column")
+        desc = self._match(TokenType.DESC)
+        if not desc:
+            self._match(TokenType.ASC)
+        nulls_first = None
+        if self._match_text_seq("NULLS", "FIRST"):
+            nulls_first = True
+        elif self._match_text_seq("NULLS", "LAST"):
+            nulls_first = False
+        return self.expression(KeyColumn(this=term, desc=bool(desc), nulls_first=nulls_first))
 
     def _parse_drop_statement(self) -> exp.Expr:
         if not self._match_text_seq("ZONE"):

@@ -23,7 +23,7 @@ from almanac.sql.reads import ReadStatement
 from almanac.sql.translate import translate
 from almanac.sql.translate_reads import translate_read
 
-__all__ = ["parse_script", "parse_sql"]
+__all__ = ["has_statements", "parse_script", "parse_sql"]
 
 _DIALECT = AlmanacDialect()
 _MAX_SHOWN = 60
@@ -86,6 +86,16 @@ def parse_sql(text: str, *, default_schema: str = DEFAULT_SCHEMA) -> list[Comman
             reason = str(exc).split("\n", 1)[0][:_MAX_SHOWN]
             raise _error(f"Invalid statement ({reason})", text, first.start, first.end) from None
     return commands
+
+
+def has_statements(text: str) -> bool:
+    """Whether ``text`` holds any statement, not only blanks, comments and
+    ``;``: a front end refuses an empty script rather than answer with the
+    current version, which reads as if it had made one. A script opening
+    with a word holds one at once; any other is tokenized."""
+    if text.lstrip(" \t\r\n;")[:1].isalnum():
+        return True
+    return any(token.token_type != TokenType.SEMICOLON for token in _tokenize(text))
 
 
 def _tokenize(text: str) -> list[Token]:

@@ -4,7 +4,7 @@
 Every answer is a pure function of one ``CatalogVersion`` (plus, for the
 history and the diff, what the node keeps of its versions), so that a read
 ``AS OF`` an old version is the same code as a read of the latest one.
-``run_read`` picks the version and calls them.
+``almanac.sql.answer.run_read`` picks the version and calls them.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from almanac.diff import CatalogDiff, JsonValue
 from almanac.errors import ValidationError, VersionNotFoundError
 from almanac.spelling import default_sql, type_sql
 from almanac.sql.results import Cell, SqlResult
-from almanac.summary import summarize_update
+from almanac.summary import summarize_update, touches_table
 
 if TYPE_CHECKING:
-    from almanac.catalog import VersionInfo
+    from almanac.catalog_types import VersionInfo
     from almanac.metastore import Metastore
 
 __all__ = [
@@ -50,7 +50,8 @@ __all__ = [
     "column_rows",
     "history_infos",
     "read_version",
-    "run_read",
+    "answer",
+    "existing_version",
     "show_dropped_tables",
     "version_summary",
     "show_indexes",
@@ -140,47 +141,11 @@ class ReadSource(Protocol):
         ...
 
 
-def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
-    """The answer to ``statement``; its ``version`` is the version read (for
-    ``SHOW DIFF``, the second version named)."""
-    if statement.versions is not None:  # SHOW DIFF
-        first, second = (_existing(v) for v in statement.versions)
-        return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
-    if statement.kind in _SYSTEM_READS:
-        return _system_read(statement, source)
-    cat = read_version(statement.as_of, source)
-    if statement.kind == "SHOW HISTORY":
-        rows = history_rows(source, cat.version, statement.limit)
-        return SqlResult(cat.version, HISTORY_COLUMNS, rows)
-    columns, answer = _ANSWERS[statement.kind]
-    return SqlResult(cat.version, columns, answer(cat, statement))
-
-
-_SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
-
-
-def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
-    """A system table (``SELECT``), or the tablets (of one table) or servers:
-    the rows of ``almanac.system_tables``, as JSON scalars."""
-    from almanac.system_tables import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
-
-    table_id = None
-    if statement.kind == "SELECT":
-        name = f"{statement.schema}.{statement.table}"
-        if (statement.schema or "").upper() != SYSTEM_SCHEMA:
-            raise ValidationError(
-                f"SELECT reads the system tables only ({', '.join(SYSTEM_TABLES)}), not "
-                f"'{name}': a table's rows live in the data plane (read them with Spark or "
-                "almanac.flight)",
-                name=name,
-                rule="system-select",
-            )
-    else:
-        name = statement.kind.removeprefix("SHOW ")
-        if statement.table is not None:
-            table_id = require_table(source.catalog(), statement.schema or "", statement.table).id
-    answer = system_rows(source, name, as_of=statement.as_of, table_id=table_id)
-    return SqlResult(answer.version, tuple(n for n, _ in answer.columns), sql_cells(answer))
+def answer(statement: ReadStatement, cat: CatalogVersion) -> SqlResult:
+    """The answer to a ``SHOW``/``DESCRIBE`` of one catalog version (not the
+    history, the diff nor the system tables: ``almanac.sql.answer`` routes those)."""
+    columns, rows = _ANSWERS[statement.kind]
+    return SqlResult(cat.version, columns, rows(cat, statement))
 
 
 def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
@@ -198,10 +163,10 @@ def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
                 earliest=source.earliest_version,
             )
         return cat
-    return source.catalog(_existing(as_of.version or 0))
+    return source.catalog(existing_version(as_of.version or 0))
 
 
-def _existing(version: int) -> int:
+def existing_version(version: int) -> int:
     """Version 0 is the empty catalog before the first version: no catalog
     existed then, so a read names version 1 or later."""
     if version == 0:
@@ -411,20 +376,38 @@ _ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {
 HISTORY_COLUMNS = ("VERSION", "ACTIVATED_AT", "NODE", "SUMMARY")
 
 
-def history_rows(source: ReadSource, up_to: int, limit: int | None) -> Rows:
+def history_rows(
+    source: ReadSource, up_to: int, limit: int | None, table_id: int | None = None
+) -> Rows:
     """The available versions up to ``up_to``, newest first, at most ``limit``
-    of them; ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
+    of them (only those that changed table ``table_id``, when given);
+    ``ACTIVATED_AT`` is ISO-8601 UTC text to the millisecond."""
     return tuple(
         (i.version, iso_utc(i.activation_time), i.node, version_summary(source, i))
-        for i in history_infos(source, up_to, limit)
+        for i in history_infos(source, up_to, limit, table_id)
     )
 
 
-def history_infos(source: ReadSource, up_to: int, limit: int | None) -> Sequence[VersionInfo]:
-    """The available versions up to ``up_to``, newest first, at most ``limit``."""
-    since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
-    newest: Sequence[VersionInfo] = [i for i in source.history(since) if i.version <= up_to][::-1]
-    return newest if limit is None else newest[:limit]
+def history_infos(
+    source: ReadSource, up_to: int, limit: int | None, table_id: int | None = None
+) -> Sequence[VersionInfo]:
+    """The available versions up to ``up_to``, newest first, at most
+    ``limit``; with ``table_id``, only those that changed that table or its
+    indexes (see ``summary.touches_table``)."""
+    if table_id is None:
+        since = 1 if limit is None else max(up_to - limit + 1, 1)  # versions are contiguous
+        newest = [i for i in source.history(since) if i.version <= up_to][::-1]
+        return newest if limit is None else newest[:limit]
+    found: list[VersionInfo] = []
+    for info in reversed([i for i in source.history(1) if i.version <= up_to]):
+        if limit is not None and len(found) >= limit:
+            break
+        after = source.catalog(info.version)
+        earlier = info.version - 1 >= source.earliest_version
+        before = source.catalog(info.version - 1) if earlier else after
+        if touches_table(info.update, table_id, before, after):
+            found.append(info)
+    return found
 
 
 def version_summary(source: ReadSource, info: VersionInfo) -> str:
@@ -451,10 +434,11 @@ DIFF_COLUMNS = ("CHANGE", "KIND", "NAME", "FIELD", "BEFORE", "AFTER")
 
 def diff_rows(diff: CatalogDiff) -> Rows:
     """One row per added or removed object, and one per changed field;
-    ``BEFORE``/``AFTER`` as compact JSON text."""
+    ``BEFORE``/``AFTER`` as compact JSON text: a field's values, or the
+    definition of an object on the side that holds it."""
     rows: list[tuple[Cell, ...]] = []
-    rows += [("added", r.kind, r.name, None, None, None) for r in diff.added]
-    rows += [("removed", r.kind, r.name, None, None, None) for r in diff.removed]
+    rows += [("added", r.kind, r.name, None, None, _json(r.definition)) for r in diff.added]
+    rows += [("removed", r.kind, r.name, None, _json(r.definition), None) for r in diff.removed]
     for c in diff.changed:
         rows += [
             ("changed", c.kind, c.name, f.field, _json(f.before), _json(f.after)) for f in c.fields

@@ -51,14 +51,17 @@ from almanac.sql.dialect import (
     CreateZoneStatement,
     DropZoneStatement,
     KeyColumn,
+    PartitionFieldStatement,
     PurgeTableStatement,
     RecoverTableStatement,
     StorageProfileProperty,
     TablePrimaryKey,
     Untranslatable,
+    WriteOrderStatement,
     ZoneProperty,
     check_clauses,
 )
+from almanac.sql.layout import partition_field_statement, partitioned_by, write_order_statement
 from almanac.sql.literals import (
     column_type,
     default_value,
@@ -301,7 +304,8 @@ def _primary_key(
 
 
 def _table_options(node: object) -> dict[str, Any]:
-    """``COLOCATE BY``, ``ZONE`` and ``STORAGE PROFILE`` as CreateTable fields."""
+    """``COLOCATE BY``, ``ZONE``, ``STORAGE PROFILE`` and ``PARTITIONED BY``
+    as CreateTable fields."""
     options: dict[str, Any] = {}
     for prop in node.expressions if isinstance(node, exp.Properties) else []:
         value: object
@@ -311,6 +315,8 @@ def _table_options(node: object) -> dict[str, Any]:
             field, value = "zone", ident(prop.this, "zone")
         elif isinstance(prop, StorageProfileProperty):
             field, value = "storage_profile", str(prop.this.this)
+        elif isinstance(prop, exp.PartitionedByProperty):
+            field, value = "partitioned_by", partitioned_by(prop)
         else:
             what = words(type(prop).__name__)
             raise Untranslatable(f"Unsupported {what} in CREATE TABLE", prop)
@@ -703,4 +709,6 @@ _HANDLERS: dict[tuple[type[exp.Expr], str], Callable[[Any, str], list[Command]]]
     (DropZoneStatement, ""): _drop_zone,
     (RecoverTableStatement, ""): _recover_table,
     (PurgeTableStatement, ""): _purge_table,
+    (PartitionFieldStatement, ""): partition_field_statement,
+    (WriteOrderStatement, ""): write_order_statement,
 }

@@ -1,5 +1,5 @@
 """Read statements' trees (SHOW, DESCRIBE, SELECT from a system table,
-``AS OF``) → the ``ReadStatement`` values ``run_read`` answers."""
+``AS OF``) → the ``ReadStatement`` values ``almanac.sql.answer.run_read`` answers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["translate_read"]
 
 
 def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadStatement:
-    """A read statement's tree as the value ``run_read`` answers."""
+    """A read statement's tree as the value ``almanac.sql.answer.run_read`` answers."""
     kind = str(tree.args["kind"].name)
     as_of = _as_of(tree.args.get("as_of"))
     target = tree.args.get("this")
@@ -39,7 +39,10 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
     if kind == "HISTORY":
         limit = tree.args.get("limit")
         count = None if limit is None else _read_number(limit, "LIMIT", "a count of versions")
-        return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+        if target is None:
+            return ReadStatement("SHOW HISTORY", limit=count, as_of=as_of)
+        schema, table = table_name(target, default_schema, "table")
+        return ReadStatement("SHOW HISTORY", schema=schema, table=table, limit=count, as_of=as_of)
     if kind == "DIFF":
         if as_of is not None:
             raise Untranslatable(

@@ -4,6 +4,24 @@
 // and offers the newer version instead, so nothing moves under the reader.
 "use strict";
 (function () {
+  // Every instant is written in UTC; add the reader's own clock beside it.
+  function localTimes(root) {
+    for (const time of root.querySelectorAll("time[datetime]")) {
+      if (time.nextElementSibling && time.nextElementSibling.classList.contains("local")) continue;
+      const moment = new Date(time.getAttribute("datetime"));
+      if (isNaN(moment.getTime())) continue;
+      const local = document.createElement("span");
+      local.className = "local";
+      local.textContent = moment.toLocaleString(undefined, {
+        year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+        second: "2-digit", timeZoneName: "short",
+      });
+      local.title = "your local time";
+      time.after(local);
+    }
+  }
+  localTimes(document);
+
   const body = document.body;
   if (!body.dataset.latest || typeof EventSource === "undefined") return;
   let latest = Number(body.dataset.latest);
@@ -44,6 +62,7 @@
         const next = fresh.getElementById(id);
         if (now && next) now.replaceWith(document.adoptNode(next));
       }
+      localTimes(document);
       shown = Number(fresh.body.dataset.version || latest);
       body.dataset.version = String(shown);
       body.dataset.latest = fresh.body.dataset.latest || String(latest);
@@ -58,6 +77,12 @@
   function arrived(version) {
     if (!(version > latest)) return;
     latest = version;
+    // The footer and the picker name the newest version, even on a pinned page.
+    for (const node of document.querySelectorAll(".latest-number")) {
+      node.textContent = String(version);
+    }
+    const picker = document.getElementById("version");
+    if (picker) picker.max = String(version);
     if (body.dataset.pinned === "true") {
       offer("Version " + version + " is available.", latestUrl());
     } else {

@@ -1,0 +1,98 @@
+"""The values a catalog node takes and returns: what ``execute`` did, one
+entry of ``history``, when to checkpoint the log, and what a commit hook
+adds to a version's transaction. Kept apart from ``almanac.catalog`` so the
+layers that only pass these values around need not import the node."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from almanac import _check as check
+from almanac.catalog_version import CatalogVersion
+from almanac.entries import VersionedUpdate
+from almanac.errors import ValidationError
+from almanac.metastore import Compare, Op
+
+__all__ = ["CommitHook", "ExecuteResult", "HookWork", "RetentionPolicy", "VersionInfo"]
+
+_log = logging.getLogger("almanac.catalog")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteResult:
+    """``version`` is the new version, or the current one when nothing changed.
+    ``applied[i]`` tells whether command ``i`` produced changes (False: no-op)."""
+
+    version: int
+    applied: tuple[bool, ...]
+    created: bool
+
+    @property
+    def skipped(self) -> tuple[int, ...]:
+        return tuple(i for i, ok in enumerate(self.applied) if not ok)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    version: int
+    commit_time: int
+    activation_time: int
+    update: VersionedUpdate
+
+    @property
+    def node(self) -> str:
+        """The node that committed the version ("" for versions stored
+        before nodes were recorded)."""
+        return self.update.node
+
+    @property
+    def request_id(self) -> str | None:
+        """The request id the version was committed under, if any."""
+        return self.update.request_id
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """When to checkpoint the log automatically: keep the last ``keep_versions``
+    versions and/or the versions active within the last ``keep_seconds``. A
+    version is dropped only when every rule given allows it and no reader
+    pins it. Checked every ``check_every`` commits of this node."""
+
+    keep_versions: int | None = None
+    keep_seconds: float | None = None
+    check_every: int = 100
+
+    def __post_init__(self) -> None:
+        check.check_fields(self)
+        if self.keep_versions is None and self.keep_seconds is None:
+            raise ValidationError("A retention policy needs keep_versions or keep_seconds")
+        check.optional_int(self.keep_versions, "Parameter 'keep_versions' of RetentionPolicy", lo=1)
+        # Seconds become milliseconds of the hybrid clock: keep them in its range.
+        check.optional_float(
+            self.keep_seconds, "Parameter 'keep_seconds' of RetentionPolicy", lo=0, hi=2**40
+        )
+        check.integer(self.check_every, "Parameter 'check_every' of RetentionPolicy", lo=1)
+
+
+@dataclass(frozen=True, slots=True)
+class HookWork:
+    """What a commit hook adds to one attempt's transaction; ``finish(ok)``
+    runs after the attempt, ``ok`` telling whether the version committed
+    (so the hook can keep or remove what it prepared)."""
+
+    compares: Sequence[Compare] = ()
+    ops: Sequence[Op] = ()
+    finish: Callable[[bool], None] | None = None
+
+    def finished(self, ok: bool) -> None:
+        if self.finish is not None:
+            try:
+                self.finish(ok)
+            except Exception:
+                _log.exception("A commit hook's finish callback failed")
+
+
+CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
+"""``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""

@@ -1,0 +1,93 @@
+"""Delivering a node's events: one thread fires each applied version's
+events in version order, then marks the version ready.
+
+A version is *ready* once it is applied and the listeners of it and of
+every earlier version returned; ``Catalog.catalog_ready`` and ``execute``
+wait for that. Listeners never run on the thread that follows the log nor
+inside a commit, so a listener may run DDL of its own.
+
+The dispatcher shares its node's condition variable: applying a version
+and queueing its events happen under one lock, so readiness never runs
+ahead of application.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
+
+__all__ = ["Dispatcher"]
+
+
+class Dispatcher:
+    """The event queue and dispatcher thread of one node."""
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self._cond = cond
+        self._listeners = Listeners()
+        self.ready = 0
+        """The newest version whose listeners (and all earlier ones') are done."""
+        # Versions whose events wait for the thread, in order.
+        self._pending: deque[tuple[int, list[Event]]] = deque()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        # Set on a worker thread running an execute_async a listener submitted.
+        self._for_listener = threading.local()
+
+    def listen(self, event_type: EventType, listener: Listener) -> None:
+        self._listeners.add(event_type, listener)
+
+    def unlisten(self, event_type: EventType, listener: Listener) -> None:
+        self._listeners.remove(event_type, listener)
+
+    @property
+    def failures(self) -> list[ListenerFailure]:
+        return list(self._listeners.failures)
+
+    def deliver_locked(self, version: int, events: list[Event]) -> None:
+        """Queue a version's events (the caller holds the condition), or mark
+        it ready at once when nobody listens and nothing is queued before it."""
+        if not self._pending and not self._listeners.wants(events):
+            self.ready = max(self.ready, version)
+            return
+        self._pending.append((version, events))
+        if self._thread is None and not self._closed:
+            self._thread = threading.Thread(target=self._run, name="almanac-listeners", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                version, events = self._pending[0]
+            self._listeners.fire(events)
+            with self._cond:
+                self._pending.popleft()
+                self.ready = max(self.ready, version)
+                self._cond.notify_all()
+
+    def inside_listener(self) -> bool:
+        """On the dispatcher thread, or running an execute_async a listener submitted."""
+        return threading.current_thread() is self._thread or bool(
+            getattr(self._for_listener, "active", False)
+        )
+
+    def mark_for_listener(self, active: bool) -> None:
+        """Mark this worker thread as running an execute_async a listener
+        submitted (its waits are a listener's), or unmark it."""
+        self._for_listener.active = active
+
+    def close_locked(self) -> None:
+        """Stop taking versions (the caller holds the condition and notifies)."""
+        self._closed = True
+
+    def join(self) -> None:
+        """Wait a while for the thread; a listener still running finishes on its own."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
