@@ -14,6 +14,8 @@ from collections.abc import Callable
 import almanac
 import timing
 from almanac import ColumnDef, ColumnType
+from almanac.data.iceberg_schema import iceberg_schema
+from almanac.nested import walk
 from workload import create_table
 
 REPEATS = 7
@@ -129,11 +131,91 @@ def bench_memory_per_version() -> None:
     )
 
 
+NESTED_STRUCTS = 9
+NESTED_FIELDS = 10
+
+
+def create_nested_table(name: str) -> almanac.CreateTable:
+    """A table of 100 fields: a key and 9 STRUCTs of 10 fields each (ints,
+    strings, decimals, timestamps and one ARRAY, so ids go three deep)."""
+    kinds = (
+        ColumnDef(name="", type=ColumnType.INT64),
+        ColumnDef(name="", type=ColumnType.STRING),
+        ColumnDef(name="", type=ColumnType.DECIMAL, precision=18, scale=2),
+        ColumnDef(name="", type=ColumnType.TIMESTAMP_NS),
+    )
+    structs = []
+    for s in range(NESTED_STRUCTS):
+        fields = [
+            ColumnDef(
+                name=f"F{f}",
+                type=kinds[f % len(kinds)].type,
+                precision=kinds[f % len(kinds)].precision,
+                scale=kinds[f % len(kinds)].scale,
+            )
+            for f in range(NESTED_FIELDS - 2)
+        ]
+        fields.append(
+            ColumnDef(
+                name="TAGS",
+                type=ColumnType.LIST,
+                fields=(ColumnDef(name="element", type=ColumnType.STRING),),
+            )
+        )
+        structs.append(ColumnDef(name=f"S{s}", type=ColumnType.STRUCT, fields=tuple(fields)))
+    return almanac.CreateTable(
+        name=name,
+        columns=(ColumnDef(name="ID", type=ColumnType.INT64, nullable=False), *structs),
+        primary_key=("ID",),
+    )
+
+
+def bench_memory_per_version_nested() -> None:
+    """The same one-column change as ``bench_memory_per_version`` on tables
+    of 100 nested fields, against the same-run memory of one pyiceberg
+    ``Schema`` of such a table (what keeping a copy of the schema per
+    version would cost) and the size of its Iceberg JSON."""
+    tables = 1_000
+    changes = 2_000
+    cat = almanac.connect("memory://")
+    batch = 100
+    for start in range(0, tables, batch):
+        cat.execute([create_nested_table(f"N{i}") for i in range(start, start + batch)])
+    table = cat.catalog().table("N0")
+    assert table is not None
+    fields = sum(1 for _ in walk(table.columns))
+    assert fields == 1 + NESTED_STRUCTS * (NESTED_FIELDS + 1), fields
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(changes):
+        column = ColumnDef(name=f"C{i}", type=ColumnType.INT32)
+        cat.execute([almanac.AddColumns(table=f"N{(i * 37) % tables}", columns=(column,))])
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    per = (after - before) / changes
+    copies = 200
+    gc.collect()
+    start = tracemalloc.get_traced_memory()[0]
+    kept = [iceberg_schema(table) for _ in range(copies)]
+    gc.collect()
+    schema_bytes = (tracemalloc.get_traced_memory()[0] - start) / copies
+    tracemalloc.stop()
+    json_bytes = len(kept[0].model_dump_json())
+    print(
+        f"memory per version (one-column change, {tables:,} tables of {fields} nested fields, "
+        f"{changes:,} versions, snapshot + stored update): {per:,.0f} bytes; one pyiceberg "
+        f"Schema of such a table {schema_bytes:,.0f} bytes (Iceberg JSON {json_bytes:,} bytes); "
+        f"ratio {per / schema_bytes:.3f}x to the Schema, {per / json_bytes:.2f}x to its JSON"
+    )
+
+
 def main() -> None:
     bench_commits()
     bench_lookup()
     bench_catalog_at()
     bench_memory_per_version()
+    bench_memory_per_version_nested()
 
 
 if __name__ == "__main__":

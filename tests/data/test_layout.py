@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 from pyiceberg.table import StaticTable
 
-from almanac import Catalog, ColumnDef, ColumnType, Table
-from almanac.data import TableData, read_table, table_partitions, write_table
+from almanac import Catalog, ColumnDef, ColumnType, CreateTable, Table
+from almanac.data import TableData, create_table_as, read_table, table_partitions, write_table
 from almanac.data.compaction import compact
 from almanac.data.iceberg_schema import partition_spec
 from almanac.data.tablets import file_tablet
@@ -38,6 +38,27 @@ def test_a_five_row_insert_into_a_new_table_writes_one_file(cat: Catalog) -> Non
     metadata = StaticTable.from_metadata(snapshot.metadata)
     assert not metadata.spec().fields  # unpartitioned for every Iceberg reader
     assert sorted(metadata.scan().to_arrow().column("ID").to_pylist()) == [1, 2, 3, 4, 5]
+
+
+def test_a_200_row_ctas_and_a_200_row_write_into_a_new_table_each_write_one_file(
+    cat: Catalog,
+) -> None:
+    """A write is one task here: at most one file each."""
+    columns = (
+        ColumnDef(name="ID", type=ColumnType.INT64),
+        ColumnDef(name="V", type=ColumnType.STRING),
+    )
+    _, snapshot = create_table_as(
+        cat, CreateTable(name="C", columns=columns), rows(list(range(200)))
+    )
+    assert snapshot is not None and len(snapshot.files) == 1
+    cat.execute([CreateTable(name="W", columns=columns)])
+    written = write_table(cat, "W", rows(list(range(200))))
+    assert len(written.files) == 1
+    for name in ("C", "W"):
+        table = cat.catalog().table(name)
+        assert table is not None and not table.bucketed
+        assert ids_of(read_table(cat, name)) == list(range(200))
 
 
 def test_sql_insert_into_a_keyless_table(cat: Catalog) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -13,7 +14,7 @@ import almanac.spark
 from almanac.catalog import Catalog
 from almanac.data import DataError, TableData, read_table
 from almanac.data.arrow import FIELD_ID
-from tests.spark.helpers import write_dirs
+from tests.spark.helpers import save, write_dirs
 
 
 def _orders(spark: Any, start: int, count: int) -> Any:
@@ -60,6 +61,35 @@ def test_a_ctas_without_key_writes_at_most_one_file_per_task(
     assert snapshot is not None
     assert 1 <= len(snapshot.files) <= df.rdd.getNumPartitions() == 3
     assert sorted(read_table(cat, "PLAIN").column("ID").to_pylist()) == list(range(200))
+
+
+def test_a_five_row_insert_into_a_new_table_writes_at_most_one_file_per_task(
+    spark: Any, cat: Catalog, target: str
+) -> None:
+    """Every Spark write path: the native writer, an INSERT through
+    ``almanac.spark.sql`` and the Python source."""
+    cat.sql("CREATE TABLE PUBLIC.FIVE (ID BIGINT, CUSTOMER STRING, QTY INT)")
+    table = cat.catalog().table("FIVE")
+    assert table is not None and not table.bucketed
+    df = _orders(spark, 0, 5).repartition(2)
+    tasks = df.rdd.getNumPartitions()
+    df.createOrReplaceTempView("five_rows")
+
+    def files() -> set[str]:
+        current = TableData.for_catalog(cat).current(table.id)
+        return set() if current is None else {f.path for f in current.files}
+
+    writes: list[Callable[[], object]] = [
+        lambda: almanac.spark.write(df, target, "PUBLIC.FIVE"),
+        lambda: almanac.spark.sql(spark, target, "INSERT INTO PUBLIC.FIVE SELECT * FROM five_rows"),
+        lambda: save(df, target, "PUBLIC.FIVE"),
+    ]
+    for i, run in enumerate(writes, start=1):
+        before = files()
+        run()
+        written = files() - before
+        assert 1 <= len(written) <= tasks == 2, (i, written)
+        assert len(read_table(cat, "FIVE")) == 5 * i
 
 
 def test_rtas_replaces_through_the_native_writer(spark: Any, cat: Catalog, target: str) -> None:

@@ -155,9 +155,12 @@ def _table(defs: Sequence[ColumnDef], pk: tuple[str, ...]) -> Table:
 
 def test_unsupported_types_name_the_column() -> None:
     nested = st.StructType(
-        [st.StructField("id", st.LongType()), st.StructField("tags", st.ArrayType(st.StringType()))]
+        [
+            st.StructField("id", st.LongType()),
+            st.StructField("tags", st.ArrayType(st.DayTimeIntervalType())),
+        ]
     )
-    with pytest.raises(ValidationError, match=r"Column 'tags' of table 'S.T'"):
+    with pytest.raises(ValidationError, match=r"Column 'tags.element' of table 'S.T'"):
         column_defs(nested, ["id"], "S.T", upper=False)
     with pytest.raises(ValidationError, match=r"Primary key column 'nope'"):
         column_defs(SPARK, ["nope"], "S.T", upper=False)

@@ -11,7 +11,9 @@ each one atomic catalog version.
    directory under its own lease.
 3. Write with Spark's native Parquet writer into that directory
    (``almanac.spark.native_write``); the driver reads the footers, so it
-   holds the file list itself and nothing goes through the metastore.
+   holds the file list itself and nothing goes through the metastore. A
+   table Spark's writer cannot write (FIXED, nanoseconds, ARRAY, MAP) is
+   written by the tasks through the data layer, which return their files.
 4. Commit: one ``Catalog.execute`` whose transaction appends the version
    that creates the table (DropTable + CreateTable for a replace), publishes
    the first data snapshot of the new table id, and deletes the reservation
@@ -48,7 +50,7 @@ from almanac.errors import (
 from almanac.metastore import Compare, Delete, Metastore, Put
 from almanac.names import name_key
 from almanac.spark.names import catalog_session, parse_name, resolve_schema
-from almanac.spark.native_write import prepare, write_staged
+from almanac.spark.native_write import native_refusal, prepare, write_by_tasks, write_staged
 from almanac.spark.types import column_defs
 from almanac.spark.writer import DEFAULT_WRITE_LEASE_S
 
@@ -230,7 +232,12 @@ def _write_and_commit(
     data = TableData.for_catalog(cat)
 
     def write(table: Table, partitions: int, write_dir: str) -> list[DataFile]:
-        prepared = prepare(df, table, reservation.full, partitions, renames=renames)
+        full = reservation.full
+        if native_refusal(table) is not None:
+            return write_by_tasks(
+                df, table, full, partitions, data.warehouse, write_dir, renames=renames
+            )
+        prepared = prepare(df, table, full, partitions, renames=renames)
         return list(write_staged(prepared, data.warehouse, write_dir, table))
 
     def renew(lease: int) -> None:

@@ -12,6 +12,11 @@ file was written must read as what ``column_fill(generate=False)`` gives it
 lack, each group is scanned on its own with those columns set to constant
 literals, and the groups are unioned.
 
+Nested fields carry their ids too. A nanosecond timestamp column is scanned
+as its INT64 nanoseconds and turned into Spark's microsecond timestamp when
+exact; a value with sub-microsecond digits fails the job, naming the column
+(``column_sql``).
+
 Each group's files reach Spark as one Hadoop glob (``dir/{a,b,...}``, see
 ``file_location``), the form a session-catalog table's location also takes
 (``attach``), listed in the driver (``DISCOVERY_THRESHOLD``).
@@ -34,9 +39,10 @@ from pyspark.sql import types as st
 from almanac import _check as check
 from almanac.data import DataFile, Predicate, ScanPlan, TableData, plan_scan
 from almanac.data.arrow import column_fill
-from almanac.datatypes import ColumnType
+from almanac.datatypes import NANO_TIMESTAMPS, ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
+from almanac.nested import walk
 from almanac.spark.filter_text import text_predicates
 from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
 from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
@@ -48,6 +54,8 @@ __all__ = [
     "FIELD_ID_KEY",
     "FileGroup",
     "NativePlan",
+    "column_sql",
+    "with_field_ids",
     "file_location",
     "fill_value",
     "group_files",
@@ -94,14 +102,25 @@ class NativePlan:
     groups: tuple[FileGroup, ...]
     scan: ScanPlan
     spark_paths: tuple[tuple[str, ...], ...]
+    output: Any
+    """The schema readers see (``spark_schema``); ``schema`` is what is scanned."""
+
+    def column_sql(self, name: str) -> str:
+        """The Spark SQL expression of column ``name`` over the scanned files."""
+        column = self.table.column(name)
+        assert column is not None
+        return column_sql(column, self.full_name)
 
 
 def native_schema(table: Table, full_name: str) -> Any:
-    """``spark_schema`` with each column's id as its ``parquet.field.id``.
+    """``spark_schema`` as scanned: each column's and nested struct field's id
+    as its ``parquet.field.id``, a nanosecond timestamp as its INT64 (Spark's
+    Parquet reader refuses TIMESTAMP(NANOS) as a timestamp).
 
     A DECIMAL wider than Spark's 38 digits is refused: the Python path
     narrows its values one by one, but Spark's Parquet reader cannot read a
-    wider decimal into a narrower type."""
+    wider decimal into a narrower type. So is a nanosecond timestamp inside
+    a nested column, which has no conversion in place."""
     plain = spark_schema(table, full_name)
     for column in table.columns:
         if column.type is ColumnType.DECIMAL and (
@@ -115,12 +134,71 @@ def native_schema(table: Table, full_name: str) -> Any:
                 column=column.name,
                 rule="spark-type",
             )
+        for path, field in walk(column.fields, f"{column.name}."):
+            if field.type in NANO_TIMESTAMPS:
+                raise ValidationError(
+                    f"Field '{path}' of table '{full_name}' is {field.type.sql_name} inside a "
+                    "nested column, which Spark's Parquet reader cannot read; read it with "
+                    "format('almanac')",
+                    table=full_name,
+                    column=path,
+                    rule="spark-type",
+                )
     return st.StructType(
         [
-            st.StructField(f.name, f.dataType, True, {FIELD_ID_KEY: column.id})
+            st.StructField(
+                f.name,
+                st.LongType()
+                if column.type in NANO_TIMESTAMPS
+                else with_field_ids(f.dataType, column),
+                True,
+                {FIELD_ID_KEY: column.id},
+            )
             for f, column in zip(plain.fields, table.columns, strict=True)
         ]
     )
+
+
+def with_field_ids(dtype: Any, column: Column) -> Any:
+    """``dtype`` with the field ids of ``column``'s nested struct fields (Spark
+    has no place for a list element's or map entry's id; it reads them by
+    position)."""
+    if isinstance(dtype, st.StructType):
+        return st.StructType(
+            [
+                st.StructField(f.name, with_field_ids(f.dataType, c), True, {FIELD_ID_KEY: c.id})
+                for f, c in zip(dtype.fields, column.fields, strict=True)
+            ]
+        )
+    if isinstance(dtype, st.ArrayType):
+        return st.ArrayType(with_field_ids(dtype.elementType, column.fields[0]), True)
+    if isinstance(dtype, st.MapType):
+        key, value = column.fields
+        return st.MapType(
+            with_field_ids(dtype.keyType, key), with_field_ids(dtype.valueType, value), True
+        )
+    return dtype
+
+
+def column_sql(column: Column, table: str) -> str:
+    """Column ``column`` of ``native_schema``'s scan as readers see it: itself,
+    or for a nanosecond timestamp its microseconds when exact, else an error
+    (rule ``spark-nanoseconds``) raised by the job."""
+    name = quote(column.name)
+    if column.type not in NANO_TIMESTAMPS:
+        return name
+    message = sql_literal(
+        f"Column '{column.name}' of table '{table}' has type {column.type.sql_name}; a value "
+        "has sub-microsecond digits, which Spark's microsecond timestamps cannot hold "
+        "(rule spark-nanoseconds); read it with almanac.data.read_table",
+        "An error message",
+    )
+    micros = f"div({name}, 1000)"
+    if column.type is ColumnType.TIMESTAMPTZ_NS:
+        value = f"timestamp_micros({micros})"
+    else:
+        value = f"timestampadd(MICROSECOND, {micros}, TIMESTAMP_NTZ '1970-01-01 00:00:00')"
+    return f"CASE WHEN {name} % 1000 <> 0 THEN raise_error({message}) ELSE {value} END"
 
 
 def fill_value(column: Column) -> object:
@@ -209,7 +287,8 @@ def plan_native(
     groups = group_files(scan.table, scan.files)
     uri = data.warehouse.uri
     paths = tuple(tuple(spark_path(uri, f.path) for f in g.files) for g in groups)
-    return NativePlan(full_name, scan.table, schema, groups, scan, paths)
+    output = spark_schema(scan.table, full_name)
+    return NativePlan(full_name, scan.table, schema, groups, scan, paths, output)
 
 
 # --------------------------------------------------------------------------- SQL text
@@ -373,11 +452,14 @@ def read_table(
 def native_frame(spark: Any, plan: NativePlan) -> Any:
     """The planned files as one DataFrame in catalog column order."""
     if not plan.groups:
-        return spark.createDataFrame([], plan.schema)
-    types = {f.name: f.dataType for f in plan.schema.fields}
+        return spark.createDataFrame([], plan.output)
+    types = {f.name: f.dataType for f in plan.output.fields}
+    converted = [c for c in plan.table.columns if c.type in NANO_TIMESTAMPS]
     frames = []
     for group, paths in zip(plan.groups, plan.spark_paths, strict=True):
         frame = spark.read.schema(plan.schema).parquet(file_location(paths))
+        if converted:
+            frame = frame.withColumns({c.name: _expr(plan.column_sql(c.name)) for c in converted})
         if group.fills:
             frame = frame.withColumns(
                 {

@@ -11,10 +11,18 @@ ids from ``StructField`` metadata, and one directory per bucket
 as Iceberg's ``bucket[N]``. A table partitioned by fields of its own gets
 one more directory level per partition (``almanac_partition=<key>``, the
 key from an Arrow UDF running Iceberg's transforms), and each task sorts its
-rows by the table's default sort order. Afterwards the driver reads each
+rows by the table's default sort order. STRUCT columns are written with a
+field id on every struct field. Afterwards the driver reads each
 file's footer (and a partitioned file's source columns, for its partition
 values) into a ``DataFile`` and commits once; any failure aborts the write, which
 deletes its directory, so nothing half-written is ever published.
+
+Spark's Parquet writer has no FIXED, no nanosecond timestamp and no field id
+for a list element or a map entry, so it cannot write a table with such a
+field as Iceberg data (``native_refusal``). Such a table is written by the
+same Spark tasks through the data layer instead (``write_by_tasks``: each
+task's Arrow batches conformed and written as ``format("almanac")`` does,
+the files' descriptions collected by the driver), still in one commit.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import pickle
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,10 +58,18 @@ from almanac.data.transforms import partition_keys, single_partition, source_col
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.nested import walk
 from almanac.spark import jvm
 from almanac.spark.names import catalog_session, parse_name, resolve_table
-from almanac.spark.types import spark_type
-from almanac.spark.writer import DEFAULT_WRITE_LEASE_S, column_renames
+from almanac.spark.native_read import with_field_ids
+from almanac.spark.types import spark_arrow_schema, spark_type
+from almanac.spark.writer import (
+    DEFAULT_WRITE_LEASE_S,
+    AlmanacWriter,
+    WritePlan,
+    check_types,
+    column_renames,
+)
 
 __all__ = [
     "TABLET_COLUMN",
@@ -60,9 +78,11 @@ __all__ = [
     "WriteResult",
     "bucket_expr",
     "collect_files",
+    "native_refusal",
     "partition_column",
     "prepare",
     "write",
+    "write_by_tasks",
     "write_staged",
 ]
 
@@ -235,9 +255,31 @@ def _data_plane_rule(source: Any, column: Column) -> str | None:
     return "the data plane refuses this pair of types"
 
 
+def _struct_rule(source: Any, column: Column, target: Any) -> str | None:
+    """Why a Spark ``struct`` cannot go into STRUCT ``column`` (Spark casts
+    structs field by field in order), or None."""
+    if not isinstance(source, st.StructType):
+        return "the types do not convert"
+    theirs = [f.name for f in source.fields]
+    ours = [f.name for f in column.fields]
+    if [n.lower() for n in theirs] != [n.lower() for n in ours]:
+        return f"the struct's fields {theirs} are not the column's fields {ours}, in order"
+    for given, field, wanted in zip(source.fields, column.fields, target.fields, strict=True):
+        why = _field_rule(given.dataType, field, wanted.dataType)
+        if why is not None:
+            return f"field '{field.name}': {why}"
+    return None
+
+
+def _field_rule(source: Any, column: Column, target: Any) -> str | None:
+    if column.type is ColumnType.STRUCT:
+        return _struct_rule(source, column, target)
+    return _lossy(source, column, target) or _data_plane_rule(source, column)
+
+
 def _check_type(source: Any, column: Column, full: str) -> Any:
     target = spark_type(column, full)
-    why = _lossy(source, column, target) or _data_plane_rule(source, column)
+    why = _field_rule(source, column, target)
     if why is not None:
         raise DataError(
             f"Column '{column.name}' of table '{full}' has type {column.type.sql_name} "
@@ -248,6 +290,49 @@ def _check_type(source: Any, column: Column, full: str) -> Any:
             rule="lossless-cast",
         )
     return target
+
+
+def native_refusal(table: Table) -> str | None:
+    """Why Spark's Parquet writer cannot write ``table`` as Iceberg data
+    (naming the first field that it cannot write), or None."""
+    for path, field in walk(table.columns):
+        lacks = _NATIVE_LACKS.get(field.type)
+        if lacks is not None:
+            return (
+                f"field '{path}' is {field.type.sql_name} and Spark's Parquet writer has no {lacks}"
+            )
+    return None
+
+
+_NATIVE_LACKS = {
+    ColumnType.FIXED: "fixed-length binary",
+    ColumnType.TIMESTAMP_NS: "nanosecond timestamps",
+    ColumnType.TIMESTAMPTZ_NS: "nanosecond timestamps",
+    ColumnType.LIST: "field id for a list element",
+    ColumnType.MAP: "field ids for map keys and values",
+}
+
+
+def _required_fields(
+    value: Any, column: Column, path: str, full: str, checks: dict[str, tuple[str, str]]
+) -> Any:
+    """``value`` of a STRUCT column, failing the job on a NULL in a NOT NULL
+    field of a non-NULL struct, at any depth."""
+    for field in column.fields:
+        where = f"{path}.{field.name}"
+        inner = value.getField(field.name)
+        if not field.nullable:
+            value = _guard(
+                value,
+                value.isNotNull() & inner.isNull(),
+                f"Field '{where}' of table '{full}' is NOT NULL; the data has a NULL value",
+                checks,
+                full,
+                column,
+            )
+        if field.type is ColumnType.STRUCT:
+            value = _required_fields(value, field, where, full, checks)
+    return value
 
 
 def _literal(value: object, target: Any) -> Any:
@@ -330,6 +415,14 @@ def prepare(
     ``DataError`` naming the column for unknown, duplicate or missing
     columns and for lossy casts, and ``CatalogError`` for a partition spec
     or sort order this writer cannot honour, before any job runs."""
+    why = native_refusal(table)
+    if why is not None:
+        raise ValidationError(
+            f"Table '{full}' cannot be written by Spark's Parquet writer: {why} "
+            "(write_by_tasks writes it)",
+            table=full,
+            rule="spark-native-write",
+        )
     names = list(df.columns)
     mapping = dict(column_renames(names, table) if renames is None else renames)
     by_catalog: dict[str, str] = {}
@@ -361,7 +454,9 @@ def prepare(
             value = _fill(column, target, full)
         else:
             target = _check_type(source_types[source], column, full)
-            value = F.col(f"`{source.replace('`', '``')}`").cast(target)
+            value = F.col(f"`{source.replace('`', '``')}`").cast(with_field_ids(target, column))
+        if column.type is ColumnType.STRUCT:
+            value = _required_fields(value, column, column.name, full, checks)
         if column.type is ColumnType.UUID:
             value = F.lower(value)
             value = _guard(
@@ -715,6 +810,60 @@ def write_staged(
     return collect_files(warehouse, write_dir, table, prepared.partitions)
 
 
+def write_by_tasks(
+    df: Any,
+    table: Table,
+    full: str,
+    partitions: int,
+    warehouse: Warehouse,
+    write_dir: str,
+    *,
+    renames: Sequence[tuple[str, str]] | None = None,
+) -> list[DataFile]:
+    """Write ``df`` into a staged ``write_dir`` through the data layer, in
+    Spark's tasks: each task conforms its Arrow batches and writes files as
+    the ``format("almanac")`` writer does, and returns their ``DataFile``s
+    to the driver. Column types are checked before the job (``DataError``
+    naming the column); the caller commits or aborts."""
+    plan = WritePlan(
+        store="",  # the tasks never commit: the driver does
+        warehouse=warehouse.uri,
+        full_name=full,
+        table=table,
+        partitions=partitions,
+        catalog_version=0,
+        write_id="",
+        write_dir=write_dir,
+        operation="append",
+        renames=tuple(column_renames(list(df.columns), table) if renames is None else renames),
+    )
+    check_types(spark_arrow_schema(df.schema), plan)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        message = AlmanacWriter(plan).write(batches)
+        yield pa.RecordBatch.from_pylist(
+            [{_FILE: pickle.dumps(f)} for f in message.files], schema=_FILES_SCHEMA
+        )
+
+    try:
+        described = df.mapInArrow(task, f"{_FILE} binary").collect()
+    except Exception as exc:
+        # A task's DataError (a NULL in a NOT NULL column, a value that
+        # does not fit) reaches the driver as text inside Spark's error.
+        found = _TASK_ERROR.search(str(exc))
+        if found is None:
+            raise
+        raise DataError(f"{found.group(1)}; nothing was written", table=full) from None
+    return [pickle.loads(row[_FILE]) for row in described]
+
+
+_TASK_ERROR = re.compile(r"almanac\.errors\.DataError: (.+)")
+
+
+_FILE = "data_file"
+_FILES_SCHEMA = pa.schema([pa.field(_FILE, pa.binary())])
+
+
 class KeepAlive:
     """Renews leases every third of ``ttl_s`` on a daemon thread until stopped."""
 
@@ -791,16 +940,23 @@ def write(
         partitions = table_partitions(snap, table)
         if coalesce is not None:
             df = df.coalesce(coalesce)
-        prepared = prepare(df, table, full, partitions)
-        if cluster:
-            prepared = replace(prepared, df=prepared.df.repartition(F.col(TABLET_COLUMN)))
+        native = native_refusal(table) is None
+        if native:
+            prepared = prepare(df, table, full, partitions)
+            if cluster:
+                prepared = replace(prepared, df=prepared.df.repartition(F.col(TABLET_COLUMN)))
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
         lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
         try:
             with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
-                files = write_staged(prepared, data.warehouse, write_dir, table, options=options)
+                if native:
+                    files = write_staged(
+                        prepared, data.warehouse, write_dir, table, options=options
+                    )
+                else:
+                    files = write_by_tasks(df, table, full, partitions, data.warehouse, write_dir)
                 data.commit(CommitShape.of(snap, table), write_id, files, operation=mode)
         except BaseException:
             with contextlib.suppress(CatalogError):

@@ -341,7 +341,7 @@ def _source_table(
 
 def _native_view(target: str, plan: NativePlan, guard: str) -> tuple[_Bound, Any]:
     """A view over one hidden Parquet table per file group."""
-    types = {f.name: f.dataType for f in plan.schema.fields}
+    types = {f.name: f.dataType for f in plan.output.fields}
     locations = [file_location(paths, guard) for paths in plan.spark_paths]
     fills = [[(c.id, v) for c, v in g.fills] for g in plan.groups]
     digest = hashlib.sha1(
@@ -351,7 +351,7 @@ def _native_view(target: str, plan: NativePlan, guard: str) -> tuple[_Bound, Any
     if not locations:
         columns = ", ".join(
             f"CAST(NULL AS {f.dataType.simpleString()}) AS {quote(f.name)}"
-            for f in plan.schema.fields
+            for f in plan.output.fields
         )
         body = f"SELECT {columns} WHERE FALSE"
     else:
@@ -359,7 +359,7 @@ def _native_view(target: str, plan: NativePlan, guard: str) -> tuple[_Bound, Any
         for group, table_name in zip(plan.groups, hidden, strict=True):
             filled = {c.name: fill_sql(c, v, types[c.name], plan.full_name) for c, v in group.fills}
             columns = ", ".join(
-                f"{filled[f.name]} AS {quote(f.name)}" if f.name in filled else quote(f.name)
+                f"{filled.get(f.name) or plan.column_sql(f.name)} AS {quote(f.name)}"
                 for f in plan.schema.fields
             )
             selects.append(f"SELECT {columns} FROM {quote(HIDDEN_DATABASE)}.{quote(table_name)}")

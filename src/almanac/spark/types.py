@@ -6,6 +6,15 @@ tables accept (Spark 4 keeps ``TimeType`` behind an experimental flag), so a
 table with a TIME column cannot be read through Spark; the error names the
 column. DECIMAL wider than Spark's 38 digits reads as DECIMAL(38, s'): values
 that do not fit fail the read with a ``DataError`` rather than lose digits.
+FIXED(L) reads as ``binary``. STRUCT, ARRAY and MAP read as Spark's
+``struct``, ``array`` and ``map`` of the same field types, by field id.
+
+Spark's timestamps hold microseconds, so TIMESTAMP_NS and TIMESTAMPTZ_NS
+read as ``timestamp_ntz`` and ``timestamp``: a value that is a whole
+number of microseconds reads exactly; one with sub-microsecond digits fails
+the read with an error naming the column (rule ``spark-nanoseconds``) rather
+than be truncated. Writing them loses nothing (microseconds are whole
+nanoseconds).
 
 CREATE TABLE AS SELECT goes the other way. Spark's ``timestamp`` is an instant
 shown in the session time zone, which is the catalog's TIMESTAMP WITH LOCAL
@@ -29,6 +38,7 @@ from almanac.data import DataError
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import ValidationError
+from almanac.nested import ELEMENT, KEY, VALUE
 
 __all__ = [
     "SPARK_MAX_DECIMAL_PRECISION",
@@ -55,6 +65,9 @@ _SIMPLE: dict[ColumnType, Any] = {
     ColumnType.TIMESTAMP: st.TimestampNTZType(),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: st.TimestampType(),
     ColumnType.UUID: st.StringType(),
+    ColumnType.FIXED: st.BinaryType(),
+    ColumnType.TIMESTAMP_NS: st.TimestampNTZType(),
+    ColumnType.TIMESTAMPTZ_NS: st.TimestampType(),
 }
 
 _FROM_SPARK: list[tuple[type[Any], ColumnType]] = [
@@ -74,22 +87,41 @@ _FROM_SPARK: list[tuple[type[Any], ColumnType]] = [
 _SPARK_TIMESTAMP_PRECISION = 6
 
 
-def spark_type(column: Column, table: str) -> Any:
-    """The Spark type that reads ``column`` of ``table``; ``ValidationError``
-    naming both when Spark has none."""
+def spark_type(column: Column, table: str, path: str | None = None) -> Any:
+    """The Spark type that reads ``column`` of ``table`` (``path``: its dotted
+    name when nested); ``ValidationError`` naming both when Spark has none.
+    Nested fields are nullable in Spark, as columns are (see ``spark_schema``)."""
+    path = column.name if path is None else path
     simple = _SIMPLE.get(column.type)
     if simple is not None:
         return simple
+    if column.type is ColumnType.STRUCT:
+        return st.StructType(
+            [
+                st.StructField(f.name, spark_type(f, table, f"{path}.{f.name}"), True)
+                for f in column.fields
+            ]
+        )
+    if column.type is ColumnType.LIST:
+        (element,) = column.fields
+        return st.ArrayType(spark_type(element, table, f"{path}.{element.name}"), True)
+    if column.type is ColumnType.MAP:
+        key, value = column.fields
+        return st.MapType(
+            spark_type(key, table, f"{path}.{key.name}"),
+            spark_type(value, table, f"{path}.{value.name}"),
+            True,
+        )
     if column.type is ColumnType.DECIMAL:
         precision = column.precision if column.precision is not None else 38
         scale = column.scale or 0
         precision = min(precision, SPARK_MAX_DECIMAL_PRECISION)
         return st.DecimalType(precision, min(scale, precision))
     raise ValidationError(
-        f"Column '{column.name}' of table '{table}' has type {column.type.sql_name}, "
+        f"Column '{path}' of table '{table}' has type {column.type.sql_name}, "
         "which Spark tables cannot hold",
         table=table,
-        column=column.name,
+        column=path,
         rule="spark-type",
     )
 
@@ -166,25 +198,62 @@ def column_defs(
                 column=name,
             )
         key.append(found)
-    defs = []
-    for field in schema.fields:
-        ctype, precision, scale, length = _catalog_type(field, table)
-        defs.append(
-            ColumnDef(
-                name=field.name.upper() if upper else field.name,
-                type=ctype,
-                nullable=field.name not in key,
-                precision=precision,
-                scale=scale,
-                length=length,
-            )
+    defs = tuple(
+        _column_def(
+            field.name.upper() if upper else field.name,
+            field.dataType,
+            field.name not in key,
+            table,
+            field.name,
+            upper,
         )
+        for field in schema.fields
+    )
     pk = tuple(name.upper() if upper else name for name in key)
-    return tuple(defs), pk
+    return defs, pk
 
 
-def _catalog_type(field: Any, table: str) -> tuple[ColumnType, int | None, int | None, int | None]:
-    dtype = field.dataType
+def _column_def(
+    name: str, dtype: Any, nullable: bool, table: str, path: str, upper: bool
+) -> ColumnDef:
+    """A Spark type as a column definition. ``struct``, ``array`` and ``map``
+    become STRUCT, ARRAY and MAP: struct fields named like columns, the
+    others as Iceberg names them (``element``, ``key``, ``value``); every
+    nested field but a map key is nullable, as the columns are."""
+    if isinstance(dtype, st.StructType):
+        fields = tuple(
+            _column_def(
+                f.name.upper() if upper else f.name,
+                f.dataType,
+                True,
+                table,
+                f"{path}.{f.name}",
+                upper,
+            )
+            for f in dtype.fields
+        )
+        return ColumnDef(name=name, type=ColumnType.STRUCT, nullable=nullable, fields=fields)
+    if isinstance(dtype, st.ArrayType):
+        element = _column_def(ELEMENT, dtype.elementType, True, table, f"{path}.{ELEMENT}", upper)
+        return ColumnDef(name=name, type=ColumnType.LIST, nullable=nullable, fields=(element,))
+    if isinstance(dtype, st.MapType):
+        key = _column_def(KEY, dtype.keyType, False, table, f"{path}.{KEY}", upper)
+        value = _column_def(VALUE, dtype.valueType, True, table, f"{path}.{VALUE}", upper)
+        return ColumnDef(name=name, type=ColumnType.MAP, nullable=nullable, fields=(key, value))
+    ctype, precision, scale, length = _catalog_type(dtype, path, table)
+    return ColumnDef(
+        name=name,
+        type=ctype,
+        nullable=nullable,
+        precision=precision,
+        scale=scale,
+        length=length,
+    )
+
+
+def _catalog_type(
+    dtype: Any, path: str, table: str
+) -> tuple[ColumnType, int | None, int | None, int | None]:
     if isinstance(dtype, st.DecimalType):
         return ColumnType.DECIMAL, dtype.precision, dtype.scale, None
     if isinstance(dtype, st.VarcharType | st.CharType):
@@ -196,9 +265,9 @@ def _catalog_type(field: Any, table: str) -> tuple[ColumnType, int | None, int |
             temporal = ctype in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE)
             return ctype, _SPARK_TIMESTAMP_PRECISION if temporal else None, None, None
     raise ValidationError(
-        f"Column '{field.name}' of table '{table}' has Spark type {dtype.simpleString()}, "
+        f"Column '{path}' of table '{table}' has Spark type {dtype.simpleString()}, "
         "which has no catalog column type",
         table=table,
-        column=field.name,
+        column=path,
         rule="spark-type",
     )
