@@ -26,6 +26,7 @@ from almanac import (
     connect,
     preview,
 )
+from almanac.commands.base import check_name
 from almanac.console.pages import (
     Chrome,
     DataSnapshots,
@@ -41,6 +42,7 @@ from almanac.console.pages import (
 )
 from almanac.console.routes import diff_rows, table_data
 from almanac.diff import diff_catalogs
+from almanac.errors import ValidationError
 
 CHROME = Chrome(version=2, latest=3, earliest=1, pinned=False)
 HOSTILE = (
@@ -150,8 +152,18 @@ def _with_names(base: CatalogVersion, schema: str, table: str, column: str) -> C
     return preview(base, commands).catalog
 
 
+def _legal_name(name: str) -> bool:
+    """Whether the catalog takes ``name`` (a name of only invisible
+    characters, say, is refused: the pages never see one)."""
+    try:
+        check_name("Schema", name)
+    except ValidationError:
+        return False
+    return True
+
+
 names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=24).filter(
-    lambda s: s.strip() != "" and not any("\x80" <= ch <= "\x9f" for ch in s)
+    _legal_name
 )
 
 

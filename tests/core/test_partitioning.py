@@ -282,7 +282,10 @@ def test_diff_and_preview_show_spec_and_order_changes(cat: Catalog) -> None:
     )
     assert cat.catalog().table("T") == t.evolve(update_version=result.version)
     summary = summarize_update(cat.history()[-1].update, before, cat.catalog())
-    assert summary.startswith("PartitionSpecAdded PUBLIC.T, DefaultPartitionSpecSet PUBLIC.T")
+    assert summary.startswith(
+        "added partition spec 1 (bucket(4, ID) AS B) to PUBLIC.T, "
+        "made partition spec 1 the default of PUBLIC.T"
+    )
     assert len(events) == 4 and {e.type for e in events} == {EventType.TABLE_ALTER}
 
 
