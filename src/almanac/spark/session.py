@@ -394,7 +394,7 @@ def attach_system_tables(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from almanac.sql.reads import AsOf
-    from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, system_rows, to_arrow
+    from almanac.system_rows import SYSTEM_COLUMNS, SYSTEM_TABLES, system_rows, to_arrow
 
     try:
         guard = _guard_dir(spark)

@@ -1,6 +1,6 @@
 """Answering a read statement: the version it reads, then the answer,
 from ``almanac.sql.reads`` for the catalog's objects, its history and
-diffs, and from ``almanac.system_tables`` for ``SELECT`` of a system table
+diffs, and from ``almanac.system_rows`` for ``SELECT`` of a system table
 and ``SHOW TABLETS``/``SHOW SERVERS``. Above both, so neither imports the
 other's caller."""
 
@@ -20,7 +20,7 @@ from almanac.sql.reads import (
     read_version,
 )
 from almanac.sql.results import SqlResult
-from almanac.system_tables import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
+from almanac.system_rows import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
 
 __all__ = ["run_read"]
 
@@ -48,7 +48,7 @@ _SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
 
 def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     """A system table (``SELECT``), or the tablets (of one table) or servers:
-    the rows of ``almanac.system_tables``, as JSON scalars."""
+    the rows of ``almanac.system_rows``, as JSON scalars."""
     table_id = None
     if statement.kind == "SELECT":
         name = f"{statement.schema}.{statement.table}"

@@ -1,0 +1,140 @@
+"""The house's floors: no import cycle crosses packages.
+
+Imports are read with ``ast`` from the sources, deferred ones (inside
+functions) included and ``if TYPE_CHECKING:`` blocks excluded, so a cycle
+hidden behind a function-level import still counts: it is still a module
+that needs one above it. Cycles inside one package (two modules of
+``almanac.spark``) are that package's own business."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import almanac
+
+SRC = Path(almanac.__file__).resolve().parent.parent
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in SRC.joinpath("almanac").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _package(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                skipped.update(id(n) for n in ast.walk(inner))
+    return skipped
+
+
+def import_graph() -> tuple[dict[str, set[str]], dict[str, str]]:
+    """Each module's imports of other ``almanac`` modules, and each module's package."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skipped = _type_checking_only(tree)
+        package = _package(name, path)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*parts, base] if base else parts)
+                targets = [f"{base}.{alias.name}" for alias in node.names]
+            for target in targets:
+                found = resolve(target)
+                if found is not None and found.startswith("almanac") and found != name:
+                    graph[name].add(found)
+    return graph, {name: _package(name, path) for name, path in modules.items()}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components, iteratively (the graph is a few hundred modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def test_no_import_cycle_crosses_packages() -> None:
+    graph, packages = import_graph()
+    crossing = []
+    for component in strongly_connected(graph):
+        if len({packages[m] for m in component}) > 1:
+            inside = set(component)
+            edges = [f"{m} -> {t}" for m in component for t in sorted(graph[m] & inside)]
+            crossing.append(edges)
+    assert crossing == [], "import cycles across packages:\n" + "\n\n".join(
+        "\n".join(edges) for edges in crossing
+    )
+
+
+def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones() -> None:
+    graph, packages = import_graph()
+    # ``almanac.catalog`` imports the SQL layer inside ``Catalog.sql`` only.
+    assert "almanac.sql.parsing" in graph["almanac.catalog"]
+    assert packages["almanac.sql.parsing"] == "almanac.sql"
+    assert packages["almanac"] == "almanac"
+    # A cycle made only of deferred imports is found.
+    demo = {"a.x": {"b.y"}, "b.y": {"a.x"}, "c": set()}
+    assert sorted(map(tuple, strongly_connected(demo))) == [("a.x", "b.y"), ("c",)]
