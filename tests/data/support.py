@@ -20,6 +20,7 @@ from almanac.data import (
     table_partitions,
     write_table,
 )
+from almanac.data.arrow import FIELD_ID
 from almanac.data.snapshots import DataSnapshot
 
 
@@ -119,3 +120,19 @@ def commit_plain_file(
     data.commit(CommitShape.of(cat.catalog(), table), write_id, [file], operation=operation)
     data.release(lease)
     return file
+
+
+def field_ids(field: pa.Field) -> list[int]:
+    """The Parquet field ids of ``field`` and of every field nested in it
+    (struct fields, list elements, map keys and values), depth first."""
+    kind = field.type
+    children = (
+        list(kind)
+        if pa.types.is_struct(kind)
+        else [kind.value_field]
+        if pa.types.is_list(kind)
+        else [kind.key_field, kind.item_field]
+        if pa.types.is_map(kind)
+        else []
+    )
+    return [int(field.metadata[FIELD_ID]), *(i for child in children for i in field_ids(child))]

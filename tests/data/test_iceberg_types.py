@@ -11,25 +11,7 @@ import pyarrow.parquet as pq
 
 from almanac import Catalog
 from almanac.data import arrow_schema, read_table, write_table
-from almanac.data.arrow import FIELD_ID
-from tests.data.support import table_data
-
-
-def _ids(field: pa.Field) -> list[int]:
-    ids = [int(field.metadata[FIELD_ID])]
-    kind = field.type
-    children = (
-        list(kind)
-        if pa.types.is_struct(kind)
-        else [kind.value_field]
-        if pa.types.is_list(kind)
-        else [kind.key_field, kind.item_field]
-        if pa.types.is_map(kind)
-        else []
-    )
-    for child in children:
-        ids += _ids(child)
-    return ids
+from tests.data.support import field_ids, table_data
 
 
 def test_iceberg_types_write_and_read_back_with_field_ids_at_every_depth(cat: Catalog) -> None:
@@ -62,7 +44,7 @@ def test_iceberg_types_write_and_read_back_with_field_ids_at_every_depth(cat: Ca
     for file in snapshot.files:
         with warehouse.fs.open_input_file(file.path) as source:
             written = pq.read_schema(source)
-        ids = [i for field in written for i in _ids(field)]
+        ids = [i for field in written for i in field_ids(field)]
         assert sorted(ids) == list(range(table.next_column_id))
     # Its metadata's last-column-id covers the nested ids: a client
     # evolving the table from this file never hands out one of them again.

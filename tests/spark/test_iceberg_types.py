@@ -17,6 +17,7 @@ from almanac.catalog import Catalog
 from almanac.data import DataError, TableData, arrow_schema, read_table, write_table
 from almanac.data.arrow import FIELD_ID
 from almanac.nested import walk
+from tests.data.support import field_ids
 from tests.spark.helpers import load, save
 
 SETUP = """CREATE TABLE T (K BIGINT, F FIXED(2), NS TIMESTAMP_NS, TZNS TIMESTAMPTZ_NS,
@@ -33,20 +34,6 @@ ROW = {
     "L": [1, 2],
 }
 NULLS = {"K": 2, "F": None, "NS": None, "TZNS": None, "S": None, "M": None, "L": None}
-
-
-def _ids(field: pa.Field) -> list[int]:
-    kind = field.type
-    children = (
-        list(kind)
-        if pa.types.is_struct(kind)
-        else [kind.value_field]
-        if pa.types.is_list(kind)
-        else [kind.key_field, kind.item_field]
-        if pa.types.is_map(kind)
-        else []
-    )
-    return [int(field.metadata[FIELD_ID]), *(i for child in children for i in _ids(child))]
 
 
 def _spark_rows(df: Any) -> list[dict[str, Any]]:
@@ -123,7 +110,7 @@ def test_writes_of_the_iceberg_types(spark: Any, cat: Catalog, target: str) -> N
     assert snapshot is not None
     for f in snapshot.files:  # every field id at every depth, FIXED as fixed
         written = pq.read_schema(f.path)
-        assert sorted(i for field in written for i in _ids(field)) == sorted(ids)
+        assert sorted(i for field in written for i in field_ids(field)) == sorted(ids)
         assert written.field("F").type == pa.binary(2)
         assert written.field("NS").type == pa.timestamp("ns")
 
