@@ -48,7 +48,7 @@ from almanac.errors import (
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
 from almanac.remote import check_token
-from almanac.spark.names import parse_name, resolve_table
+from almanac.table_names import parse_name, resolve_table
 from almanac.tserver.auth import RULE, bearer_headers
 from almanac.tserver.service import DAMAGED
 from almanac.tserver.ticket import TabletTicket

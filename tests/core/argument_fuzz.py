@@ -125,6 +125,7 @@ MODULES_NOT_SWEPT = {
     "almanac.catalog_types": _EXPORTED,
     "almanac.dispatch": _INTERNAL,
     "almanac.settler": _INTERNAL,
+    "almanac.table_names": "the table names Spark and Flight take, reached through them",
     "almanac.system_rows": "re-exported by almanac.system_tables, which is swept",
     "almanac.nested": "the rules of nested columns, reached through the commands",
     "almanac.partitioning": "specs and orders are exported from almanac; transforms via commands",

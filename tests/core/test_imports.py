@@ -138,3 +138,19 @@ def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones() -> None:
     # A cycle made only of deferred imports is found.
     demo = {"a.x": {"b.y"}, "b.y": {"a.x"}, "c": set()}
     assert sorted(map(tuple, strongly_connected(demo))) == [("a.x", "b.y"), ("c",)]
+
+
+def test_flight_and_the_data_plane_load_without_spark() -> None:
+    """A Flight client or a data-plane job never pays for PySpark (and its
+    JVM gateway) just to import Almanac."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, almanac, almanac.flight, almanac.data, almanac.system_tables; "
+        "print(sorted(m for m in ('pyspark', 'py4j') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.strip() == "[]"

@@ -35,7 +35,7 @@ from almanac.entries import UpdateEntry, VersionedUpdate, apply_entries
 from almanac.errors import AlreadyExistsError, AmbiguousNameError, ValidationError
 from almanac.names import name_key
 from almanac.serialization import decode_catalog, encode_catalog
-from almanac.spark.names import parse_name, resolve_table
+from almanac.table_names import parse_name, resolve_table
 
 ID = ColumnDef(name="ID", type=ColumnType.INT64, nullable=False)
 

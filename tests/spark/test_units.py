@@ -16,11 +16,12 @@ from almanac.data import DataFile
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
 from almanac.errors import SqlParseError, ValidationError
-from almanac.spark.names import TableName, parse_name, read_point, store_uri
+from almanac.spark.names import read_point, store_uri
 from almanac.spark.reader import OPEN_COST, pack_files
 from almanac.spark.sql import parse_ctas
 from almanac.spark.types import column_defs, spark_schema
 from almanac.spark.writer import column_renames
+from almanac.table_names import TableName, parse_name
 
 
 def test_parse_name() -> None:

@@ -49,10 +49,11 @@ from almanac.errors import (
 )
 from almanac.metastore import Compare, Delete, Metastore, Put
 from almanac.names import name_key
-from almanac.spark.names import catalog_session, parse_name, resolve_schema
+from almanac.spark.names import catalog_session
 from almanac.spark.native_write import native_refusal, prepare, write_by_tasks, write_staged
 from almanac.spark.types import column_defs
 from almanac.spark.writer import DEFAULT_WRITE_LEASE_S
+from almanac.table_names import parse_name, resolve_schema
 
 __all__ = [
     "DEFAULT_RESERVATION_TTL_S",

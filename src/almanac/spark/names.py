@@ -1,4 +1,4 @@
-"""Where a Spark job finds the catalog, and which table a name means.
+"""Where a Spark job finds the catalog, and the point a read is at.
 
 Spark's planning and commit steps run in fresh Python processes that receive
 strings and pickles, never the driver's objects, so everything here starts
@@ -18,21 +18,16 @@ from dataclasses import dataclass
 
 import almanac
 from almanac.catalog import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.descriptors import Schema, Table
-from almanac.errors import NotFoundError, ValidationError
+from almanac.catalog_version import CatalogVersion
+from almanac.errors import ValidationError
 from almanac.targets import Target, parse_target
 
 __all__ = [
     "ReadPoint",
-    "TableName",
     "catalog_session",
     "close_sessions",
     "durable_target",
-    "parse_name",
     "read_point",
-    "resolve_schema",
-    "resolve_table",
     "store_uri",
 ]
 
@@ -126,81 +121,6 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
     finally:
         with _open_lock:
             entry.users -= 1
-
-
-@dataclass(frozen=True, slots=True)
-class TableName:
-    """A possibly schema-qualified name. A quoted part may hold dots; like
-    every name it finds its object without regard to case (its exact
-    spelling first, which picks one of an old catalog's case-only twins)."""
-
-    schema: str | None
-    schema_quoted: bool
-    table: str
-    table_quoted: bool
-
-    def __str__(self) -> str:
-        return self.table if self.schema is None else f"{self.schema}.{self.table}"
-
-
-def parse_name(text: str) -> TableName:
-    """``T``, ``S.T``, with double quotes around a part to keep its case or
-    hold a dot: ``"my.schema"."Orders"``."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValidationError("A table name is required (the load/save path 'SCHEMA.TABLE')")
-    parts: list[tuple[str, bool]] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == '"':
-            end = text.find('"', i + 1)
-            if end < 0:
-                raise ValidationError(f"Unterminated quote in table name {text!r}", name=text)
-            parts.append((text[i + 1 : end], True))
-            i = end + 1
-        else:
-            end = text.find(".", i)
-            end = n if end < 0 else end
-            parts.append((text[i:end].strip(), False))
-            i = end
-        if i < n:
-            if text[i] != ".":
-                raise ValidationError(f"Invalid table name {text!r}", name=text)
-            i += 1
-            if i == n:
-                parts.append(("", False))
-    if len(parts) > 2 or any(not part for part, _ in parts):
-        raise ValidationError(
-            f"Invalid table name {text!r}: expected TABLE or SCHEMA.TABLE", name=text
-        )
-    if len(parts) == 1:
-        return TableName(None, False, parts[0][0], parts[0][1])
-    (schema, sq), (table, tq) = parts
-    return TableName(schema, sq, table, tq)
-
-
-def resolve_schema(snap: CatalogVersion, name: TableName) -> Schema:
-    """The schema a name means, by the catalog's one name rule: any spelling
-    finds it, quoted or not (quoting keeps a dot or a space in a part)."""
-    wanted = DEFAULT_SCHEMA if name.schema is None else name.schema
-    schema = snap.schema(wanted)
-    if schema is None:
-        raise NotFoundError(f"Schema '{wanted}' does not exist", kind="schema", name=wanted)
-    return schema
-
-
-def resolve_table(snap: CatalogVersion, name: TableName) -> tuple[Schema, Table]:
-    """The schema and table a name means at this version."""
-    schema = resolve_schema(snap, name)
-    table = snap.table(name.table, schema.name)
-    if table is None:
-        full = f"{schema.name}.{name.table}"
-        raise NotFoundError(
-            f"Table '{full}' does not exist at catalog version {snap.version}",
-            kind="table",
-            name=full,
-            version=snap.version,
-        )
-    return schema, table
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,8 +44,9 @@ from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
 from almanac.nested import walk
 from almanac.spark.filter_text import text_predicates
-from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
+from almanac.spark.names import ReadPoint, catalog_session
 from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
+from almanac.table_names import parse_name, resolve_table
 
 __all__ = [
     "DISCOVERY_CONF",

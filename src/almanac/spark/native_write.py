@@ -60,7 +60,7 @@ from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
 from almanac.nested import walk
 from almanac.spark import jvm
-from almanac.spark.names import catalog_session, parse_name, resolve_table
+from almanac.spark.names import catalog_session
 from almanac.spark.native_read import with_field_ids
 from almanac.spark.types import spark_arrow_schema, spark_type
 from almanac.spark.writer import (
@@ -70,6 +70,7 @@ from almanac.spark.writer import (
     check_types,
     column_renames,
 )
+from almanac.table_names import parse_name, resolve_table
 
 __all__ = [
     "TABLET_COLUMN",

@@ -42,8 +42,9 @@ from almanac.data import DataFile, Predicate, TableData, Warehouse, plan_scan, r
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
 from almanac.errors import NotFoundError
-from almanac.spark.names import ReadPoint, TableName, catalog_session, resolve_table
+from almanac.spark.names import ReadPoint, catalog_session
 from almanac.spark.types import fit_batch, spark_arrow_schema
+from almanac.table_names import TableName, resolve_table
 
 __all__ = [
     "DEFAULT_MAX_PARTITION_BYTES",

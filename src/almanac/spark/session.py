@@ -29,7 +29,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.data import TableData
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, ValidationError
-from almanac.spark.names import ReadPoint, TableName, catalog_session
+from almanac.spark.names import ReadPoint, catalog_session
 from almanac.spark.native_read import (
     DISCOVERY_CONF,
     DISCOVERY_THRESHOLD,
@@ -42,6 +42,7 @@ from almanac.spark.native_read import (
 )
 from almanac.spark.source import AlmanacDataSource, Binding, bound_source
 from almanac.spark.types import spark_schema
+from almanac.table_names import TableName
 
 __all__ = [
     "HIDDEN_DATABASE",

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from pyspark.sql.datasource import DataSource
 
 from almanac.errors import ValidationError
-from almanac.spark.names import ReadPoint, TableName, catalog_session, parse_name, read_point
+from almanac.spark.names import ReadPoint, catalog_session, read_point
 from almanac.spark.reader import DEFAULT_MAX_PARTITION_BYTES, AlmanacReader, ReadSpec, locate
 from almanac.spark.types import spark_arrow_schema, spark_schema
 from almanac.spark.writer import (
@@ -34,6 +34,7 @@ from almanac.spark.writer import (
     check_types,
     plan_write,
 )
+from almanac.table_names import TableName, parse_name
 
 __all__ = ["SOURCE_NAME", "AlmanacDataSource", "Binding", "bound_source"]
 

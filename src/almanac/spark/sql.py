@@ -34,9 +34,10 @@ from almanac.spark.ctas import (
     create_table_as_select,
     replace_table_as_select,
 )
-from almanac.spark.names import ReadPoint, catalog_session, parse_name, resolve_table
+from almanac.spark.names import ReadPoint, catalog_session
 from almanac.spark.native_write import write
 from almanac.spark.session import activate, attach_tables, check_session
+from almanac.table_names import parse_name, resolve_table
 
 __all__ = ["CtasStatement", "InsertStatement", "parse_ctas", "parse_insert", "sql"]
 

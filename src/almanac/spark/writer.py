@@ -38,7 +38,8 @@ from almanac.data.commits import CommitShape
 from almanac.descriptors import Table
 from almanac.errors import ValidationError
 from almanac.metastore import open_metastore
-from almanac.spark.names import catalog_session, resolve_table, store_uri
+from almanac.spark.names import catalog_session, store_uri
+from almanac.table_names import resolve_table
 
 __all__ = [
     "DEFAULT_FLUSH_BYTES",
