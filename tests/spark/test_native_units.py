@@ -10,8 +10,9 @@ from pyspark.sql import types as st
 
 import almanac
 from almanac.data import DataError
+from almanac.data.tablets import bucket_column
 from almanac.descriptors import Table
-from almanac.spark.native_write import _check_type, partition_column
+from almanac.spark.native_write import _check_type
 from almanac.spark.sql import InsertStatement, parse_insert
 
 
@@ -105,5 +106,5 @@ def test_partition_column_is_the_first_bucketable_colocation_column() -> None:
         )
         a, b = cat.catalog().table("A"), cat.catalog().table("B")
         assert a is not None and b is not None
-        assert partition_column(a).name == "K"
-        assert partition_column(b).name == "F"
+        assert bucket_column(a).name == "K"
+        assert bucket_column(b).name == "F"

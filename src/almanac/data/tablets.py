@@ -60,6 +60,7 @@ __all__ = [
     "iceberg_bucket_values",
     "iceberg_hash_values",
     "file_tablet",
+    "bucket_column",
     "partition_column",
     "table_partitions",
     "tablet_column",
@@ -405,6 +406,27 @@ def partition_column(table: Table) -> Column | None:
     return None
 
 
+def bucket_column(table: Table) -> Column:
+    """The column whose hash places a bucketed table's rows: its partition
+    column, else (no colocation column Iceberg can bucket) its first
+    colocation column, a boolean or float hashed as a long. Every writer of
+    a bucketed table, Python or Spark, asks this one function."""
+    check.instance(table, Table, "Parameter 'table' of bucket_column")
+    column = partition_column(table)
+    if column is not None:
+        return column
+    if not table.colocation:
+        raise ValidationError(f"Table '{table.name}' has no colocation columns", table=table.name)
+    first = table.column(table.colocation[0])
+    if first is None:
+        raise CatalogError(
+            f"Colocation column '{table.colocation[0]}' of table '{table.name}' is not "
+            "one of its columns",
+            table=table.name,
+        )
+    return first
+
+
 def tablet_column(table: Table) -> Column | None:
     """The column whose ``bucket[N]`` is a file's tablet (N the zone's
     partitions): the first colocation column Iceberg can bucket, bucketed or
@@ -464,19 +486,7 @@ def tablets_of(data: pa.Table, table: Table, partitions: int) -> I32Array:
             "one (file_tablet)",
             table=table.name,
         )
-    column = partition_column(table)
-    if column is None:
-        if not table.colocation:
-            raise ValidationError(
-                f"Table '{table.name}' has no colocation columns", table=table.name
-            )
-        column = table.column(table.colocation[0])
-        if column is None:
-            raise CatalogError(
-                f"Colocation column '{table.colocation[0]}' of table '{table.name}' is not "
-                "one of its columns",
-                table=table.name,
-            )
+    column = bucket_column(table)
     if column.name not in data.column_names:
         raise DataError(
             f"Partition column '{column.name}' of table '{table.name}' is missing from the data",

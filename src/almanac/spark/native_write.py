@@ -53,7 +53,12 @@ from almanac.data.commits import CommitShape
 from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.iceberg_schema import spec_fields
-from almanac.data.tablets import table_partitions, tablet_column, tablet_position
+from almanac.data.tablets import (
+    bucket_column,
+    table_partitions,
+    tablet_column,
+    tablet_position,
+)
 from almanac.data.transforms import partition_keys, single_partition, source_column
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
@@ -80,7 +85,6 @@ __all__ = [
     "bucket_expr",
     "collect_files",
     "native_refusal",
-    "partition_column",
     "prepare",
     "write",
     "write_by_tasks",
@@ -95,7 +99,6 @@ by which Spark splits a partitioned table's rows into files."""
 
 _GUARDED = frozenset({ColumnType.STRING, ColumnType.BYTES, ColumnType.UUID})
 """Types whose CHECKED casts (length, UUID text) the job checks itself."""
-UNBUCKETABLE = frozenset({ColumnType.BOOLEAN, ColumnType.FLOAT, ColumnType.DOUBLE})
 _UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 _FIELD_ID_CONF = "spark.sql.parquet.fieldId.write.enabled"
@@ -129,20 +132,6 @@ class WriteResult:
 
 
 # --------------------------------------------------------------------------- buckets
-
-
-def partition_column(table: Table) -> Column:
-    """The column whose Iceberg ``bucket[N]`` is the tablet: the first
-    colocation column Iceberg can bucket, else the first colocation column
-    (booleans and floats then hash as a long, like ``almanac.data.tablets``)."""
-    columns = [table.column(name) for name in table.colocation]
-    found = [c for c in columns if c is not None]
-    if not found:
-        raise CatalogError(f"Table '{table.name}' has no colocation columns", table=table.name)
-    for column in found:
-        if column.type not in UNBUCKETABLE:
-            return column
-    return found[0]
 
 
 def bucket_expr(value: Any, column: Column, partitions: int) -> Any:
@@ -498,7 +487,7 @@ def prepare(
     spread = F.spark_partition_id() % F.lit(partitions)
     by_bucket = tablet_column(table)
     if table.bucketed:
-        key = partition_column(table)
+        key = bucket_column(table)
         tablet = bucket_expr(values[key.name], key, partitions)
     elif by_bucket is not None and _tablet_at(table, partitions) is not None:
         bucket = bucket_expr(values[by_bucket.name], by_bucket, partitions)
