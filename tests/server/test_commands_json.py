@@ -226,3 +226,16 @@ def test_any_json_is_a_command_or_a_catalog_error(kind: str, fields: dict[str, A
     except CatalogError:
         return
     assert type(command).__name__ == kind
+
+
+def test_a_field_taking_a_name_or_a_shape_round_trips_both() -> None:
+    """``EvolvePartitionSpec.drop`` holds names and partition fields side by
+    side: each comes back as what it was, not as a column default."""
+    from almanac.commands.partitions import EvolvePartitionSpec, PartitionFieldDef
+
+    command = EvolvePartitionSpec(
+        name="T",
+        add=(PartitionFieldDef("ID", "bucket[4]"),),
+        drop=("", "ts_day", PartitionFieldDef("S", "truncate[2]", name="s2")),
+    )
+    assert command_from_json(command_to_json(command)) == command

@@ -211,7 +211,14 @@ def _decode(value: object, hint: Any, what: str) -> object:
         arms = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(arms) == 1:
             return _decode(value, arms[0], what)
-        return _decode_default(value, what)
+        if set(arms) <= {ConstantDefault, FunctionDefault}:
+            return _decode_default(value, what)
+        if isinstance(value, str) and str in arms:
+            return value  # a name (EvolvePartitionSpec.drop takes a name or a field)
+        shapes = [a for a in arms if isinstance(a, type) and dataclasses.is_dataclass(a)]
+        if isinstance(value, Mapping) and len(shapes) == 1:
+            return _decode_dataclass(shapes[0], value, what)
+        return value  # the dataclass's own check names what it expected
     if origin is tuple:
         if not isinstance(value, list):
             return value  # the dataclass's own check names what it expected
