@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     almanac.spark.register(session)
     yield session
     session.stop()
+    # PySpark's SIGINT handler cancels the jobs of a context that no longer
+    # exists once stopped; a later interrupt would end in its AttributeError.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
