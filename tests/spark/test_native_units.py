@@ -12,8 +12,8 @@ import almanac
 from almanac.data import DataError
 from almanac.data.tablets import bucket_column
 from almanac.descriptors import Table
-from almanac.spark.native_write import _check_type
 from almanac.spark.sql import InsertStatement, parse_insert
+from almanac.spark.write_types import check_type
 
 
 @pytest.mark.parametrize(
@@ -89,12 +89,12 @@ def test_lossless_casts() -> None:
     for name, source in ACCEPTED:
         column = table.column(name)
         assert column is not None
-        _check_type(source, column, "PUBLIC.T")
+        check_type(source, column, "PUBLIC.T")
     for name, source in REFUSED:
         column = table.column(name)
         assert column is not None
         with pytest.raises(DataError, match=f"Column '{name}' of table 'PUBLIC.T'") as info:
-            _check_type(source, column, "PUBLIC.T")
+            check_type(source, column, "PUBLIC.T")
         assert info.value.context["rule"] == "lossless-cast", (name, source)
 
 

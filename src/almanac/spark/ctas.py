@@ -50,8 +50,9 @@ from almanac.errors import (
 from almanac.metastore import Compare, Delete, Metastore, Put
 from almanac.names import name_key
 from almanac.spark.names import catalog_session
-from almanac.spark.native_write import native_refusal, prepare, write_by_tasks, write_staged
+from almanac.spark.native_write import prepare, write_by_tasks, write_staged
 from almanac.spark.types import column_defs
+from almanac.spark.write_types import native_refusal
 from almanac.spark.writer import DEFAULT_WRITE_LEASE_S
 from almanac.table_names import parse_name, resolve_schema
 

@@ -44,13 +44,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as st
-from pyspark.sql.pandas.types import to_arrow_type
 
 from almanac import _check as check
 from almanac.data import ColumnStats, DataFile, TableData, Warehouse, new_write_id
 from almanac.data.arrow import FIELD_ID, arrow_schema
 from almanac.data.commits import CommitShape
-from almanac.data.conform import CastRule, cast_rule
 from almanac.data.files import MAX_STAT_BYTES, column_stats
 from almanac.data.iceberg_schema import spec_fields
 from almanac.data.tablets import (
@@ -63,11 +61,11 @@ from almanac.data.transforms import partition_keys, single_partition, source_col
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
-from almanac.nested import walk
 from almanac.spark import jvm
 from almanac.spark.names import catalog_session
 from almanac.spark.native_read import with_field_ids
 from almanac.spark.types import spark_arrow_schema, spark_type
+from almanac.spark.write_types import CATALOG_BITS, check_type, native_refusal
 from almanac.spark.writer import (
     DEFAULT_WRITE_LEASE_S,
     AlmanacWriter,
@@ -84,7 +82,6 @@ __all__ = [
     "WriteResult",
     "bucket_expr",
     "collect_files",
-    "native_refusal",
     "prepare",
     "write",
     "write_by_tasks",
@@ -97,26 +94,10 @@ PARTITION_COLUMN = "almanac_partition"
 """The key of a row's partition under the table's spec (``partition_keys``),
 by which Spark splits a partitioned table's rows into files."""
 
-_GUARDED = frozenset({ColumnType.STRING, ColumnType.BYTES, ColumnType.UUID})
-"""Types whose CHECKED casts (length, UUID text) the job checks itself."""
 _UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 _FIELD_ID_CONF = "spark.sql.parquet.fieldId.write.enabled"
 _FOOTER_THREADS = 8
-
-_INT_BITS: dict[type[Any], int] = {
-    st.ByteType: 8,
-    st.ShortType: 16,
-    st.IntegerType: 32,
-    st.LongType: 64,
-}
-_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
-_CATALOG_BITS = {
-    ColumnType.INT8: 8,
-    ColumnType.INT16: 16,
-    ColumnType.INT32: 32,
-    ColumnType.INT64: 64,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +121,7 @@ def bucket_expr(value: Any, column: Column, partitions: int) -> Any:
     kind = column.type
     n = F.lit(partitions)
     udfs = jvm.BUCKET_UDFS
-    if kind in _CATALOG_BITS or kind is ColumnType.BOOLEAN:
+    if kind in CATALOG_BITS or kind is ColumnType.BOOLEAN:
         return F.call_udf(udfs["long"], value.cast("bigint"), n)
     if kind is ColumnType.DATE:
         return F.call_udf(udfs["long"], F.unix_date(value).cast("bigint"), n)
@@ -162,145 +143,6 @@ def bucket_expr(value: Any, column: Column, partitions: int) -> Any:
         column=column.name,
         rule="spark-type",
     )
-
-
-# --------------------------------------------------------------------------- types
-
-
-def _lossy(source: Any, column: Column, target: Any) -> str | None:
-    """Why a ``source`` Spark type cannot go into ``column`` without loss, or None."""
-    kind = column.type
-    if isinstance(source, st.NullType) or source == target:
-        return None
-    src_bits = next((b for t, b in _INT_BITS.items() if isinstance(source, t)), None)
-    if kind in _CATALOG_BITS:
-        bits = _CATALOG_BITS[kind]
-        if src_bits is not None:
-            return None if src_bits <= bits else f"a {src_bits}-bit integer may not fit"
-        if isinstance(source, st.DecimalType):
-            if source.scale == 0 and source.precision < _INT_DIGITS[bits]:
-                return None
-            return "a decimal may have a fraction or too many digits"
-        if isinstance(source, st.FloatType | st.DoubleType):
-            return "floating point values may have a fraction or be out of range"
-    elif kind is ColumnType.FLOAT:
-        if src_bits is not None and src_bits <= 16:
-            return None
-        if isinstance(source, st.FloatType):
-            return None
-        if src_bits is not None or isinstance(source, st.DoubleType | st.DecimalType):
-            return "FLOAT holds only 24 significant bits"
-    elif kind is ColumnType.DOUBLE:
-        if (src_bits is not None and src_bits <= 32) or isinstance(
-            source, st.FloatType | st.DoubleType
-        ):
-            return None
-        if src_bits is not None or isinstance(source, st.DecimalType):
-            return "DOUBLE holds only 53 significant bits"
-    elif kind is ColumnType.DECIMAL:
-        integral = target.precision - target.scale
-        if src_bits is not None:
-            digits = _INT_DIGITS[src_bits]
-            return None if digits <= integral else f"integers need {digits} digits before the point"
-        if isinstance(source, st.DecimalType):
-            if source.scale <= target.scale and source.precision - source.scale <= integral:
-                return None
-            return "the decimal has more digits before or after the point"
-        if isinstance(source, st.FloatType | st.DoubleType):
-            return "binary floating point values are not exact decimals"
-    elif kind in (ColumnType.STRING, ColumnType.UUID):
-        if isinstance(source, st.StringType | st.VarcharType | st.CharType):
-            return None
-    elif kind is ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE and isinstance(
-        source, st.TimestampNTZType
-    ):
-        return "a wall-clock timestamp has no time zone; convert it to an instant first"
-    return "the types do not convert"
-
-
-def _arrow_of(source: Any) -> pa.DataType | None:
-    if isinstance(source, st.VarcharType | st.CharType):
-        return pa.string()
-    try:
-        return to_arrow_type(source)
-    except Exception:  # a Spark type Arrow cannot describe: our own rules decide
-        return None
-
-
-def _data_plane_rule(source: Any, column: Column) -> str | None:
-    """Why ``almanac.data.conform.cast_rule`` refuses this pair in a job that
-    cannot look at values first: only ``EXACT`` passes, and ``CHECKED`` for
-    a length or a UUID's text, which the job itself checks."""
-    arrow = _arrow_of(source)
-    if arrow is None:
-        return None
-    rule = cast_rule(arrow, column)
-    if rule is CastRule.EXACT:
-        return None
-    textual = pa.types.is_string(arrow) or pa.types.is_binary(arrow)
-    if rule is CastRule.CHECKED and textual and column.type in _GUARDED:
-        return None
-    if rule is CastRule.CHECKED:
-        return "some values may not fit (the data plane checks each value; cast in the query)"
-    return "the data plane refuses this pair of types"
-
-
-def _struct_rule(source: Any, column: Column, target: Any) -> str | None:
-    """Why a Spark ``struct`` cannot go into STRUCT ``column`` (Spark casts
-    structs field by field in order), or None."""
-    if not isinstance(source, st.StructType):
-        return "the types do not convert"
-    theirs = [f.name for f in source.fields]
-    ours = [f.name for f in column.fields]
-    if [n.lower() for n in theirs] != [n.lower() for n in ours]:
-        return f"the struct's fields {theirs} are not the column's fields {ours}, in order"
-    for given, field, wanted in zip(source.fields, column.fields, target.fields, strict=True):
-        why = _field_rule(given.dataType, field, wanted.dataType)
-        if why is not None:
-            return f"field '{field.name}': {why}"
-    return None
-
-
-def _field_rule(source: Any, column: Column, target: Any) -> str | None:
-    if column.type is ColumnType.STRUCT:
-        return _struct_rule(source, column, target)
-    return _lossy(source, column, target) or _data_plane_rule(source, column)
-
-
-def _check_type(source: Any, column: Column, full: str) -> Any:
-    target = spark_type(column, full)
-    why = _field_rule(source, column, target)
-    if why is not None:
-        raise DataError(
-            f"Column '{column.name}' of table '{full}' has type {column.type.sql_name} "
-            f"({target.simpleString()}); values of type {source.simpleString()} cannot be "
-            f"stored in it without loss: {why}",
-            table=full,
-            column=column.name,
-            rule="lossless-cast",
-        )
-    return target
-
-
-def native_refusal(table: Table) -> str | None:
-    """Why Spark's Parquet writer cannot write ``table`` as Iceberg data
-    (naming the first field that it cannot write), or None."""
-    for path, field in walk(table.columns):
-        lacks = _NATIVE_LACKS.get(field.type)
-        if lacks is not None:
-            return (
-                f"field '{path}' is {field.type.sql_name} and Spark's Parquet writer has no {lacks}"
-            )
-    return None
-
-
-_NATIVE_LACKS = {
-    ColumnType.FIXED: "fixed-length binary",
-    ColumnType.TIMESTAMP_NS: "nanosecond timestamps",
-    ColumnType.TIMESTAMPTZ_NS: "nanosecond timestamps",
-    ColumnType.LIST: "field id for a list element",
-    ColumnType.MAP: "field ids for map keys and values",
-}
 
 
 def _required_fields(
@@ -443,7 +285,7 @@ def prepare(
             target = spark_type(column, full)
             value = _fill(column, target, full)
         else:
-            target = _check_type(source_types[source], column, full)
+            target = check_type(source_types[source], column, full)
             value = F.col(f"`{source.replace('`', '``')}`").cast(with_field_ids(target, column))
         if column.type is ColumnType.STRUCT:
             value = _required_fields(value, column, column.name, full, checks)
