@@ -65,7 +65,7 @@ from almanac.iceberg_rest.mapping import (
     zone_partitions,
 )
 from almanac.iceberg_rest.properties import Properties, properties_key
-from almanac.iceberg_rest.tables import Loaded, load
+from almanac.iceberg_rest.tables import Loaded, load, no_namespace, no_table
 from almanac.metastore import Compare, Op, Put
 
 __all__ = ["Change", "commit", "created", "one_namespace", "plan"]
@@ -102,23 +102,21 @@ class Change:
         return f"{self.loaded.namespace}.{self.loaded.table.name}"
 
 
-def one_namespace(parts: Sequence[str]) -> str:
-    """The catalog schema of an Iceberg namespace: exactly one level."""
-    if len(parts) != 1 or not parts[0]:
-        shown = ".".join(parts) or "(empty)"
-        raise refused(
-            f"Namespace '{shown}' has {len(parts)} levels: a namespace is a catalog schema, "
-            "so namespaces have exactly one level",
-            namespace=list(parts),
-            rule="namespace-levels",
-        )
-    return parts[0]
+def one_namespace(parts: Sequence[str], table: str | None = None) -> str:
+    """The catalog schema an Iceberg namespace names. A schema is one level,
+    so a deeper (or empty) namespace names nothing: a 404 like any missing
+    namespace, NoSuchTable when ``table`` is looked up in it (the spec's
+    answer for table lookups, which Spark's metadata-table fallback needs)."""
+    if len(parts) == 1 and parts[0]:
+        return parts[0]
+    shown = ".".join(parts) or "(empty)"
+    raise no_namespace(shown) if table is None else no_table(shown, table)
 
 
 def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> Change:
     """Check the request's requirements and apply its updates to the table's
     metadata; a 400 for anything the catalog cannot express."""
-    namespace = one_namespace(request.identifier.namespace.root)
+    namespace = one_namespace(request.identifier.namespace.root, request.identifier.name)
     name = request.identifier.name
     if version.table(name, namespace) is None and any(
         isinstance(r, AssertCreate) for r in request.requirements

@@ -9,6 +9,7 @@ threadpool like the rest of the server's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Query
@@ -138,8 +139,23 @@ def _addressable(kind: str, name: str) -> str:
     return name
 
 
-def _namespace(path: str) -> str:
-    return one_namespace(path.split(_SEPARATOR))
+def _namespace(path: str, table: str | None = None) -> str:
+    """The schema a path's namespace names (see ``one_namespace``)."""
+    return one_namespace(path.split(_SEPARATOR), table)
+
+
+def _new_namespace(parts: Sequence[str]) -> str:
+    """A namespace to create: one level, a catalog schema (deeper ones are
+    refused here and name nothing on every lookup)."""
+    if len(parts) != 1:
+        shown = ".".join(parts) or "(empty)"
+        raise refused(
+            f"Namespace '{shown}' has {len(parts)} levels: a namespace is a catalog schema, "
+            "so namespaces have exactly one level",
+            namespace=list(parts),
+            rule="namespace-levels",
+        )
+    return _addressable("Namespace", parts[0])
 
 
 def _table_response(cat: Catalog, namespace: str, name: str, snapshots: str = "all") -> Response:
@@ -191,7 +207,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
     def create_namespace(body: Json) -> Response:
         """CREATE SCHEMA, with its properties, as one catalog version."""
         request = _parse(CreateNamespaceRequest, body)
-        name = _addressable("Namespace", one_namespace(request.namespace))
+        name = _new_namespace(request.namespace)
 
         def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             if not request.properties:
@@ -320,11 +336,11 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         snapshots: Annotated[str, Query(pattern="^(all|refs)$")] = "all",
     ) -> Response:
         """The table's metadata; ``metadata-location`` is null before its first snapshot."""
-        return _table_response(cat, _namespace(namespace), table, snapshots)
+        return _table_response(cat, _namespace(namespace, table), table, snapshots)
 
     @router.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
     def table_exists(namespace: str, table: str) -> Response:
-        find_table(cat.catalog(), _namespace(namespace), table)
+        find_table(cat.catalog(), _namespace(namespace, table), table)
         return _no_content()
 
     @router.post(
@@ -335,7 +351,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
     def commit_table(namespace: str, table: str, body: Json) -> Response:
         """Requirements, then updates: a schema change is the ALTER TABLE it
         amounts to, a snapshot a data snapshot; one transaction."""
-        name = _namespace(namespace)
+        name = _namespace(namespace, table)
         body = {
             **body,
             "identifier": body.get("identifier") or {"namespace": [name], "name": table},
@@ -373,7 +389,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         --soft-delete-reserve``), so RECOVER TABLE can bring it back;
         ``purgeRequested`` drops it at once. Its files stay readable by time
         travel until retention expires them and the janitor removes them."""
-        name = _namespace(namespace)
+        name = _namespace(namespace, table)
 
         def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             gone = find_table(base, name, table)
@@ -389,7 +405,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
     @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
     def rename_table(body: Json) -> Response:
         request = _parse(RenameTableRequest, body)
-        source = one_namespace(request.source.namespace.root)
+        source = one_namespace(request.source.namespace.root, request.source.name)
         target = one_namespace(request.destination.namespace.root)
         version = cat.catalog()
         find_table(version, source, request.source.name)

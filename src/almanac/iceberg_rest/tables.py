@@ -20,7 +20,16 @@ from almanac.descriptors import Table
 from almanac.errors import NotFoundError
 from almanac.iceberg_rest.properties import Properties
 
-__all__ = ["Loaded", "find_table", "load", "namespace_of", "shown", "with_snapshots"]
+__all__ = [
+    "Loaded",
+    "find_table",
+    "load",
+    "namespace_of",
+    "no_namespace",
+    "no_table",
+    "shown",
+    "with_snapshots",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,22 +50,30 @@ class Loaded:
         return None if self.record is None else self.record.metadata
 
 
+def no_namespace(namespace: str) -> NotFoundError:
+    """The 404 NoSuchNamespace of a namespace lookup."""
+    return NotFoundError(f"Namespace '{namespace}' does not exist", kind="schema", name=namespace)
+
+
+def no_table(namespace: str, name: str) -> NotFoundError:
+    """The 404 NoSuchTable of a table lookup, its namespace missing or not:
+    what the spec answers for a table, and what clients take as "no such
+    table" (Iceberg's Java client falls back to a metadata table only then)."""
+    full = f"{namespace}.{name}"
+    return NotFoundError(f"Table '{full}' does not exist", kind="table", name=full)
+
+
 def namespace_of(version: CatalogVersion, namespace: str) -> int:
     schema = version.schema(namespace)
     if schema is None:
-        raise NotFoundError(
-            f"Namespace '{namespace}' does not exist", kind="schema", name=namespace
-        )
+        raise no_namespace(namespace)
     return schema.id
 
 
 def find_table(version: CatalogVersion, namespace: str, name: str) -> Table:
-    namespace_of(version, namespace)
     table = version.table(name, namespace)
     if table is None:
-        raise NotFoundError(
-            f"Table '{namespace}.{name}' does not exist", kind="table", name=f"{namespace}.{name}"
-        )
+        raise no_table(namespace, name)
     return table
 
 
