@@ -53,6 +53,7 @@ _NOT_FOUND = {
     "schema": "NoSuchNamespaceException",
     "table": "NoSuchTableException",
     "column": "BadRequestException",
+    "warehouse": "NoSuchWarehouseException",
 }
 
 

@@ -40,7 +40,7 @@ from almanac.data.bounded_io import MetadataFileError
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.tablets import table_partitions
-from almanac.errors import CatalogError
+from almanac.errors import CatalogError, NotFoundError
 from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
@@ -79,6 +79,9 @@ _ENDPOINTS = sorted(
         Endpoint(http_method=HttpMethod.POST, path="/v1/{prefix}/transactions/commit"),
     )
 )
+_DEFAULTS = {"table-default.gc.enabled": "false"}
+"""Catalog properties a client starts from: Iceberg clients give tables
+created through them these table properties."""
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": f"{why} (the Iceberg REST error model)"}
     for status, why in (
@@ -181,8 +184,12 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
     def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:
-        """Catalog configuration: the endpoints this server implements."""
-        body = {"defaults": {}, "overrides": {}, "endpoints": _ENDPOINTS}
+        """Catalog configuration: the endpoints this server implements, and
+        ``gc.enabled=false`` as the tables' default (files are the catalog's
+        to delete). ``warehouse`` must name the one this catalog serves."""
+        if warehouse is not None:
+            _check_warehouse(cat, warehouse)
+        body = {"defaults": _DEFAULTS, "overrides": {}, "endpoints": _ENDPOINTS}
         ConfigResponse.model_validate(body)  # the spec's shape (it writes endpoints as objects)
         return JSONResponse(body)
 
@@ -476,6 +483,20 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         return _no_content()
 
     return router
+
+
+def _check_warehouse(cat: Catalog, asked: str) -> None:
+    """The spec's 404 NoSuchWarehouse for a warehouse this catalog does not
+    serve: it serves one, named by its location however spelled."""
+    served = TableData.for_catalog(cat).warehouse
+    if asked.rstrip("/") == served.uri.rstrip("/") or served.normal(asked) == served.root:
+        return
+    raise NotFoundError(
+        f"Warehouse '{asked}' is not served here: this catalog serves one warehouse, "
+        f"'{served.uri}' (or leave 'warehouse' out)",
+        kind="warehouse",
+        name=asked,
+    )
 
 
 def _user_properties(full: str, properties: dict[str, str]) -> dict[str, str]:

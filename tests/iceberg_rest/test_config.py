@@ -1,0 +1,88 @@
+"""``GET /v1/config``: the endpoints it advertises are the ones served, its
+defaults keep engines from deleting files (``gc.enabled=false``), and its
+``warehouse`` query is the spec's: the catalog's own warehouse, however
+spelled, or a 404 NoSuchWarehouse."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from pyiceberg.catalog.rest import ConfigResponse, RestCatalog
+from pyiceberg.exceptions import RESTError
+
+from almanac.catalog import Catalog
+from almanac.data import TableData
+from almanac.iceberg_rest.routes import iceberg_router
+from tests.server.harness import Server
+
+from .conftest import ADMIN_TOKEN, READ_TOKEN, rest_catalog, spec_error
+from .tables import SCHEMA
+
+Client = Callable[[str | None], httpx.Client]
+NS = "CFG"
+
+
+def _config(client: httpx.Client, **params: str) -> ConfigResponse:
+    response = client.get("/v1/config", params=params)
+    assert response.status_code == 200, response.text
+    return ConfigResponse.model_validate_json(response.text)
+
+
+def test_every_advertised_endpoint_is_served_and_every_served_one_advertised(
+    http: Client, admin: RestCatalog, cat: Catalog
+) -> None:
+    admin.create_namespace(NS)
+    admin.create_table((NS, "T"), SCHEMA)
+    client = http(ADMIN_TOKEN)
+    advertised = sorted(
+        _config(client).endpoints or (), key=lambda e: (e.http_method == "DELETE", str(e))
+    )
+    routes = {
+        f"{method} /v1/{{prefix}}{route.path.removeprefix('/v1')}"
+        for route in iceberg_router(cat).routes
+        if isinstance(route, APIRoute) and route.path != "/v1/config"
+        for method in route.methods
+    }
+    assert {str(e) for e in advertised} == routes
+    for endpoint in advertised:  # deletes last: they name the table the others use
+        path = (
+            endpoint.path.replace("/{prefix}", "")
+            .replace("{namespace}", NS)
+            .replace("{table}", "T")
+        )
+        method = endpoint.http_method.value
+        body = {} if method == "POST" else None
+        response = client.request(method, path, json=body)
+        assert response.status_code not in (404, 405), (str(endpoint), response.text)
+
+
+def test_the_defaults_keep_engines_from_deleting_files(http: Client) -> None:
+    config = _config(http(READ_TOKEN))
+    assert config.defaults.get("table-default.gc.enabled") == "false"
+
+
+def test_the_warehouse_query_names_the_catalogs_own(http: Client, cat: Catalog) -> None:
+    client = http(READ_TOKEN)
+    served = TableData.for_catalog(cat).warehouse
+    root = Path(served.root)
+    for spelled in (served.uri, f"{served.uri}/", f"file://{root}", f"file://{root}/./"):
+        assert _config(client, warehouse=spelled).endpoints, spelled
+    for other in ("elsewhere", str(root.parent), f"{root}-other", "s3://bucket/wh", ""):
+        error = spec_error(client.get("/v1/config", params={"warehouse": other}), 404)
+        assert error["type"] == "NoSuchWarehouseException", other
+        assert repr(other) in error["message"] or f"'{other}'" in error["message"]
+
+
+def test_a_client_naming_the_warehouse_works_and_another_is_refused(
+    server: Server, cat: Catalog
+) -> None:
+    properties = {**rest_catalog(server).properties}
+    properties["warehouse"] = TableData.for_catalog(cat).warehouse.uri
+    RestCatalog("almanac", **properties).list_namespaces()
+    properties["warehouse"] = "elsewhere"
+    with pytest.raises(RESTError, match="'elsewhere' is not served here"):
+        RestCatalog("almanac", **properties)
