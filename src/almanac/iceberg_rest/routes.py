@@ -9,10 +9,12 @@ threadpool like the rest of the server's.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticError
@@ -56,7 +58,14 @@ from almanac.iceberg_rest.models import (
     UpdateNamespacePropertiesRequest,
 )
 from almanac.iceberg_rest.properties import Properties, properties_key
-from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
+from almanac.iceberg_rest.tables import (
+    find_table,
+    load,
+    namespace_of,
+    shown,
+    stored_json,
+    with_snapshots,
+)
 from almanac.metastore import Compare, Op
 from almanac.server.auth import ADMIN, READ
 
@@ -161,16 +170,37 @@ def _new_namespace(parts: Sequence[str]) -> str:
     return _addressable("Namespace", parts[0])
 
 
-def _table_response(cat: Catalog, namespace: str, name: str, snapshots: str = "all") -> Response:
+def _table_response(
+    cat: Catalog,
+    namespace: str,
+    name: str,
+    snapshots: str = "all",
+    if_none_match: str | None = None,
+) -> Response:
+    """The spec's LoadTableResult: the stored ``metadata.json`` bytes when
+    they are what the load shows, with an ``ETag`` of the answer; a 304 when
+    ``If-None-Match`` holds it (the client's copy is current)."""
     loaded = load(cat, namespace, name)
-    return _json(
-        TableResponse.model_validate(
-            {
-                "metadata-location": loaded.location,
-                "metadata": with_snapshots(loaded.metadata, snapshots),
-            }
-        )
-    )
+    metadata = with_snapshots(loaded.metadata, snapshots)
+    raw = stored_json(cat, loaded) if metadata is loaded.metadata else None
+    if raw is None:
+        body = TableResponse.model_validate(
+            {"metadata-location": loaded.location, "metadata": metadata}
+        ).model_dump_json()
+        content = body.encode()
+    else:
+        location = json.dumps(loaded.location).encode()
+        content = b'{"metadata-location":' + location + b',"metadata":' + raw + b',"config":{}}'
+    etag = f'"{hashlib.blake2b(content, digest_size=16).hexdigest()}"'
+    if if_none_match is not None and _matches(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(content, 200, media_type="application/json", headers={"ETag": etag})
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110's weak comparison of an ``If-None-Match`` list with ``etag``."""
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")]
+    return "*" in tags or etag in tags
 
 
 def _no_content() -> Response:
@@ -341,9 +371,12 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         namespace: str,
         table: str,
         snapshots: Annotated[str, Query(pattern="^(all|refs)$")] = "all",
+        if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
-        """The table's metadata; ``metadata-location`` is null before its first snapshot."""
-        return _table_response(cat, _namespace(namespace, table), table, snapshots)
+        """The table's metadata; ``metadata-location`` is null before its
+        first snapshot. A 304 when ``If-None-Match`` names its ``ETag``."""
+        name = _namespace(namespace, table)
+        return _table_response(cat, name, table, snapshots, if_none_match)
 
     @router.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
     def table_exists(namespace: str, table: str) -> Response:

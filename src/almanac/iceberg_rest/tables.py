@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyiceberg.schema import Schema
+from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table.metadata import TableMetadata
 
 from almanac.catalog import Catalog
@@ -28,6 +29,7 @@ __all__ = [
     "no_namespace",
     "no_table",
     "shown",
+    "stored_json",
     "with_snapshots",
 ]
 
@@ -42,6 +44,9 @@ class Loaded:
     record: Record | None
     properties: Properties
     metadata: TableMetadata
+    stored: bool = False
+    """``metadata`` is the current snapshot's ``metadata.json`` as written:
+    a load may answer that file's bytes (see ``stored_json``)."""
 
     @property
     def location(self) -> str | None:
@@ -90,19 +95,43 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
         )
     else:
         base = data.iceberg.metadata(record.metadata)
-    return Loaded(namespace, table, version, record, properties, shown(base, table, properties))
+    metadata = shown(base, table, properties)
+    stored = record is not None and metadata is base
+    return Loaded(namespace, table, version, record, properties, metadata, stored)
+
+
+def stored_json(cat: Catalog, loaded: Loaded) -> bytes | None:
+    """The bytes of ``loaded``'s ``metadata.json`` when they are what a load
+    shows (an engine's commit wrote them so), None otherwise: a load then
+    answers the file as the spec's table metadata, never re-serialized."""
+    if not loaded.stored or loaded.record is None:
+        return None
+    location = loaded.record.metadata
+    if isinstance(Compressor.get_compressor(location), GzipCompressor):
+        return None
+    data = TableData.for_catalog(cat)
+    with data.iceberg.io.new_input(location).open() as stream:
+        raw: bytes = stream.read()
+    return raw
 
 
 def shown(metadata: TableMetadata, table: Table, properties: Properties) -> TableMetadata:
-    """``metadata`` as clients see it (see the module docstring)."""
+    """``metadata`` as clients see it (see the module docstring): itself
+    when it already is."""
     current = metadata.schema()
-    schema = Schema(
-        *current.fields, schema_id=current.schema_id, identifier_field_ids=identifier_ids(table)
-    )
+    ids = identifier_ids(table)
+    last = max(metadata.last_column_id, table.next_column_id - 1)
+    if (
+        current.identifier_field_ids == ids
+        and last == metadata.last_column_id
+        and all(metadata.properties.get(k) == v for k, v in properties.values.items())
+    ):
+        return metadata
+    schema = Schema(*current.fields, schema_id=current.schema_id, identifier_field_ids=ids)
     return metadata.model_copy(
         update={
             "schemas": [schema if s.schema_id == schema.schema_id else s for s in metadata.schemas],
-            "last_column_id": max(metadata.last_column_id, table.next_column_id - 1),
+            "last_column_id": last,
             "properties": {**metadata.properties, **properties.values},
         }
     )
