@@ -48,6 +48,7 @@ __all__ = [
     "IndexRemoved",
     "IndexRenamed",
     "TableRenamed",
+    "TableMoved",
     "TableSoftDropped",
     "TableRecovered",
     "DefaultZoneSet",
@@ -357,6 +358,41 @@ class TableRenamed(UpdateEntry):
         return _put_index(
             cat, pk, replace(pk, name=pk_index_name(self.name), update_version=cat.version)
         )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class TableMoved(UpdateEntry):
+    """Moves a table, with its indexes, to schema ``schema_id`` under
+    ``name`` (its primary-key index to ``<NAME>_PK``): a rename across
+    schemas. Ids stay, and so does its data, whose paths hold ids only."""
+
+    event_type = EventType.TABLE_ALTER
+    table_id: int
+    schema_id: int
+    name: str
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        old = _table(cat, self.table_id, self)
+        if self.schema_id not in cat.schemas_by_id:
+            raise _missing("schema", self.schema_id, self)
+        table = replace(old, schema_id=self.schema_id, name=self.name, update_version=cat.version)
+        names, keys = unbind_name(
+            cat.table_names, cat.table_keys, (old.schema_id, old.name), old.id
+        )
+        names, keys = bind_name(names, keys, (table.schema_id, table.name), table.id)
+        cat = cat.evolve(
+            tables_by_id=cat.tables_by_id.set(table.id, table), table_names=names, table_keys=keys
+        )
+        for index_id in cat.table_indexes.get(table.id, ()):
+            index = _index(cat, index_id, self)
+            pk = index.id == table.primary_key_index_id
+            name = pk_index_name(self.name) if pk else index.name
+            moved = replace(index, schema_id=self.schema_id, name=name, update_version=cat.version)
+            cat = _put_index(cat, index, moved)
+        return cat
 
     def object_id(self) -> int:
         return self.table_id

@@ -39,6 +39,7 @@ from almanac.entries import (
     SortOrderAdded,
     TableCreated,
     TableDropped,
+    TableMoved,
     TablePropertiesSet,
     TableRecovered,
     TableRenamed,
@@ -322,6 +323,13 @@ def _table_recovered(entry: TableRecovered, names: Names) -> str:
 @wording(TableRenamed)
 def _table_renamed(entry: TableRenamed, names: Names) -> str:
     return f"renamed table {names.before_name(entry.table_id)} to {entry.name}"
+
+
+@wording(TableMoved)
+def _table_moved(entry: TableMoved, names: Names) -> str:
+    schema = names.after.schemas_by_id.get(entry.schema_id)
+    where = entry.schema_id if schema is None else schema.name
+    return f"moved table {names.before_name(entry.table_id)} to {where}.{entry.name}"
 
 
 @wording(PrimaryKeySet)

@@ -347,11 +347,20 @@ def test_rename_and_drop(served: Served) -> None:
     client.rename_table("m.t", "m.u")
     assert client.list_tables("m") == [("m", "u")]
     assert _ids(client.load_table("m.u").scan().to_arrow()) == [1]
-    with pytest.raises(BadRequestError, match="within its schema"):
-        client.create_namespace("m2")
-        client.rename_table("m.u", "m2.u")
-    client.drop_table("m.u", purge_requested=True)
-    assert not client.table_exists("m.u")
+    client.create_namespace("m2")
+    with client.load_table("m.u").transaction() as change:
+        change.set_properties(owner="ana")
+    version = served.cat.latest_version
+    client.rename_table("m.u", "m2.v")  # to another namespace: one catalog version
+    assert served.cat.latest_version == version + 1
+    assert client.list_tables("m") == [] and client.list_tables("m2") == [("m2", "v")]
+    moved = client.load_table("m2.v")
+    assert _ids(moved.scan().to_arrow()) == [1] and moved.properties["owner"] == "ana"
+    assert _ids(read_table(served.cat, "v", "m2")) == [1]
+    moved.append(_rows([2]))
+    assert _ids(read_table(served.cat, "v", "m2")) == [1, 2]
+    client.drop_table("m2.v", purge_requested=True)
+    assert not client.table_exists("m2.v")
 
 
 def test_a_drop_takes_the_servers_reserve_and_a_purge_does_not(tmp_path: Path) -> None:

@@ -208,6 +208,7 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     e.DefaultPartitionSpecSet: st.builds(e.DefaultPartitionSpecSet, int64s, int64s),
     e.SortOrderAdded: st.builds(e.SortOrderAdded, int64s, sort_orders),
     e.DefaultSortOrderSet: st.builds(e.DefaultSortOrderSet, int64s, int64s),
+    e.TableMoved: st.builds(e.TableMoved, int64s, int64s, names),
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
@@ -527,6 +528,10 @@ LAYOUT_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
     "DefaultSortOrderSet": e.DefaultSortOrderSet(10, 2),
 }
 """Entries of release 0.5.0, kept out of ``UPDATE`` likewise."""
+MOVE_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
+    "TableMoved": e.TableMoved(10, 7, "ORDERS_2024"),
+}
+"""Entries of release 0.6.0, kept out of ``UPDATE`` likewise."""
 UPDATE = e.VersionedUpdate(
     version=9,
     commit_time=1_700_000_000_123 << 16 | 7,
@@ -586,6 +591,7 @@ EXAMPLES: dict[str, object] = {
     **{cls.__name__: entry for cls, entry in SOFT_DELETE_ENTRY_EXAMPLES.items()},
     **PRIMARY_KEY_ENTRY_EXAMPLES,
     **LAYOUT_ENTRY_EXAMPLES,
+    **MOVE_ENTRY_EXAMPLES,
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
     "Checkpoint": CHECKPOINT,

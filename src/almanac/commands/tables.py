@@ -32,13 +32,22 @@ from almanac.commands.partitions import PartitionFieldDef, SortFieldDef, new_tab
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
 from almanac.datatypes import shown
-from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table, TableProperties
+from almanac.descriptors import (
+    Collation,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+)
 from almanac.entries import (
     DefaultZoneSet,
     IndexCreated,
     IndexRemoved,
     PrimaryKeySet,
     TableCreated,
+    TableMoved,
     TablePropertiesSet,
     TableRecovered,
     TableRenamed,
@@ -535,17 +544,25 @@ class PurgeTable(Command):
 
 @dataclass(frozen=True, slots=True)
 class RenameTable(Command):
-    """Renames the table and its primary-key index; ids stay."""
+    """Renames the table and its primary-key index; ids stay. With
+    ``new_schema`` (another schema) it moves there too, with its indexes,
+    whose names must be free in it."""
 
     name: str
     new_name: str
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
+    new_schema: str | None = None
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.new_name)
         table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
-        if table is None or table.name == self.new_name:
+        if table is None:
+            return []
+        target = require_schema(cat, self.schema if self.new_schema is None else self.new_schema)
+        if target.id != table.schema_id:
+            return self._move(cat, table, target)
+        if table.name == self.new_name:
             return []
         schema = require_schema(cat, self.schema)
         # The table's own primary-key index is renamed by the same entry, so
@@ -556,6 +573,19 @@ class RenameTable(Command):
         for name in names:
             ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
         return [TableRenamed(table.id, self.new_name)]
+
+    def _move(self, cat: CatalogVersion, table: Table, target: Schema) -> list[UpdateEntry]:
+        """Every name the table brings must be free in ``target``: its own,
+        its primary-key index's new one, and its alive indexes' names."""
+        own_pk = table.primary_key_index_id
+        names = [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
+        for index_id in cat.table_indexes.get(table.id, ()):
+            index = cat.indexes_by_id[index_id]
+            if index.id != own_pk and index.status.alive:
+                names.append(index.name)
+        for name in names:
+            ensure_relation_name_free(cat, target, name)
+        return [TableMoved(table.id, target.id, self.new_name)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -444,20 +444,17 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
     def rename_table(body: Json) -> Response:
+        """RENAME TABLE as one catalog version; to another namespace, it moves
+        there with its indexes (its data stays where it is: paths hold ids)."""
         request = _parse(RenameTableRequest, body)
         source = one_namespace(request.source.namespace.root, request.source.name)
         target = one_namespace(request.destination.namespace.root)
         version = cat.catalog()
         find_table(version, source, request.source.name)
         namespace_of(version, target)
-        if source != target:
-            raise refused(
-                f"Table '{source}.{request.source.name}' cannot move to namespace '{target}': "
-                "a table is renamed within its schema",
-                rule="rename-namespace",
-            )
         _addressable("Table", request.destination.name)
-        cat.execute([RenameTable(request.source.name, request.destination.name, source)])
+        new_name = request.destination.name
+        cat.execute([RenameTable(request.source.name, new_name, source, new_schema=target)])
         return _no_content()
 
     @router.post(

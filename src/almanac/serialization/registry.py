@@ -103,6 +103,7 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         e.TableSoftDropped: 120,
         e.TableRecovered: 121,
         e.PrimaryKeySet: 122,
+        e.TableMoved: 123,
         # 130 and up: partition specs and sort orders
         e.PartitionSpecAdded: 130,
         e.DefaultPartitionSpecSet: 131,

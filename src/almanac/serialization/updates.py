@@ -228,6 +228,21 @@ REGISTRY.register(
     SerializerInfo(e.DefaultSortOrderSet, 1, _R050, _read_default_order_v1, _write_default_order_v1)
 )
 _register_v1(e.TableSoftDropped, _read_soft_drop_v1, _write_soft_drop_v1)
+
+
+def _write_table_moved_v1(w: Writer, obj: e.TableMoved) -> None:
+    w.svarint(obj.table_id)
+    w.svarint(obj.schema_id)
+    w.string(obj.name)
+
+
+def _read_table_moved_v1(r: Reader) -> e.TableMoved:
+    return e.TableMoved(table_id=r.svarint(), schema_id=r.svarint(), name=r.string())
+
+
+REGISTRY.register(
+    SerializerInfo(e.TableMoved, 1, "0.6.0", _read_table_moved_v1, _write_table_moved_v1)
+)
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
 _register_v1(e.ColumnsDropped, _read_drop_columns_v1, _write_drop_columns_v1)
 _register_v1(e.ColumnAltered, _read_alter_column_v1, _write_alter_column_v1)
