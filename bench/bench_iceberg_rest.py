@@ -9,6 +9,10 @@ directory catalog (SQLite, ``durability="full"``), reached by pyiceberg's
 * ``load_table``: milliseconds a call, against ``StaticTable.from_metadata``
   of the same ``metadata.json`` (the parse every catalog's load includes:
   the floor);
+  the REST load answers the stored ``metadata.json`` bytes;
+* a small append (pyiceberg ``Table.append`` of 10 rows: a data file, a
+  manifest, a manifest list and the commit) through each catalog: commits a
+  second;
 * a one-column schema change (``update_schema().add_column``) committed
   through each catalog: commits a second.
 
@@ -68,6 +72,16 @@ def prepare(catalog: Catalog) -> str:
     return str(catalog.load_table(("BENCH", "T")).metadata_location)
 
 
+def small_appends(catalog: Catalog) -> Callable[[], None]:
+    table = catalog.load_table(("BENCH", "T"))
+    rows = ROWS.slice(0, 10).cast(table.schema().as_arrow())
+
+    def append() -> None:
+        table.append(rows)
+
+    return append
+
+
 def schema_changes(catalog: Catalog, names: count[int]) -> Callable[[], None]:
     table = catalog.load_table(("BENCH", "T"))
 
@@ -105,6 +119,13 @@ def main() -> None:
             ):
                 print(f"  {what:<28} {seconds * 1e3:8.2f} ms   {seconds / floor:6.2f}x the floor")
             print(f"  REST is {through_rest / through_sql:.2f}x SqlCatalog's time")
+
+            rest_rate = 1 / per_call(small_appends(rest), commits)
+            sql_rate = 1 / per_call(small_appends(sql), commits)
+            print(f"append of 10 rows, {commits:,} commits a run, median of {RUNS}:")
+            print(f"  {'RestCatalog (Almanac)':<28} {rest_rate:8.1f}/s")
+            print(f"  {'SqlCatalog':<28} {sql_rate:8.1f}/s")
+            print(f"  REST runs {rest_rate / sql_rate:.2f}x SqlCatalog's rate")
 
             names = count()
             rest_rate = 1 / per_call(schema_changes(rest, names), commits)

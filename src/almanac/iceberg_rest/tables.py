@@ -6,6 +6,8 @@ before (ids are never reused)."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from pyiceberg.schema import Schema
@@ -100,6 +102,40 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
     return Loaded(namespace, table, version, record, properties, metadata, stored)
 
 
+class _StoredFiles:
+    """The bytes of recently served ``metadata.json`` files by location, up
+    to a byte budget: a metadata file is written once under a new name and
+    never changes, so a load of an unchanged table reads none."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._size = 0
+        self._files: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, location: str) -> bytes | None:
+        with self._lock:
+            raw = self._files.get(location)
+            if raw is not None:
+                self._files.move_to_end(location)
+            return raw
+
+    def put(self, location: str, raw: bytes) -> None:
+        if len(raw) > self._budget // 8:
+            return
+        with self._lock:
+            if location in self._files:
+                return
+            self._files[location] = raw
+            self._size += len(raw)
+            while self._size > self._budget:
+                _, dropped = self._files.popitem(last=False)
+                self._size -= len(dropped)
+
+
+_STORED = _StoredFiles(32 << 20)
+
+
 def stored_json(cat: Catalog, loaded: Loaded) -> bytes | None:
     """The bytes of ``loaded``'s ``metadata.json`` when they are what a load
     shows (an engine's commit wrote them so), None otherwise: a load then
@@ -107,11 +143,14 @@ def stored_json(cat: Catalog, loaded: Loaded) -> bytes | None:
     if not loaded.stored or loaded.record is None:
         return None
     location = loaded.record.metadata
+    raw = _STORED.get(location)
+    if raw is not None:
+        return raw
     if isinstance(Compressor.get_compressor(location), GzipCompressor):
         return None
-    data = TableData.for_catalog(cat)
-    with data.iceberg.io.new_input(location).open() as stream:
-        raw: bytes = stream.read()
+    with TableData.for_catalog(cat).iceberg.io.new_input(location).open() as stream:
+        raw = stream.read()
+    _STORED.put(location, raw)
     return raw
 
 
