@@ -121,6 +121,7 @@ MODULES_NOT_SWEPT = {
     "almanac.identity": _INTERNAL,
     "almanac.log": _INTERNAL,
     "almanac.log_format": _INTERNAL,
+    "almanac.leases": _INTERNAL,
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
     "almanac.catalog_types": _EXPORTED,
     "almanac.dispatch": _INTERNAL,
