@@ -43,8 +43,9 @@ from almanac.datatypes import NANO_TIMESTAMPS, ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
 from almanac.nested import walk
+from almanac.read_point import ReadPoint
 from almanac.spark.filter_text import text_predicates
-from almanac.spark.names import ReadPoint, catalog_session
+from almanac.spark.names import catalog_session
 from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
 from almanac.table_names import parse_name, resolve_table
 
@@ -429,7 +430,7 @@ def read_table(
     point = ReadPoint(version=version, timestamp=timestamp)
     table_name = parse_name(name)
     with catalog_session(target, warehouse) as cat:
-        schema, table = resolve_table(point.snapshot(cat), table_name)
+        schema, table = resolve_table(point.resolve(cat), table_name)
         pruning = predicates + [p for text in texts for p in text_predicates(text, table)]
         data = TableData.for_catalog(cat)
         plan = plan_native(cat, data, schema.name, table.name, point, pruning)
