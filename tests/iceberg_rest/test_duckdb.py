@@ -62,6 +62,18 @@ def test_create_table_then_insert(duck: Any, cat: Catalog) -> None:
     _same(duck, cat, "orders", [(1, "a", 10), (2, "b", None), (3, None, 30)])
 
 
+def test_insert_into_tables_the_catalog_created(duck: Any, cat: Catalog) -> None:
+    """Tables made by Almanac's own DDL, one with a primary key (bucketed by
+    it into tablets): DuckDB's first commit writes below their locations."""
+    cat.sql(
+        f"CREATE TABLE {NAMESPACE}.keyed (id BIGINT PRIMARY KEY, name STRING);"
+        f"CREATE TABLE {NAMESPACE}.loose (id BIGINT, name STRING)"
+    )
+    for table in ("keyed", "loose"):
+        duck.execute(f"INSERT INTO c.{NAMESPACE}.{table} VALUES (1, 'x'), (2, NULL)")
+        _same(duck, cat, table, [(1, "x"), (2, None)])
+
+
 def test_ctas_and_a_create_with_its_first_insert_in_one_transaction(
     duck: Any, cat: Catalog
 ) -> None:

@@ -301,12 +301,8 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             return _json(TableResponse.model_validate({"metadata": staged}))
         properties = _user_properties(f"{name}.{request.name}", request.properties)
 
-        warehouse = TableData.for_catalog(cat).warehouse
-
         def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             made = new.table(create.name, name)
-            if made is not None:  # before any client can load the table
-                warehouse.make_metadata_dir(made.id)
             if made is None or not properties:
                 return [], []
             stored = Properties.read(cat.metastore, "table", made.id)
