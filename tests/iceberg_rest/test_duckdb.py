@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
 
+import almanac
 from almanac.catalog import Catalog
-from almanac.data import read_table, run_janitor
+from almanac.data import read_table, run_janitor, write_table
 from almanac.data.commits import TableData
+from almanac.iceberg import metadata_location
 from tests.server.harness import Server
 
 from .conftest import ADMIN_TOKEN, PREFIX, own_server
@@ -169,6 +172,24 @@ def test_a_create_makes_the_metadata_directory_at_once(
     for name, staged in (("made", False), ("staged", True)):
         location = _create(client, name, staged=staged)
         assert os.path.isdir(f"{location}/metadata"), (name, os.listdir(location))
+
+
+def test_insert_into_a_registered_table(
+    duck: Any, cat: Catalog, tmp_path: Path, http: Callable[[str | None], httpx.Client]
+) -> None:
+    """A registered table's metadata lies outside the warehouse; its new
+    files go below its location, whose ``metadata/`` the registration makes."""
+    with almanac.connect(str(tmp_path / "other")) as other:
+        other.sql("CREATE SCHEMA x; CREATE TABLE x.t (id BIGINT PRIMARY KEY, name STRING)")
+        write_table(other, "t", pa.table({"id": [7], "name": ["seven"]}), "x")
+        location = metadata_location(other.target, "x.t")
+    response = http(ADMIN_TOKEN).post(
+        f"/v1/namespaces/{NAMESPACE}/register",
+        json={"name": "adopted", "metadata-location": location},
+    )
+    assert response.status_code == 200, response.text
+    duck.execute(f"INSERT INTO c.{NAMESPACE}.adopted VALUES (8, 'eight')")
+    _same(duck, cat, "adopted", [(7, "seven"), (8, "eight")])
 
 
 def test_the_janitor_keeps_the_empty_metadata_directory_of_a_live_table(

@@ -510,7 +510,6 @@ def _publish(
                 "staged for (a concurrent change); stage it again",
                 table=change.full_name,
             )
-        data.warehouse.make_metadata_dir(table_id)  # staged elsewhere, or a registration
     elif base.tables_by_id.get(table_id) != loaded.table:
         raise CommitFailedError(
             f"Table '{change.full_name}' was changed by another commit; refresh and retry",

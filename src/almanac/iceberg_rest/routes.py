@@ -413,7 +413,8 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         must be the column ids the catalog gives (0, 1, ... in order), since
         its data files carry them; its files keep their paths."""
         name = _namespace(namespace)
-        request = _parse(RegisterTableRequest, body)
+        # ``overwrite`` is optional (false) in the spec, required in pyiceberg's model.
+        request = _parse(RegisterTableRequest, {"overwrite": False, **body})
         _addressable("Table", request.name)
         version = cat.catalog()
         namespace_of(version, name)
