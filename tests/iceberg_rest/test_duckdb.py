@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pyarrow as pa
 import pytest
@@ -29,6 +30,7 @@ from .tables import Row, arrow_rows, ordered
 NAMESPACE = "duck"
 _MERGE_ON_READ = pytest.mark.xfail(
     strict=True,
+    raises=duckdb.TransactionException,
     reason="DuckDB writes deletes as merge-on-read position delete files, which the "
     "server refuses until it accepts and applies them (issue 21, item 2)",
 )
