@@ -413,7 +413,8 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         must be the column ids the catalog gives (0, 1, ... in order), since
         its data files carry them; its files keep their paths."""
         name = _namespace(namespace)
-        request = _parse(RegisterTableRequest, body)
+        # ``overwrite`` is optional (false) in the spec, required in pyiceberg's model.
+        request = _parse(RegisterTableRequest, {"overwrite": False, **body})
         _addressable("Table", request.name)
         version = cat.catalog()
         namespace_of(version, name)
@@ -494,5 +495,7 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
             table=full,
             rule="location",
         )
+    if request.stage_create:  # engines write their first manifests before the commit
+        data.warehouse.make_metadata_dir(made.id)
     initial = data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
     return shown(initial, made, Properties(properties_key("table", made.id), {}, 0))

@@ -68,6 +68,9 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
     properties = Properties.read(cat.metastore, "table", table.id)
     record = data.current_record(table.id)
     if record is None:
+        # However the table was made (SQL, the API, this API), an engine that
+        # learns its location writes below ``metadata/`` before it commits.
+        data.warehouse.make_metadata_dir(table.id)
         base = data.iceberg.initial(
             CommitShape.of(version, table), data.warehouse.table_dir(table.id), table.id
         )
