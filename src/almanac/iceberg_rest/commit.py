@@ -38,6 +38,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
+from almanac.data.deletes import check_delete_file
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
@@ -291,8 +292,8 @@ def _check_files(
     *,
     registered: bool = False,
 ) -> tuple[str, ...]:
-    """The files a commit adds are the table's own, and data files only;
-    returns them.
+    """The files a commit adds are the table's own, and data or position
+    delete files; returns them.
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
@@ -300,8 +301,9 @@ def _check_files(
     symlink: a file elsewhere (another table's, say) would be deleted under
     it when its owner's janitor collects it. A ``registered`` table's files
     are the opposite: all outside the catalog's warehouse however spelled,
-    where no janitor ever deletes. Delete files (merge-on-read) are refused:
-    Almanac reads data files only, so deleted rows would read back."""
+    where no janitor ever deletes. Position delete files (merge-on-read) are
+    applied by every Almanac reader (``almanac.data.deletes``); equality
+    deletes and deletion vectors are refused, as Almanac would not apply them."""
     snapshot = wanted.current_snapshot()
     if snapshot is None:
         return ()
@@ -330,12 +332,7 @@ def _check_files(
                     "file-location",
                 )
             for manifest in new.manifests(io):
-                if manifest.content != ManifestContent.DATA:
-                    raise refuse(
-                        "the new snapshot has delete files; Almanac tables take copy-on-write "
-                        "commits only (write.delete.mode=copy-on-write)",
-                        "delete-files",
-                    )
+                deletes = manifest.content == ManifestContent.DELETES
                 if manifest.added_snapshot_id not in added:
                     continue
                 if outside(manifest.manifest_path):
@@ -345,9 +342,15 @@ def _check_files(
                         "file-location",
                     )
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-                    if entry.snapshot_id in added and outside(entry.data_file.file_path):
+                    if entry.snapshot_id not in added:
+                        continue
+                    problem = check_delete_file(entry.data_file, full) if deletes else None
+                    if problem is not None:
+                        raise refused(problem.message, **problem.context)
+                    if outside(entry.data_file.file_path):
                         raise refuse(
-                            f"data file '{entry.data_file.file_path}' is not where the table's "
+                            f"{'delete' if deletes else 'data'} file "
+                            f"'{entry.data_file.file_path}' is not where the table's "
                             f"files belong ({_place(wanted, registered)})",
                             "file-location",
                         )
