@@ -36,6 +36,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update import UpgradeFormatVersionUpdate
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.typedef import Record
 
@@ -162,7 +163,8 @@ def _table(client: RestCatalog, name: str, groups: list[list[Row]]) -> Table:
     table = client.create_table(("MOR", name), SCHEMA)
     for rows in groups:
         table.append(batch(rows))
-    return client.load_table(("MOR", name))
+    loaded: Table = client.load_table(("MOR", name))
+    return loaded
 
 
 def _rows(first: int, last: int) -> list[Row]:
@@ -306,9 +308,9 @@ def test_a_delete_landing_during_a_compaction_stops_it(
 @pytest.mark.parametrize(
     ("kind", "reason"),
     [
-        ("equality", "equality delete file .* Almanac applies position deletes only"),
-        ("puffin", "is PUFFIN; .* format version 2 .*deletion vectors"),
-        ("outside", "delete file .* is not where the table's files belong"),
+        ("equality", r"equality delete file .* Almanac applies position deletes only"),
+        ("puffin", r"is PUFFIN; .* format version 2 .*deletion vectors"),
+        ("outside", r"delete file .* is not where the table's files belong"),
     ],
 )
 def test_deletes_almanac_would_not_apply_are_refused_saying_why(
@@ -329,3 +331,15 @@ def test_deletes_almanac_would_not_apply_are_refused_saying_why(
     cat.catch_up()
     assert arrow_rows(read_table(cat, name, "MOR")) == _rows(1, 3)
     assert scanned(client.load_table(("MOR", name))) == _rows(1, 3)
+
+
+def test_an_upgrade_to_format_version_3_is_refused_so_no_deletion_vector_arrives(
+    place: tuple[RestCatalog, Catalog],
+) -> None:
+    client, _ = place
+    table = _table(client, "V3", [_rows(1, 2)])
+    with pytest.raises(BadRequestError, match=r"format version 2 .* deletion vectors"):
+        client.commit_table(
+            table, (), (UpgradeFormatVersionUpdate.model_validate({"format-version": 3}),)
+        )
+    assert client.load_table(("MOR", "V3")).metadata.format_version == 2

@@ -30,6 +30,7 @@ from pyiceberg.table.update import (
     RemovePropertiesUpdate,
     SetPropertiesUpdate,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
@@ -135,6 +136,11 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    upgrades = {
+        u.format_version for u in request.updates if isinstance(u, UpgradeFormatVersionUpdate)
+    }
+    if upgrades - {base.format_version}:
+        raise _format_stays(full, base.format_version)
     try:
         wanted = update_table_metadata(base, _present_removals(base, request.updates))
     except CatalogError:
@@ -379,7 +385,7 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
     if wanted.location != base.location:
         raise no("its location is the catalog's and cannot change", "location")
     if wanted.format_version != base.format_version:
-        raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
+        raise _format_stays(full, base.format_version)
     kept = {s.spec_id: s for s in wanted.partition_specs}
     for spec in base.partition_specs:
         if spec.spec_id not in kept:
@@ -399,6 +405,20 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         )
     if set(wanted.refs) - {"main"}:
         raise no("branches and tags other than 'main' are not kept", "refs")
+
+
+def _format_stays(full: str, version: int) -> CatalogError:
+    """Tables stay at their format version: Almanac serves version 2 (and
+    pyiceberg 0.12, whose update code applies every commit, writes no higher),
+    so merge-on-read deletes arrive as position delete files, never as
+    version 3's deletion vectors."""
+    return refused(
+        f"Table '{full}': it stays at Iceberg format version {version} (Almanac serves "
+        "format version 2 tables: merge-on-read deletes are position delete files, not "
+        "version 3's deletion vectors)",
+        table=full,
+        rule="format-version",
+    )
 
 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
