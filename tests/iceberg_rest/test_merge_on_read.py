@@ -42,7 +42,14 @@ from pyiceberg.typedef import Record
 
 from almanac import Catalog, RetentionPolicy
 from almanac.console.routes import table_data
-from almanac.data import TableData, compact, expire_data, read_table, run_janitor
+from almanac.data import (
+    TableData,
+    compact,
+    expire_data,
+    read_table,
+    run_janitor,
+    write_table,
+)
 from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.reading import Predicate
 from almanac.data.tablets import table_partitions
@@ -283,6 +290,33 @@ def test_compacting_one_tablet_keeps_the_delete_files_other_files_need(
         assert scanned(client.load_table(("MOR", "PART"))) == expected
     last = client.load_table(("MOR", "PART"))
     assert all(not task.delete_files for task in last.scan().plan_files())
+
+
+def test_an_overwrite_drops_the_delete_files_and_an_append_keeps_them(
+    place: tuple[RestCatalog, Catalog],
+) -> None:
+    client, cat = place
+    table = _table(client, "OVER", [_rows(1, 3), _rows(4, 6)])
+    where = _places(table)
+    _commit_deletes(table, _delete_file(table, [where[2], where[5]]))
+    cat.catch_up()
+    write_table(cat, "OVER", batch(_rows(7, 8)), "MOR")
+    expected = [r for r in _rows(1, 8) if r[0] not in (2, 5)]
+    assert arrow_rows(read_table(cat, "OVER", "MOR")) == expected
+    assert scanned(client.load_table(("MOR", "OVER"))) == expected
+
+    write_table(cat, "OVER", batch(_rows(2, 3)), "MOR", operation="overwrite")
+    assert arrow_rows(read_table(cat, "OVER", "MOR")) == _rows(2, 3)
+    replaced = client.load_table(("MOR", "OVER"))
+    assert scanned(replaced) == _rows(2, 3)
+    assert all(not task.delete_files for task in replaced.scan().plan_files())
+    current = replaced.current_snapshot()
+    assert current is not None
+    assert not [
+        m
+        for m in current.manifests(replaced.io)
+        if m.content == ManifestContent.DELETES and (m.has_added_files() or m.has_existing_files())
+    ]
 
 
 def test_a_delete_landing_during_a_compaction_stops_it(
