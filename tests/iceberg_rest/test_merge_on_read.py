@@ -34,10 +34,12 @@ from pyiceberg.manifest import (
     ManifestFile,
     ManifestWriterV2,
 )
+from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update import UpgradeFormatVersionUpdate
 from pyiceberg.table.update.snapshot import _FastAppendFiles
+from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 
 from almanac import Catalog, RetentionPolicy
@@ -120,6 +122,7 @@ def _delete_file(
     path: str | None = None,
     content: DataFileContent = DataFileContent.POSITION_DELETES,
     file_format: FileFormat = FileFormat.PARQUET,
+    partition: Record | None = None,
 ) -> IcebergFile:
     """A position delete file of ``(file_path, pos)`` rows, written below the table."""
     rows = sorted(deleted)
@@ -133,14 +136,14 @@ def _delete_file(
         content=content,
         file_path=path,
         file_format=file_format,
-        partition=Record(),
+        partition=partition or Record(),
         record_count=len(rows),
         file_size_in_bytes=len(sink.getvalue()),
         lower_bounds={FILE_PATH: rows[0][0].encode()},
         upper_bounds={FILE_PATH: rows[-1][0].encode()},
         equality_ids=[1] if content == DataFileContent.EQUALITY_DELETES else None,
     )
-    file.spec_id = 0
+    file.spec_id = table.spec().spec_id
     return file
 
 
@@ -232,6 +235,32 @@ def test_position_deletes_across_files_read_the_same_everywhere(
     with pytest.raises(CatalogError, match="merge-on-read deletes") as refused:
         plan_native(cat, data, "MOR", "READS", ReadPoint(), ())
     assert refused.value.context["rule"] == "native-read-deletes"
+
+
+def test_deletes_of_a_partitioned_table_apply_within_their_partition(
+    place: tuple[RestCatalog, Catalog],
+) -> None:
+    client, cat = place
+    spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "QTY"))
+    table = client.create_table(("MOR", "PARTED"), SCHEMA, partition_spec=spec)
+    table.append(batch([(1, "a", 1), (2, "b", 1), (3, "c", 2), (4, "d", 2)]))
+    table = client.load_table(("MOR", "PARTED"))
+    where = _places(table)
+    _commit_deletes(
+        table,
+        _delete_file(table, [where[2]], partition=Record(1)),
+        _delete_file(table, [where[3]], partition=Record(2)),
+    )
+    expected = [(1, "a", 1), (4, "d", 2)]
+    assert scanned(client.load_table(("MOR", "PARTED"))) == expected
+    cat.catch_up()
+    assert arrow_rows(read_table(cat, "PARTED", "MOR")) == expected
+    assert arrow_rows(read_table(cat, "PARTED", "MOR", filters=[Predicate("QTY", "=", 2)])) == [
+        (4, "d", 2)
+    ]
+    compact(cat, "PARTED", "MOR")
+    assert arrow_rows(read_table(cat, "PARTED", "MOR")) == expected
+    assert scanned(client.load_table(("MOR", "PARTED"))) == expected
 
 
 def test_compaction_folds_deletes_in_and_the_janitor_keeps_them_until_unneeded(

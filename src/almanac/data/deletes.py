@@ -90,6 +90,10 @@ def _path_bounds(file: IcebergFile) -> tuple[str | None, str | None]:
     return found[0], found[1]
 
 
+_Planned = tuple[DeleteFile, int, str | None, str | None]
+"""A delete file, its data sequence number and its ``file_path`` bounds."""
+
+
 def plan_deletes(
     data: Sequence[tuple[DataFile, IcebergFile, int]],
     deletes: Sequence[tuple[IcebergFile, int]],
@@ -99,32 +103,32 @@ def plan_deletes(
     """The data files (each with its data sequence number) with the position
     delete files (each with its own) that apply to them on ``deletes``; a
     ``CatalogError`` for a delete file Almanac cannot apply."""
-    by_partition: dict[tuple[int, object], list[tuple[IcebergFile, int]]] = defaultdict(list)
-    everywhere: list[tuple[IcebergFile, int]] = []
+    by_partition: dict[tuple[int, object], list[_Planned]] = defaultdict(list)
+    everywhere: list[_Planned] = []
     for file, sequence in deletes:
         problem = check_delete_file(file, table)
         if problem is not None:
             raise problem
+        low, high = _path_bounds(file)
+        delete = DeleteFile(file.file_path, int(file.record_count), int(file.file_size_in_bytes))
+        planned = (delete, sequence, low, high)
         spec = specs.get(file.spec_id)
         if spec is None or spec.is_unpartitioned():
-            everywhere.append((file, sequence))
+            everywhere.append(planned)
         else:
-            by_partition[(file.spec_id, file.partition)].append((file, sequence))
+            by_partition[(file.spec_id, file.partition)].append(planned)
     out: list[tuple[DataFile, IcebergFile]] = []
     for mine, theirs, sequence in data:
-        found = []
-        for file, delete_sequence in (
-            *by_partition.get((theirs.spec_id, theirs.partition), ()),
-            *everywhere,
-        ):
-            if delete_sequence < sequence:
-                continue
-            low, high = _path_bounds(file)
-            if (low is not None and mine.path < low) or (high is not None and mine.path > high):
-                continue
-            found.append(
-                DeleteFile(file.file_path, int(file.record_count), int(file.file_size_in_bytes))
+        found = [
+            delete
+            for delete, delete_sequence, low, high in (
+                *by_partition.get((theirs.spec_id, theirs.partition), ()),
+                *everywhere,
             )
+            if delete_sequence >= sequence
+            and (low is None or low <= mine.path)
+            and (high is None or mine.path <= high)
+        ]
         if found:
             found.sort(key=lambda d: d.path)
             mine = DataFile(
@@ -152,10 +156,11 @@ def _damaged(delete: DeleteFile, table: str, problem: str) -> CorruptDataError:
 
 def _read(delete: DeleteFile, warehouse: Warehouse, table: str) -> dict[str, np.ndarray]:
     """The positions one delete file deletes, by data file path (sorted)."""
+    key = f"{delete.path}\0{delete.size}"
     with _lock:
-        cached = _cache.get(delete.path)
+        cached = _cache.get(key)
         if cached is not None:
-            _cache.move_to_end(delete.path)
+            _cache.move_to_end(key)
             return cached
     try:
         info = warehouse.fs.get_file_info(delete.path)
@@ -199,7 +204,7 @@ def _read(delete: DeleteFile, warehouse: Warehouse, table: str) -> dict[str, np.
         for name, start, end in zip(names_at, starts, ends, strict=True):
             found[str(name)] = np.sort(positions[start:end])
     with _lock:
-        _cache[delete.path] = found
+        _cache[key] = found
         while len(_cache) > _CACHE:
             _cache.popitem(last=False)
     return found
