@@ -16,6 +16,7 @@ tables are format v2) are not planned: a table holding one is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
@@ -100,9 +101,9 @@ def plan_deletes(
     specs: dict[int, PartitionSpec],
     table: str,
 ) -> list[tuple[DataFile, IcebergFile]]:
-    """The data files (each with its data sequence number) with the position
-    delete files (each with its own) that apply to them on ``deletes``; a
-    ``CatalogError`` for a delete file Almanac cannot apply."""
+    """The data files of ``data`` (each with its data sequence number), each
+    with those of ``deletes`` (each with its own) that apply to it on its
+    ``deletes``; a ``CatalogError`` for a delete file Almanac cannot apply."""
     by_partition: dict[tuple[int, object], list[_Planned]] = defaultdict(list)
     everywhere: list[_Planned] = []
     for file, sequence in deletes:
@@ -130,18 +131,7 @@ def plan_deletes(
             and (high is None or mine.path <= high)
         ]
         if found:
-            found.sort(key=lambda d: d.path)
-            mine = DataFile(
-                mine.path,
-                mine.rows,
-                mine.size,
-                mine.tablet,
-                mine.stats,
-                mine.checksum,
-                mine.spec_id,
-                mine.partition,
-                tuple(found),
-            )
+            mine = dataclasses.replace(mine, deletes=tuple(sorted(found, key=lambda d: d.path)))
         out.append((mine, theirs))
     return out
 
