@@ -55,7 +55,7 @@ from almanac.data import (
 from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.reading import Predicate
 from almanac.data.tablets import table_partitions
-from almanac.errors import CatalogError, ConflictError
+from almanac.errors import CatalogError, ConflictError, CorruptDataError
 from almanac.spark.names import ReadPoint
 from almanac.spark.native_read import plan_native
 from almanac.tserver.local import LocalTablet, LocalTablets
@@ -406,3 +406,24 @@ def test_an_upgrade_to_format_version_3_is_refused_so_no_deletion_vector_arrives
             table, (), (UpgradeFormatVersionUpdate.model_validate({"format-version": 3}),)
         )
     assert client.load_table(("MOR", "V3")).metadata.format_version == 2
+
+
+def test_a_missing_or_damaged_delete_file_is_an_error_naming_it_never_deleted_rows(
+    place: tuple[RestCatalog, Catalog],
+) -> None:
+    client, cat = place
+    table = _table(client, "DAMAGE", [_rows(1, 3)])
+    where = _places(table)
+    delete = _delete_file(table, [where[2]])
+    _commit_deletes(table, delete)
+    path = Path(delete.file_path.removeprefix("file:"))
+    cat.catch_up()
+    intact = path.read_bytes()
+    path.write_bytes(intact + b"\0")
+    with pytest.raises(CorruptDataError, match=f"Delete file '{delete.file_path}'.* damaged"):
+        read_table(cat, "DAMAGE", "MOR")
+    path.unlink()
+    with pytest.raises(CatalogError, match=f"Delete file '{delete.file_path}'.* missing"):
+        read_table(cat, "DAMAGE", "MOR")
+    path.write_bytes(intact)
+    assert arrow_rows(read_table(cat, "DAMAGE", "MOR")) == [(1, "n1", 10), (3, "n3", 30)]
