@@ -30,6 +30,7 @@ from pyiceberg.table.update import (
     RemovePropertiesUpdate,
     SetPropertiesUpdate,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
@@ -38,6 +39,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
+from almanac.data.deletes import check_delete_file
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
@@ -134,6 +136,11 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    upgrades = {
+        u.format_version for u in request.updates if isinstance(u, UpgradeFormatVersionUpdate)
+    }
+    if upgrades - {base.format_version}:
+        raise _format_stays(full, base.format_version)
     try:
         wanted = update_table_metadata(base, _present_removals(base, request.updates))
     except CatalogError:
@@ -291,8 +298,8 @@ def _check_files(
     *,
     registered: bool = False,
 ) -> tuple[str, ...]:
-    """The files a commit adds are the table's own, and data files only;
-    returns them.
+    """The files a commit adds are the table's own, and data or position
+    delete files; returns them.
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
@@ -300,8 +307,9 @@ def _check_files(
     symlink: a file elsewhere (another table's, say) would be deleted under
     it when its owner's janitor collects it. A ``registered`` table's files
     are the opposite: all outside the catalog's warehouse however spelled,
-    where no janitor ever deletes. Delete files (merge-on-read) are refused:
-    Almanac reads data files only, so deleted rows would read back."""
+    where no janitor ever deletes. Position delete files (merge-on-read) are
+    applied by every Almanac reader (``almanac.data.deletes``); equality
+    deletes and deletion vectors are refused, as Almanac would not apply them."""
     snapshot = wanted.current_snapshot()
     if snapshot is None:
         return ()
@@ -330,12 +338,7 @@ def _check_files(
                     "file-location",
                 )
             for manifest in new.manifests(io):
-                if manifest.content != ManifestContent.DATA:
-                    raise refuse(
-                        "the new snapshot has delete files; Almanac tables take copy-on-write "
-                        "commits only (write.delete.mode=copy-on-write)",
-                        "delete-files",
-                    )
+                deletes = manifest.content == ManifestContent.DELETES
                 if manifest.added_snapshot_id not in added:
                     continue
                 if outside(manifest.manifest_path):
@@ -345,9 +348,15 @@ def _check_files(
                         "file-location",
                     )
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-                    if entry.snapshot_id in added and outside(entry.data_file.file_path):
+                    if entry.snapshot_id not in added:
+                        continue
+                    problem = check_delete_file(entry.data_file, full) if deletes else None
+                    if problem is not None:
+                        raise refused(problem.message, **problem.context)
+                    if outside(entry.data_file.file_path):
                         raise refuse(
-                            f"data file '{entry.data_file.file_path}' is not where the table's "
+                            f"{'delete' if deletes else 'data'} file "
+                            f"'{entry.data_file.file_path}' is not where the table's "
                             f"files belong ({_place(wanted, registered)})",
                             "file-location",
                         )
@@ -376,7 +385,7 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
     if wanted.location != base.location:
         raise no("its location is the catalog's and cannot change", "location")
     if wanted.format_version != base.format_version:
-        raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
+        raise _format_stays(full, base.format_version)
     kept = {s.spec_id: s for s in wanted.partition_specs}
     for spec in base.partition_specs:
         if spec.spec_id not in kept:
@@ -396,6 +405,20 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         )
     if set(wanted.refs) - {"main"}:
         raise no("branches and tags other than 'main' are not kept", "refs")
+
+
+def _format_stays(full: str, version: int) -> CatalogError:
+    """Tables stay at their format version: Almanac serves version 2 (and
+    pyiceberg 0.12, whose update code applies every commit, writes no higher),
+    so merge-on-read deletes arrive as position delete files, never as
+    version 3's deletion vectors."""
+    return refused(
+        f"Table '{full}': it stays at Iceberg format version {version} (Almanac serves "
+        "format version 2 tables: merge-on-read deletes are position delete files, not "
+        "version 3's deletion vectors)",
+        table=full,
+        rule="format-version",
+    )
 
 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
