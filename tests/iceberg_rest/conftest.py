@@ -49,9 +49,7 @@ def server(server_dir: Path, target: str) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def own_server(
-    directory: Path, *serve: str, **connect: Any
-) -> Iterator[tuple[Server, Catalog]]:
+def own_server(directory: Path, *serve: str, **connect: Any) -> Iterator[tuple[Server, Catalog]]:
     """A server of its own over a new catalog in ``directory`` (admin token
     only; ``serve``: more arguments of ``serve_worker``) and a second node of
     that catalog opened with ``connect``: for tests that run the janitor over

@@ -1,5 +1,6 @@
 """Runs ``almanac.server.serve`` in a subprocess: ``serve_worker TARGET
-[--host H] [--port P] [--tokens-file F] [--insecure] [--soft-delete-reserve S]``, port 0 by default."""
+[--host H] [--port P] [--tokens-file F] [--insecure] [--soft-delete-reserve S]``,
+port 0 by default."""
 
 from __future__ import annotations
 

@@ -618,7 +618,9 @@ def _publish(
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))
     if change.expired:
-        more = mark(data, table_id, change.expired, None if parent is None else parent.snapshot_id)
-        compares += more[0]
-        ops += more[1]
+        marked = mark(
+            data, table_id, change.expired, None if parent is None else parent.snapshot_id
+        )
+        compares += marked[0]
+        ops += marked[1]
     return compares, ops
