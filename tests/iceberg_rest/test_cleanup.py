@@ -182,6 +182,8 @@ def test_expire_snapshots_leaves_files_to_retention_and_the_janitor(tmp_path: Pa
         run_janitor(cat, grace_s=0)
         assert all(f.exists() for f in old_files), "a kept catalog version still reads them"
         assert arrow_rows(read_table(cat, "T", "E", version=first)) == A
+        at = old_record.commit_time
+        assert arrow_rows(read_table(cat, "T", "E", timestamp=at)) == A
 
         cat.checkpoint_log()
         with pytest.raises(VersionNotFoundError):
