@@ -226,3 +226,22 @@ def test_the_current_snapshot_cannot_be_expired(reserved: tuple[Server, Catalog]
     assert answer.status_code == 400, answer.text
     assert f"its current snapshot {current} cannot be expired" in answer.json()["error"]["message"]
     assert scanned(client.load_table("CUR.T")) == A
+
+
+def test_a_snapshot_no_data_snapshot_holds_leaves_the_metadata_too(
+    reserved: tuple[Server, Catalog],
+) -> None:
+    """An overwrite commits a delete snapshot and then an append: only the
+    append is a data snapshot, and expiring the delete alone still takes it
+    out of the table's metadata."""
+    client = rest_catalog(reserved[0])
+    client.create_namespace("MID")
+    table = client.create_table("MID.T", SCHEMA)
+    table.append(batch(A))
+    table.overwrite(batch(B))
+    ids = [s.snapshot_id for s in table.metadata.snapshots]
+    assert len(ids) == 3, "the overwrite's delete, then its append"
+    table.maintenance.expire_snapshots().by_id(ids[1]).commit()
+    loaded = client.load_table("MID.T")
+    assert [s.snapshot_id for s in loaded.metadata.snapshots] == [ids[0], ids[2]]
+    assert scanned(loaded) == B

@@ -595,7 +595,9 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        rewrite = change.properties is not None or change.expired
+        rewrite = change.properties is not None or (
+            change.wanted.snapshots != loaded.metadata.snapshots
+        )
         if parent is not None and rewrite and not change.commands:
             # The properties (or the snapshots left) go into a new
             # metadata.json of the same snapshot, as an ALTER's schema does
