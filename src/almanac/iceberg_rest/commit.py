@@ -595,9 +595,9 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        rewrite = change.properties is not None or (
-            change.wanted.snapshots != loaded.metadata.snapshots
-        )
+        kept = {s.snapshot_id for s in change.wanted.snapshots}
+        expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
+        rewrite = change.properties is not None or expires
         if parent is not None and rewrite and not change.commands:
             # The properties (or the snapshots left) go into a new
             # metadata.json of the same snapshot, as an ALTER's schema does
