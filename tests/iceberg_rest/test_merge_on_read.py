@@ -56,7 +56,7 @@ from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.reading import Predicate
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError, ConflictError, CorruptDataError
-from almanac.spark.names import ReadPoint
+from almanac.read_point import ReadPoint
 from almanac.spark.native_read import plan_native
 from almanac.tserver.local import LocalTablet, LocalTablets
 from almanac.tserver.reads import tablet_rows

@@ -40,9 +40,11 @@ from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.deletes import check_delete_file
+from almanac.data.expired import mark
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
+    WRITE_ID_PROPERTY,
 )
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
@@ -66,7 +68,7 @@ from almanac.iceberg_rest.mapping import (
     schema_commands,
     zone_partitions,
 )
-from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
 from almanac.iceberg_rest.tables import Loaded, load
 from almanac.metastore import Compare, Op, Put
 
@@ -98,6 +100,8 @@ class Change:
     """The table does not exist yet: ``commands`` create it (a staged create)."""
     added: tuple[str, ...] = ()
     """The files its new snapshots add (manifest lists, manifests, data files)."""
+    expired: tuple[str, ...] = ()
+    """The write ids of the snapshots it removes (``expire_snapshots``)."""
 
     @property
     def full_name(self) -> str:
@@ -159,13 +163,43 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
         operation = _operation(base, wanted)
     if operation is not None:
         added = _check_files(cat, full, loaded.table.id, base, wanted)
+    expired = _expired(full, base, wanted, commands, operation)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
         properties = {
-            k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
+            k: v
+            for k, v in wanted.properties.items()
+            if not k.startswith(_RESERVED_PREFIX) and k != GC_ENABLED
         }
-    return Change(loaded, wanted, commands, operation, properties, added=added)
+    return Change(loaded, wanted, commands, operation, properties, added=added, expired=expired)
+
+
+def _expired(
+    full: str,
+    base: TableMetadata,
+    wanted: TableMetadata,
+    commands: tuple[Command, ...],
+    operation: str | None,
+) -> tuple[str, ...]:
+    """The write ids of the snapshots the commit removes: they leave the
+    table's metadata, and their data snapshots stay for time travel until
+    the janitor finds no kept catalog version reading them
+    (``almanac.data.expired``)."""
+    kept = {s.snapshot_id for s in wanted.snapshots}
+    gone = [s for s in base.snapshots if s.snapshot_id not in kept]
+    if gone and commands and operation is None:
+        raise refused(
+            f"Table '{full}': expire snapshots in a commit of their own, not with a change of "
+            "its schema or layout",
+            table=full,
+            rule="expire-snapshots",
+        )
+    return tuple(
+        str(s.summary.additional_properties[WRITE_ID_PROPERTY])
+        for s in gone
+        if s.summary is not None and WRITE_ID_PROPERTY in s.summary.additional_properties
+    )
 
 
 def _present_removals(
@@ -258,11 +292,15 @@ def created(
     if wanted.current_snapshot() is not None:
         added = _check_files(cat, full, made.id, None, wanted, registered=relocate)
         operation = _operation(None, wanted)
+    if not relocate:  # a registered table's own gc.enabled gives way to the catalog's
+        check_gc(full, wanted.properties)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    properties.pop(GC_ENABLED, None)
     wanted = wanted.model_copy(
         update={
             "properties": {
                 **wanted.properties,
+                GC_ENABLED: "false",
                 TABLE_ID_PROPERTY: str(made.id),
                 **layout_properties(made, table_partitions(planned, made)),
             }
@@ -392,9 +430,10 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
             raise no(f"partition spec {spec.spec_id} cannot be removed", "partition-spec")
     before = {s.snapshot_id for s in base.snapshots}
     after = {s.snapshot_id for s in wanted.snapshots}
-    if not before <= after:
+    if base.current_snapshot_id is not None and base.current_snapshot_id not in after:
         raise no(
-            "snapshots are expired by Almanac's retention, not removed by a commit", "snapshots"
+            f"its current snapshot {base.current_snapshot_id} cannot be expired",
+            "expire-current-snapshot",
         )
     current = wanted.current_snapshot_id
     if current != base.current_snapshot_id and (current is None or current in before):
@@ -422,6 +461,7 @@ def _format_stays(full: str, version: int) -> CatalogError:
 
 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
+    check_gc(full, after, served=True)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
     if reserved:
@@ -578,10 +618,14 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if parent is not None and change.properties is not None and not change.commands:
-            # The properties go into a new metadata.json of the same
-            # snapshot, as an ALTER's schema does (a commit answers a new
-            # metadata location); the hold keeps the janitor off it.
+        kept = {s.snapshot_id for s in change.wanted.snapshots}
+        expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
+        rewrite = change.properties is not None or expires
+        if parent is not None and rewrite and not change.commands:
+            # The properties (or the snapshots left) go into a new
+            # metadata.json of the same snapshot, as an ALTER's schema does
+            # (a commit answers a new metadata location); the hold keeps the
+            # janitor off it.
             hold = data.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
@@ -598,4 +642,10 @@ def _publish(
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))
+    if change.expired:
+        marked = mark(
+            data, table_id, change.expired, None if parent is None else parent.snapshot_id
+        )
+        compares += marked[0]
+        ops += marked[1]
     return compares, ops
