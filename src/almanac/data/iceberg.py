@@ -685,7 +685,7 @@ class IcebergFiles:
             return _layout_updates(base, shape)
         updates: list[TableUpdate] = []
         schema = iceberg_schema(shape.table, 0)
-        if schema.fields != base.schema().fields:
+        if schema != base.schema():  # fields, or identifier fields (the primary key)
             next_id = max(s.schema_id for s in base.schemas) + 1
             updates += [
                 AddSchemaUpdate.model_validate({"schema": iceberg_schema(shape.table, next_id)}),

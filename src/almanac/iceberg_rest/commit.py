@@ -54,7 +54,7 @@ from almanac.data.snapshots import (
 )
 from almanac.data.sweep import Sweep, read_sweep
 from almanac.data.tablets import partition_column, table_partitions
-from almanac.errors import CatalogError, ConflictError
+from almanac.errors import CatalogError, ConflictError, InputError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
@@ -96,6 +96,9 @@ class Change:
     """The table does not exist yet: ``commands`` create it (a staged create)."""
     added: tuple[str, ...] = ()
     """The files its new snapshots add (manifest lists, manifests, data files)."""
+    rewrite: bool = False
+    """Its metadata changes beyond what the catalog and properties keep: a new
+    metadata file of the same snapshot keeps them."""
 
     @property
     def full_name(self) -> str:
@@ -134,13 +137,28 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    updates = _present_removals(base, request.updates)
     try:
-        wanted = update_table_metadata(base, _present_removals(base, request.updates))
+        return _planned(cat, loaded, updates)
+    except InputError as exc:
+        raise _named(exc, _culprit(cat, loaded, updates, exc)) from None
+
+
+def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Change:
+    """``updates`` applied to the loaded table and turned into what carries
+    each of them (see the module docstring); a 400 for any the catalog would
+    not keep."""
+    namespace = loaded.namespace
+    full = f"{namespace}.{loaded.table.name}"
+    base = loaded.metadata
+    try:
+        wanted = update_table_metadata(base, tuple(updates))
     except CatalogError:
         raise
     except Exception as exc:  # pyiceberg refuses an update: the client's doing
         raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
     _check_expressible(full, base, wanted)
+    _check_statistics(full, base, wanted)
     commands: tuple[Command, ...] = ()
     if wanted.schema() != base.schema():
         commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
@@ -158,7 +176,79 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
         properties = {
             k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
         }
-    return Change(loaded, wanted, commands, operation, properties, added=added)
+    rewrite = False
+    if operation is None:
+        unkept = _unkept(base, wanted, bool(commands))
+        if unkept and (commands or loaded.record is None):
+            when = (
+                "with a schema, partition spec or sort order change"
+                if commands
+                else "before the table's first snapshot"
+            )
+            raise refused(
+                f"Table '{full}': its {', '.join(unkept)} cannot change {when} (Almanac keeps "
+                "them in the metadata file of a snapshot); commit them on their own",
+                table=full,
+                rule="kept-metadata",
+            )
+        rewrite = bool(unkept)
+    return Change(loaded, wanted, commands, operation, properties, added=added, rewrite=rewrite)
+
+
+_NOT_CARRIED = {"last_updated_ms", "metadata_log", "properties"}
+"""Metadata fields kept otherwise: the time and the log are Almanac's, the
+properties have their metastore key."""
+_BY_COMMANDS = {
+    "schemas",
+    "current_schema_id",
+    "last_column_id",
+    "partition_specs",
+    "default_spec_id",
+    "last_partition_id",
+    "sort_orders",
+    "default_sort_order_id",
+}
+"""Metadata fields the catalog's commands carry (the schema, specs and
+sort orders Almanac writes after an ALTER TABLE)."""
+
+
+def _unkept(base: TableMetadata, wanted: TableMetadata, commands: bool) -> list[str]:
+    """The metadata fields a commit changes that neither its catalog commands
+    nor its properties carry: only a new metadata file keeps them."""
+    skip = _NOT_CARRIED | (_BY_COMMANDS if commands else set())
+    fields = type(wanted).model_fields
+    return [
+        (fields[name].alias or name)
+        for name in fields
+        if name not in skip and getattr(base, name, None) != getattr(wanted, name, None)
+    ]
+
+
+def _culprit(
+    cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate], exc: CatalogError
+) -> str:
+    """The update a refusal is due to: the first whose prefix of the commit
+    is refused by the same rule (several, when only together they are)."""
+    rule = exc.context.get("rule")
+    for k in range(1, len(updates)):
+        try:
+            _planned(cat, loaded, updates[:k])
+        except InputError as early:
+            if early.context.get("rule") == rule:
+                return updates[k - 1].action
+    if updates and rule not in _COMBINED:
+        return updates[-1].action
+    return ", ".join(dict.fromkeys(u.action for u in updates))
+
+
+_COMBINED = {"kept-metadata"}
+"""Rules a commit can break only through several updates together."""
+
+
+def _named(exc: InputError, culprit: str) -> InputError:
+    """``exc`` naming the commit's update(s) it refuses."""
+    message = f"{exc.message} (refused update: {culprit})"
+    return type(exc)(message, **{**exc.context, "update": culprit})
 
 
 def _present_removals(
@@ -398,6 +488,22 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         raise no("branches and tags other than 'main' are not kept", "refs")
 
 
+def _check_statistics(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
+    """Statistics files are refused: the janitor keeps a table's data and
+    metadata files only, so it would delete them under the metadata naming
+    them."""
+    if (wanted.statistics, wanted.partition_statistics) != (
+        base.statistics,
+        base.partition_statistics,
+    ):
+        raise refused(
+            f"Table '{full}': statistics files are not kept (Almanac's janitor keeps a "
+            "table's data and metadata files only)",
+            table=full,
+            rule="statistics",
+        )
+
+
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
@@ -555,10 +661,13 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if parent is not None and change.properties is not None and not change.commands:
-            # The properties go into a new metadata.json of the same
-            # snapshot, as an ALTER's schema does (a commit answers a new
-            # metadata location); the hold keeps the janitor off it.
+        if parent is not None and (change.properties is not None or change.rewrite) and not (
+            change.commands
+        ):
+            # The properties (and whatever else ``rewrite`` says) go into a
+            # new metadata.json of the same snapshot, as an ALTER's schema
+            # does (a commit answers a new metadata location); the hold
+            # keeps the janitor off it.
             hold = data.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
