@@ -11,6 +11,20 @@ their metastore key. Everything of one request, for one table or for many
 are catalog commands, else one compare-and-swap. A requirement that fails,
 or a table that moved between the check and the commit, is a 409
 ``CommitFailedException``; nothing is written.
+
+No update is dropped: the metadata the next load returns is what
+pyiceberg's ``update_table_metadata`` makes of the loaded table, or the
+commit is a 400 naming the update it refuses. What Almanac keeps itself is
+the exception: ``last-updated-ms``, the metadata log, the timestamps of the
+snapshot log, its ``almanac.*`` properties and snapshot summary entries, a
+``last-column-id`` that may be higher (``tables``), and, before a table's
+first snapshot, its schema history (it shows the catalog table's schema
+only). A change the catalog's commands and the properties key do not carry
+(a schema added but not made current, a schema removed, a ref's retention)
+goes into a new metadata file of the current snapshot; before the first
+snapshot, or together with a schema, spec or sort order change, there is
+none to hold it, so it is refused. Statistics files are refused: the
+janitor keeps only the table's data and metadata files.
 """
 
 from __future__ import annotations
@@ -60,6 +74,7 @@ from almanac.iceberg_rest.mapping import (
     check_expressed,
     check_layout,
     create_command,
+    in_order,
     layout_commands,
     schema_commands,
     zone_partitions,
@@ -159,11 +174,12 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
         raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
     _check_expressible(full, base, wanted)
     _check_statistics(full, base, wanted)
-    commands: tuple[Command, ...] = ()
+    schema: list[Command] = []
     if wanted.schema() != base.schema():
-        commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
+        schema = schema_commands(namespace, loaded.table, base.schema(), wanted.schema())
     tablet = PARTITION_FIELD_ID if partition_column(loaded.table) is not None else None
-    commands += tuple(layout_commands(namespace, loaded.table, tablet, base, wanted))
+    layout = layout_commands(namespace, loaded.table, tablet, base, wanted)
+    commands = in_order(schema, layout, base)
     operation = None
     added: tuple[str, ...] = ()
     if wanted.current_snapshot_id != base.current_snapshot_id:
@@ -367,9 +383,23 @@ def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
         for s in wanted.snapshots
         if s.snapshot_id not in known
     }
-    if "overwrite" in done:
+    if "overwrite" in done or _replaces(base, wanted):
         return "overwrite"
     return "replace" if done == {"replace"} else "append"
+
+
+def _replaces(base: TableMetadata | None, wanted: TableMetadata) -> bool:
+    """Whether the new current snapshot does not descend from the old one:
+    a replace (``CREATE OR REPLACE TABLE ... AS SELECT``) starts anew."""
+    if base is None or base.current_snapshot_id is None:
+        return False
+    snapshot = wanted.current_snapshot()
+    while snapshot is not None:
+        if snapshot.snapshot_id == base.current_snapshot_id:
+            return False
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else wanted.snapshot_by_id(parent)
+    return True
 
 
 def _check_files(
@@ -661,8 +691,10 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if parent is not None and (change.properties is not None or change.rewrite) and not (
-            change.commands
+        if (
+            parent is not None
+            and (change.properties is not None or change.rewrite)
+            and not (change.commands)
         ):
             # The properties (and whatever else ``rewrite`` says) go into a
             # new metadata.json of the same snapshot, as an ALTER's schema
