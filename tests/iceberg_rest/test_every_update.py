@@ -175,7 +175,7 @@ def _case(cls: type[Any], table: Table) -> tuple[Table, Commit]:
         )
     if cls is SetDefaultSpecUpdate:  # back to the first spec
         table = _evolved(table)
-        return table, Commit([SetDefaultSpecUpdate.model_validate({"spec-id": 0})], "either")
+        return table, Commit([SetDefaultSpecUpdate.model_validate({"spec-id": 0})], "applied")
     if cls is AddSortOrderUpdate:
         return table, _staged(
             table, lambda tx: tx.update_sort_order().desc("ID", IdentityTransform()).commit()
@@ -185,7 +185,7 @@ def _case(cls: type[Any], table: Table) -> tuple[Table, Commit]:
             order.asc("NAME", IdentityTransform())
         table.refresh()
         return table, Commit(
-            [SetDefaultSortOrderUpdate.model_validate({"sort-order-id": 0})], "either"
+            [SetDefaultSortOrderUpdate.model_validate({"sort-order-id": 0})], "applied"
         )
     if cls is AddSnapshotUpdate:
         return table, _staged(table, lambda tx: tx.append(_rows(7, 8)))
@@ -215,7 +215,7 @@ def _case(cls: type[Any], table: Table) -> tuple[Table, Commit]:
         return table, Commit([RemovePropertiesUpdate(removals=["k"])], "applied")
     if cls is SetStatisticsUpdate:
         update = SetStatisticsUpdate.model_validate({"statistics": _statistics(table)})
-        return table, Commit([update], "either")
+        return table, Commit([update], "refused")  # the janitor would delete its file
     if cls is RemoveStatisticsUpdate:
         update = RemoveStatisticsUpdate.model_validate({"snapshot-id": _snapshot(table)})
         return table, Commit([update], "refused")  # there are none
@@ -226,7 +226,7 @@ def _case(cls: type[Any], table: Table) -> tuple[Table, Commit]:
         )
     if cls is RemoveSchemasUpdate:
         table = _evolved(table)
-        return table, Commit([RemoveSchemasUpdate.model_validate({"schema-ids": [0]})], "either")
+        return table, Commit([RemoveSchemasUpdate.model_validate({"schema-ids": [0]})], "applied")
     if cls is SetPartitionStatisticsUpdate:
         stats = PartitionStatisticsFile.model_validate(
             {
@@ -236,7 +236,7 @@ def _case(cls: type[Any], table: Table) -> tuple[Table, Commit]:
             }
         )
         update = SetPartitionStatisticsUpdate.model_validate({"partition-statistics": stats})
-        return table, Commit([update], "either")
+        return table, Commit([update], "refused")
     if cls is RemovePartitionStatisticsUpdate:
         update = RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": _snapshot(table)})
         return table, Commit([update], "refused")  # there are none
@@ -378,3 +378,22 @@ def test_a_table_without_a_snapshot_changes_as_asked(
             table, lambda tx: tx.update_spec().add_field("NAME", IdentityTransform()).commit()
         )
     assert send(admin, cat, table, commit)[0] == "applied"
+
+
+def test_a_refusal_names_the_update_it_is_due_to(
+    admin: RestCatalog, cat: Catalog, namespace: str
+) -> None:
+    table = _fresh(admin, "named")
+    commit = Commit(
+        [
+            SetPropertiesUpdate(updates={"before": "1"}),
+            AssignUUIDUpdate(uuid=uuid.uuid4()),
+            SetPropertiesUpdate(updates={"after": "2"}),
+        ],
+        "refused",
+    )
+    with pytest.raises(BadRequestError) as refusal:
+        admin.commit_table(table, (), tuple(commit.updates))
+    assert "(refused update: assign-uuid)" in str(refusal.value)
+    assert send(admin, cat, table, commit)[0] == "refused"
+    assert "before" not in admin.load_table(table.name()).properties
