@@ -397,3 +397,12 @@ def test_a_refusal_names_the_update_it_is_due_to(
     assert "(refused update: assign-uuid)" in str(refusal.value)
     assert send(admin, cat, table, commit)[0] == "refused"
     assert "before" not in admin.load_table(table.name()).properties
+
+
+def test_a_snapshot_added_without_becoming_current_is_refused(
+    admin: RestCatalog, cat: Catalog, namespace: str
+) -> None:
+    table = _fresh(admin, "staged")
+    appended = _staged(table, lambda tx: tx.append(_rows(5)))
+    added = [u for u in appended.updates if isinstance(u, AddSnapshotUpdate)]
+    assert send(admin, cat, table, Commit(list(added), "either"))[0] == "refused"

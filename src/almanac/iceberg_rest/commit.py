@@ -193,6 +193,15 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
             k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
         }
     rewrite = False
+    if operation is None and {s.snapshot_id for s in wanted.snapshots} - {
+        s.snapshot_id for s in base.snapshots
+    }:
+        raise refused(
+            f"Table '{full}': a snapshot the commit adds must become its current snapshot "
+            "(Almanac keeps no staged snapshots: their files would not be checked or kept)",
+            table=full,
+            rule="staged-snapshot",
+        )
     if operation is None:
         unkept = _unkept(base, wanted, bool(commands))
         if unkept and (commands or loaded.record is None):
