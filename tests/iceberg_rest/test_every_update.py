@@ -406,3 +406,13 @@ def test_a_snapshot_added_without_becoming_current_is_refused(
     appended = _staged(table, lambda tx: tx.append(_rows(5)))
     added = [u for u in appended.updates if isinstance(u, AddSnapshotUpdate)]
     assert send(admin, cat, table, Commit(list(added), "either"))[0] == "refused"
+
+
+def test_a_schema_removed_with_a_schema_change_is_refused(
+    admin: RestCatalog, cat: Catalog, namespace: str
+) -> None:
+    table = _evolved(_fresh(admin, "both"))
+    change = _schema_change(table, lambda u: u.add_column("MORE", StringType()))
+    removal = RemoveSchemasUpdate.model_validate({"schema-ids": [0]})
+    commit = Commit([*change.updates, removal], "refused", change.requirements)
+    assert send(admin, cat, table, commit)[0] == "refused"

@@ -242,11 +242,14 @@ def _unkept(base: TableMetadata, wanted: TableMetadata, commands: bool) -> list[
     nor its properties carry: only a new metadata file keeps them."""
     skip = _NOT_CARRIED | (_BY_COMMANDS if commands else set())
     fields = type(wanted).model_fields
-    return [
+    unkept = [
         (fields[name].alias or name)
         for name in fields
         if name not in skip and getattr(base, name, None) != getattr(wanted, name, None)
     ]
+    if commands and {s.schema_id for s in base.schemas} - {s.schema_id for s in wanted.schemas}:
+        unkept.append("schemas")  # the commands add schemas; removing one takes a file
+    return unkept
 
 
 def _culprit(
