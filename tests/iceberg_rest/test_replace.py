@@ -165,3 +165,32 @@ def test_replace_as_select_replaces_the_table_in_one_version(
     ours = read_table(cat, "rtas", NAMESPACE)
     assert sorted(ours.column("ID").to_pylist()) == [10, 11, 12]
     assert ours.column_names == ["ID", "LABEL", "AMOUNT"]
+
+
+def test_replace_with_the_same_layout_replaces_only_rows_and_properties(
+    admin: RestCatalog, cat: Catalog
+) -> None:
+    """Iceberg's replace reuses a schema, spec and order the table has: only
+    main's removal, the properties and the new snapshot are sent."""
+    table = _old_table(admin, "same")
+    tx = table.transaction()
+    tx._apply(
+        (
+            RemoveSnapshotRefUpdate.model_validate({"ref-name": "main"}),
+            SetPropertiesUpdate(updates={"kept": "new"}),
+        )
+    )
+    tx.append(pa.table({"ID": [7], "NAME": ["n7"], "QTY": [7]}, OLD_ARROW))
+    updates: list[Any] = list(tx._updates)
+    expected = update_table_metadata(table.metadata, tuple(updates))
+    cat.catch_up()
+    before = cat.latest_version
+
+    admin.commit_table(table, (AssertTableUUID(uuid=table.metadata.table_uuid),), tuple(updates))
+
+    cat.catch_up()
+    assert cat.latest_version == before  # no catalog command: a data snapshot only
+    loaded = admin.load_table((NAMESPACE, "same"))
+    check_equal(loaded.metadata, expected)
+    assert loaded.scan().to_arrow().column("ID").to_pylist() == [7]
+    assert read_table(cat, "same", NAMESPACE).column("ID").to_pylist() == [7]
