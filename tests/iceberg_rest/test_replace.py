@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -56,6 +57,12 @@ OLD_ARROW = pa.schema(
 NEW_ARROW = pa.schema(
     [pa.field("ID", pa.int64(), nullable=False), ("LABEL", pa.string()), ("AMOUNT", pa.float64())]
 )
+
+
+@pytest.fixture(scope="module")
+def namespace(admin: RestCatalog) -> str:
+    admin.create_namespace(NAMESPACE)
+    return NAMESPACE
 
 
 def _old_table(admin: RestCatalog, name: str) -> Table:
@@ -126,9 +133,8 @@ def _requirements(table: Table) -> list[TableRequirement]:
 
 
 def test_replace_as_select_replaces_the_table_in_one_version(
-    admin: RestCatalog, cat: Catalog
+    admin: RestCatalog, cat: Catalog, namespace: str
 ) -> None:
-    admin.create_namespace(NAMESPACE)
     table = _old_table(admin, "rtas")
     tx = table.transaction()
     tx._apply(tuple(_replacement(table)))
@@ -168,7 +174,7 @@ def test_replace_as_select_replaces_the_table_in_one_version(
 
 
 def test_replace_with_the_same_layout_replaces_only_rows_and_properties(
-    admin: RestCatalog, cat: Catalog
+    admin: RestCatalog, cat: Catalog, namespace: str
 ) -> None:
     """Iceberg's replace reuses a schema, spec and order the table has: only
     main's removal, the properties and the new snapshot are sent."""
