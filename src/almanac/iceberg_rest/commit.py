@@ -220,7 +220,7 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
     return Change(loaded, wanted, commands, operation, properties, added=added, rewrite=rewrite)
 
 
-_NOT_CARRIED = {"last_updated_ms", "metadata_log", "properties"}
+_KEPT_APART = {"last_updated_ms", "metadata_log", "properties"}
 """Metadata fields kept otherwise: the time and the log are Almanac's, the
 properties have their metastore key."""
 _BY_COMMANDS = {
@@ -240,7 +240,7 @@ sort orders Almanac writes after an ALTER TABLE)."""
 def _unkept(base: TableMetadata, wanted: TableMetadata, commands: bool) -> list[str]:
     """The metadata fields a commit changes that neither its catalog commands
     nor its properties carry: only a new metadata file keeps them."""
-    skip = _NOT_CARRIED | (_BY_COMMANDS if commands else set())
+    skip = _KEPT_APART | (_BY_COMMANDS if commands else set())
     fields = type(wanted).model_fields
     unkept = [
         (fields[name].alias or name)
@@ -703,11 +703,8 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if (
-            parent is not None
-            and (change.properties is not None or change.rewrite)
-            and not (change.commands)
-        ):
+        rewrite = change.properties is not None or change.rewrite
+        if parent is not None and rewrite and not change.commands:
             # The properties (and whatever else ``rewrite`` says) go into a
             # new metadata.json of the same snapshot, as an ALTER's schema
             # does (a commit answers a new metadata location); the hold
