@@ -11,6 +11,20 @@ their metastore key. Everything of one request, for one table or for many
 are catalog commands, else one compare-and-swap. A requirement that fails,
 or a table that moved between the check and the commit, is a 409
 ``CommitFailedException``; nothing is written.
+
+No update is dropped: the metadata the next load returns is what
+pyiceberg's ``update_table_metadata`` makes of the loaded table, or the
+commit is a 400 naming the update it refuses. What Almanac keeps itself is
+the exception: ``last-updated-ms``, the metadata log, the timestamps of the
+snapshot log, its ``almanac.*`` properties and snapshot summary entries, a
+``last-column-id`` that may be higher (``tables``), and, before a table's
+first snapshot, its schema history (it shows the catalog table's schema
+only). A change the catalog's commands and the properties key do not carry
+(a schema added but not made current, a schema removed, a ref's retention)
+goes into a new metadata file of the current snapshot; before the first
+snapshot, or together with a schema, spec or sort order change, there is
+none to hold it, so it is refused. Statistics files are refused: the
+janitor keeps only the table's data and metadata files.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from pyiceberg.table.update import (
     RemovePropertiesUpdate,
     SetPropertiesUpdate,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
@@ -38,9 +53,12 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
+from almanac.data.deletes import check_delete_file
+from almanac.data.expired import mark
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
+    WRITE_ID_PROPERTY,
 )
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
@@ -54,17 +72,18 @@ from almanac.data.snapshots import (
 )
 from almanac.data.sweep import Sweep, read_sweep
 from almanac.data.tablets import partition_column, table_partitions
-from almanac.errors import CatalogError, ConflictError
+from almanac.errors import CatalogError, ConflictError, InputError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
     check_layout,
     create_command,
+    in_order,
     layout_commands,
     schema_commands,
     zone_partitions,
 )
-from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
 from almanac.iceberg_rest.tables import Loaded, load, no_namespace, no_table
 from almanac.metastore import Compare, Op, Put
 
@@ -96,6 +115,11 @@ class Change:
     """The table does not exist yet: ``commands`` create it (a staged create)."""
     added: tuple[str, ...] = ()
     """The files its new snapshots add (manifest lists, manifests, data files)."""
+    expired: tuple[str, ...] = ()
+    """The write ids of the snapshots it removes (``expire_snapshots``)."""
+    rewrite: bool = False
+    """Its metadata changes beyond what the catalog and properties keep: a new
+    metadata file of the same snapshot keeps them."""
 
     @property
     def full_name(self) -> str:
@@ -132,31 +156,173 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    updates = _present_removals(base, request.updates)
     try:
-        wanted = update_table_metadata(base, _present_removals(base, request.updates))
+        return _planned(cat, loaded, updates)
+    except InputError as exc:
+        raise _named(exc, _culprit(cat, loaded, updates, exc)) from None
+
+
+def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Change:
+    """``updates`` applied to the loaded table and turned into what carries
+    each of them (see the module docstring); a 400 for any the catalog would
+    not keep."""
+    namespace = loaded.namespace
+    full = f"{namespace}.{loaded.table.name}"
+    base = loaded.metadata
+    upgrades = {u.format_version for u in updates if isinstance(u, UpgradeFormatVersionUpdate)}
+    if upgrades - {base.format_version}:
+        raise _format_stays(full, base.format_version)
+    try:
+        wanted = update_table_metadata(base, tuple(updates))
     except CatalogError:
         raise
     except Exception as exc:  # pyiceberg refuses an update: the client's doing
         raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
     _check_expressible(full, base, wanted)
-    commands: tuple[Command, ...] = ()
+    _check_statistics(full, base, wanted)
+    schema: list[Command] = []
     if wanted.schema() != base.schema():
-        commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
+        schema = schema_commands(namespace, loaded.table, base.schema(), wanted.schema())
     tablet = PARTITION_FIELD_ID if partition_column(loaded.table) is not None else None
-    commands += tuple(layout_commands(namespace, loaded.table, tablet, base, wanted))
+    layout = layout_commands(namespace, loaded.table, tablet, base, wanted)
+    commands = in_order(schema, layout, base)
     operation = None
     added: tuple[str, ...] = ()
     if wanted.current_snapshot_id != base.current_snapshot_id:
         operation = _operation(base, wanted)
     if operation is not None:
         added = _check_files(cat, full, loaded.table.id, base, wanted)
+    expired = _expired(full, base, wanted, commands, operation)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
         properties = {
-            k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
+            k: v
+            for k, v in wanted.properties.items()
+            if not k.startswith(_RESERVED_PREFIX) and k != GC_ENABLED
         }
-    return Change(loaded, wanted, commands, operation, properties, added=added)
+    rewrite = False
+    if operation is None and {s.snapshot_id for s in wanted.snapshots} - {
+        s.snapshot_id for s in base.snapshots
+    }:
+        raise refused(
+            f"Table '{full}': a snapshot the commit adds must become its current snapshot "
+            "(Almanac keeps no staged snapshots: their files would not be checked or kept)",
+            table=full,
+            rule="staged-snapshot",
+        )
+    if operation is None:
+        unkept = _unkept(base, wanted, bool(commands))
+        if unkept and (commands or loaded.record is None):
+            when = (
+                "with a schema, partition spec or sort order change"
+                if commands
+                else "before the table's first snapshot"
+            )
+            raise refused(
+                f"Table '{full}': its {', '.join(unkept)} cannot change {when} (Almanac keeps "
+                "them in the metadata file of a snapshot); commit them on their own",
+                table=full,
+                rule="kept-metadata",
+            )
+        rewrite = bool(unkept)
+    return Change(
+        loaded,
+        wanted,
+        commands,
+        operation,
+        properties,
+        added=added,
+        expired=expired,
+        rewrite=rewrite,
+    )
+
+
+_KEPT_APART = {"last_updated_ms", "metadata_log", "properties"}
+"""Metadata fields kept otherwise: the time and the log are Almanac's, the
+properties have their metastore key."""
+_BY_COMMANDS = {
+    "schemas",
+    "current_schema_id",
+    "last_column_id",
+    "partition_specs",
+    "default_spec_id",
+    "last_partition_id",
+    "sort_orders",
+    "default_sort_order_id",
+}
+"""Metadata fields the catalog's commands carry (the schema, specs and
+sort orders Almanac writes after an ALTER TABLE)."""
+
+
+def _unkept(base: TableMetadata, wanted: TableMetadata, commands: bool) -> list[str]:
+    """The metadata fields a commit changes that neither its catalog commands
+    nor its properties carry: only a new metadata file keeps them."""
+    skip = _KEPT_APART | (_BY_COMMANDS if commands else set())
+    fields = type(wanted).model_fields
+    unkept = [
+        (fields[name].alias or name)
+        for name in fields
+        if name not in skip and getattr(base, name, None) != getattr(wanted, name, None)
+    ]
+    if commands and {s.schema_id for s in base.schemas} - {s.schema_id for s in wanted.schemas}:
+        unkept.append("schemas")  # the commands add schemas; removing one takes a file
+    return unkept
+
+
+def _culprit(
+    cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate], exc: CatalogError
+) -> str:
+    """The update a refusal is due to: the first whose prefix of the commit
+    is refused by the same rule (several, when only together they are)."""
+    rule = exc.context.get("rule")
+    for k in range(1, len(updates)):
+        try:
+            _planned(cat, loaded, updates[:k])
+        except InputError as early:
+            if early.context.get("rule") == rule:
+                return updates[k - 1].action
+    if updates and rule not in _COMBINED:
+        return updates[-1].action
+    return ", ".join(dict.fromkeys(u.action for u in updates))
+
+
+_COMBINED = {"kept-metadata"}
+"""Rules a commit can break only through several updates together."""
+
+
+def _named(exc: InputError, culprit: str) -> InputError:
+    """``exc`` naming the commit's update(s) it refuses."""
+    message = f"{exc.message} (refused update: {culprit})"
+    return type(exc)(message, **{**exc.context, "update": culprit})
+
+
+def _expired(
+    full: str,
+    base: TableMetadata,
+    wanted: TableMetadata,
+    commands: tuple[Command, ...],
+    operation: str | None,
+) -> tuple[str, ...]:
+    """The write ids of the snapshots the commit removes: they leave the
+    table's metadata, and their data snapshots stay for time travel until
+    the janitor finds no kept catalog version reading them
+    (``almanac.data.expired``)."""
+    kept = {s.snapshot_id for s in wanted.snapshots}
+    gone = [s for s in base.snapshots if s.snapshot_id not in kept]
+    if gone and commands and operation is None:
+        raise refused(
+            f"Table '{full}': expire snapshots in a commit of their own, not with a change of "
+            "its schema or layout",
+            table=full,
+            rule="expire-snapshots",
+        )
+    return tuple(
+        str(s.summary.additional_properties[WRITE_ID_PROPERTY])
+        for s in gone
+        if s.summary is not None and WRITE_ID_PROPERTY in s.summary.additional_properties
+    )
 
 
 def _present_removals(
@@ -249,11 +415,15 @@ def created(
     if wanted.current_snapshot() is not None:
         added = _check_files(cat, full, made.id, None, wanted, registered=relocate)
         operation = _operation(None, wanted)
+    if not relocate:  # a registered table's own gc.enabled gives way to the catalog's
+        check_gc(full, wanted.properties)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    properties.pop(GC_ENABLED, None)
     wanted = wanted.model_copy(
         update={
             "properties": {
                 **wanted.properties,
+                GC_ENABLED: "false",
                 TABLE_ID_PROPERTY: str(made.id),
                 **layout_properties(made, table_partitions(planned, made)),
             }
@@ -275,9 +445,23 @@ def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
         for s in wanted.snapshots
         if s.snapshot_id not in known
     }
-    if "overwrite" in done:
+    if "overwrite" in done or _replaces(base, wanted):
         return "overwrite"
     return "replace" if done == {"replace"} else "append"
+
+
+def _replaces(base: TableMetadata | None, wanted: TableMetadata) -> bool:
+    """Whether the new current snapshot does not descend from the old one:
+    a replace (``CREATE OR REPLACE TABLE ... AS SELECT``) starts anew."""
+    if base is None or base.current_snapshot_id is None:
+        return False
+    snapshot = wanted.current_snapshot()
+    while snapshot is not None:
+        if snapshot.snapshot_id == base.current_snapshot_id:
+            return False
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else wanted.snapshot_by_id(parent)
+    return True
 
 
 def _check_files(
@@ -289,8 +473,8 @@ def _check_files(
     *,
     registered: bool = False,
 ) -> tuple[str, ...]:
-    """The files a commit adds are the table's own, and data files only;
-    returns them.
+    """The files a commit adds are the table's own, and data or position
+    delete files; returns them.
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
@@ -298,8 +482,9 @@ def _check_files(
     symlink: a file elsewhere (another table's, say) would be deleted under
     it when its owner's janitor collects it. A ``registered`` table's files
     are the opposite: all outside the catalog's warehouse however spelled,
-    where no janitor ever deletes. Delete files (merge-on-read) are refused:
-    Almanac reads data files only, so deleted rows would read back."""
+    where no janitor ever deletes. Position delete files (merge-on-read) are
+    applied by every Almanac reader (``almanac.data.deletes``); equality
+    deletes and deletion vectors are refused, as Almanac would not apply them."""
     snapshot = wanted.current_snapshot()
     if snapshot is None:
         return ()
@@ -328,12 +513,7 @@ def _check_files(
                     "file-location",
                 )
             for manifest in new.manifests(io):
-                if manifest.content != ManifestContent.DATA:
-                    raise refuse(
-                        "the new snapshot has delete files; Almanac tables take copy-on-write "
-                        "commits only (write.delete.mode=copy-on-write)",
-                        "delete-files",
-                    )
+                deletes = manifest.content == ManifestContent.DELETES
                 if manifest.added_snapshot_id not in added:
                     continue
                 if outside(manifest.manifest_path):
@@ -343,9 +523,15 @@ def _check_files(
                         "file-location",
                     )
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-                    if entry.snapshot_id in added and outside(entry.data_file.file_path):
+                    if entry.snapshot_id not in added:
+                        continue
+                    problem = check_delete_file(entry.data_file, full) if deletes else None
+                    if problem is not None:
+                        raise refused(problem.message, **problem.context)
+                    if outside(entry.data_file.file_path):
                         raise refuse(
-                            f"data file '{entry.data_file.file_path}' is not where the table's "
+                            f"{'delete' if deletes else 'data'} file "
+                            f"'{entry.data_file.file_path}' is not where the table's "
                             f"files belong ({_place(wanted, registered)})",
                             "file-location",
                         )
@@ -374,16 +560,17 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
     if wanted.location != base.location:
         raise no("its location is the catalog's and cannot change", "location")
     if wanted.format_version != base.format_version:
-        raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
+        raise _format_stays(full, base.format_version)
     kept = {s.spec_id: s for s in wanted.partition_specs}
     for spec in base.partition_specs:
         if spec.spec_id not in kept:
             raise no(f"partition spec {spec.spec_id} cannot be removed", "partition-spec")
     before = {s.snapshot_id for s in base.snapshots}
     after = {s.snapshot_id for s in wanted.snapshots}
-    if not before <= after:
+    if base.current_snapshot_id is not None and base.current_snapshot_id not in after:
         raise no(
-            "snapshots are expired by Almanac's retention, not removed by a commit", "snapshots"
+            f"its current snapshot {base.current_snapshot_id} cannot be expired",
+            "expire-current-snapshot",
         )
     current = wanted.current_snapshot_id
     if current != base.current_snapshot_id and (current is None or current in before):
@@ -396,7 +583,38 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         raise no("branches and tags other than 'main' are not kept", "refs")
 
 
+def _format_stays(full: str, version: int) -> CatalogError:
+    """Tables stay at their format version: Almanac serves version 2 (and
+    pyiceberg 0.12, whose update code applies every commit, writes no higher),
+    so merge-on-read deletes arrive as position delete files, never as
+    version 3's deletion vectors."""
+    return refused(
+        f"Table '{full}': it stays at Iceberg format version {version} (Almanac serves "
+        "format version 2 tables: merge-on-read deletes are position delete files, not "
+        "version 3's deletion vectors)",
+        table=full,
+        rule="format-version",
+    )
+
+
+def _check_statistics(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
+    """Statistics files are refused: the janitor keeps a table's data and
+    metadata files only, so it would delete them under the metadata naming
+    them."""
+    if (wanted.statistics, wanted.partition_statistics) != (
+        base.statistics,
+        base.partition_statistics,
+    ):
+        raise refused(
+            f"Table '{full}': statistics files are not kept (Almanac's janitor keeps a "
+            "table's data and metadata files only)",
+            table=full,
+            rule="statistics",
+        )
+
+
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
+    check_gc(full, after, served=True)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
     if reserved:
@@ -553,10 +771,15 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if parent is not None and change.properties is not None and not change.commands:
-            # The properties go into a new metadata.json of the same
-            # snapshot, as an ALTER's schema does (a commit answers a new
-            # metadata location); the hold keeps the janitor off it.
+        kept = {s.snapshot_id for s in change.wanted.snapshots}
+        expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
+        rewrite = change.properties is not None or change.rewrite or expires
+        if parent is not None and rewrite and not change.commands:
+            # The properties (and whatever else ``rewrite`` says, the
+            # snapshots left after an expiry included) go into a new
+            # metadata.json of the same snapshot, as an ALTER's schema does
+            # (a commit answers a new metadata location); the hold keeps the
+            # janitor off it.
             hold = data.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
@@ -573,4 +796,10 @@ def _publish(
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))
+    if change.expired:
+        marked = mark(
+            data, table_id, change.expired, None if parent is None else parent.snapshot_id
+        )
+        compares += marked[0]
+        ops += marked[1]
     return compares, ops
