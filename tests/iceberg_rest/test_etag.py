@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 from pyiceberg.catalog.rest import RestCatalog, TableResponse
 
 from .conftest import READ_TOKEN
@@ -19,10 +20,15 @@ NS = "ETAG"
 PATH = f"/v1/namespaces/{NS}/tables/T"
 
 
+@pytest.fixture(scope="module")
+def namespace(admin: RestCatalog) -> None:
+    admin.create_namespace(NS)
+
+
+@pytest.mark.usefixtures("namespace")
 def test_a_load_answers_the_stored_metadata_and_a_304_while_it_is_current(
     admin: RestCatalog, http: Client
 ) -> None:
-    admin.create_namespace(NS)
     table = admin.create_table((NS, "T"), SCHEMA)
     client = http(READ_TOKEN)
     before = client.get(PATH)
@@ -62,3 +68,19 @@ def test_a_load_answers_the_stored_metadata_and_a_304_while_it_is_current(
     after = client.get(PATH, headers={"If-None-Match": retagged})
     assert after.status_code == 200 and after.headers["ETag"] != retagged
     assert json.loads(after.content)["metadata"]["properties"]["owner"] == "ana"
+
+
+@pytest.mark.usefixtures("namespace")
+def test_a_load_whose_file_is_gone_since_it_was_parsed_answers_as_before(
+    admin: RestCatalog, http: Client
+) -> None:
+    """The bytes are read at the first load; a file gone by then (deleted
+    by hand) leaves the load to the parsed copy the server holds, as before."""
+    admin.create_table((NS, "GONE"), SCHEMA)
+    table = admin.load_table((NS, "GONE"))
+    table.append(batch([(1, "a", 1)]))  # the commit's answer parses the new file
+    location = table.metadata_location
+    Path(location).unlink()
+    loaded = http(READ_TOKEN).get(f"/v1/namespaces/{NS}/tables/GONE")
+    assert loaded.status_code == 200, loaded.text
+    assert json.loads(loaded.content)["metadata-location"] == location

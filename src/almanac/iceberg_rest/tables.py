@@ -21,7 +21,7 @@ from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
-from almanac.errors import NotFoundError
+from almanac.errors import CatalogError, NotFoundError
 from almanac.iceberg_rest.properties import GC_ENABLED, Properties
 
 __all__ = [
@@ -152,8 +152,11 @@ def stored_json(cat: Catalog, loaded: Loaded) -> bytes | None:
         return raw
     if isinstance(Compressor.get_compressor(location), GzipCompressor):
         return None
-    with TableData.for_catalog(cat).iceberg.io.new_input(location).open() as stream:
-        raw = stream.read()
+    try:
+        with TableData.for_catalog(cat).iceberg.io.new_input(location).open() as stream:
+            raw = stream.read()
+    except (OSError, CatalogError):  # gone since it was parsed: answer the parsed copy
+        return None
     _STORED.put(location, raw)
     return raw
 
