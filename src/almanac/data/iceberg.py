@@ -221,27 +221,28 @@ class _StagingWriter(MetastoreCatalog):
 
 
 def _current_only(metadata: TableMetadata) -> TableMetadata:
-    """The metadata with its current snapshot as its only snapshot and no
-    metadata log, so that the next ``metadata.json`` holds that snapshot and
-    its own (its parent stays readable by any Iceberg reader) and names only
-    its parent's file. Time travel goes through the
+    """The metadata with its current snapshot and the snapshots its branches
+    and tags point at as its only snapshots and no metadata log, so that the
+    next ``metadata.json`` holds those and its own (its parent stays
+    readable by any Iceberg reader) and names only its parent's file. Time travel goes through the
     metastore's records, each naming its own ``metadata.json``; a history
     copied into every one would make each commit cost, and the kept
     metadata grow with, the number of commits before it (and pyiceberg
     deep-copies the whole metadata many times per commit)."""
     current = metadata.current_snapshot()
-    if current is None or (len(metadata.snapshots) <= 1 and not metadata.metadata_log):
+    if current is None:
+        return metadata
+    # Every branch and tag stays, with the snapshot it points at.
+    kept = {current.snapshot_id} | {r.snapshot_id for r in metadata.refs.values()}
+    if {s.snapshot_id for s in metadata.snapshots} <= kept and not metadata.metadata_log:
         return metadata
     return metadata.model_copy(
         update={
             "metadata_log": [],
-            "snapshots": [current],
+            "snapshots": [s for s in metadata.snapshots if s.snapshot_id in kept],
             "snapshot_log": [
                 e for e in metadata.snapshot_log if e.snapshot_id == current.snapshot_id
             ][-1:],
-            "refs": {
-                k: r for k, r in metadata.refs.items() if r.snapshot_id == current.snapshot_id
-            },
         }
     )
 
@@ -266,9 +267,11 @@ class MetadataFiles:
     metadata: str
     manifest_lists: frozenset[str]
     manifests: frozenset[str]
+    ref_files: frozenset[str] = frozenset()
+    """The data files of the snapshots its branches and tags point at."""
 
     def all(self) -> frozenset[str]:
-        return frozenset({self.metadata}) | self.manifest_lists | self.manifests
+        return frozenset({self.metadata}) | self.manifest_lists | self.manifests | self.ref_files
 
 
 class IcebergFiles:
@@ -354,8 +357,15 @@ class IcebergFiles:
                 types[f.field_id] = f.field_type
         return types
 
-    def manifests(self, metadata: TableMetadata) -> list[ManifestFile]:
-        snapshot = metadata.current_snapshot()
+    def manifests(
+        self, metadata: TableMetadata, snapshot_id: int | None = None
+    ) -> list[ManifestFile]:
+        """The manifests of snapshot ``snapshot_id`` (default: the current one)."""
+        snapshot = (
+            metadata.current_snapshot()
+            if snapshot_id is None
+            else metadata.snapshot_by_id(snapshot_id)
+        )
         if snapshot is None:
             return []
         try:
@@ -408,16 +418,19 @@ class IcebergFiles:
         self._remember(self._manifests, key, result)
         return result
 
-    def entries(self, location: str) -> list[tuple[DataFile, IcebergFile]]:
-        """The live data files of the current snapshot of ``location``."""
+    def entries(
+        self, location: str, snapshot_id: int | None = None
+    ) -> list[tuple[DataFile, IcebergFile]]:
+        """The live data files of snapshot ``snapshot_id`` of ``location``
+        (default: its current snapshot)."""
         metadata = self.metadata(location)
         out: list[tuple[DataFile, IcebergFile]] = []
-        for manifest in self.manifests(metadata):
+        for manifest in self.manifests(metadata, snapshot_id):
             out.extend(self._entries(manifest, metadata))
         return out
 
-    def files(self, location: str) -> tuple[DataFile, ...]:
-        return tuple(f for f, _ in self.entries(location))
+    def files(self, location: str, snapshot_id: int | None = None) -> tuple[DataFile, ...]:
+        return tuple(f for f, _ in self.entries(location, snapshot_id))
 
     def spec_fields(self, location: str) -> dict[int, tuple[PartitionField, ...]]:
         """Every partition spec of ``location`` by its Iceberg id, as the
@@ -426,13 +439,25 @@ class IcebergFiles:
         return {i: _fields(spec) for i, spec in self.metadata(location).specs().items()}
 
     def referenced(self, location: str) -> MetadataFiles:
-        """The metadata files the current snapshot of ``location`` needs."""
+        """The metadata files the current snapshot of ``location`` needs, and
+        every file the snapshots its branches and tags point at need: a ref
+        keeps its snapshot readable for as long as the metadata is kept."""
         metadata = self.metadata(location)
         snapshot = metadata.current_snapshot()
         if snapshot is None:
             return MetadataFiles(location, frozenset(), frozenset())
-        manifests = frozenset(m.manifest_path for m in self.manifests(metadata))
-        return MetadataFiles(location, frozenset({snapshot.manifest_list}), manifests)
+        lists = {snapshot.manifest_list}
+        manifests = {m.manifest_path for m in self.manifests(metadata)}
+        ref_files: set[str] = set()
+        for target in {r.snapshot_id for r in metadata.refs.values()} - {snapshot.snapshot_id}:
+            found = metadata.snapshot_by_id(target)
+            if found is None:
+                continue
+            lists.add(found.manifest_list)
+            for manifest in self.manifests(metadata, target):
+                manifests.add(manifest.manifest_path)
+                ref_files.update(f.path for f, _ in self._entries(manifest, metadata))
+        return MetadataFiles(location, frozenset(lists), frozenset(manifests), frozenset(ref_files))
 
     # -- writing ---------------------------------------------------------------
 
@@ -587,7 +612,10 @@ class IcebergFiles:
         """Write a ``metadata.json`` that is ``parent`` without the given
         (expired) snapshots, so that no Iceberg reader is offered a snapshot
         whose files are gone; None when it has none of them."""
-        known = {s.snapshot_id for s in self.metadata(parent).snapshots}
+        metadata = self.metadata(parent)
+        known = {s.snapshot_id for s in metadata.snapshots}
+        # A snapshot a branch or tag points at stays, and so do its files.
+        known -= {r.snapshot_id for r in metadata.refs.values()}
         doomed = sorted(known & set(snapshot_ids))
         if not doomed:
             return None

@@ -47,6 +47,7 @@ from almanac.data.iceberg_schema import (
     layout_properties,
 )
 from almanac.data.snapshots import (
+    REFS,
     encode_record,
     pointer_unchanged,
     record_unchanged,
@@ -65,6 +66,7 @@ from almanac.iceberg_rest.mapping import (
     zone_partitions,
 )
 from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.refs import check_refs
 from almanac.iceberg_rest.tables import Loaded, load
 from almanac.metastore import Compare, Op, Put
 
@@ -96,6 +98,8 @@ class Change:
     """The table does not exist yet: ``commands`` create it (a staged create)."""
     added: tuple[str, ...] = ()
     """The files its new snapshots add (manifest lists, manifests, data files)."""
+    needs: tuple[str, ...] = ()
+    """Records of kept data snapshots whose files its refs rely on (``refs``)."""
 
     @property
     def full_name(self) -> str:
@@ -148,7 +152,8 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
     commands += tuple(layout_commands(namespace, loaded.table, tablet, base, wanted))
     operation = None
     added: tuple[str, ...] = ()
-    if wanted.current_snapshot_id != base.current_snapshot_id:
+    needs = check_refs(TableData.for_catalog(cat), full, loaded.table.id, base, wanted)
+    if wanted.current_snapshot_id != base.current_snapshot_id or wanted.refs != base.refs:
         operation = _operation(base, wanted)
     if operation is not None:
         added = _check_files(cat, full, loaded.table.id, base, wanted)
@@ -158,7 +163,7 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
         properties = {
             k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
         }
-    return Change(loaded, wanted, commands, operation, properties, added=added)
+    return Change(loaded, wanted, commands, operation, properties, added=added, needs=needs)
 
 
 def _present_removals(
@@ -270,8 +275,14 @@ def created(
 
 def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
     """The data snapshot's operation: what the snapshots the commit adds do
-    together (pyiceberg's overwrite adds a delete and then an append)."""
+    together (pyiceberg's overwrite adds a delete and then an append); a
+    commit that leaves ``main`` alone changes only refs, one that moves it
+    to a snapshot the table had overwrites (see ``refs``)."""
     known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    if base is not None and wanted.current_snapshot_id == base.current_snapshot_id:
+        return REFS
+    if wanted.current_snapshot_id in known:
+        return "overwrite"
     done = {
         _OPERATIONS[s.summary.operation] if s.summary is not None else "append"
         for s in wanted.snapshots
@@ -302,13 +313,12 @@ def _check_files(
     are the opposite: all outside the catalog's warehouse however spelled,
     where no janitor ever deletes. Delete files (merge-on-read) are refused:
     Almanac reads data files only, so deleted rows would read back."""
-    snapshot = wanted.current_snapshot()
-    if snapshot is None:
+    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    added = {s.snapshot_id for s in wanted.snapshots} - known
+    if not added:
         return ()
     data = TableData.for_catalog(cat)
     warehouse = data.warehouse
-    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
-    added = {s.snapshot_id for s in wanted.snapshots} - known
     paths: list[str] = []
 
     def outside(path: str) -> bool:
@@ -387,15 +397,6 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
         raise no(
             "snapshots are expired by Almanac's retention, not removed by a commit", "snapshots"
         )
-    current = wanted.current_snapshot_id
-    if current != base.current_snapshot_id and (current is None or current in before):
-        raise no(
-            "its current snapshot can only move to a snapshot the commit adds (time travel "
-            "reads older ones)",
-            "rollback",
-        )
-    if set(wanted.refs) - {"main"}:
-        raise no("branches and tags other than 'main' are not kept", "refs")
 
 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
@@ -520,7 +521,7 @@ def _publish(
         raise refused(f"Table '{change.full_name}' is dropped by its own commit")
     if change.commands:
         check_expressed(change.full_name, made, change.wanted.schema())
-    compares: list[Compare] = []
+    compares: list[Compare] = [Compare.exists(key) for key in change.needs]
     ops: list[Op] = []
     parent = loaded.record
     if change.operation is not None:
