@@ -273,3 +273,7 @@ def test_the_janitor_keeps_what_a_tag_needs_until_the_tag_goes(tmp_path: Path) -
         run_janitor(cat, grace_s=0)
         assert not any(Path(p.removeprefix("file://")).exists() for p in tagged_files)
         assert _rows(cat, "REFS_GC") == B
+        # No Iceberg reader is offered the snapshot whose files went.
+        loaded = admin.load_table(("REFS_GC", "T"))
+        assert [s.snapshot_id for s in loaded.snapshots()] == [_current_id(loaded)]
+        assert scanned(loaded) == B

@@ -366,6 +366,12 @@ class IcebergFiles:
             if snapshot_id is None
             else metadata.snapshot_by_id(snapshot_id)
         )
+        if snapshot is None and snapshot_id is not None:
+            raise CorruptLogError(
+                f"Iceberg metadata of the table at '{metadata.location}' has no snapshot "
+                f"{snapshot_id}",
+                path=metadata.location,
+            )
         if snapshot is None:
             return []
         try:
