@@ -12,12 +12,15 @@ import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
-from pyiceberg.table import Table
+from pyiceberg.table import CommitTableRequest, Table, TableIdentifier
 from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.update import SetSnapshotRefUpdate
 
 from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
 from almanac.errors import NotFoundError
+from almanac.iceberg_rest.commit import commit, plan
+from almanac.iceberg_rest.errors import CommitFailedError
 
 from .conftest import ADMIN_TOKEN, own_server, rest_catalog, spec_error
 from .tables import SCHEMA, Row, arrow_rows, batch, scanned
@@ -277,3 +280,38 @@ def test_the_janitor_keeps_what_a_tag_needs_until_the_tag_goes(tmp_path: Path) -
         loaded = admin.load_table(("REFS_GC", "T"))
         assert [s.snapshot_id for s in loaded.snapshots()] == [_current_id(loaded)]
         assert scanned(loaded) == B
+
+
+def test_a_rollback_whose_snapshot_expires_before_it_publishes_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The commit is planned, then retention drops the data snapshot whose
+    files the rollback's target needs, then the commit publishes: it must
+    fail (a 409 the client retries), never publish a main with no files."""
+    with own_server(tmp_path) as (server, cat):
+        admin = rest_catalog(server)
+        table = _table(admin, "REFS_RACE")
+        table.append(batch(A))
+        first = _current_id(table)
+        table.append(batch(B))
+        cat.catch_up()
+        request = CommitTableRequest(
+            identifier=TableIdentifier.model_validate({"namespace": ["REFS_RACE"], "name": "T"}),
+            requirements=[],
+            updates=[
+                SetSnapshotRefUpdate(
+                    ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=first
+                )
+            ],
+        )
+        change = plan(cat, cat.catalog(), request)
+        clock = TableData.for_catalog(cat).clock
+        assert expire_data(cat, "T", "REFS_RACE", older_than=clock.now())
+        with pytest.raises(CommitFailedError, match="refresh and retry"):
+            commit(cat, [change])
+        assert _rows(cat, "REFS_RACE") == A + B
+        # The client refreshes: the snapshot is gone from the table's metadata.
+        with pytest.raises(ValueError, match="unknown snapshot id"):
+            admin.load_table(("REFS_RACE", "T")).manage_snapshots().set_current_snapshot(
+                first
+            ).commit()
