@@ -98,6 +98,7 @@ def test_branches_and_tags_are_created_moved_read_and_removed(
 
 def test_an_unknown_ref_is_not_found(admin: RestCatalog, cat: Catalog) -> None:
     table = _table(admin, "REFS_UNKNOWN")
+    cat.catch_up()
     with pytest.raises(NotFoundError, match=r"'REFS_UNKNOWN\.T' has no branch or tag 'nope'"):
         read_table(cat, "T", "REFS_UNKNOWN", ref="nope")
     table.append(batch(A))
@@ -297,12 +298,12 @@ def test_a_rollback_whose_snapshot_expires_before_it_publishes_is_refused(
         cat.catch_up()
         request = CommitTableRequest(
             identifier=TableIdentifier.model_validate({"namespace": ["REFS_RACE"], "name": "T"}),
-            requirements=[],
-            updates=[
-                SetSnapshotRefUpdate(
-                    ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=first
-                )
-            ],
+            requirements=(),
+            updates=(
+                SetSnapshotRefUpdate.model_validate(
+                    {"ref-name": "main", "type": "branch", "snapshot-id": first}
+                ),
+            ),
         )
         change = plan(cat, cat.catalog(), request)
         clock = TableData.for_catalog(cat).clock
