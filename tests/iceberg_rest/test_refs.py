@@ -316,3 +316,28 @@ def test_a_rollback_whose_snapshot_expires_before_it_publishes_is_refused(
             admin.load_table(("REFS_RACE", "T")).manage_snapshots().set_current_snapshot(
                 first
             ).commit()
+
+
+def test_a_cherry_pick_after_a_janitor_sweep_adds_the_files_its_branch_keeps(
+    tmp_path: Path,
+) -> None:
+    """The picked snapshot's files are older than the janitor's cutoff, but
+    the branch kept them: adding them to main again is no stale commit."""
+    with own_server(tmp_path) as (server, cat):
+        admin = rest_catalog(server)
+        table = _table(admin, "REFS_PICK")
+        table.append(batch(A))
+        table.manage_snapshots().create_branch(_current_id(table), "wap").commit()
+        table.append(batch(B), branch="wap")
+        table.append(batch(C))
+        report = run_janitor(cat, grace_s=0)
+        assert not report.errors
+        table = admin.load_table(("REFS_PICK", "T"))
+        picked = table.snapshot_by_name("wap")
+        assert picked is not None
+        with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+            for manifest in picked.manifests(table.io):
+                if manifest.added_snapshot_id == picked.snapshot_id:
+                    for entry in manifest.fetch_manifest_entry(table.io):
+                        append.append_data_file(entry.data_file)
+        assert _rows(cat, "REFS_PICK") == A + B + C

@@ -247,6 +247,13 @@ def _current_only(metadata: TableMetadata) -> TableMetadata:
     )
 
 
+def _ref_targets(metadata: TableMetadata) -> list[int]:
+    """The snapshots the metadata's branches and tags point at, but its
+    current one, sorted."""
+    targets = {r.snapshot_id for r in metadata.refs.values()} - {metadata.current_snapshot_id}
+    return sorted(t for t in targets if t is not None and metadata.snapshot_by_id(t) is not None)
+
+
 class _ReplaceFiles(_OverwriteFiles):
     """An Iceberg ``replace`` snapshot: files rewritten, rows unchanged
     (compaction). pyiceberg writes the manifests as for an overwrite but its
@@ -454,16 +461,24 @@ class IcebergFiles:
             return MetadataFiles(location, frozenset(), frozenset())
         lists = {snapshot.manifest_list}
         manifests = {m.manifest_path for m in self.manifests(metadata)}
-        ref_files: set[str] = set()
-        for target in {r.snapshot_id for r in metadata.refs.values()} - {snapshot.snapshot_id}:
+        for target in _ref_targets(metadata):
             found = metadata.snapshot_by_id(target)
-            if found is None:
-                continue
+            assert found is not None  # _ref_targets lists held snapshots only
             lists.add(found.manifest_list)
-            for manifest in self.manifests(metadata, target):
-                manifests.add(manifest.manifest_path)
-                ref_files.update(f.path for f, _ in self._entries(manifest, metadata))
-        return MetadataFiles(location, frozenset(lists), frozenset(manifests), frozenset(ref_files))
+            manifests.update(m.manifest_path for m in self.manifests(metadata, target))
+        return MetadataFiles(
+            location, frozenset(lists), frozenset(manifests), self.ref_files(metadata)
+        )
+
+    def ref_files(self, metadata: TableMetadata) -> frozenset[str]:
+        """The data files of the snapshots the branches and tags of
+        ``metadata`` point at, but for its current one's."""
+        return frozenset(
+            f.path
+            for target in _ref_targets(metadata)
+            for manifest in self.manifests(metadata, target)
+            for f, _ in self._entries(manifest, metadata)
+        )
 
     # -- writing ---------------------------------------------------------------
 

@@ -331,6 +331,16 @@ def _check_files(
         return refused(f"Table '{full}': {what}", table=full, rule=rule)
 
     io = data.iceberg.io
+    held: frozenset[str] | None = None
+
+    def new_data_file(path: str) -> bool:
+        """A file a branch or tag of ``base`` already holds (a cherry-pick
+        adds it again) is kept by the table, whatever its age."""
+        nonlocal held
+        if held is None:
+            held = frozenset() if base is None else data.iceberg.ref_files(base)
+        return path not in held
+
     try:
         for new in (s for s in wanted.snapshots if s.snapshot_id in added):
             if outside(new.manifest_list):
@@ -355,7 +365,8 @@ def _check_files(
                         "file-location",
                     )
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-                    if entry.snapshot_id in added and outside(entry.data_file.file_path):
+                    path = entry.data_file.file_path
+                    if entry.snapshot_id in added and new_data_file(path) and outside(path):
                         raise refuse(
                             f"data file '{entry.data_file.file_path}' is not where the table's "
                             f"files belong ({_place(wanted, registered)})",
