@@ -229,6 +229,29 @@ def test_refs_the_catalog_cannot_keep_are_refused(
     )
     message = spec_error(branch_only, 400)["message"]
     assert "'dev' needs a snapshot on the main branch first" in message
+    # So does a staged create's (its refs are never dropped).
+    staged = admin.create_table_transaction(("REFS_NO", "STAGED"), SCHEMA)
+    updates = [u.model_dump(by_alias=True, mode="json") for u in staged._updates]
+    snapshot["manifest-list"] = f"{staged.table_metadata.location}/metadata/snap-77.avro"
+    create_with_branch = client.post(
+        "/v1/namespaces/REFS_NO/tables/STAGED",
+        json={
+            "requirements": [{"type": "assert-create"}],
+            "updates": [
+                *updates,
+                {"action": "add-snapshot", "snapshot": snapshot},
+                {
+                    "action": "set-snapshot-ref",
+                    "ref-name": "dev",
+                    "type": "branch",
+                    "snapshot-id": 77,
+                },
+            ],
+        },
+    )
+    message = spec_error(create_with_branch, 400)["message"]
+    assert "'dev' needs a snapshot on the main branch first" in message
+    assert not admin.table_exists(("REFS_NO", "STAGED"))
 
 
 def test_native_writes_keep_the_tables_refs(admin: RestCatalog, cat: Catalog) -> None:

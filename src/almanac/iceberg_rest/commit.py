@@ -242,6 +242,7 @@ def created(
             rule="format-version",
         )
     data = TableData.for_catalog(cat)
+    check_refs(data, full, made.id, MetastoreCatalog._empty_table_metadata(), wanted)
     location = data.warehouse.table_dir(made.id)
     if relocate:
         wanted = wanted.model_copy(update={"location": location})
