@@ -18,6 +18,7 @@ from pyiceberg.table.update import SetSnapshotRefUpdate
 
 from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
+from almanac.data.snapshots import Record
 from almanac.errors import NotFoundError
 from almanac.iceberg_rest.commit import commit, plan
 from almanac.iceberg_rest.errors import CommitFailedError
@@ -39,6 +40,16 @@ def _table(admin: RestCatalog, namespace: str, name: str = "T") -> Table:
 def _rows(cat: Catalog, namespace: str, name: str = "T", **options: Any) -> list[Row]:
     cat.catch_up()
     return arrow_rows(read_table(cat, name, namespace, **options))
+
+
+def _latest(cat: Catalog, table: Table) -> Record:
+    """The table's current data-snapshot record."""
+    data = TableData.for_catalog(cat)
+    table_id = data.warehouse.table_of(table.metadata.location)
+    assert table_id is not None
+    record = data.current_record(table_id)
+    assert record is not None
+    return record
 
 
 def _current_id(table: Table) -> int:
@@ -74,11 +85,7 @@ def test_branches_and_tags_are_created_moved_read_and_removed(
     assert _rows(cat, "REFS_CRUD", ref="dev") == A + B + C
     assert _rows(cat, "REFS_CRUD") == A + B
     assert scanned(admin.load_table(("REFS_CRUD", "T"))) == A + B
-    data = TableData.for_catalog(cat)
-    table_id = data.warehouse.table_of(loaded.metadata.location)
-    assert table_id is not None
-    tagged = data.current_record(table_id)
-    assert tagged is not None
+    tagged = _latest(cat, loaded)
 
     # Moving the tag (to main's snapshot) and removing both refs.
     loaded = admin.load_table(("REFS_CRUD", "T"))
@@ -92,7 +99,7 @@ def test_branches_and_tags_are_created_moved_read_and_removed(
     # The refs are kept in the data snapshot chain: time travel finds them.
     assert _rows(cat, "REFS_CRUD", ref="v1", timestamp=tagged.commit_time) == A
     assert _rows(cat, "REFS_CRUD", ref="dev", timestamp=tagged.commit_time) == A + B + C
-    operations = [r.operation for r in data.records(table_id)]
+    operations = [r.operation for r in TableData.for_catalog(cat).records(tagged.table_id)]
     assert operations == ["append", "append", "refs", "refs", "refs", "refs"]
 
 
@@ -115,7 +122,7 @@ def test_rollback_set_current_snapshot_and_cherry_pick(admin: RestCatalog, cat: 
     table.append(batch(B))
     table.append(batch(C))
     third = _current_id(table)
-    before = TableData.for_catalog(cat).clock.now()
+    before = _latest(cat, table).commit_time
 
     table.manage_snapshots().rollback_to_snapshot(first).commit()
     assert scanned(admin.load_table(("REFS_ROLL", "T"))) == A
@@ -175,10 +182,7 @@ def test_refs_the_catalog_cannot_keep_are_refused(
     middle = next(
         s.snapshot_id for s in table.snapshots() if s.snapshot_id not in (first, _current_id(table))
     )
-    data = TableData.for_catalog(cat)
-    table_id = data.warehouse.table_of(table.metadata.location)
-    assert table_id is not None
-    before = data.current_record(table_id)
+    before = _latest(cat, table)
 
     with pytest.raises(BadRequestError, match=f"cannot point at snapshot {middle}"):
         table.manage_snapshots().set_current_snapshot(middle).commit()
@@ -201,7 +205,7 @@ def test_refs_the_catalog_cannot_keep_are_refused(
 
     # Nothing changed: the same data snapshot, main reads the overwrite.
     assert _rows(cat, "REFS_NO") == B
-    assert data.current_record(table_id) == before
+    assert _latest(cat, table) == before
 
     # A branch needs main to have a snapshot (pyiceberg checks it too).
     empty = admin.create_table(("REFS_NO", "EMPTY"), SCHEMA)
@@ -280,10 +284,9 @@ def test_the_janitor_keeps_what_a_tag_needs_until_the_tag_goes(tmp_path: Path) -
         table.manage_snapshots().create_tag(first, "v1").commit()
         table.overwrite(batch(B))
         cat.catch_up()
-        clock = TableData.for_catalog(cat).clock
 
         # Retention drops every older data snapshot; the tag still needs A's files.
-        expire_data(cat, "T", "REFS_GC", older_than=clock.now())
+        expire_data(cat, "T", "REFS_GC", older_than=_latest(cat, table).commit_time)
         report = run_janitor(cat, grace_s=0)
         assert not report.errors
         assert tagged_files.isdisjoint(report.files_removed)
@@ -296,7 +299,7 @@ def test_the_janitor_keeps_what_a_tag_needs_until_the_tag_goes(tmp_path: Path) -
         # Once the tag is removed and retention passes, its files go.
         loaded.manage_snapshots().remove_tag("v1").commit()
         cat.catch_up()
-        expire_data(cat, "T", "REFS_GC", older_than=clock.now())
+        expire_data(cat, "T", "REFS_GC", older_than=_latest(cat, loaded).commit_time)
         run_janitor(cat, grace_s=0)
         assert not any(Path(p.removeprefix("file://")).exists() for p in tagged_files)
         assert _rows(cat, "REFS_GC") == B
@@ -329,8 +332,8 @@ def test_a_rollback_whose_snapshot_expires_before_it_publishes_is_refused(
             ),
         )
         change = plan(cat, cat.catalog(), request)
-        clock = TableData.for_catalog(cat).clock
-        assert expire_data(cat, "T", "REFS_RACE", older_than=clock.now())
+        latest = _latest(cat, table).commit_time
+        assert expire_data(cat, "T", "REFS_RACE", older_than=latest)
         with pytest.raises(CommitFailedError, match="refresh and retry"):
             commit(cat, [change])
         assert _rows(cat, "REFS_RACE") == A + B
