@@ -3,7 +3,8 @@
 ``update_table_metadata``, then what the result means for Almanac.
 
 A schema change becomes the ALTER TABLE commands the equivalent DDL runs
-(``mapping``); a new snapshot becomes a data snapshot (``TableData.adopt_ops``),
+(``mapping``); a new snapshot, or a change of branches and tags (``refs``),
+becomes a data snapshot (``TableData.adopt_ops``),
 so Almanac's time travel, retention and janitor see it; properties go to
 their metastore key. Everything of one request, for one table or for many
 (``/v1/transactions/commit``), commits in one metastore transaction: one
@@ -304,7 +305,8 @@ def _check_files(
     registered: bool = False,
 ) -> tuple[str, ...]:
     """The files a commit adds are the table's own, and data files only;
-    returns them.
+    returns them (but those a branch or tag already keeps, which a
+    cherry-pick adds again).
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
