@@ -81,6 +81,7 @@ from almanac.errors import (
     WaitTimeoutError,
 )
 from almanac.identity import IdentityRecord, identity_path_for, new_catalog_id, parse_catalog_id
+from almanac.leases import LeaseKeeper
 from almanac.log_format import (
     frame_checkpoint,
     frame_update,
@@ -195,7 +196,7 @@ class UpdateLog:
         self._closed = threading.Event()
         self._lease = 0
         self._lease_lock = threading.Lock()
-        self._keepalive: threading.Thread | None = None
+        self._keepalive: LeaseKeeper | None = None
         self._pin_seq = itertools.count()
         self.failure: BaseException | None = None
 
@@ -444,10 +445,21 @@ class UpdateLog:
         with self._lease_lock:
             if self._lease == 0:
                 self._lease = lease = self.store.grant_lease(self.pin_ttl_s)
-                self._keepalive = threading.Thread(
-                    target=self._keep_alive, args=(lease,), name="almanac-pin-lease", daemon=True
+
+                keeper = LeaseKeeper(
+                    self.pin_ttl_s,
+                    "almanac-pin-lease",
+                    on_error=lambda exc: self._renewal_failed(lease, exc),
                 )
-                self._keepalive.start()
+
+                def renew() -> None:
+                    if self._lease != lease or self._closed.is_set():
+                        keeper.stop()  # a newer lease has its own keeper
+                    else:
+                        self.store.keep_alive(lease)
+
+                keeper.add(renew)
+                self._keepalive = keeper.start()
             return self._lease
 
     def _drop_lease(self, lease: int) -> None:
@@ -457,19 +469,16 @@ class UpdateLog:
             if self._lease == lease:
                 self._lease = 0
 
-    def _keep_alive(self, lease: int) -> None:
-        while not self._closed.wait(self.pin_ttl_s / 3) and self._lease == lease:
-            try:
-                self.store.keep_alive(lease)
-            except MetastoreUnavailableError as exc:
-                # A cluster between leaders, or briefly out of reach: the
-                # lease outlives a few missed renewals, so keep trying.
-                _log.warning("Could not renew the lease of this node's version pins: %s", exc)
-            except MetastoreError as exc:
-                if not self._closed.is_set():
-                    _log.error("Lost the lease that holds this node's version pins: %s", exc)
-                self._drop_lease(lease)
-                return
+    def _renewal_failed(self, lease: int, exc: CatalogError) -> bool:
+        if isinstance(exc, MetastoreUnavailableError):
+            # A cluster between leaders, or briefly out of reach: the
+            # lease outlives a few missed renewals, so keep trying.
+            _log.warning("Could not renew the lease of this node's version pins: %s", exc)
+            return True
+        if not self._closed.is_set():
+            _log.error("Lost the lease that holds this node's version pins: %s", exc)
+        self._drop_lease(lease)
+        return False
 
     def pin(self, version: int, timeout: float | None = None) -> VersionPin:
         """Hold ``version`` against truncation, in every process sharing the
@@ -618,6 +627,8 @@ class UpdateLog:
         if self.identity is not None and self._follower is not None and self.failure is None:
             self.identity.seen(self._follower.latest_version)
             self.identity.flush_quietly()
+        if self._keepalive is not None:
+            self._keepalive.stop()
         with self._lease_lock:
             if self._lease:
                 with contextlib.suppress(MetastoreError):

@@ -30,6 +30,7 @@ from almanac.errors import (
     LeaseNotFoundError,
     ValidationError,
 )
+from almanac.leases import Renewal
 from almanac.metastore import Compare, Metastore, Put
 
 __all__ = [
@@ -222,17 +223,16 @@ class NodeRegistration:
 
     def _run(self) -> None:
         published = self.info.applied
-        renew_every = self._ttl_s / 3
-        renew_at = time.monotonic() + renew_every
+        renewal = Renewal(self._ttl_s)
         while not self._stop.is_set():
-            self._wake.wait(max(renew_at - time.monotonic(), 0.0))
+            self._wake.wait(max(renewal.at - time.monotonic(), 0.0))
             self._wake.clear()
             if self._stop.is_set():
                 return
             try:
-                if time.monotonic() >= renew_at:
+                if renewal.due():
                     self._renew()
-                    renew_at = time.monotonic() + renew_every
+                    renewal.done()
                 applied = self._applied
                 if applied != published:
                     self.info = NodeInfo(

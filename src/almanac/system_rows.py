@@ -47,14 +47,13 @@ from almanac.placement.state import (
     read_server_indexes,
     read_servers,
 )
+from almanac.read_point import ReadPoint
 from almanac.spelling import partition_field_sql, sort_field_sql
 from almanac.sql.reads import (
     TABLE_COLUMNS,
-    AsOf,
     ReadSource,
     column_rows,
     history_infos,
-    read_version,
     show_tables,
     utc_text,
     version_summary,
@@ -338,7 +337,7 @@ def _instant(seconds: float, what: str) -> dt.datetime:
 
 
 def system_rows(
-    source: ReadSource, name: str, *, as_of: AsOf | None = None, table_id: int | None = None
+    source: ReadSource, name: str, *, as_of: ReadPoint | None = None, table_id: int | None = None
 ) -> SystemRows:
     """The rows of system table ``name`` (``SYSTEM.TABLES`` or ``TABLES``) at
     ``as_of`` (the latest for ``None``); ``table_id`` keeps the tablets of one
@@ -346,11 +345,11 @@ def system_rows(
     if not callable(getattr(source, "catalog", None)):
         raise check.fail("Parameter 'source' of system_rows", "a Catalog", source)
     check.string(name, "Parameter 'name' of system_rows")
-    check.optional_instance(as_of, AsOf, "Parameter 'as_of' of system_rows")
+    check.optional_instance(as_of, ReadPoint, "Parameter 'as_of' of system_rows")
     check.optional_int(table_id, "Parameter 'table_id' of system_rows")
     short = name if name in SYSTEM_COLUMNS else system_name(name)
     if short not in _VERSIONED:
-        if as_of is not None:
+        if as_of is not None and not as_of.latest:
             raise ValidationError(
                 f"{SYSTEM_SCHEMA}.{short} is the placement state as it is now, which catalog "
                 "versions do not record: read it without a version or timestamp",
@@ -363,7 +362,7 @@ def system_rows(
         else:
             rows = servers_rows(source.metastore)
         return SystemRows(short, cat.version, rows)
-    cat = read_version(as_of, source)
+    cat = (as_of or ReadPoint()).resolve(source)
     answers: dict[str, Callable[[], tuple[Row, ...]]] = {
         "TABLES": lambda: tables_rows(cat),
         "COLUMNS": lambda: columns_rows(cat),

@@ -16,7 +16,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.connection import open_catalog
 from almanac.errors import ValidationError
-from almanac.sql.reads import AsOf
+from almanac.read_point import ReadPoint
 from almanac.system_rows import (
     SYSTEM_COLUMNS,
     SYSTEM_SCHEMA,
@@ -71,21 +71,14 @@ def system_table(
         return to_arrow(system_rows(cat, short, as_of=as_of))
 
 
-def _as_of(version: object, timestamp: object) -> AsOf | None:
+def _as_of(version: object, timestamp: object) -> ReadPoint:
     check.optional_int(version, "Parameter 'version' of system_table", lo=0)
-    if timestamp is None:
-        return None if version is None else AsOf(version=version)  # type: ignore[arg-type]
-    if version is not None:
-        raise ValidationError(
-            "system_table reads at a version or at a timestamp, not both",
-            parameter="timestamp",
-            rule="one-read-point",
-        )
-    what = "Parameter 'timestamp' of system_table"
-    if not isinstance(timestamp, dt.datetime):
-        raise check.fail(what, "an aware datetime", timestamp)
-    check.timestamp(timestamp, what)  # aware, and inside the hybrid clock's range
-    return AsOf(timestamp=timestamp)
+    if timestamp is not None:
+        what = "Parameter 'timestamp' of system_table"
+        if not isinstance(timestamp, dt.datetime):
+            raise check.fail(what, "an aware datetime", timestamp)
+        check.timestamp(timestamp, what)  # aware, and inside the hybrid clock's range
+    return ReadPoint(version=version, timestamp=timestamp)  # type: ignore[arg-type]
 
 
 def _open(target: object) -> Catalog:

@@ -121,6 +121,8 @@ MODULES_NOT_SWEPT = {
     "almanac.identity": _INTERNAL,
     "almanac.log": _INTERNAL,
     "almanac.log_format": _INTERNAL,
+    "almanac.leases": _INTERNAL,
+    "almanac.read_point": "how front ends parse a read point; reached through system_table and SQL",
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
     "almanac.catalog_types": _EXPORTED,
     "almanac.dispatch": _INTERNAL,
@@ -836,8 +838,9 @@ def data_context(cat: Catalog) -> dict[Any, list[object]]:
     catalog (with a warehouse), its table T with rows, a data file of it..."""
     from almanac.clock import HybridClock
     from almanac.data import DataFile, conform, new_write_id, plan_scan, write_table
+    from almanac.read_point import ReadPoint
     from almanac.serialization import encode_catalog
-    from almanac.sql.reads import AsOf, ReadSource
+    from almanac.sql.reads import ReadSource
     from almanac.system_tables import SystemRows, system_rows
 
     if cat.catalog().table("T") is None:
@@ -883,7 +886,7 @@ def data_context(cat: Catalog) -> dict[Any, list[object]]:
             )
         ],
         SystemRows: [system_rows(cat, "TABLES"), system_rows(cat, "SERVERS")],
-        AsOf: [AsOf(version=cat.latest_version)],
+        ReadPoint: [ReadPoint(version=cat.latest_version)],
         bytes: [encode_catalog(cat.catalog())],
     }
 

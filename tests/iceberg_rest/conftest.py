@@ -49,14 +49,15 @@ def server(server_dir: Path, target: str) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def own_server(directory: Path, **connect: Any) -> Iterator[tuple[Server, Catalog]]:
+def own_server(directory: Path, *serve: str, **connect: Any) -> Iterator[tuple[Server, Catalog]]:
     """A server of its own over a new catalog in ``directory`` (admin token
-    only) and a second node of that catalog opened with ``connect``: for
-    tests that run the janitor over the whole warehouse or change retention."""
+    only; ``serve``: more arguments of ``serve_worker``) and a second node of
+    that catalog opened with ``connect``: for tests that run the janitor over
+    the whole warehouse or change retention."""
     tokens = directory / "tokens"
     tokens.write_text(f"admin {ADMIN_TOKEN}\n", encoding="utf-8")
     target = str(directory / "catalog")
-    srv = Server(target, "--tokens-file", str(tokens), log=directory / "server.log")
+    srv = Server(target, "--tokens-file", str(tokens), *serve, log=directory / "server.log")
     try:
         with almanac.connect(target, **connect) as node:
             yield srv, node

@@ -354,21 +354,23 @@ def test_rename_and_drop(served: Served) -> None:
     assert not client.table_exists("m.u")
 
 
-def test_a_drop_takes_the_servers_reserve_and_a_purge_does_not(tmp_path: Path) -> None:
+def test_a_drop_and_a_purge_both_take_the_servers_reserve(tmp_path: Path) -> None:
+    """The catalog owns the files (gc.enabled=false): a purge is its drop."""
     with _serve(tmp_path, soft_delete_reserve_s=3600.0) as served:
         client = served.client()
         client.create_namespace("r")
         client.create_table("r.kept", SCHEMA, properties={"owner": "ana"}).append(_rows([1, 2]))
-        client.create_table("r.gone", SCHEMA)
+        client.create_table("r.purged", SCHEMA)
         client.drop_table("r.kept")
-        client.drop_table("r.gone", purge_requested=True)
+        client.drop_table("r.purged", purge_requested=True)
         assert client.list_tables("r") == []
-        assert [t.name for t in served.cat.catalog().soft_deleted_tables()] == ["kept"]
+        dropped = served.cat.catalog().soft_deleted_tables()
+        assert sorted(t.name for t in dropped) == ["kept", "purged"]
         served.cat.sql('RECOVER TABLE "r"."kept"')
         back = client.load_table("r.kept")
         assert back.properties.get("owner") == "ana"
         assert _ids(back.scan().to_arrow()) == [1, 2]
-        assert not client.table_exists("r.gone")
+        assert not client.table_exists("r.purged")
 
 
 def test_a_snapshot_of_another_tables_files_is_refused(served: Served) -> None:

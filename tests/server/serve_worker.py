@@ -1,5 +1,6 @@
 """Runs ``almanac.server.serve`` in a subprocess: ``serve_worker TARGET
-[--host H] [--port P] [--tokens-file F] [--insecure]``, port 0 by default."""
+[--host H] [--port P] [--tokens-file F] [--insecure] [--soft-delete-reserve S]``,
+port 0 by default."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tokens-file")
     parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--soft-delete-reserve", type=float, default=0.0)
     args = parser.parse_args()
     try:
         serve(
@@ -25,6 +27,7 @@ def main() -> int:
             port=args.port,
             tokens_file=args.tokens_file,
             insecure=args.insecure,
+            soft_delete_reserve_s=args.soft_delete_reserve,
         )
     except CatalogError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -15,7 +15,7 @@ from almanac.commands import ColumnDef, CreateTable
 from almanac.data import DataFile
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
-from almanac.errors import SqlParseError, ValidationError
+from almanac.errors import SqlParseError, ValidationError, VersionNotFoundError
 from almanac.spark.names import read_point, store_uri
 from almanac.spark.reader import OPEN_COST, pack_files
 from almanac.spark.sql import parse_ctas
@@ -40,13 +40,16 @@ def test_read_point() -> None:
     assert read_point({"timestamp": "2024-01-02T03:04:05+00:00"}).timestamp is not None
     for bad in [
         {"version": "x"},
-        {"version": "0"},
+        {"version": "-1"},
         {"timestamp": "soon"},
         {"timestamp": "2024-01-02T03:04:05"},
         {"version": "1", "timestamp": "2"},
     ]:
         with pytest.raises(ValidationError):
             read_point(bad)
+    # Version 0 parses, as in SQL, and no read finds it: versions start at 1.
+    with almanac.connect("memory://") as cat, pytest.raises(VersionNotFoundError):
+        read_point({"version": "0"}).resolve(cat)
 
 
 def test_store_uri(tmp_path: object) -> None:

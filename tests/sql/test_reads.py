@@ -21,8 +21,9 @@ from almanac import (
     VersionNotFoundError,
 )
 from almanac.clock import to_datetime
+from almanac.read_point import ReadPoint
 from almanac.sql.parsing import parse_script, parse_sql
-from almanac.sql.reads import AsOf, ReadStatement
+from almanac.sql.reads import ReadStatement
 from almanac.summary import CHECKPOINT_SUMMARY
 
 SETUP = [
@@ -294,7 +295,7 @@ def test_reads_of_what_does_not_exist(
         ),
         (
             "SHOW TABLES\n  AS OF TIMESTAMP 'yesterday'",
-            "'yesterday' is not an ISO-8601 timestamp such as '2026-11-23T01:02:03Z'",
+            "Timestamp must be an ISO-8601 instant such as '2026-11-23T01:02:03Z', got 'yesterday'",
             (2, 19),
         ),
         (
@@ -351,7 +352,7 @@ def test_a_read_makes_no_version_and_checks_its_arguments(cat: Catalog) -> None:
 
 def test_parse_sql_returns_the_read_and_parse_script_refuses_it() -> None:
     assert parse_sql("SHOW TABLES IN s AS OF VERSION 3") == ReadStatement(
-        "SHOW TABLES", schema="S", as_of=AsOf(version=3)
+        "SHOW TABLES", schema="S", as_of=ReadPoint(version=3)
     )
     assert parse_sql("SHOW INDEXES ON t", default_schema="X") == ReadStatement(
         "SHOW INDEXES", schema="X", table="T"
@@ -403,7 +404,10 @@ def test_history_after_a_checkpoint_and_from_two_nodes(tmp_path: Path) -> None:
         (lambda: ReadStatement("SHOW DIFF"), "SHOW DIFF, and only it, names two versions"),
         (lambda: ReadStatement("SHOW ZONES", versions=(1, 2)), "SHOW DIFF, and only it"),
         (lambda: ReadStatement("DESCRIBE TABLE", table="T"), "DESCRIBE TABLE names a schema"),
-        (lambda: AsOf(), "AS OF names a version or a timestamp, exactly one"),
+        (
+            lambda: ReadPoint(version=1, timestamp=5),
+            "A read names a version or a timestamp, not both",
+        ),
     ],
 )
 def test_read_statement_values_refuse_what_no_statement_says(

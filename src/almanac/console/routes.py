@@ -175,6 +175,7 @@ def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataS
     given), or why the catalog has none to show."""
     try:
         from almanac.data.commits import TableData
+        from almanac.data.deletes import live_rows
     except ImportError:
         return DataSnapshots(
             missing="This server has no data-plane packages (pyarrow, pyiceberg installed "
@@ -188,6 +189,7 @@ def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataS
         records = data.records(table_id)
         kept = [r for r in records if version is None or r.catalog_version <= version]
         snapshots = [data.load(r) for r in kept[-SNAPSHOTS_SHOWN:]]
+        rows = [live_rows(s.files, data.warehouse, str(table_id)) for s in snapshots]
     except CatalogError as exc:
         return DataSnapshots(missing=f"The table's data snapshots cannot be read: {exc}")
     return DataSnapshots(
@@ -199,10 +201,10 @@ def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataS
                 committed=iso(s.commit_time),
                 operation=s.operation,
                 files=len(s.files),
-                rows=sum(f.rows for f in s.files),
+                rows=live,
                 bytes=sum(f.size for f in s.files),
             )
-            for s in snapshots
+            for s, live in zip(snapshots, rows, strict=True)
         ),
     )
 

@@ -30,6 +30,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.data.arrow import arrow_type
+from almanac.data.deletes import live_rows
 from almanac.data.files import DataFile, checksum_in_name
 from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
@@ -326,11 +327,12 @@ class TableData:
                 operation=operation,
                 rule="replace-names-files",
             )
-        if old and sum(f.rows for f in new) != sum(f.rows for f in old):
+        kept = live_rows(old, self.warehouse, str(table_id)) if old else 0
+        if old and sum(f.rows for f in new) != kept:
             raise ValidationError(
                 f"A replace commit to table {table_id} must keep the rows it rewrites: its "
                 f"{len(new)} new files hold {sum(f.rows for f in new)} rows, the {len(old)} files "
-                f"it replaces {sum(f.rows for f in old)}",
+                f"it replaces {kept} (once their deletes apply)",
                 rule="replace-keeps-rows",
             )
         if old:
@@ -470,13 +472,21 @@ class TableData:
     def _check_still_live(
         self, table_id: int, write_id: str, parent: Record | None, old: tuple[DataFile, ...]
     ) -> None:
-        live = set() if parent is None else {f.path for f in self.files_of(parent)}
+        live = {} if parent is None else {f.path: f for f in self.files_of(parent)}
         gone = [f.path for f in old if f.path not in live]
         if gone:
             raise ConflictError(
                 f"Write {write_id} replaces {len(old)} files of table {table_id}, but "
                 f"{len(gone)} of them (first '{gone[0]}') are no longer in its current data "
                 "snapshot: another commit removed them, so nothing was published; plan again",
+                attempts=1,
+            )
+        deleted = [f.path for f in old if set(live[f.path].deletes) != set(f.deletes)]
+        if deleted:
+            raise ConflictError(
+                f"Write {write_id} replaces {len(old)} files of table {table_id}, but rows of "
+                f"{len(deleted)} of them (first '{deleted[0]}') were deleted since it read them "
+                "(a merge-on-read delete), so nothing was published; plan again",
                 attempts=1,
             )
 

@@ -5,7 +5,9 @@ Many small appends leave many small files, and a scan pays per file. A
 compaction reads the small files of each tablet and partition (by column
 id, at the latest catalog version), writes their rows back as a few large
 files of the same tablet under the table's default spec and sort order,
-and commits a snapshot that swaps exactly those files. Appends
+and commits a snapshot that swaps exactly those files. Files with merge-on-read deletes
+are rewritten whatever their size, without their deleted rows, and the
+delete files no remaining file needs leave the snapshot. Appends
 that land meanwhile stay: the commit rebuilds on the newest parent and
 deletes only the files it read. If another commit removed one of them (an
 overwrite, another compaction), the compaction publishes nothing and its
@@ -72,9 +74,11 @@ class CompactionPlan:
 
 
 def _groups(files: Sequence[DataFile], target_bytes: int) -> list[tuple[DataFile, ...]]:
-    """Greedy bins of consecutive small files up to ``target_bytes`` each; a
-    bin of one file would only copy it, so it is left out."""
-    small = [f for f in files if f.size < target_bytes * SMALL_FRACTION]
+    """Greedy bins of consecutive small files, and of files with deletes
+    whatever their size (a rewrite folds the deletes in), up to
+    ``target_bytes`` each; a bin of one file without deletes would only copy
+    it, so it is left out."""
+    small = [f for f in files if f.size < target_bytes * SMALL_FRACTION or f.deletes]
     bins: list[list[DataFile]] = []
     size = 0
     for f in small:
@@ -83,7 +87,7 @@ def _groups(files: Sequence[DataFile], target_bytes: int) -> list[tuple[DataFile
             size = 0
         bins[-1].append(f)
         size += f.size
-    return [tuple(b) for b in bins if len(b) > 1]
+    return [tuple(b) for b in bins if len(b) > 1 or b[0].deletes]
 
 
 def plan_compaction(

@@ -41,6 +41,7 @@ from almanac.partitioning import PartitionField
 __all__ = [
     "ColumnStats",
     "DataFile",
+    "DeleteFile",
     "checksum_in_name",
     "column_stats",
     "sort_rows",
@@ -66,6 +67,17 @@ class ColumnStats:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteFile:
+    """An Iceberg position delete file (merge-on-read, written by engines such
+    as DuckDB and Spark): its rows ``(file_path, pos)`` delete row ``pos`` of
+    data file ``file_path``. ``almanac.data.deletes`` reads and applies it."""
+
+    path: str
+    rows: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class DataFile:
     """One Parquet file of a table. ``stats`` is keyed by column id;
     ``checksum`` is the CRC-32 of its bytes, None when its name carries none
@@ -73,7 +85,9 @@ class DataFile:
     under and ``partition`` its values for that spec's Iceberg fields (the
     hidden tablet field first in a bucketed table; see ``spec_fields``), in
     Iceberg's representation (``almanac.data.transforms``). Picklable: Spark
-    ships these from write tasks to the commit."""
+    ships these from write tasks to the commit. ``deletes`` are the position
+    delete files that may delete some of its ``rows`` (planned from the
+    snapshot it was read from; none for a file being written)."""
 
     path: str
     rows: int
@@ -83,6 +97,7 @@ class DataFile:
     checksum: int | None = None
     spec_id: int = 0
     partition: tuple[object, ...] = ()
+    deletes: tuple[DeleteFile, ...] = ()
 
 
 def checksum_in_name(path: str) -> int | None:

@@ -22,7 +22,11 @@ from typing import Any, TypeVar
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile as IcebergFile
-from pyiceberg.manifest import ManifestFile
+from pyiceberg.manifest import (
+    ManifestContent,
+    ManifestFile,
+    ManifestWriterV2,
+)
 from pyiceberg.partitioning import PartitionSpec as IcebergSpec
 from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table import CommitTableResponse
@@ -48,6 +52,7 @@ from pyiceberg.types import (
 )
 
 from almanac.data.bounded_io import BoundedFileIO, gunzip_bounded
+from almanac.data.deletes import plan_deletes
 from almanac.data.files import DataFile
 from almanac.data.iceberg_files import from_iceberg_file, to_iceberg_file
 from almanac.data.iceberg_schema import (
@@ -254,9 +259,78 @@ def _ref_targets(metadata: TableMetadata) -> list[int]:
     return sorted(t for t in targets if t is not None and metadata.snapshot_by_id(t) is not None)
 
 
-class _ReplaceFiles(_OverwriteFiles):
+class _DeleteManifestWriter(ManifestWriterV2):
+    """A format v2 delete manifest: pyiceberg 0.12 writes data manifests
+    only, and a delete manifest differs from one in its content alone."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+class _RewriteFiles(_OverwriteFiles):
+    """An overwrite that also removes the position delete files in
+    ``dropped`` (by path): those no data file left in the table needs.
+    pyiceberg's own overwrite keeps every delete manifest as it is, so the
+    delete files of rewritten data files would stay referenced forever."""
+
+    dropped: dict[str, IcebergFile]
+
+    def _process_manifests(self, manifests: list[ManifestFile]) -> list[ManifestFile]:
+        manifests = super()._process_manifests(manifests)
+        dropped = getattr(self, "dropped", {})
+        if not dropped:
+            return manifests
+        out: list[ManifestFile] = []
+        for manifest in manifests:
+            if manifest.content != ManifestContent.DELETES:
+                out.append(manifest)
+                continue
+            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            if not any(e.data_file.file_path in dropped for e in entries):
+                out.append(manifest)
+                continue
+            with _DeleteManifestWriter(
+                self.spec(manifest.partition_spec_id),
+                self.schema(),
+                self.new_manifest_output(),
+                self._snapshot_id,
+                self._compression,
+            ) as writer:
+                for entry in entries:
+                    if entry.data_file.file_path in dropped:
+                        writer.delete(entry)
+                    else:
+                        writer.existing(entry)
+            out.append(writer.to_manifest_file())
+        return out
+
+    def _summary(self, snapshot_properties: dict[str, str] = {}) -> Summary:  # noqa: B006
+        summary = super()._summary(snapshot_properties)
+        dropped = getattr(self, "dropped", {})
+        if not dropped:
+            return summary
+        totals = summary.model_dump()
+        operation = totals.pop("operation")
+        files, rows = len(dropped), sum(int(f.record_count) for f in dropped.values())
+        for total, removed, by in (
+            ("total-delete-files", "removed-delete-files", files),
+            ("total-position-deletes", "removed-position-deletes", rows),
+        ):
+            if total in totals:
+                totals[total] = str(max(0, int(totals[total]) - by))
+            totals[removed] = str(int(totals.get(removed, "0")) + by)
+        totals["removed-position-delete-files"] = str(files)
+        return Summary(operation, **totals)
+
+
+class _ReplaceFiles(_RewriteFiles):
     """An Iceberg ``replace`` snapshot: files rewritten, rows unchanged
-    (compaction). pyiceberg writes the manifests as for an overwrite but its
+    (compaction, which folds the deletes of the files it rewrites in).
+    pyiceberg writes the manifests as for an overwrite but its
     summary code only knows append, overwrite and delete, so the totals are
     computed as an overwrite's and the operation is then named ``replace``."""
 
@@ -268,17 +342,27 @@ class _ReplaceFiles(_OverwriteFiles):
 
 @dataclass(frozen=True, slots=True)
 class MetadataFiles:
-    """Every warehouse file one ``metadata.json`` needs: itself, its
-    snapshots' manifest lists and their manifests."""
+    """Every warehouse file one ``metadata.json`` needs but its data files:
+    itself, its snapshots' manifest lists, their manifests and its delete files."""
 
     metadata: str
     manifest_lists: frozenset[str]
     manifests: frozenset[str]
+    deletes: frozenset[str] = frozenset()
+    """Its position delete files (merge-on-read): data, but listed in delete
+    manifests rather than on ``DataFile``s only."""
     ref_files: frozenset[str] = frozenset()
-    """The data files of the snapshots its branches and tags point at."""
+    """The data and delete files of the snapshots its branches and tags
+    point at (but its current one)."""
 
     def all(self) -> frozenset[str]:
-        return frozenset({self.metadata}) | self.manifest_lists | self.manifests | self.ref_files
+        return (
+            frozenset({self.metadata})
+            | self.manifest_lists
+            | self.manifests
+            | self.deletes
+            | self.ref_files
+        )
 
 
 class IcebergFiles:
@@ -290,7 +374,10 @@ class IcebergFiles:
     def __init__(self, io: FileIO | None = None) -> None:
         self.io = io or BoundedFileIO()
         self._metadata: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._manifests: OrderedDict[str, tuple[tuple[DataFile, IcebergFile], ...]] = OrderedDict()
+        self._manifests: OrderedDict[str, tuple[tuple[DataFile, IcebergFile, int], ...]] = (
+            OrderedDict()
+        )
+        self._planned: OrderedDict[str, list[tuple[DataFile, IcebergFile]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def _cached(self, cache: OrderedDict[str, Any], key: str) -> Any:
@@ -301,7 +388,7 @@ class IcebergFiles:
             return value
 
     def _remember(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
-        limit = _METADATA_CACHE if cache is self._metadata else _MANIFEST_CACHE
+        limit = _MANIFEST_CACHE if cache is self._manifests else _METADATA_CACHE
         with self._lock:
             cache[key] = value
             while len(cache) > limit:
@@ -398,7 +485,9 @@ class IcebergFiles:
 
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
-    ) -> tuple[tuple[DataFile, IcebergFile], ...]:
+    ) -> tuple[tuple[DataFile, IcebergFile, int], ...]:
+        """The manifest's live files, each with its data sequence number (a
+        delete manifest's files as they are, for ``plan_deletes``)."""
         spec = metadata.specs().get(manifest.partition_spec_id)
         tablets = metadata.properties.get(TABLETS_PROPERTY, "")
         partitions = int(tablets) if tablets.isdigit() and int(tablets) > 0 else 0
@@ -425,7 +514,11 @@ class IcebergFiles:
                 path=manifest.manifest_path,
             ) from exc
         result = tuple(
-            (from_iceberg_file(e.data_file, types, tablet_at, partitions), e.data_file)
+            (
+                from_iceberg_file(e.data_file, types, tablet_at, partitions),
+                e.data_file,
+                e.sequence_number or 0,
+            )
             for e in entries
         )
         self._remember(self._manifests, key, result)
@@ -435,12 +528,35 @@ class IcebergFiles:
         self, location: str, snapshot_id: int | None = None
     ) -> list[tuple[DataFile, IcebergFile]]:
         """The live data files of snapshot ``snapshot_id`` of ``location``
-        (default: its current snapshot)."""
+        (default: its current snapshot), each with the position delete files
+        that apply to it (``DataFile.deletes``, see ``almanac.data.deletes``)."""
+        key = location if snapshot_id is None else f"{location}\0{snapshot_id}"
+        planned = self._cached(self._planned, key)
+        if planned is not None:
+            return planned  # type: ignore[no-any-return]
         metadata = self.metadata(location)
-        out: list[tuple[DataFile, IcebergFile]] = []
+        data: list[tuple[DataFile, IcebergFile, int]] = []
+        deletes: list[tuple[IcebergFile, int]] = []
         for manifest in self.manifests(metadata, snapshot_id):
-            out.extend(self._entries(manifest, metadata))
+            if manifest.content == ManifestContent.DELETES:
+                deletes.extend((e, n) for _, e, n in self._entries(manifest, metadata))
+            else:
+                data.extend(self._entries(manifest, metadata))
+        if not deletes:
+            return [(f, e) for f, e, _ in data]
+        out = plan_deletes(data, deletes, metadata.specs(), metadata.location)
+        self._remember(self._planned, key, out)
         return out
+
+    def delete_files(self, location: str) -> list[IcebergFile]:
+        """The live delete files of the current snapshot of ``location``."""
+        metadata = self.metadata(location)
+        return [
+            e
+            for manifest in self.manifests(metadata)
+            if manifest.content == ManifestContent.DELETES
+            for _, e, _ in self._entries(manifest, metadata)
+        ]
 
     def files(self, location: str, snapshot_id: int | None = None) -> tuple[DataFile, ...]:
         return tuple(f for f, _ in self.entries(location, snapshot_id))
@@ -466,18 +582,23 @@ class IcebergFiles:
             assert found is not None  # _ref_targets lists held snapshots only
             lists.add(found.manifest_list)
             manifests.update(m.manifest_path for m in self.manifests(metadata, target))
+        deletes = frozenset(f.file_path for f in self.delete_files(location))
         return MetadataFiles(
-            location, frozenset(lists), frozenset(manifests), self.ref_files(metadata)
+            location,
+            frozenset(lists),
+            frozenset(manifests),
+            deletes,
+            self.ref_files(metadata),
         )
 
     def ref_files(self, metadata: TableMetadata) -> frozenset[str]:
-        """The data files of the snapshots the branches and tags of
-        ``metadata`` point at, but for its current one's."""
+        """The data and delete files of the snapshots the branches and tags
+        of ``metadata`` point at, but for its current one's."""
         return frozenset(
-            f.path
+            e.file_path
             for target in _ref_targets(metadata)
             for manifest in self.manifests(metadata, target)
-            for f, _ in self._entries(manifest, metadata)
+            for _, e, _ in self._entries(manifest, metadata)
         )
 
     # -- writing ---------------------------------------------------------------
@@ -578,18 +699,37 @@ class IcebergFiles:
                         table_id=table_id,
                         rule="replace-live-files",
                     )
-                with _ReplaceFiles(
+                replace = _ReplaceFiles(
                     operation=Operation.OVERWRITE,
                     transaction=tx,
                     io=self.io,
                     snapshot_properties=properties,
-                ) as replace:
+                )
+                assert parent is not None  # else every file to replace is gone
+                rewritten = {f.path for f in replaces}
+                needed = {
+                    d.path
+                    for f, _ in self.entries(parent)
+                    if f.path not in rewritten
+                    for d in f.deletes
+                }
+                replace.dropped = {
+                    d.file_path: d for d in self.delete_files(parent) if d.file_path not in needed
+                }
+                with replace:
                     for gone_file in replaces:
                         replace.delete_data_file(live[gone_file.path])
                     for added in new:
                         replace.append_data_file(added)
             elif replace_all and parent is not None:
-                with producer.overwrite() as overwrite:
+                overwrite = _RewriteFiles(
+                    operation=Operation.OVERWRITE,
+                    transaction=tx,
+                    io=self.io,
+                    snapshot_properties=properties,
+                )
+                overwrite.dropped = {d.file_path: d for d in self.delete_files(parent)}
+                with overwrite:
                     for _, old in self.entries(parent):
                         overwrite.delete_data_file(old)
                     for f in new:

@@ -33,6 +33,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.commits import ABORTED, TableData, select_record
+from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     STAGING_PREFIX,
@@ -86,6 +87,8 @@ class _State:
     records: dict[int, list[Record]] = field(default_factory=lambda: defaultdict(list))
     writes: dict[str, bytes] = field(default_factory=dict)
     staging: dict[str, str] = field(default_factory=dict)
+    expired: set[int] = field(default_factory=set)
+    """Tables with snapshots an Iceberg client expired (``almanac.data.expired``)."""
 
 
 def _read_state(data: TableData) -> _State:
@@ -101,6 +104,8 @@ def _read_state(data: TableData) -> _State:
             state.writes[key[len(WRITE_PREFIX) :]] = kv.value
         elif key.startswith(STAGING_PREFIX):
             state.staging[key[len(STAGING_PREFIX) :]] = kv.value.decode("utf-8", "replace")
+        elif key.startswith(EXPIRED_PREFIX):
+            state.expired.add(int(key[len(EXPIRED_PREFIX) :]))
     return state
 
 
@@ -170,7 +175,11 @@ def _purge(
         if pointer is None
         else Compare.value(table_key(table_id), "==", pointer)
     ]
-    ops: list[Op] = [Delete(table_key(table_id)), DeleteRange(snapshot_prefix(table_id))]
+    ops: list[Op] = [
+        Delete(table_key(table_id)),
+        DeleteRange(snapshot_prefix(table_id)),
+        Delete(expired_key(table_id)),
+    ]
     owned = f"{table_id}.".encode()
     ops.extend(Delete(write_key(w)) for w, v in state.writes.items() if v.startswith(owned))
     if not data.store.txn(compares, ops).succeeded:
@@ -189,8 +198,10 @@ def _purge(
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
     """Remove staging directories of writes that never committed (lease gone,
     aborted, or never registered and older than ``grace_s``), files and
-    manifests no kept snapshot references, and all data and keys of tables
-    that no available catalog version contains."""
+    manifests no kept snapshot references, the data snapshots an Iceberg
+    client expired once no available catalog version reads them
+    (``almanac.data.expired``), and all data and keys of tables that no
+    available catalog version contains."""
     check.instance(cat, Catalog, "Parameter 'cat' of run_janitor")
     grace_s = check.number(grace_s, "Parameter 'grace_s' of run_janitor", lo=0)
     data = TableData.for_catalog(cat)
@@ -207,6 +218,13 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     for table_id in _dropped(cat, {*state.pointers, *state.records}):
         _purge(data, state, table_id, busy, report)
         state.records.pop(table_id, None)
+    for table_id in sorted(state.expired & set(state.records)):
+        try:
+            gone = {r.snapshot_id for r in collect(cat, data, table_id)}
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
+            continue
+        state.records[table_id] = [r for r in state.records[table_id] if r.snapshot_id not in gone]
     referenced: set[str] = set()
     for table_id, records in state.records.items():
         try:

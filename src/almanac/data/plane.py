@@ -1,6 +1,7 @@
 """A catalog's data plane: its warehouse, its data-commit protocol, the
-hook that keeps each table's Iceberg schema in step with its ALTERs, and
-the periodic janitor. ``almanac.connect`` attaches one to every catalog
+hook that keeps each table's Iceberg schema in step with its ALTERs, the
+hook that refuses to recover a table whose data is gone, and the periodic
+janitor. ``almanac.connect`` attaches one to every catalog
 that has a warehouse; the catalog itself knows nothing of table data."""
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from almanac.data.snapshots import (
     table_key,
 )
 from almanac.data.warehouse import Warehouse
-from almanac.entries import VersionedUpdate
-from almanac.errors import CatalogError, CorruptLogError, MetastoreError
+from almanac.entries import TableRecovered, VersionedUpdate
+from almanac.errors import CatalogError, CorruptLogError, MetastoreError, ValidationError
 from almanac.identity import new_catalog_id, parse_catalog_id
 from almanac.log import KEY_ID
 from almanac.metastore import Compare, Metastore, Op, Put
@@ -53,6 +54,7 @@ class DataPlane:
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
+        cat.add_commit_hook(self._recover_hook)
         cat.on_close(self.close)
         if janitor_interval_s is not None:
             self._janitor = threading.Thread(
@@ -166,12 +168,55 @@ class DataPlane:
             return None
         return HookWork(compares, ops, lambda ok: self._finish(written, leases, ok))
 
+    # -- RECOVER needs the table's data ------------------------------------------
+
+    def _recover_hook(
+        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
+    ) -> HookWork | None:
+        """Refuse a version that recovers a table whose current data snapshot
+        cannot be read any more (its files deleted by hand, or by an engine
+        that ignored ``gc.enabled=false``): it would bring back a table that
+        every read fails on. A table that never had data recovers as it is."""
+        for entry in update.entries:
+            if not isinstance(entry, TableRecovered):
+                continue
+            table = new.tables_by_id.get(entry.table_id)
+            schema = None if table is None else new.schema_by_id(table.schema_id)
+            full = (
+                str(entry.table_id)
+                if table is None or schema is None
+                else (f"{schema.name}.{table.name}")
+            )
+            data = self.data
+            try:
+                record = data.current_record(entry.table_id)
+                if record is None:
+                    continue
+                files = [f.path for f in data.files_of(record)]
+            except CatalogError as exc:
+                raise _gone(full, str(exc)) from None
+            infos = data.warehouse.fs.get_file_info(files) if files else []
+            missing = [i.path for i in infos if i.type != pafs.FileType.File]
+            if missing:
+                more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+                raise _gone(full, f"data file '{missing[0]}'{more} is missing from the warehouse")
+        return None
+
     def _finish(self, written: list[str], leases: list[int], ok: bool) -> None:
         if not ok:
             self.data.iceberg.remove(written)
         for lease in leases:
             with contextlib.suppress(MetastoreError):
                 self.data.store.revoke_lease(lease)
+
+
+def _gone(full: str, why: str) -> ValidationError:
+    return ValidationError(
+        f"Table '{full}' cannot be recovered: its data is gone ({why}); it stays soft-deleted "
+        "until its reserve ends and the purge removes it",
+        table=full,
+        rule="data-gone",
+    )
 
 
 def catalog_id(store: Metastore) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -30,6 +31,7 @@ from almanac.data.arrow import (
     project,
 )
 from almanac.data.commits import TableData
+from almanac.data.deletes import apply_deletes, deleted_positions
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.iceberg_schema import PARTITION_FIELD_ID, TABLET_FIELD
 from almanac.data.snapshots import DataSnapshot
@@ -409,11 +411,15 @@ def read_file(
     *,
     columns: Sequence[str] | None = None,
     batch_rows: int = BATCH_ROWS,
+    deleted: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's rows as ``output_schema(plan_table, columns)``: columns
     resolved by id (a column added later reads as its constant default or
     NULL, a dropped one is gone, a renamed one has its new name, a widened one
-    is cast), in catalog order, every field nullable. ``CorruptDataError``
+    is cast), in catalog order, every field nullable, without the rows its
+    position delete files delete (``DataFile.deletes``; ``deleted``, their
+    positions, when read already: a cached copy has another path than the
+    one they name). ``CorruptDataError``
     naming file and table when its size, checksum, Parquet structure or row
     count is not what its commit recorded: never fewer or other rows."""
     check.instance(plan_table, Table, "Parameter 'plan_table' of read_file")
@@ -422,6 +428,8 @@ def read_file(
     check.integer(batch_rows, "Parameter 'batch_rows' of read_file", lo=1)
     wanted = project(plan_table, columns)
     schema = output_schema(plan_table, columns)
+    if deleted is None:
+        deleted = deleted_positions(file, warehouse, plan_table.name)
     with _verified(plan_table, file, warehouse) as source:
         try:
             parquet = pq.ParquetFile(source)
@@ -442,7 +450,7 @@ def read_file(
                 break
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise _damaged(plan_table, file, f"not readable Parquet: {exc}") from exc
-            rows += batch.num_rows
+            batch, rows = apply_deletes(batch, rows, deleted), rows + batch.num_rows
             if not wanted:
                 yield batch
                 continue

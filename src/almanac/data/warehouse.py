@@ -111,6 +111,20 @@ class Warehouse:
     def metadata_dir(self, table_id: int) -> str:
         return f"{self.table_dir(table_id)}/{METADATA_DIR}"
 
+    def make_metadata_dir(self, table_id: int) -> str:
+        """Create ``<table_id>/metadata/`` (if missing) and return it: Iceberg
+        engines (DuckDB) open their manifests there as plain files, with no
+        ``mkdir``, before their first commit, so a created table must have it."""
+        path = self.metadata_dir(table_id)
+        try:
+            self.fs.create_dir(path, recursive=True)
+        except (OSError, pa.ArrowException) as exc:
+            raise CatalogError(
+                f"Cannot create the metadata directory '{path}' of table {table_id}: {exc}",
+                table_id=table_id,
+            ) from exc
+        return path
+
     def write_dir(self, table_id: int, write_id: str) -> str:
         """``<root>/<table_id>/<write_id>``: every file of one write lives below it."""
         if (

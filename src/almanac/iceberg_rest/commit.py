@@ -31,6 +31,7 @@ from pyiceberg.table.update import (
     RemovePropertiesUpdate,
     SetPropertiesUpdate,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
@@ -39,9 +40,12 @@ from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
+from almanac.data.deletes import check_delete_file
+from almanac.data.expired import mark
 from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
     TABLE_ID_PROPERTY,
+    WRITE_ID_PROPERTY,
 )
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
@@ -66,7 +70,7 @@ from almanac.iceberg_rest.mapping import (
     schema_commands,
     zone_partitions,
 )
-from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
 from almanac.iceberg_rest.refs import check_refs
 from almanac.iceberg_rest.tables import Loaded, load
 from almanac.metastore import Compare, Op, Put
@@ -101,6 +105,8 @@ class Change:
     """The files its new snapshots add (manifest lists, manifests, data files)."""
     needs: tuple[str, ...] = ()
     """Records of kept data snapshots whose files its refs rely on (``refs``)."""
+    expired: tuple[str, ...] = ()
+    """The write ids of the snapshots it removes (``expire_snapshots``)."""
 
     @property
     def full_name(self) -> str:
@@ -139,6 +145,11 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
+    upgrades = {
+        u.format_version for u in request.updates if isinstance(u, UpgradeFormatVersionUpdate)
+    }
+    if upgrades - {base.format_version}:
+        raise _format_stays(full, base.format_version)
     try:
         wanted = update_table_metadata(base, _present_removals(base, request.updates))
     except CatalogError:
@@ -158,13 +169,45 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
         operation = _operation(base, wanted)
     if operation is not None:
         added = _check_files(cat, full, loaded.table.id, base, wanted)
+    expired = _expired(full, base, wanted, commands, operation)
     properties = None
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
         properties = {
-            k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)
+            k: v
+            for k, v in wanted.properties.items()
+            if not k.startswith(_RESERVED_PREFIX) and k != GC_ENABLED
         }
-    return Change(loaded, wanted, commands, operation, properties, added=added, needs=needs)
+    return Change(
+        loaded, wanted, commands, operation, properties, added=added, needs=needs, expired=expired
+    )
+
+
+def _expired(
+    full: str,
+    base: TableMetadata,
+    wanted: TableMetadata,
+    commands: tuple[Command, ...],
+    operation: str | None,
+) -> tuple[str, ...]:
+    """The write ids of the snapshots the commit removes: they leave the
+    table's metadata, and their data snapshots stay for time travel until
+    the janitor finds no kept catalog version reading them
+    (``almanac.data.expired``)."""
+    kept = {s.snapshot_id for s in wanted.snapshots}
+    gone = [s for s in base.snapshots if s.snapshot_id not in kept]
+    if gone and commands and operation is None:
+        raise refused(
+            f"Table '{full}': expire snapshots in a commit of their own, not with a change of "
+            "its schema or layout",
+            table=full,
+            rule="expire-snapshots",
+        )
+    return tuple(
+        str(s.summary.additional_properties[WRITE_ID_PROPERTY])
+        for s in gone
+        if s.summary is not None and WRITE_ID_PROPERTY in s.summary.additional_properties
+    )
 
 
 def _present_removals(
@@ -258,11 +301,15 @@ def created(
     if wanted.current_snapshot() is not None:
         added = _check_files(cat, full, made.id, None, wanted, registered=relocate)
         operation = _operation(None, wanted)
+    if not relocate:  # a registered table's own gc.enabled gives way to the catalog's
+        check_gc(full, wanted.properties)
     properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    properties.pop(GC_ENABLED, None)
     wanted = wanted.model_copy(
         update={
             "properties": {
                 **wanted.properties,
+                GC_ENABLED: "false",
                 TABLE_ID_PROPERTY: str(made.id),
                 **layout_properties(made, table_partitions(planned, made)),
             }
@@ -304,9 +351,9 @@ def _check_files(
     *,
     registered: bool = False,
 ) -> tuple[str, ...]:
-    """The files a commit adds are the table's own, and data files only;
-    returns them (but those a branch or tag already keeps, which a
-    cherry-pick adds again).
+    """The files a commit adds are the table's own, and data or position
+    delete files; returns them (but those a branch or tag already keeps,
+    which a cherry-pick adds again).
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
@@ -314,8 +361,9 @@ def _check_files(
     symlink: a file elsewhere (another table's, say) would be deleted under
     it when its owner's janitor collects it. A ``registered`` table's files
     are the opposite: all outside the catalog's warehouse however spelled,
-    where no janitor ever deletes. Delete files (merge-on-read) are refused:
-    Almanac reads data files only, so deleted rows would read back."""
+    where no janitor ever deletes. Position delete files (merge-on-read) are
+    applied by every Almanac reader (``almanac.data.deletes``); equality
+    deletes and deletion vectors are refused, as Almanac would not apply them."""
     known = set() if base is None else {s.snapshot_id for s in base.snapshots}
     added = {s.snapshot_id for s in wanted.snapshots} - known
     if not added:
@@ -353,12 +401,7 @@ def _check_files(
                     "file-location",
                 )
             for manifest in new.manifests(io):
-                if manifest.content != ManifestContent.DATA:
-                    raise refuse(
-                        "the new snapshot has delete files; Almanac tables take copy-on-write "
-                        "commits only (write.delete.mode=copy-on-write)",
-                        "delete-files",
-                    )
+                deletes = manifest.content == ManifestContent.DELETES
                 if manifest.added_snapshot_id not in added:
                     continue
                 if outside(manifest.manifest_path):
@@ -368,10 +411,16 @@ def _check_files(
                         "file-location",
                     )
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+                    if entry.snapshot_id not in added:
+                        continue
+                    problem = check_delete_file(entry.data_file, full) if deletes else None
+                    if problem is not None:
+                        raise refused(problem.message, **problem.context)
                     path = entry.data_file.file_path
-                    if entry.snapshot_id in added and new_data_file(path) and outside(path):
+                    if new_data_file(path) and outside(path):
                         raise refuse(
-                            f"data file '{entry.data_file.file_path}' is not where the table's "
+                            f"{'delete' if deletes else 'data'} file "
+                            f"'{entry.data_file.file_path}' is not where the table's "
                             f"files belong ({_place(wanted, registered)})",
                             "file-location",
                         )
@@ -400,20 +449,35 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
     if wanted.location != base.location:
         raise no("its location is the catalog's and cannot change", "location")
     if wanted.format_version != base.format_version:
-        raise no(f"it stays at Iceberg format version {base.format_version}", "format-version")
+        raise _format_stays(full, base.format_version)
     kept = {s.spec_id: s for s in wanted.partition_specs}
     for spec in base.partition_specs:
         if spec.spec_id not in kept:
             raise no(f"partition spec {spec.spec_id} cannot be removed", "partition-spec")
-    before = {s.snapshot_id for s in base.snapshots}
     after = {s.snapshot_id for s in wanted.snapshots}
-    if not before <= after:
+    if base.current_snapshot_id is not None and base.current_snapshot_id not in after:
         raise no(
-            "snapshots are expired by Almanac's retention, not removed by a commit", "snapshots"
+            f"its current snapshot {base.current_snapshot_id} cannot be expired",
+            "expire-current-snapshot",
         )
 
 
+def _format_stays(full: str, version: int) -> CatalogError:
+    """Tables stay at their format version: Almanac serves version 2 (and
+    pyiceberg 0.12, whose update code applies every commit, writes no higher),
+    so merge-on-read deletes arrive as position delete files, never as
+    version 3's deletion vectors."""
+    return refused(
+        f"Table '{full}': it stays at Iceberg format version {version} (Almanac serves "
+        "format version 2 tables: merge-on-read deletes are position delete files, not "
+        "version 3's deletion vectors)",
+        table=full,
+        rule="format-version",
+    )
+
+
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
+    check_gc(full, after, served=True)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
     if reserved:
@@ -570,10 +634,14 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        if parent is not None and change.properties is not None and not change.commands:
-            # The properties go into a new metadata.json of the same
-            # snapshot, as an ALTER's schema does (a commit answers a new
-            # metadata location); the hold keeps the janitor off it.
+        kept = {s.snapshot_id for s in change.wanted.snapshots}
+        expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
+        rewrite = change.properties is not None or expires
+        if parent is not None and rewrite and not change.commands:
+            # The properties (or the snapshots left) go into a new
+            # metadata.json of the same snapshot, as an ALTER's schema does
+            # (a commit answers a new metadata location); the hold keeps the
+            # janitor off it.
             hold = data.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
@@ -590,4 +658,10 @@ def _publish(
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))
+    if change.expired:
+        marked = mark(
+            data, table_id, change.expired, None if parent is None else parent.snapshot_id
+        )
+        compares += marked[0]
+        ops += marked[1]
     return compares, ops

@@ -9,12 +9,35 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from almanac.errors import CorruptLogError
+from almanac.errors import CorruptLogError, ValidationError
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["PREFIX", "Properties", "properties_key"]
+__all__ = ["GC_ENABLED", "PREFIX", "Properties", "check_gc", "properties_key"]
 
 PREFIX = "iceberg.properties."
+GC_ENABLED = "gc.enabled"
+"""Served as ``false`` on every table: files are deleted by the catalog
+(purge, expired snapshots, the janitor, under its retention), never by an
+engine, whose ``DROP TABLE … PURGE``, ``expire_snapshots`` and
+``remove_orphan_files`` then refuse to delete files themselves."""
+
+
+def check_gc(full: str, properties: dict[str, str], served: bool = False) -> None:
+    """A 400 unless ``gc.enabled`` is ``false``, or absent where it is not
+    ``served`` yet (a create): no client turns on file deletion by engines,
+    nor removes the property a load shows."""
+    value = properties.get(GC_ENABLED)
+    if value == "false" or (value is None and not served):
+        return
+    change = "removed" if value is None else f"set to '{value}'"
+    raise ValidationError(
+        f"Table '{full}': property '{GC_ENABLED}' cannot be {change}; it is 'false' on every "
+        "Almanac table, whose files only the catalog deletes (purge, expired snapshots and "
+        "the janitor, under its retention)",
+        table=full,
+        property=GC_ENABLED,
+        rule="gc-enabled",
+    )
 
 
 def properties_key(kind: str, object_id: int) -> str:

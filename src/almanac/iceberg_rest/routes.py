@@ -54,7 +54,7 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
-from almanac.iceberg_rest.properties import Properties, properties_key
+from almanac.iceberg_rest.properties import Properties, check_gc, properties_key
 from almanac.iceberg_rest.tables import find_table, load, namespace_of, shown, with_snapshots
 from almanac.metastore import Compare, Op
 from almanac.server.auth import ADMIN, READ
@@ -368,12 +368,14 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         table: str,
         purge: Annotated[bool, Query(alias="purgeRequested")] = False,
     ) -> Response:
-        """DROP TABLE as one catalog version. Without ``purgeRequested`` it
-        takes the server's soft-delete reserve (``serve
-        --soft-delete-reserve``), so RECOVER TABLE can bring it back;
-        ``purgeRequested`` drops it at once. Its files stay readable by time
-        travel until retention expires them and the janitor removes them."""
+        """DROP TABLE as one catalog version, with the server's soft-delete
+        reserve (``serve --soft-delete-reserve``), so RECOVER TABLE can bring
+        it back. ``purgeRequested`` drops it the same way: the catalog owns
+        the files (``gc.enabled=false``), so a purge is the catalog's, after
+        the reserve, once no kept catalog version holds the table (the
+        janitor); time travel to before the drop reads until then."""
         name = _namespace(namespace)
+        del purge  # every drop already ends in the catalog's purge
 
         def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             gone = find_table(base, name, table)
@@ -383,7 +385,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             return ([stored.unchanged()], [stored.replace({})]) if stored.revision else ([], [])
 
         find_table(cat.catalog(), name, table)
-        cat.execute([DropTable(table, name, reserve_s=0.0 if purge else None)], attach=attach)
+        cat.execute([DropTable(table, name)], attach=attach)
         return _no_content()
 
     @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
@@ -413,7 +415,8 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         must be the column ids the catalog gives (0, 1, ... in order), since
         its data files carry them; its files keep their paths."""
         name = _namespace(namespace)
-        request = _parse(RegisterTableRequest, body)
+        # ``overwrite`` is optional (false) in the spec, required in pyiceberg's model.
+        request = _parse(RegisterTableRequest, {"overwrite": False, **body})
         _addressable("Table", request.name)
         version = cat.catalog()
         namespace_of(version, name)
@@ -471,6 +474,7 @@ def _user_properties(full: str, properties: dict[str, str]) -> dict[str, str]:
             property=reserved[0],
             rule="reserved-property",
         )
+    check_gc(full, properties)
     return dict(properties)
 
 
@@ -494,5 +498,7 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
             table=full,
             rule="location",
         )
+    if request.stage_create:  # engines write their first manifests before the commit
+        data.warehouse.make_metadata_dir(made.id)
     initial = data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
     return shown(initial, made, Properties(properties_key("table", made.id), {}, 0))

@@ -1,6 +1,7 @@
 """A catalog table as the Iceberg REST catalog shows it: the metadata of its
 current data snapshot (or, before its first one, the table it will start
-from), with its primary key as identifier fields, its Iceberg properties,
+from), with its primary key as identifier fields, its Iceberg properties
+(``gc.enabled=false`` among them: only the catalog deletes files),
 and a ``last-column-id`` that never hands out a column id the catalog used
 before (ids are never reused)."""
 
@@ -18,7 +19,7 @@ from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
 from almanac.errors import NotFoundError
-from almanac.iceberg_rest.properties import Properties
+from almanac.iceberg_rest.properties import GC_ENABLED, Properties
 
 __all__ = ["Loaded", "find_table", "load", "namespace_of", "shown", "with_snapshots"]
 
@@ -68,6 +69,9 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
     properties = Properties.read(cat.metastore, "table", table.id)
     record = data.current_record(table.id)
     if record is None:
+        # However the table was made (SQL, the API, this API), an engine that
+        # learns its location writes below ``metadata/`` before it commits.
+        data.warehouse.make_metadata_dir(table.id)
         base = data.iceberg.initial(
             CommitShape.of(version, table), data.warehouse.table_dir(table.id), table.id
         )
@@ -86,7 +90,7 @@ def shown(metadata: TableMetadata, table: Table, properties: Properties) -> Tabl
         update={
             "schemas": [schema if s.schema_id == schema.schema_id else s for s in metadata.schemas],
             "last_column_id": max(metadata.last_column_id, table.next_column_id - 1),
-            "properties": {**metadata.properties, **properties.values},
+            "properties": {**metadata.properties, **properties.values, GC_ENABLED: "false"},
         }
     )
 

@@ -43,6 +43,7 @@ from almanac.errors import (
     ValidationError,
     WaitTimeoutError,
 )
+from almanac.leases import Renewal
 from almanac.metastore import Compare, Put
 from almanac.placement.keys import (
     LEADER_KEY,
@@ -119,7 +120,7 @@ class PlacementManager:
         self._stop = threading.Event()
         self._lease: int | None = None
         self._fence: tuple[Compare, ...] | None = None
-        self._renewed = 0.0
+        self._renewal = Renewal(self.settings.leader_ttl_s)
         self._deleted_seen: dict[int, float] = {}
         self._problems: tuple[str, ...] = ()
         self._passes = 0
@@ -180,7 +181,7 @@ class PlacementManager:
             store.revoke_lease(lease)
             return
         self._lease = lease
-        self._renewed = time.monotonic()
+        self._renewal = Renewal(self.settings.leader_ttl_s)
         self._fence = (Compare.create_revision(LEADER_KEY, "==", result.revision),)
         _log.info("Node '%s' leads tablet placement", self.catalog.node_name)
 
@@ -189,10 +190,10 @@ class PlacementManager:
         lease, fence = self._lease, self._fence
         if lease is None or fence is None:
             return False
-        if time.monotonic() - self._renewed >= self.settings.leader_ttl_s / 3:
+        if self._renewal.due():
             try:
                 self._store.keep_alive(lease)
-                self._renewed = time.monotonic()
+                self._renewal.done()
             except LeaseNotFoundError:
                 self._resign("its lease expired")
                 return False

@@ -12,7 +12,8 @@ from typing import Any
 from almanac.catalog import Catalog
 from almanac.catalog_types import VersionInfo
 from almanac.catalog_version import CatalogVersion
-from almanac.errors import NotFoundError, ValidationError, VersionNotFoundError
+from almanac.errors import NotFoundError, VersionNotFoundError
+from almanac.read_point import parse_instant
 from almanac.server.commands_json import value_to_json
 from almanac.sql.reads import iso_utc as iso
 from almanac.summary import summarize_update
@@ -21,21 +22,8 @@ __all__ = ["catalog_summary", "iso", "parse_timestamp", "table_view", "version_v
 
 
 def parse_timestamp(text: str) -> dt.datetime:
-    """An ISO-8601 instant with a UTC offset (``Z`` or ``+01:00``)."""
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"Query parameter 'timestamp' must be an ISO-8601 instant such as "
-            f"2026-11-23T01:02:03Z, got {text[:60]!r}",
-            parameter="timestamp",
-        ) from None
-    if moment.tzinfo is None:
-        raise ValidationError(
-            f"Query parameter 'timestamp' needs a UTC offset (Z or +HH:MM), got {text[:60]!r}",
-            parameter="timestamp",
-        )
-    return moment
+    """An ISO-8601 instant with a UTC offset, as every read point takes one."""
+    return parse_instant(text, "Query parameter 'timestamp'", parameter="timestamp")
 
 
 def _schema_name(cv: CatalogVersion, schema_id: int) -> str:

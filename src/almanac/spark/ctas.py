@@ -28,7 +28,6 @@ that expire and a staged directory the janitor removes.
 from __future__ import annotations
 
 import contextlib
-import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from almanac.errors import (
     NotFoundError,
     TableBeingCreatedError,
 )
+from almanac.leases import LeaseKeeper
 from almanac.metastore import Compare, Delete, Metastore, Put
 from almanac.names import name_key
 from almanac.spark.names import catalog_session
@@ -107,9 +107,7 @@ class Reservation:
         self.token = uuid.uuid4().hex.encode()
         self.ttl_s = ttl_s
         self.lease = 0
-        self.renewals: list[Callable[[], None]] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._keeper: LeaseKeeper | None = None
 
     def acquire(self) -> None:
         self.lease = self.store.grant_lease(self.ttl_s)
@@ -122,26 +120,23 @@ class Reservation:
                 table=self.full,
                 rule="reserved-name",
             )
-        self._thread = threading.Thread(
-            target=self._renew, name=f"almanac-reservation:{self.full}", daemon=True
-        )
-        self._thread.start()
+        lease = self.lease
+        self._keeper = LeaseKeeper(
+            self.ttl_s, f"almanac-reservation:{self.full}", lambda: self.store.keep_alive(lease)
+        ).start()
 
-    def _renew(self) -> None:
-        while not self._stop.wait(self.ttl_s / 3):
-            with contextlib.suppress(CatalogError):
-                self.store.keep_alive(self.lease)
-                for renew in self.renewals:
-                    renew()
+    def renew_too(self, renewal: Callable[[], None]) -> None:
+        """Keep another lease the job depends on alive with the reservation's."""
+        if self._keeper is not None:
+            self._keeper.add(renewal)
 
     def held(self) -> Compare:
         """The compare that makes a commit fail once the reservation was lost."""
         return Compare.value(self.key, "==", self.token)
 
     def release(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._keeper is not None:
+            self._keeper.stop()
         if self.lease:
             with contextlib.suppress(CatalogError):
                 self.store.revoke_lease(self.lease)
@@ -243,7 +238,7 @@ def _write_and_commit(
         return list(write_staged(prepared, data.warehouse, write_dir, table))
 
     def renew(lease: int) -> None:
-        reservation.renewals.append(lambda: data.keep_alive(lease))
+        reservation.renew_too(lambda: data.keep_alive(lease))
 
     def guard() -> tuple[list[Compare], list[Delete]]:
         return [reservation.held()], [Delete(reservation.key)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as dt
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -18,12 +17,12 @@ from dataclasses import dataclass
 
 import almanac
 from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.errors import ValidationError
+from almanac.read_point import ReadPoint
+from almanac.read_point import read_point as parse_read_point
 from almanac.targets import Target, parse_target
 
 __all__ = [
-    "ReadPoint",
     "catalog_session",
     "close_sessions",
     "durable_target",
@@ -123,60 +122,8 @@ def catalog_session(target: str, warehouse: str | None = None) -> Iterator[Catal
             entry.users -= 1
 
 
-@dataclass(frozen=True, slots=True)
-class ReadPoint:
-    """Which catalog version a read sees: exactly one of them, or the latest."""
-
-    version: int | None = None
-    timestamp: int | dt.datetime | None = None
-
-    def snapshot(self, cat: Catalog) -> CatalogVersion:
-        if self.version is not None:
-            return cat.catalog(self.version)
-        if self.timestamp is not None:
-            return cat.catalog_at(self.timestamp)
-        return cat.catalog()
-
-
 def read_point(options: Mapping[str, str]) -> ReadPoint:
     """Options ``version`` (a catalog version) or ``timestamp`` (a hybrid
     timestamp as an integer, or an ISO-8601 datetime with a UTC offset or
-    ``Z``; one without is refused, as naive datetimes are everywhere)."""
-    version = options.get("version")
-    timestamp = options.get("timestamp")
-    if version is not None and timestamp is not None:
-        raise ValidationError(
-            "Give option 'version' or option 'timestamp', not both", rule="read-point"
-        )
-    if version is not None:
-        try:
-            number = int(str(version).strip())
-        except ValueError:
-            raise ValidationError(
-                f"Option 'version' must be a catalog version number, got {version!r}",
-                rule="read-point",
-            ) from None
-        if number < 1:
-            raise ValidationError(f"Option 'version' must be at least 1, got {number}")
-        return ReadPoint(version=number)
-    if timestamp is not None:
-        text = str(timestamp).strip()
-        if text.isdigit():
-            return ReadPoint(timestamp=int(text))
-        try:
-            moment = dt.datetime.fromisoformat(text)
-        except ValueError:
-            raise ValidationError(
-                f"Option 'timestamp' must be a hybrid timestamp or an ISO-8601 datetime, "
-                f"got {timestamp!r}",
-                rule="read-point",
-            ) from None
-        if moment.utcoffset() is None:
-            raise ValidationError(
-                f"Option 'timestamp' {timestamp!r} has no UTC offset; add one "
-                "(e.g. '+00:00' or 'Z'): a time without a zone means different instants "
-                "on different machines",
-                rule="read-point",
-            )
-        return ReadPoint(timestamp=moment)
-    return ReadPoint()
+    ``Z``), by the rules every read point follows."""
+    return parse_read_point(options.get("version"), options.get("timestamp"), what="Option")

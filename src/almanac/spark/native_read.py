@@ -20,6 +20,9 @@ exact; a value with sub-microsecond digits fails the job, naming the column
 Each group's files reach Spark as one Hadoop glob (``dir/{a,b,...}``, see
 ``file_location``), the form a session-catalog table's location also takes
 (``attach``), listed in the driver (``DISCOVERY_THRESHOLD``).
+
+A scan of files with merge-on-read deletes (``DataFile.deletes``) is
+refused: the native scan reads whole files.
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ from almanac.datatypes import NANO_TIMESTAMPS, ColumnType
 from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, ValidationError
 from almanac.nested import walk
+from almanac.read_point import ReadPoint
 from almanac.spark.filter_text import text_predicates
-from almanac.spark.names import ReadPoint, catalog_session
+from almanac.spark.names import catalog_session
 from almanac.spark.types import SPARK_MAX_DECIMAL_PRECISION, spark_schema
 from almanac.table_names import parse_name, resolve_table
 
@@ -284,6 +288,17 @@ def plan_native(
         filters=filters,
     )
     full_name = f"{schema_name}.{scan.table.name}"
+    deleted = next((f for f in scan.files if f.deletes), None)
+    if deleted is not None:
+        raise CatalogError(
+            f"Table '{full_name}' has merge-on-read deletes (data file '{deleted.path}' has "
+            f"{len(deleted.deletes)} position delete files), which Spark's native Parquet scan "
+            "cannot apply; compact the table (almanac.data.compact) to fold them in, or read it "
+            "with almanac.data.read_table or spark.read.format('almanac')",
+            table=full_name,
+            path=deleted.path,
+            rule="native-read-deletes",
+        )
     schema = native_schema(scan.table, full_name)
     groups = group_files(scan.table, scan.files)
     uri = data.warehouse.uri
@@ -429,7 +444,7 @@ def read_table(
     point = ReadPoint(version=version, timestamp=timestamp)
     table_name = parse_name(name)
     with catalog_session(target, warehouse) as cat:
-        schema, table = resolve_table(point.snapshot(cat), table_name)
+        schema, table = resolve_table(point.resolve(cat), table_name)
         pruning = predicates + [p for text in texts for p in text_predicates(text, table)]
         data = TableData.for_catalog(cat)
         plan = plan_native(cat, data, schema.name, table.name, point, pruning)

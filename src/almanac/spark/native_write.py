@@ -34,7 +34,7 @@ import pickle
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -61,6 +61,7 @@ from almanac.data.transforms import partition_keys, single_partition, source_col
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Column, ConstantDefault, FunctionDefault, Table
 from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.leases import LeaseKeeper
 from almanac.spark import jvm
 from almanac.spark.names import catalog_session
 from almanac.spark.native_read import with_field_ids
@@ -77,7 +78,6 @@ from almanac.table_names import parse_name, resolve_table
 
 __all__ = [
     "TABLET_COLUMN",
-    "KeepAlive",
     "Prepared",
     "WriteResult",
     "bucket_expr",
@@ -696,29 +696,6 @@ _FILE = "data_file"
 _FILES_SCHEMA = pa.schema([pa.field(_FILE, pa.binary())])
 
 
-class KeepAlive:
-    """Renews leases every third of ``ttl_s`` on a daemon thread until stopped."""
-
-    def __init__(self, renew: Callable[[], None], ttl_s: float, name: str) -> None:
-        self._renew = renew
-        self._interval = ttl_s / 3
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def __enter__(self) -> KeepAlive:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            with contextlib.suppress(CatalogError):
-                self._renew()
-
-
 def write(
     df: Any,
     target: str,
@@ -782,7 +759,9 @@ def write(
         write_dir = data.warehouse.write_dir(table.id, write_id)
         lease = data.stage(write_id, write_dir, ttl_s=lease_seconds)
         try:
-            with KeepAlive(lambda: data.keep_alive(lease), lease_seconds, f"almanac-write:{full}"):
+            with LeaseKeeper(
+                lease_seconds, f"almanac-write:{full}", lambda: data.keep_alive(lease)
+            ):
                 if native:
                     files = write_staged(
                         prepared, data.warehouse, write_dir, table, options=options

@@ -42,7 +42,8 @@ from almanac.data import DataFile, Predicate, TableData, Warehouse, plan_scan, r
 from almanac.datatypes import ColumnType
 from almanac.descriptors import Table
 from almanac.errors import NotFoundError
-from almanac.spark.names import ReadPoint, catalog_session
+from almanac.read_point import ReadPoint
+from almanac.spark.names import catalog_session
 from almanac.spark.types import fit_batch, spark_arrow_schema
 from almanac.table_names import TableName, resolve_table
 
@@ -226,7 +227,7 @@ class AlmanacReader(DataSourceReader):
 
     def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
         with catalog_session(self.spec.target, self.spec.warehouse) as cat:
-            _, table = locate(self.spec.point.snapshot(cat), self.spec)
+            _, table = locate(self.spec.point.resolve(cat), self.spec)
         columns = self._spark_to_catalog(table)
         self.predicates = [p for f in filters if (p := to_predicate(f, columns)) is not None]
         return filters
@@ -246,7 +247,7 @@ class AlmanacReader(DataSourceReader):
     def partitions(self) -> list[FilesPartition]:
         spec = self.spec
         with catalog_session(spec.target, spec.warehouse) as cat:
-            snap = spec.point.snapshot(cat)
+            snap = spec.point.resolve(cat)
             schema_name, table = locate(snap, spec)
             pinned = spec.point.version is not None or spec.point.timestamp is not None
             # The catalog may have moved on since pushFilters: keep what still applies.

@@ -29,7 +29,8 @@ from almanac.catalog_version import CatalogVersion
 from almanac.data import TableData
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, ValidationError
-from almanac.spark.names import ReadPoint, catalog_session
+from almanac.read_point import ReadPoint
+from almanac.spark.names import catalog_session
 from almanac.spark.native_read import (
     DISCOVERY_CONF,
     DISCOVERY_THRESHOLD,
@@ -394,7 +395,6 @@ def attach_system_tables(
     (Spark Connect), are listed in ``result.skipped``."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from almanac.sql.reads import AsOf
     from almanac.system_rows import SYSTEM_COLUMNS, SYSTEM_TABLES, system_rows, to_arrow
 
     try:
@@ -407,7 +407,7 @@ def attach_system_tables(
     answers = []
     with catalog_session(target, warehouse) as cat:
         for name in SYSTEM_COLUMNS:
-            as_of = AsOf(version=version) if name in _AT_VERSION else None
+            as_of = ReadPoint(version=version) if name in _AT_VERSION else None
             try:
                 answers.append(system_rows(cat, name, as_of=as_of))
             except CatalogError as exc:  # damaged placement keys: the rest still attach

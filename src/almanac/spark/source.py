@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 from pyspark.sql.datasource import DataSource
 
 from almanac.errors import ValidationError
-from almanac.spark.names import ReadPoint, catalog_session, read_point
+from almanac.read_point import ReadPoint
+from almanac.spark.names import catalog_session, read_point
 from almanac.spark.reader import DEFAULT_MAX_PARTITION_BYTES, AlmanacReader, ReadSpec, locate
 from almanac.spark.types import spark_arrow_schema, spark_schema
 from almanac.spark.writer import (
@@ -139,7 +140,7 @@ class AlmanacDataSource(DataSource):
     def schema(self) -> Any:
         spec = self._read_spec()
         with catalog_session(spec.target, spec.warehouse) as cat:
-            schema_name, table = locate(spec.point.snapshot(cat), spec)
+            schema_name, table = locate(spec.point.resolve(cat), spec)
         return spark_schema(table, f"{schema_name}.{table.name}")
 
     def reader(self, schema: Any) -> AlmanacReader:

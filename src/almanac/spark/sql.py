@@ -28,13 +28,14 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from almanac import _check as check
 from almanac.errors import NotFoundError, SqlParseError
+from almanac.read_point import ReadPoint
 from almanac.spark.ctas import (
     CtasResult,
     create_or_replace_table_as_select,
     create_table_as_select,
     replace_table_as_select,
 )
-from almanac.spark.names import ReadPoint, catalog_session
+from almanac.spark.names import catalog_session
 from almanac.spark.native_write import write
 from almanac.spark.session import activate, attach_tables, check_session
 from almanac.table_names import parse_name, resolve_table

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from almanac.commands.base import require_table
 from almanac.errors import ValidationError
+from almanac.read_point import existing_version
 from almanac.sql.reads import (
     DIFF_COLUMNS,
     HISTORY_COLUMNS,
@@ -15,9 +16,7 @@ from almanac.sql.reads import (
     ReadStatement,
     answer,
     diff_rows,
-    existing_version,
     history_rows,
-    read_version,
 )
 from almanac.sql.results import SqlResult
 from almanac.system_rows import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
@@ -33,7 +32,7 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
     if statement.kind in _SYSTEM_READS:
         return _system_read(statement, source)
-    cat = read_version(statement.as_of, source)
+    cat = statement.as_of.resolve(source)
     if statement.kind == "SHOW HISTORY":
         table_id = None
         if statement.table is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from almanac.catalog_version import CatalogVersion
@@ -20,7 +20,8 @@ from almanac.clock import to_datetime
 from almanac.commands.base import require_schema, require_table
 from almanac.descriptors import Collation, Index, IndexKind, Table
 from almanac.diff import CatalogDiff, JsonValue
-from almanac.errors import ValidationError, VersionNotFoundError
+from almanac.errors import ValidationError
+from almanac.read_point import ReadPoint
 from almanac.spelling import default_sql, type_sql
 from almanac.sql.results import Cell, SqlResult
 from almanac.summary import summarize_update, touches_table
@@ -39,7 +40,6 @@ __all__ = [
     "SCHEMA_COLUMNS",
     "TABLE_COLUMNS",
     "ZONE_COLUMNS",
-    "AsOf",
     "ReadSource",
     "ReadStatement",
     "Rows",
@@ -49,9 +49,7 @@ __all__ = [
     "iso_utc",
     "column_rows",
     "history_infos",
-    "read_version",
     "answer",
-    "existing_version",
     "show_dropped_tables",
     "version_summary",
     "show_indexes",
@@ -62,19 +60,6 @@ __all__ = [
 ]
 
 Rows = tuple[tuple[Cell, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AsOf:
-    """``AS OF VERSION n`` (``version``) or ``AS OF TIMESTAMP '…'`` (an aware
-    ``timestamp``)."""
-
-    version: int | None = None
-    timestamp: dt.datetime | None = None
-
-    def __post_init__(self) -> None:
-        if (self.version is None) == (self.timestamp is None):
-            raise ValidationError("AS OF names a version or a timestamp, exactly one of them")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +79,7 @@ class ReadStatement:
     table: str | None = None
     limit: int | None = None
     versions: tuple[int, int] | None = None
-    as_of: AsOf | None = None
+    as_of: ReadPoint = field(default_factory=ReadPoint)
 
     def __post_init__(self) -> None:
         if self.kind not in READ_KINDS:
@@ -146,34 +131,6 @@ def answer(statement: ReadStatement, cat: CatalogVersion) -> SqlResult:
     history, the diff nor the system tables: ``almanac.sql.answer`` routes those)."""
     columns, rows = _ANSWERS[statement.kind]
     return SqlResult(cat.version, columns, rows(cat, statement))
-
-
-def read_version(as_of: AsOf | None, source: ReadSource) -> CatalogVersion:
-    """The catalog version a read ``AS OF`` names (the latest for ``None``);
-    ``VersionNotFoundError`` for version 0 or an instant before the first."""
-    if as_of is None:
-        return source.catalog()
-    if as_of.timestamp is not None:
-        cat = source.catalog_at(as_of.timestamp)
-        if cat.version == 0:
-            raise VersionNotFoundError(
-                f"No catalog version was active at {as_of.timestamp.isoformat()}: the catalog "
-                "did not exist yet",
-                version=0,
-                earliest=source.earliest_version,
-            )
-        return cat
-    return source.catalog(existing_version(as_of.version or 0))
-
-
-def existing_version(version: int) -> int:
-    """Version 0 is the empty catalog before the first version: no catalog
-    existed then, so a read names version 1 or later."""
-    if version == 0:
-        raise VersionNotFoundError(
-            "Catalog version 0 does not exist: versions start at 1", version=0
-        )
-    return version
 
 
 # -- the catalog's objects ------------------------------------------------------------

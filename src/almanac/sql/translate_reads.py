@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from sqlglot import exp
 
-from almanac.clock import from_datetime
 from almanac.errors import ValidationError
+from almanac.read_point import ReadPoint, parse_instant
 from almanac.sql.dialect import AsOfClause, ReadStatementTree, Untranslatable
 from almanac.sql.literals import integer_literal
 from almanac.sql.names import ident, table_name
-from almanac.sql.reads import AsOf, ReadStatement
+from almanac.sql.reads import ReadStatement
 
 __all__ = ["translate_read"]
 
@@ -44,7 +42,7 @@ def translate_read(tree: ReadStatementTree, *, default_schema: str) -> ReadState
         schema, table = table_name(target, default_schema, "table")
         return ReadStatement("SHOW HISTORY", schema=schema, table=table, limit=count, as_of=as_of)
     if kind == "DIFF":
-        if as_of is not None:
+        if not as_of.latest:
             raise Untranslatable(
                 "SHOW DIFF names both of its versions and takes no AS OF", tree.args["as_of"]
             )
@@ -60,29 +58,14 @@ def _read_number(node: exp.Expr, where: str, what: str) -> int:
     return value
 
 
-def _as_of(node: object) -> AsOf | None:
+def _as_of(node: object) -> ReadPoint:
     if not isinstance(node, AsOfClause):
-        return None
+        return ReadPoint()
     value = node.this
     if node.args["kind"] == "VERSION":
-        return AsOf(version=_read_number(value, "AS OF VERSION", "a version"))
+        return ReadPoint(version=_read_number(value, "AS OF VERSION", "a version"))
     text = str(value.this)
     try:
-        moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise Untranslatable(
-            f"'{text}' is not an ISO-8601 timestamp such as '2026-11-23T01:02:03Z'", value
-        ) from None
-    if moment.utcoffset() is None:
-        raise Untranslatable(
-            f"Timestamp '{text}' has no UTC offset: end it with Z or +HH:MM (without one its "
-            "instant would depend on the machine's time zone)",
-            value,
-        )
-    try:
-        from_datetime(moment)
-    except ValidationError:
-        raise Untranslatable(
-            f"Timestamp '{text}' is outside the hybrid clock's range (1970 to 6429)", value
-        ) from None
-    return AsOf(timestamp=moment)
+        return ReadPoint(timestamp=parse_instant(text, "Timestamp"))
+    except ValidationError as exc:
+        raise Untranslatable(str(exc), value) from None

@@ -14,6 +14,7 @@ import pyarrow as pa
 from almanac.catalog import Catalog
 from almanac.data.arrow import output_schema
 from almanac.data.commits import TableData
+from almanac.data.deletes import deleted_positions
 from almanac.data.files import DataFile
 from almanac.data.reading import read_file
 from almanac.descriptors import Table
@@ -78,9 +79,13 @@ def _batches(
         cached = local.cached_path(ticket.table_id, ticket.tablet_id, file)
         if cached.exists():
             copy = dataclasses.replace(file, path=str(cached))
+            # Delete files are read from the warehouse: they name the file by its path there.
+            deleted = deleted_positions(file, data.warehouse, table.name)
             sent = 0
             try:
-                for batch in read_file(table, copy, local.cache, batch_rows=batch_rows):
+                for batch in read_file(
+                    table, copy, local.cache, batch_rows=batch_rows, deleted=deleted
+                ):
                     yield batch
                     sent += 1
                 continue

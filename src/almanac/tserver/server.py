@@ -47,6 +47,7 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
+from almanac.leases import Renewal
 from almanac.metastore import Compare, KeyValue, Put, Watch
 from almanac.nodes import check_node_name
 from almanac.placement.keys import report_key, server_index_key, server_key, tombstone_key
@@ -514,25 +515,24 @@ class TabletServer:
 
     def _run(self) -> None:
         s = self.settings
-        renew_every = s.lease_ttl_s / 3
         now = time.monotonic()
-        renew_at, report_at = now + renew_every, now + s.report_interval_s
+        renewal, report_at = Renewal(s.lease_ttl_s, now), now + s.report_interval_s
         retry_at: float | None = None
         watch: Watch | None = None
         while not self._stop.is_set():
             try:
                 if watch is None or watch.closed:
                     watch = self._watch()
-                due = min(renew_at, report_at, retry_at or report_at)
+                due = min(renewal.at, report_at, retry_at or report_at)
                 changed = watch.next(timeout=max(0.0, due - time.monotonic())) is not None
                 while changed and watch.next(timeout=0) is not None:
                     pass
                 if self._stop.is_set():
                     break
                 now = time.monotonic()
-                if now >= renew_at:
+                if renewal.due(now):
                     self._renew()
-                    renew_at = now + renew_every
+                    renewal.done(now)
                 periodic = now >= report_at
                 if changed or periodic or (retry_at is not None and now >= retry_at):
                     try:
