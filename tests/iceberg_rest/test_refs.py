@@ -367,3 +367,27 @@ def test_a_cherry_pick_after_a_janitor_sweep_adds_the_files_its_branch_keeps(
                     for entry in manifest.fetch_manifest_entry(table.io):
                         append.append_data_file(entry.data_file)
         assert _rows(cat, "REFS_PICK") == A + B + C
+
+
+def test_expiring_a_tagged_snapshot_removes_the_tag_too(
+    admin: RestCatalog, cat: Catalog, http: Any
+) -> None:
+    """pyiceberg's own update code drops the refs of a removed snapshot, and
+    the commit keeps that as a ref change; main reads on."""
+    table = _table(admin, "REFS_EXPIRE")
+    table.append(batch(A))
+    first = _current_id(table)
+    table.manage_snapshots().create_tag(first, "v1").commit()
+    table.append(batch(B))
+    response = _commit(
+        http(ADMIN_TOKEN),
+        "REFS_EXPIRE",
+        [{"action": "remove-snapshots", "snapshot-ids": [first]}],
+    )
+    assert response.status_code == 200, response.text
+    loaded = admin.load_table(("REFS_EXPIRE", "T"))
+    assert set(loaded.metadata.refs) == {"main"}
+    assert first not in {s.snapshot_id for s in loaded.snapshots()}
+    assert _rows(cat, "REFS_EXPIRE") == scanned(loaded) == A + B
+    with pytest.raises(NotFoundError, match="no branch or tag 'v1'"):
+        read_table(cat, "T", "REFS_EXPIRE", ref="v1")
