@@ -874,12 +874,16 @@ class IcebergFiles:
             return _layout_updates(base, shape)
         updates: list[TableUpdate] = []
         schema = iceberg_schema(shape.table, 0)
-        if schema.fields != base.schema().fields:
-            next_id = max(s.schema_id for s in base.schemas) + 1
-            updates += [
-                AddSchemaUpdate.model_validate({"schema": iceberg_schema(shape.table, next_id)}),
-                SetCurrentSchemaUpdate.model_validate({"schema-id": next_id}),
-            ]
+        if schema != base.schema():  # fields, or identifier fields (the primary key)
+            # A schema the table had before becomes current again, as
+            # Iceberg's own catalogs do (the client asked for that one).
+            seen = [s.schema_id for s in base.schemas if s == schema]
+            next_id = seen[0] if seen else max(s.schema_id for s in base.schemas) + 1
+            if not seen:
+                updates.append(
+                    AddSchemaUpdate.model_validate({"schema": iceberg_schema(shape.table, next_id)})
+                )
+            updates.append(SetCurrentSchemaUpdate.model_validate({"schema-id": next_id}))
         updates += _layout_updates(base, shape)
         properties = {
             CATALOG_VERSION_PROPERTY: str(shape.catalog_version),

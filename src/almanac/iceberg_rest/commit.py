@@ -12,6 +12,20 @@ their metastore key. Everything of one request, for one table or for many
 are catalog commands, else one compare-and-swap. A requirement that fails,
 or a table that moved between the check and the commit, is a 409
 ``CommitFailedException``; nothing is written.
+
+No update is dropped: the metadata the next load returns is what
+pyiceberg's ``update_table_metadata`` makes of the loaded table, or the
+commit is a 400 naming the update it refuses. What Almanac keeps itself is
+the exception: ``last-updated-ms``, the metadata log, the timestamps of the
+snapshot log, its ``almanac.*`` properties and snapshot summary entries, a
+``last-column-id`` that may be higher (``tables``), and, before a table's
+first snapshot, its schema history (it shows the catalog table's schema
+only). A change the catalog's commands and the properties key do not carry
+(a schema added but not made current, a schema removed, a ref's retention)
+goes into a new metadata file of the current snapshot; before the first
+snapshot, or together with a schema, spec or sort order change, there is
+none to hold it, so it is refused. Statistics files are refused: the
+janitor keeps only the table's data and metadata files.
 """
 
 from __future__ import annotations
@@ -60,12 +74,13 @@ from almanac.data.snapshots import (
 )
 from almanac.data.sweep import Sweep, read_sweep
 from almanac.data.tablets import partition_column, table_partitions
-from almanac.errors import CatalogError, ConflictError
+from almanac.errors import CatalogError, ConflictError, InputError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
     check_layout,
     create_command,
+    in_order,
     layout_commands,
     schema_commands,
     zone_partitions,
@@ -107,6 +122,9 @@ class Change:
     """Records of kept data snapshots whose files its refs rely on (``refs``)."""
     expired: tuple[str, ...] = ()
     """The write ids of the snapshots it removes (``expire_snapshots``)."""
+    rewrite: bool = False
+    """Its metadata changes beyond what the catalog and properties keep: a new
+    metadata file of the same snapshot keeps them."""
 
     @property
     def full_name(self) -> str:
@@ -145,23 +163,37 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             requirement.validate(base)
         except CommitFailedException as exc:
             raise CommitFailedError(f"Table '{full}': {exc}", table=full) from None
-    upgrades = {
-        u.format_version for u in request.updates if isinstance(u, UpgradeFormatVersionUpdate)
-    }
+    updates = _present_removals(base, request.updates)
+    try:
+        return _planned(cat, loaded, updates)
+    except InputError as exc:
+        raise _named(exc, _culprit(cat, loaded, updates, exc)) from None
+
+
+def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Change:
+    """``updates`` applied to the loaded table and turned into what carries
+    each of them (see the module docstring); a 400 for any the catalog would
+    not keep."""
+    namespace = loaded.namespace
+    full = f"{namespace}.{loaded.table.name}"
+    base = loaded.metadata
+    upgrades = {u.format_version for u in updates if isinstance(u, UpgradeFormatVersionUpdate)}
     if upgrades - {base.format_version}:
         raise _format_stays(full, base.format_version)
     try:
-        wanted = update_table_metadata(base, _present_removals(base, request.updates))
+        wanted = update_table_metadata(base, tuple(updates))
     except CatalogError:
         raise
     except Exception as exc:  # pyiceberg refuses an update: the client's doing
         raise refused(f"Table '{full}': {exc}", table=full, rule="iceberg-update") from None
     _check_expressible(full, base, wanted)
-    commands: tuple[Command, ...] = ()
+    _check_statistics(full, base, wanted)
+    schema: list[Command] = []
     if wanted.schema() != base.schema():
-        commands = tuple(schema_commands(namespace, loaded.table, base.schema(), wanted.schema()))
+        schema = schema_commands(namespace, loaded.table, base.schema(), wanted.schema())
     tablet = PARTITION_FIELD_ID if partition_column(loaded.table) is not None else None
-    commands += tuple(layout_commands(namespace, loaded.table, tablet, base, wanted))
+    layout = layout_commands(namespace, loaded.table, tablet, base, wanted)
+    commands = in_order(schema, layout, base)
     operation = None
     added: tuple[str, ...] = ()
     needs = check_refs(TableData.for_catalog(cat), full, loaded.table.id, base, wanted)
@@ -178,9 +210,101 @@ def plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> 
             for k, v in wanted.properties.items()
             if not k.startswith(_RESERVED_PREFIX) and k != GC_ENABLED
         }
+    rewrite = False
+    if operation is None and {s.snapshot_id for s in wanted.snapshots} - {
+        s.snapshot_id for s in base.snapshots
+    }:
+        raise refused(
+            f"Table '{full}': a snapshot the commit adds must become its current snapshot "
+            "(Almanac keeps no staged snapshots: their files would not be checked or kept)",
+            table=full,
+            rule="staged-snapshot",
+        )
+    if operation is None:
+        unkept = _unkept(base, wanted, bool(commands))
+        if unkept and (commands or loaded.record is None):
+            when = (
+                "with a schema, partition spec or sort order change"
+                if commands
+                else "before the table's first snapshot"
+            )
+            raise refused(
+                f"Table '{full}': its {', '.join(unkept)} cannot change {when} (Almanac keeps "
+                "them in the metadata file of a snapshot); commit them on their own",
+                table=full,
+                rule="kept-metadata",
+            )
+        rewrite = bool(unkept)
     return Change(
-        loaded, wanted, commands, operation, properties, added=added, needs=needs, expired=expired
+        loaded,
+        wanted,
+        commands,
+        operation,
+        properties,
+        added=added,
+        needs=needs,
+        expired=expired,
+        rewrite=rewrite,
     )
+
+
+_KEPT_APART = {"last_updated_ms", "metadata_log", "properties"}
+"""Metadata fields kept otherwise: the time and the log are Almanac's, the
+properties have their metastore key."""
+_BY_COMMANDS = {
+    "schemas",
+    "current_schema_id",
+    "last_column_id",
+    "partition_specs",
+    "default_spec_id",
+    "last_partition_id",
+    "sort_orders",
+    "default_sort_order_id",
+}
+"""Metadata fields the catalog's commands carry (the schema, specs and
+sort orders Almanac writes after an ALTER TABLE)."""
+
+
+def _unkept(base: TableMetadata, wanted: TableMetadata, commands: bool) -> list[str]:
+    """The metadata fields a commit changes that neither its catalog commands
+    nor its properties carry: only a new metadata file keeps them."""
+    skip = _KEPT_APART | (_BY_COMMANDS if commands else set())
+    fields = type(wanted).model_fields
+    unkept = [
+        (fields[name].alias or name)
+        for name in fields
+        if name not in skip and getattr(base, name, None) != getattr(wanted, name, None)
+    ]
+    if commands and {s.schema_id for s in base.schemas} - {s.schema_id for s in wanted.schemas}:
+        unkept.append("schemas")  # the commands add schemas; removing one takes a file
+    return unkept
+
+
+def _culprit(
+    cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate], exc: CatalogError
+) -> str:
+    """The update a refusal is due to: the first whose prefix of the commit
+    is refused by the same rule (several, when only together they are)."""
+    rule = exc.context.get("rule")
+    for k in range(1, len(updates)):
+        try:
+            _planned(cat, loaded, updates[:k])
+        except InputError as early:
+            if early.context.get("rule") == rule:
+                return updates[k - 1].action
+    if updates and rule not in _COMBINED:
+        return updates[-1].action
+    return ", ".join(dict.fromkeys(u.action for u in updates))
+
+
+_COMBINED = {"kept-metadata"}
+"""Rules a commit can break only through several updates together."""
+
+
+def _named(exc: InputError, culprit: str) -> InputError:
+    """``exc`` naming the commit's update(s) it refuses."""
+    message = f"{exc.message} (refused update: {culprit})"
+    return type(exc)(message, **{**exc.context, "update": culprit})
 
 
 def _expired(
@@ -337,9 +461,23 @@ def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
         for s in wanted.snapshots
         if s.snapshot_id not in known
     }
-    if "overwrite" in done:
+    if "overwrite" in done or _replaces(base, wanted):
         return "overwrite"
     return "replace" if done == {"replace"} else "append"
+
+
+def _replaces(base: TableMetadata | None, wanted: TableMetadata) -> bool:
+    """Whether the new current snapshot does not descend from the old one:
+    a replace (``CREATE OR REPLACE TABLE ... AS SELECT``) starts anew."""
+    if base is None or base.current_snapshot_id is None:
+        return False
+    snapshot = wanted.current_snapshot()
+    while snapshot is not None:
+        if snapshot.snapshot_id == base.current_snapshot_id:
+            return False
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else wanted.snapshot_by_id(parent)
+    return True
 
 
 def _check_files(
@@ -474,6 +612,22 @@ def _format_stays(full: str, version: int) -> CatalogError:
         table=full,
         rule="format-version",
     )
+
+
+def _check_statistics(full: str, base: TableMetadata, wanted: TableMetadata) -> None:
+    """Statistics files are refused: the janitor keeps a table's data and
+    metadata files only, so it would delete them under the metadata naming
+    them."""
+    if (wanted.statistics, wanted.partition_statistics) != (
+        base.statistics,
+        base.partition_statistics,
+    ):
+        raise refused(
+            f"Table '{full}': statistics files are not kept (Almanac's janitor keeps a "
+            "table's data and metadata files only)",
+            table=full,
+            rule="statistics",
+        )
 
 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
@@ -636,9 +790,10 @@ def _publish(
         )
         kept = {s.snapshot_id for s in change.wanted.snapshots}
         expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
-        rewrite = change.properties is not None or expires
+        rewrite = change.properties is not None or change.rewrite or expires
         if parent is not None and rewrite and not change.commands:
-            # The properties (or the snapshots left) go into a new
+            # The properties (and whatever else ``rewrite`` says, the
+            # snapshots left after an expiry included) go into a new
             # metadata.json of the same snapshot, as an ALTER's schema does
             # (a commit answers a new metadata location); the hold keeps the
             # janitor off it.

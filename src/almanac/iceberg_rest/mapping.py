@@ -19,7 +19,7 @@ from typing import Any
 
 from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, index_by_id
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import NullOrder, SortDirection, SortOrder
 from pyiceberg.transforms import BucketTransform
@@ -78,6 +78,7 @@ __all__ = [
     "column_of",
     "column_type",
     "create_command",
+    "in_order",
     "layout_commands",
     "order_fields",
     "schema_commands",
@@ -409,6 +410,33 @@ def layout_commands(
             )
         )
     return commands
+
+
+def in_order(
+    schema: Sequence[Command], layout: Sequence[Command], base: TableMetadata
+) -> tuple[Command, ...]:
+    """The schema commands, then the layout commands, except that a column
+    the table's current spec or sort order reads is dropped only after the
+    new layout replaced them (a replace swaps columns and layout at once)."""
+    held = {f.source_id for f in base.spec().fields} | {
+        f.source_id for f in base.sort_order().fields
+    }
+    late = {
+        f.name
+        for f in base.schema().fields
+        if f.field_id in held or held & set(index_by_id(f.field_type))
+    }
+    first: list[Command] = []
+    last: list[Command] = []
+    for command in schema:
+        if layout and isinstance(command, DropColumns) and late & set(command.columns):
+            now = tuple(c for c in command.columns if c not in late)
+            if now:
+                first.append(replace(command, columns=now))
+            last.append(replace(command, columns=tuple(c for c in command.columns if c in late)))
+        else:
+            first.append(command)
+    return (*first, *layout, *last)
 
 
 def schema_commands(namespace: str, table: Table, old: Schema, new: Schema) -> list[Command]:

@@ -90,7 +90,13 @@ def shown(metadata: TableMetadata, table: Table, properties: Properties) -> Tabl
         update={
             "schemas": [schema if s.schema_id == schema.schema_id else s for s in metadata.schemas],
             "last_column_id": max(metadata.last_column_id, table.next_column_id - 1),
-            "properties": {**metadata.properties, **properties.values, GC_ENABLED: "false"},
+            # The metastore key holds the table's own properties (a file
+            # can hold one removed since), the file Almanac's.
+            "properties": {
+                **{k: v for k, v in metadata.properties.items() if k.startswith("almanac.")},
+                **properties.values,
+                GC_ENABLED: "false",
+            },
         }
     )
 
