@@ -36,6 +36,7 @@ from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
     OPERATIONS,
+    REFS,
     DataSnapshot,
     Record,
     decode_pointer,
@@ -430,7 +431,8 @@ class TableData:
         returns the transaction that publishes it, alone or riding a catalog
         version (``Catalog.execute(attach=...)``); on failure the caller
         removes ``record.metadata``."""
-        _check_operation(operation)
+        if operation != REFS:
+            _check_operation(operation)
         write_id = new_write_id()
         snapshot_id, commit_time, version, origin = self._stamp(
             parent, catalog_version, activated_at

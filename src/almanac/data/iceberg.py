@@ -226,29 +226,37 @@ class _StagingWriter(MetastoreCatalog):
 
 
 def _current_only(metadata: TableMetadata) -> TableMetadata:
-    """The metadata with its current snapshot as its only snapshot and no
-    metadata log, so that the next ``metadata.json`` holds that snapshot and
-    its own (its parent stays readable by any Iceberg reader) and names only
-    its parent's file. Time travel goes through the
+    """The metadata with its current snapshot and the snapshots its branches
+    and tags point at as its only snapshots and no metadata log, so that the
+    next ``metadata.json`` holds those and its own (its parent stays
+    readable by any Iceberg reader) and names only its parent's file. Time travel goes through the
     metastore's records, each naming its own ``metadata.json``; a history
     copied into every one would make each commit cost, and the kept
     metadata grow with, the number of commits before it (and pyiceberg
     deep-copies the whole metadata many times per commit)."""
     current = metadata.current_snapshot()
-    if current is None or (len(metadata.snapshots) <= 1 and not metadata.metadata_log):
+    if current is None:
+        return metadata
+    # Every branch and tag stays, with the snapshot it points at.
+    kept = {current.snapshot_id} | {r.snapshot_id for r in metadata.refs.values()}
+    if {s.snapshot_id for s in metadata.snapshots} <= kept and not metadata.metadata_log:
         return metadata
     return metadata.model_copy(
         update={
             "metadata_log": [],
-            "snapshots": [current],
+            "snapshots": [s for s in metadata.snapshots if s.snapshot_id in kept],
             "snapshot_log": [
                 e for e in metadata.snapshot_log if e.snapshot_id == current.snapshot_id
             ][-1:],
-            "refs": {
-                k: r for k, r in metadata.refs.items() if r.snapshot_id == current.snapshot_id
-            },
         }
     )
+
+
+def _ref_targets(metadata: TableMetadata) -> list[int]:
+    """The snapshots the metadata's branches and tags point at, but its
+    current one, sorted."""
+    targets = {r.snapshot_id for r in metadata.refs.values()} - {metadata.current_snapshot_id}
+    return sorted(t for t in targets if t is not None and metadata.snapshot_by_id(t) is not None)
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -343,9 +351,18 @@ class MetadataFiles:
     deletes: frozenset[str] = frozenset()
     """Its position delete files (merge-on-read): data, but listed in delete
     manifests rather than on ``DataFile``s only."""
+    ref_files: frozenset[str] = frozenset()
+    """The data and delete files of the snapshots its branches and tags
+    point at (but its current one)."""
 
     def all(self) -> frozenset[str]:
-        return frozenset({self.metadata}) | self.manifest_lists | self.manifests | self.deletes
+        return (
+            frozenset({self.metadata})
+            | self.manifest_lists
+            | self.manifests
+            | self.deletes
+            | self.ref_files
+        )
 
 
 class IcebergFiles:
@@ -434,8 +451,21 @@ class IcebergFiles:
                 types[f.field_id] = f.field_type
         return types
 
-    def manifests(self, metadata: TableMetadata) -> list[ManifestFile]:
-        snapshot = metadata.current_snapshot()
+    def manifests(
+        self, metadata: TableMetadata, snapshot_id: int | None = None
+    ) -> list[ManifestFile]:
+        """The manifests of snapshot ``snapshot_id`` (default: the current one)."""
+        snapshot = (
+            metadata.current_snapshot()
+            if snapshot_id is None
+            else metadata.snapshot_by_id(snapshot_id)
+        )
+        if snapshot is None and snapshot_id is not None:
+            raise CorruptLogError(
+                f"Iceberg metadata of the table at '{metadata.location}' has no snapshot "
+                f"{snapshot_id}",
+                path=metadata.location,
+            )
         if snapshot is None:
             return []
         try:
@@ -494,17 +524,20 @@ class IcebergFiles:
         self._remember(self._manifests, key, result)
         return result
 
-    def entries(self, location: str) -> list[tuple[DataFile, IcebergFile]]:
-        """The live data files of the current snapshot of ``location``, each
-        with the position delete files that apply to it (``DataFile.deletes``,
-        see ``almanac.data.deletes``)."""
-        planned = self._cached(self._planned, location)
+    def entries(
+        self, location: str, snapshot_id: int | None = None
+    ) -> list[tuple[DataFile, IcebergFile]]:
+        """The live data files of snapshot ``snapshot_id`` of ``location``
+        (default: its current snapshot), each with the position delete files
+        that apply to it (``DataFile.deletes``, see ``almanac.data.deletes``)."""
+        key = location if snapshot_id is None else f"{location}\0{snapshot_id}"
+        planned = self._cached(self._planned, key)
         if planned is not None:
             return planned  # type: ignore[no-any-return]
         metadata = self.metadata(location)
         data: list[tuple[DataFile, IcebergFile, int]] = []
         deletes: list[tuple[IcebergFile, int]] = []
-        for manifest in self.manifests(metadata):
+        for manifest in self.manifests(metadata, snapshot_id):
             if manifest.content == ManifestContent.DELETES:
                 deletes.extend((e, n) for _, e, n in self._entries(manifest, metadata))
             else:
@@ -512,7 +545,7 @@ class IcebergFiles:
         if not deletes:
             return [(f, e) for f, e, _ in data]
         out = plan_deletes(data, deletes, metadata.specs(), metadata.location)
-        self._remember(self._planned, location, out)
+        self._remember(self._planned, key, out)
         return out
 
     def delete_files(self, location: str) -> list[IcebergFile]:
@@ -525,8 +558,8 @@ class IcebergFiles:
             for _, e, _ in self._entries(manifest, metadata)
         ]
 
-    def files(self, location: str) -> tuple[DataFile, ...]:
-        return tuple(f for f, _ in self.entries(location))
+    def files(self, location: str, snapshot_id: int | None = None) -> tuple[DataFile, ...]:
+        return tuple(f for f, _ in self.entries(location, snapshot_id))
 
     def spec_fields(self, location: str) -> dict[int, tuple[PartitionField, ...]]:
         """Every partition spec of ``location`` by its Iceberg id, as the
@@ -535,14 +568,38 @@ class IcebergFiles:
         return {i: _fields(spec) for i, spec in self.metadata(location).specs().items()}
 
     def referenced(self, location: str) -> MetadataFiles:
-        """The metadata files the current snapshot of ``location`` needs."""
+        """The metadata files the current snapshot of ``location`` needs, and
+        every file the snapshots its branches and tags point at need: a ref
+        keeps its snapshot readable for as long as the metadata is kept."""
         metadata = self.metadata(location)
         snapshot = metadata.current_snapshot()
         if snapshot is None:
             return MetadataFiles(location, frozenset(), frozenset())
-        manifests = frozenset(m.manifest_path for m in self.manifests(metadata))
+        lists = {snapshot.manifest_list}
+        manifests = {m.manifest_path for m in self.manifests(metadata)}
+        for target in _ref_targets(metadata):
+            found = metadata.snapshot_by_id(target)
+            assert found is not None  # _ref_targets lists held snapshots only
+            lists.add(found.manifest_list)
+            manifests.update(m.manifest_path for m in self.manifests(metadata, target))
         deletes = frozenset(f.file_path for f in self.delete_files(location))
-        return MetadataFiles(location, frozenset({snapshot.manifest_list}), manifests, deletes)
+        return MetadataFiles(
+            location,
+            frozenset(lists),
+            frozenset(manifests),
+            deletes,
+            self.ref_files(metadata),
+        )
+
+    def ref_files(self, metadata: TableMetadata) -> frozenset[str]:
+        """The data and delete files of the snapshots the branches and tags
+        of ``metadata`` point at, but for its current one's."""
+        return frozenset(
+            e.file_path
+            for target in _ref_targets(metadata)
+            for manifest in self.manifests(metadata, target)
+            for _, e, _ in self._entries(manifest, metadata)
+        )
 
     # -- writing ---------------------------------------------------------------
 
@@ -716,7 +773,10 @@ class IcebergFiles:
         """Write a ``metadata.json`` that is ``parent`` without the given
         (expired) snapshots, so that no Iceberg reader is offered a snapshot
         whose files are gone; None when it has none of them."""
-        known = {s.snapshot_id for s in self.metadata(parent).snapshots}
+        metadata = self.metadata(parent)
+        known = {s.snapshot_id for s in metadata.snapshots}
+        # A snapshot a branch or tag points at stays, and so do its files.
+        known -= {r.snapshot_id for r in metadata.refs.values()}
         doomed = sorted(known & set(snapshot_ids))
         if not doomed:
             return None

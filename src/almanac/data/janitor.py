@@ -287,6 +287,25 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     return report
 
 
+def _expired_ids(data: TableData, removed: list[Record], kept: list[Record]) -> set[int]:
+    """The Iceberg snapshots the current ``metadata.json`` drops in an expiry:
+    those the removed records had as current, and those it lists that no
+    kept record has as current (a removed tag's, one of several snapshots
+    of one commit), since their files are not kept either. Those a kept
+    record still has as current stay, and ``write_without`` keeps every
+    snapshot a branch or tag points at."""
+    expired: set[int | None] = set()
+    for record in removed:
+        with contextlib.suppress(CatalogError):
+            expired.add(data.iceberg.snapshot_id(record.metadata))
+    with contextlib.suppress(CatalogError):
+        expired |= {s.snapshot_id for s in data.iceberg.metadata(kept[-1].metadata).snapshots}
+    for record in kept:
+        with contextlib.suppress(CatalogError):
+            expired.discard(data.iceberg.snapshot_id(record.metadata))
+    return {i for i in expired if i is not None}
+
+
 def expire_data(
     cat: Catalog,
     name: str,
@@ -333,12 +352,7 @@ def expire_data(
         current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
         if current_kv is None:
             continue
-        expired: set[int] = set()
-        for record in removed:
-            with contextlib.suppress(CatalogError):
-                iceberg_id = data.iceberg.snapshot_id(record.metadata)
-                if iceberg_id is not None:
-                    expired.add(iceberg_id)
+        expired = _expired_ids(data, removed, kept)
         hold = data.hold(table.id)
         rewritten: tuple[str, list[str]] | None = None
         ok = False

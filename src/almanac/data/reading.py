@@ -10,7 +10,7 @@ import math
 import uuid
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,8 @@ __all__ = [
 
 PREDICATE_OPS = ("=", "<", "<=", ">", ">=", "in", "is_null", "is_not_null")
 BATCH_ROWS = 65_536
+MAIN_REF = "main"
+"""The branch every read without a ref reads (Iceberg's current snapshot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,11 +327,13 @@ def plan_scan(
     version: int | None = None,
     timestamp: int | dt.datetime | None = None,
     filters: Sequence[Predicate] = (),
+    ref: str | None = None,
 ) -> ScanPlan:
     """Resolve the table at ``version`` or ``timestamp`` (latest by default;
-    ``NotFoundError`` if it did not exist then), pick its data snapshot and
-    keep the files whose statistics and partition values (each under its
-    own spec) allow a match for every predicate."""
+    ``NotFoundError`` if it did not exist then), pick its data snapshot (with
+    ``ref``, the snapshot its branch or tag of that name pointed at then)
+    and keep the files whose statistics and partition values (each under
+    its own spec) allow a match for every predicate."""
     check.instance(cat, Catalog, "Parameter 'cat' of plan_scan")
     check.instance(data, TableData, "Parameter 'data' of plan_scan")
     check.string(name, "Parameter 'name' of plan_scan", nonblank=True)
@@ -337,6 +341,7 @@ def plan_scan(
     if version is not None and timestamp is not None:
         raise ValidationError("Read a table at a version or at a timestamp, not both")
     check.optional_int(version, "Parameter 'version' of plan_scan")
+    check.optional_str(ref, "Parameter 'ref' of plan_scan", nonblank=True)
     ts = (
         None
         if timestamp is None
@@ -368,12 +373,32 @@ def plan_scan(
         current = data.snapshot_at(table.id, timestamp=ts)
     else:
         current = data.current(table.id)
+    if ref is not None and ref != MAIN_REF:
+        current = _at_ref(data, f"{schema}.{name}", current, ref, snap.version)
     files = () if current is None else current.files
     specs = data.iceberg.spec_fields(current.metadata) if checked and current else {}
     kept = tuple(
         f for f in files if all(may_match(p, c, f, specs.get(f.spec_id, ())) for p, c in checked)
     )
     return ScanPlan(table, kept, len(files), current, snap.version, tuple(filters))
+
+
+def _at_ref(
+    data: TableData, full: str, snapshot: DataSnapshot | None, ref: str, version: int
+) -> DataSnapshot:
+    """``snapshot`` with the files of the Iceberg snapshot its branch or tag
+    ``ref`` points at (refs live in its ``metadata.json``)."""
+    target = None if snapshot is None else data.iceberg.metadata(snapshot.metadata).refs.get(ref)
+    if snapshot is None or target is None:
+        raise NotFoundError(
+            f"Table '{full}' has no branch or tag '{ref}' at catalog version {version}",
+            kind="ref",
+            table=full,
+            ref=ref,
+            version=version,
+        )
+    files = data.iceberg.files(snapshot.metadata, target.snapshot_id)
+    return replace(snapshot, files=files)
 
 
 # --------------------------------------------------------------------------- reading
@@ -563,11 +588,15 @@ def read_table(
     timestamp: int | dt.datetime | None = None,
     filters: Sequence[Predicate] = (),
     columns: Sequence[str] | None = None,
+    ref: str | None = None,
 ) -> pa.Table:
-    """Plan, read every kept file and keep the rows matching every predicate."""
+    """Plan, read every kept file and keep the rows matching every predicate;
+    ``ref`` reads a branch or tag by name (default: ``main``)."""
     check.instance(cat, Catalog, "Parameter 'cat' of read_table")
     data = TableData.for_catalog(cat)
-    plan = plan_scan(cat, data, name, schema, version=version, timestamp=timestamp, filters=filters)
+    plan = plan_scan(
+        cat, data, name, schema, version=version, timestamp=timestamp, filters=filters, ref=ref
+    )
     wanted = [c.name for c in project(plan.table, columns)]
     needed = wanted if columns is None else sorted({*wanted, *(p.column for p in filters)})
     read_schema = output_schema(plan.table, needed)

@@ -31,6 +31,7 @@ from almanac.metastore import Compare, Metastore
 
 __all__ = [
     "OPERATIONS",
+    "REFS",
     "DataSnapshot",
     "Record",
     "decode_pointer",
@@ -48,6 +49,9 @@ __all__ = [
 
 OPERATIONS = ("append", "overwrite", "replace")
 """``replace`` rewrites files without changing rows (compaction)."""
+REFS = "refs"
+"""The operation of a snapshot that changes only the table's branches and
+tags (an Iceberg client's commit): what its main branch reads stays."""
 
 TABLE_PREFIX = "data.table."
 SNAPSHOT_PREFIX = "data.snapshot."

@@ -3,7 +3,8 @@
 ``update_table_metadata``, then what the result means for Almanac.
 
 A schema change becomes the ALTER TABLE commands the equivalent DDL runs
-(``mapping``); a new snapshot becomes a data snapshot (``TableData.adopt_ops``),
+(``mapping``); a new snapshot, or a change of branches and tags (``refs``),
+becomes a data snapshot (``TableData.adopt_ops``),
 so Almanac's time travel, retention and janitor see it; properties go to
 their metastore key. Everything of one request, for one table or for many
 (``/v1/transactions/commit``), commits in one metastore transaction: one
@@ -65,6 +66,7 @@ from almanac.data.iceberg_schema import (
     layout_properties,
 )
 from almanac.data.snapshots import (
+    REFS,
     encode_record,
     pointer_unchanged,
     record_unchanged,
@@ -84,6 +86,7 @@ from almanac.iceberg_rest.mapping import (
     zone_partitions,
 )
 from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
+from almanac.iceberg_rest.refs import check_refs
 from almanac.iceberg_rest.tables import Loaded, load, no_namespace, no_table
 from almanac.metastore import Compare, Op, Put
 
@@ -115,6 +118,8 @@ class Change:
     """The table does not exist yet: ``commands`` create it (a staged create)."""
     added: tuple[str, ...] = ()
     """The files its new snapshots add (manifest lists, manifests, data files)."""
+    needs: tuple[str, ...] = ()
+    """Records of kept data snapshots whose files its refs rely on (``refs``)."""
     expired: tuple[str, ...] = ()
     """The write ids of the snapshots it removes (``expire_snapshots``)."""
     rewrite: bool = False
@@ -189,7 +194,8 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
     commands = in_order(schema, layout, base)
     operation = None
     added: tuple[str, ...] = ()
-    if wanted.current_snapshot_id != base.current_snapshot_id:
+    needs = check_refs(TableData.for_catalog(cat), full, loaded.table.id, base, wanted)
+    if wanted.current_snapshot_id != base.current_snapshot_id or wanted.refs != base.refs:
         operation = _operation(base, wanted)
     if operation is not None:
         added = _check_files(cat, full, loaded.table.id, base, wanted)
@@ -234,6 +240,7 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
         operation,
         properties,
         added=added,
+        needs=needs,
         expired=expired,
         rewrite=rewrite,
     )
@@ -401,6 +408,7 @@ def created(
             rule="format-version",
         )
     data = TableData.for_catalog(cat)
+    check_refs(data, full, made.id, MetastoreCatalog._empty_table_metadata(), wanted)
     location = data.warehouse.table_dir(made.id)
     if relocate:
         wanted = wanted.model_copy(update={"location": location})
@@ -438,8 +446,14 @@ def created(
 
 def _operation(base: TableMetadata | None, wanted: TableMetadata) -> str:
     """The data snapshot's operation: what the snapshots the commit adds do
-    together (pyiceberg's overwrite adds a delete and then an append)."""
+    together (pyiceberg's overwrite adds a delete and then an append); a
+    commit that leaves ``main`` alone changes only refs, one that moves it
+    to a snapshot the table had overwrites (see ``refs``)."""
     known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    if base is not None and wanted.current_snapshot_id == base.current_snapshot_id:
+        return REFS
+    if wanted.current_snapshot_id in known:
+        return "overwrite"
     done = {
         _OPERATIONS[s.summary.operation] if s.summary is not None else "append"
         for s in wanted.snapshots
@@ -474,7 +488,8 @@ def _check_files(
     registered: bool = False,
 ) -> tuple[str, ...]:
     """The files a commit adds are the table's own, and data or position
-    delete files; returns them.
+    delete files; returns them (but those a branch or tag already keeps,
+    which a cherry-pick adds again).
 
     Every manifest list, manifest and data file its new snapshots add must
     be below the table's location, spelled as the warehouse lists it (no
@@ -485,13 +500,12 @@ def _check_files(
     where no janitor ever deletes. Position delete files (merge-on-read) are
     applied by every Almanac reader (``almanac.data.deletes``); equality
     deletes and deletion vectors are refused, as Almanac would not apply them."""
-    snapshot = wanted.current_snapshot()
-    if snapshot is None:
+    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
+    added = {s.snapshot_id for s in wanted.snapshots} - known
+    if not added:
         return ()
     data = TableData.for_catalog(cat)
     warehouse = data.warehouse
-    known = set() if base is None else {s.snapshot_id for s in base.snapshots}
-    added = {s.snapshot_id for s in wanted.snapshots} - known
     paths: list[str] = []
 
     def outside(path: str) -> bool:
@@ -504,6 +518,16 @@ def _check_files(
         return refused(f"Table '{full}': {what}", table=full, rule=rule)
 
     io = data.iceberg.io
+    held: frozenset[str] | None = None
+
+    def new_data_file(path: str) -> bool:
+        """A file a branch or tag of ``base`` already holds (a cherry-pick
+        adds it again) is kept by the table, whatever its age."""
+        nonlocal held
+        if held is None:
+            held = frozenset() if base is None else data.iceberg.ref_files(base)
+        return path not in held
+
     try:
         for new in (s for s in wanted.snapshots if s.snapshot_id in added):
             if outside(new.manifest_list):
@@ -528,7 +552,8 @@ def _check_files(
                     problem = check_delete_file(entry.data_file, full) if deletes else None
                     if problem is not None:
                         raise refused(problem.message, **problem.context)
-                    if outside(entry.data_file.file_path):
+                    path = entry.data_file.file_path
+                    if new_data_file(path) and outside(path):
                         raise refuse(
                             f"{'delete' if deletes else 'data'} file "
                             f"'{entry.data_file.file_path}' is not where the table's "
@@ -565,22 +590,12 @@ def _check_expressible(full: str, base: TableMetadata, wanted: TableMetadata) ->
     for spec in base.partition_specs:
         if spec.spec_id not in kept:
             raise no(f"partition spec {spec.spec_id} cannot be removed", "partition-spec")
-    before = {s.snapshot_id for s in base.snapshots}
     after = {s.snapshot_id for s in wanted.snapshots}
     if base.current_snapshot_id is not None and base.current_snapshot_id not in after:
         raise no(
             f"its current snapshot {base.current_snapshot_id} cannot be expired",
             "expire-current-snapshot",
         )
-    current = wanted.current_snapshot_id
-    if current != base.current_snapshot_id and (current is None or current in before):
-        raise no(
-            "its current snapshot can only move to a snapshot the commit adds (time travel "
-            "reads older ones)",
-            "rollback",
-        )
-    if set(wanted.refs) - {"main"}:
-        raise no("branches and tags other than 'main' are not kept", "refs")
 
 
 def _format_stays(full: str, version: int) -> CatalogError:
@@ -736,7 +751,7 @@ def _publish(
         raise refused(f"Table '{change.full_name}' is dropped by its own commit")
     if change.commands:
         check_expressed(change.full_name, made, change.wanted.schema())
-    compares: list[Compare] = []
+    compares: list[Compare] = [Compare.exists(key) for key in change.needs]
     ops: list[Op] = []
     parent = loaded.record
     if change.operation is not None:
