@@ -426,10 +426,18 @@ def read_file(
     check.instance(file, DataFile, "Parameter 'file' of read_file")
     check.instance(warehouse, Warehouse, "Parameter 'warehouse' of read_file")
     check.integer(batch_rows, "Parameter 'batch_rows' of read_file", lo=1)
+    if deleted is not None and not (
+        isinstance(deleted, np.ndarray) and deleted.ndim == 1 and deleted.dtype.kind in "iu"
+    ):
+        raise check.fail(
+            "Parameter 'deleted' of read_file", "a 1-D numpy array of row positions", deleted
+        )
     wanted = project(plan_table, columns)
     schema = output_schema(plan_table, columns)
     if deleted is None:
         deleted = deleted_positions(file, warehouse, plan_table.name)
+    else:
+        deleted = np.unique(deleted)  # sorted, as applying them needs
     with _verified(plan_table, file, warehouse) as source:
         try:
             parquet = pq.ParquetFile(source)
