@@ -71,7 +71,13 @@ def _almanac_rows(cat: Catalog, schema: str, table: str, **options: Any) -> list
 
 def _same_rows(spark: Any, cat: Catalog, schema: str, table: str) -> list[dict[str, Any]]:
     """Spark's rows, asserted equal to what Almanac's reader returns."""
-    spark_rows = _spark_rows(spark, f"{CAT}.{schema}.{table}")
+    return _same_rows_in(spark, CAT, cat, schema, table)
+
+
+def _same_rows_in(
+    spark: Any, catalog: str, cat: Catalog, schema: str, table: str
+) -> list[dict[str, Any]]:
+    spark_rows = _spark_rows(spark, f"{catalog}.{schema}.{table}")
     assert _almanac_rows(cat, schema, table) == _normal(spark_rows)
     return spark_rows
 
@@ -363,6 +369,10 @@ def test_add_catalog_refusals(rt: Any, tmp_path: Path) -> None:
         almanac.spark.add_catalog(rt, "tok", target, token="secret")
     with pytest.raises(ValidationError, match="keeps them nowhere"):
         almanac.spark.add_catalog(rt, "mem", "memory://")
+    with pytest.raises(ValidationError, match="no default warehouse"):
+        almanac.spark.add_catalog(rt, "nowh", "etcd://127.0.0.1:1/x")
+    with pytest.raises(ValidationError, match="serves its own warehouse"):
+        almanac.spark.add_catalog(rt, "srv", "http://127.0.0.1:1", warehouse=str(tmp_path))
     assert isinstance(SparkRuntimeError("x"), CatalogError)
 
 
@@ -418,3 +428,41 @@ def test_add_catalog_reaches_a_server_with_its_token(rt: Any, tmp_path: Path) ->
             assert _almanac_rows(cat, "s", "t") == [{"id": 5}]
     finally:
         assert server.stop() == 0, server.log_text()
+
+
+def test_a_catalog_on_etcd(rt: Any, tmp_path: Path) -> None:
+    from almanac.etcd_local import LocalEtcd
+
+    warehouse = str(tmp_path / "wh")
+    with LocalEtcd(1, fsync=False) as cluster:
+        uri = f"{cluster.uri}/runtime"
+        almanac.spark.add_catalog(rt, "rt_etcd", uri, warehouse=warehouse)
+        _sql(rt, "CREATE NAMESPACE rt_etcd.s")
+        _sql(rt, "CREATE TABLE rt_etcd.s.t (id BIGINT) USING iceberg")
+        _sql(rt, "INSERT INTO rt_etcd.s.t VALUES (1), (2)")
+        _sql(rt, "DELETE FROM rt_etcd.s.t WHERE id = 1")
+        with almanac.connect(uri, warehouse=warehouse) as cat:
+            assert _same_rows_in(rt, "rt_etcd", cat, "s", "t") == [{"id": 2}]
+
+
+def test_a_ctas_whose_job_fails_leaves_no_table_and_no_version(rt: Any, node: Catalog) -> None:
+    from pyspark.sql.functions import udf
+    from pyspark.sql.types import LongType
+
+    def boom(x):  # type: ignore[no-untyped-def]  # hints would make Spark guess an Arrow UDF
+        if x == 7:
+            raise ValueError("row 7 refused")
+        return x
+
+    rt.udf.register("rt_boom", udf(boom, LongType()))
+    _sql(rt, f"CREATE NAMESPACE {CAT}.failing")
+    before = node.catalog().version
+    with pytest.raises(Exception, match="row 7 refused"):
+        _sql(
+            rt,
+            f"CREATE TABLE {CAT}.failing.t USING iceberg AS "
+            "SELECT rt_boom(id) AS id FROM range(10)",
+        )
+    assert node.catalog().version == before
+    assert node.catalog().table("t", "failing") is None
+    assert _sql(rt, f"SHOW TABLES IN {CAT}.failing") == []

@@ -159,12 +159,19 @@ def _hook_stop(spark: Any, app: str) -> None:
 
 
 def _endpoint(
-    spark: Any, app: str, target: object, token: str | None, what: str
+    spark: Any, app: str, target: object, token: str | None, warehouse: str | None, what: str
 ) -> tuple[str, str | None]:
     """The Iceberg REST address and token that reach ``target``: the server
     of an ``http(s)://`` target, else a new embedded one over the catalog."""
     parsed = parse_target(target)
     if parsed.kind == "http":
+        if warehouse is not None:
+            raise ValidationError(
+                f"{what}: the server '{parsed}' serves its own warehouse; "
+                "a warehouse is for a local catalog",
+                target=str(parsed),
+                rule="warehouse-for-local",
+            )
         return parsed.url.rstrip("/") + REST_PREFIX, token
     if token is not None:
         raise ValidationError(
@@ -180,10 +187,17 @@ def _endpoint(
             target=str(parsed),
             rule="durable-target",
         )
+    if warehouse is None and parsed.default_warehouse is None:
+        raise ValidationError(
+            f"{what}: the catalog '{parsed}' has no default warehouse for table files; "
+            "pass warehouse=",
+            target=str(parsed),
+            rule="warehouse-required",
+        )
     import almanac
     from almanac.server.background import BackgroundServer
 
-    cat = almanac.connect(parsed)
+    cat = almanac.connect(parsed, warehouse=warehouse)
     try:
         server = BackgroundServer(cat).start()
     except BaseException:
@@ -221,10 +235,13 @@ def add_catalog(
     *,
     version: int | None = None,
     token: str | None = None,
+    warehouse: str | None = None,
 ) -> None:
     """Add the Almanac catalog at ``target`` to a running session (started
     by ``session``, or with ``runtime_conf()``) as Spark catalog ``name``.
-    ``version`` (a catalog pinned at one version) is not served yet."""
+    ``warehouse`` is where a local catalog keeps table files (an etcd target
+    has no default). ``version`` (a catalog pinned at one version) is not
+    served yet."""
     from almanac.spark.session import check_session
 
     what = "add_catalog"
@@ -232,6 +249,7 @@ def add_catalog(
     name = _check_name(name, f"Parameter 'name' of {what}")
     check.optional_int(version, f"Parameter 'version' of {what}")
     check.optional_str(token, f"Parameter 'token' of {what}", nonblank=True)
+    check.optional_str(warehouse, f"Parameter 'warehouse' of {what}", nonblank=True)
     if version is not None:
         raise SparkRuntimeError(
             f"Catalog '{name}' at version {version}: a Spark catalog pinned at a catalog "
@@ -255,7 +273,7 @@ def add_catalog(
             rule="spark-catalog-exists",
         )
     app = str(spark.sparkContext.applicationId)
-    uri, bearer = _endpoint(spark, app, target, token, f"Catalog '{name}'")
+    uri, bearer = _endpoint(spark, app, target, token, warehouse, f"Catalog '{name}'")
     for key, value in catalog_conf(name, uri, bearer).items():
         spark.conf.set(key, value)
 
@@ -266,17 +284,20 @@ def session(
     catalog: str = "almanac",
     token: str | None = None,
     conf: dict[str, str] | None = None,
+    warehouse: str | None = None,
 ) -> Any:
     """A local Spark session with Apache Iceberg's runtime and SQL
     extensions, and the Almanac catalog at ``target`` as Spark catalog
     ``catalog`` (``spark.sql("CREATE TABLE almanac.s.t ...")``). ``conf``
-    adds settings. Bound to loopback like every local session of Almanac's
-    (``almanac.spark.local``). A session already running in this process is
-    reused when it has the runtime, and refused otherwise (Spark loads jars
-    and extensions only at start)."""
+    adds settings; ``warehouse`` is as for ``add_catalog``. Bound to
+    loopback like every local session of Almanac's (``almanac.spark.local``).
+    A session already running in this process is reused when it has the
+    runtime, and refused otherwise (Spark loads jars and extensions only at
+    start)."""
     what = "session"
     _check_name(catalog, f"Parameter 'catalog' of {what}")
     check.optional_str(token, f"Parameter 'token' of {what}", nonblank=True)
+    check.optional_str(warehouse, f"Parameter 'warehouse' of {what}", nonblank=True)
     settings: dict[str, str] = {}
     if conf is not None:
         check.instance(conf, dict, f"Parameter 'conf' of {what}", "a dict of str to str")
@@ -303,5 +324,5 @@ def session(
             )
         for key, value in settings.items():
             spark.conf.set(key, value)
-    add_catalog(spark, catalog, target, token=token)
+    add_catalog(spark, catalog, target, token=token, warehouse=warehouse)
     return spark
