@@ -22,11 +22,15 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from almanac import _check as check
 from almanac.errors import CatalogError, ValidationError
 from almanac.targets import parse_target
+
+if TYPE_CHECKING:
+    from almanac.catalog import Catalog
+    from almanac.server.background import BackgroundServer
 
 __all__ = [
     "ICEBERG_VERSION",
@@ -51,8 +55,6 @@ JAR_NAME = f"{ARTIFACT}-{ICEBERG_VERSION}.jar"
 
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
-REST_PREFIX = "/iceberg"
-"""Where ``almanac serve`` answers the Iceberg REST protocol."""
 
 _CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -114,8 +116,8 @@ def catalog_conf(name: str, uri: str, token: str | None) -> dict[str, str]:
 class _Served:
     """The embedded servers of one Spark application, stopped with it."""
 
-    servers: list[Any] = field(default_factory=list)
-    catalogs: list[Any] = field(default_factory=list)
+    servers: list[BackgroundServer] = field(default_factory=list)
+    catalogs: list[Catalog] = field(default_factory=list)
 
 
 _lock = threading.Lock()
@@ -163,6 +165,8 @@ def _endpoint(
 ) -> tuple[str, str | None]:
     """The Iceberg REST address and token that reach ``target``: the server
     of an ``http(s)://`` target, else a new embedded one over the catalog."""
+    from almanac.server.app import ICEBERG_PREFIX
+
     parsed = parse_target(target)
     if parsed.kind == "http":
         if warehouse is not None:
@@ -172,7 +176,7 @@ def _endpoint(
                 target=str(parsed),
                 rule="warehouse-for-local",
             )
-        return parsed.url.rstrip("/") + REST_PREFIX, token
+        return parsed.url.rstrip("/") + ICEBERG_PREFIX, token
     if token is not None:
         raise ValidationError(
             f"{what}: a token is for a catalog server (http:// or https://), "
@@ -208,7 +212,7 @@ def _endpoint(
         served.servers.append(server)
         served.catalogs.append(cat)
     _hook_stop(spark, app)
-    return server.url + REST_PREFIX, server.token
+    return server.url + ICEBERG_PREFIX, server.token
 
 
 def _check_name(name: object, what: str) -> str:
