@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Apache Iceberg's Spark runtime, fetched once from Maven Central by the
+# coordinates almanac.spark.runtime names; it looks for the jar here.
+RUNTIME_STAMP := $(VENV)/jars/.fetched
+RUNTIME = $$($(PY) -c 'from almanac.spark.runtime import RUNTIME; print(RUNTIME)')
 
-.PHONY: setup browser spark-helpers demo demo-cluster test lint typecheck unit bench clean
+.PHONY: setup spark-runtime browser spark-helpers demo demo-cluster test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -12,7 +16,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(RUNTIME_STAMP): $(STAMP)
+	rm -rf $(VENV)/jars
+	mkdir -p $(VENV)/jars
+	@if command -v mvn >/dev/null; then \
+	  mvn -q -B dependency:copy -Dartifact="$(RUNTIME)" \
+	    -DoutputDirectory=$(VENV)/jars && touch $(RUNTIME_STAMP); \
+	else \
+	  echo "*** No mvn: Spark fetches $(RUNTIME) itself at its first session" >&2; \
+	fi
+
+spark-runtime: $(RUNTIME_STAMP)
+
+setup: $(STAMP) $(RUNTIME_STAMP)
 
 # The console's browser tests drive Debian's chromium through its chromedriver.
 # Installed as root, or with sudo; when neither works the tests fail, saying so.

@@ -1,4 +1,8 @@
-"""One local Spark session for the whole run: starting one costs 5-12 s."""
+"""One local Spark session for the whole run: starting one costs 5-12 s.
+
+It carries Apache Iceberg's Spark runtime and SQL extensions (Spark loads
+jars only at start), so ``almanac.spark.session`` reuses it and adds its
+catalogs to it."""
 
 from __future__ import annotations
 
@@ -18,12 +22,14 @@ from almanac.catalog import Catalog
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from almanac.spark.local import local_session
+    from almanac.spark.runtime import runtime_conf
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = local_session(
         "almanac-tests",
         scratch=tmp_path_factory.mktemp("spark-local"),
         config={
+            **runtime_conf(),
             "spark.sql.python.filterPushdown.enabled": "true",
             "spark.sql.shuffle.partitions": "4",
             "spark.sql.warehouse.dir": str(warehouse),

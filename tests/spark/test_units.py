@@ -3,7 +3,7 @@ file packing. No Spark session needed."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -230,9 +230,26 @@ def test_entry_points_refuse_what_is_not_a_session_before_using_it(tmp_path: obj
         (lambda: almanac.spark.sql({}, target, "SELECT 1"), "'spark' of sql"),
         (lambda: almanac.spark.read_table(1, target, "S.T"), "'spark' of read_table"),
         (lambda: almanac.spark.spark_schema(bad("T"), "S.T"), "'table' of spark_schema"),
+        (lambda: almanac.spark.add_catalog("s", "c", target), "'spark' of add_catalog"),
     ]
     for call, fragment in cases:
         with pytest.raises(ValidationError, match=r"SparkSession|a Table") as info:
+            call()
+        assert fragment in str(info.value)
+
+
+def test_session_refuses_bad_arguments_before_starting_spark(tmp_path: object) -> None:
+    target = f"{tmp_path}/d"
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: almanac.spark.session(target, catalog="a b"), "not a Spark catalog name"),
+        (lambda: almanac.spark.session(target, catalog=bad(1)), "'catalog' of session"),
+        (lambda: almanac.spark.session(target, conf=bad([])), "'conf' of session"),
+        (lambda: almanac.spark.session(target, conf=bad({"k": 1})), "Setting 'k'"),
+        (lambda: almanac.spark.session(target, token=bad(2)), "'token' of session"),
+        (lambda: almanac.spark.session("foo://x"), "unsupported scheme"),
+    ]
+    for call, fragment in cases:
+        with pytest.raises(ValidationError) as info:
             call()
         assert fragment in str(info.value)
 

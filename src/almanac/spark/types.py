@@ -149,8 +149,9 @@ def spark_schema(table: Table, full_name: str) -> Any:
 
 
 def spark_arrow_schema(schema: Any) -> pa.Schema:
-    """The exact Arrow schema Spark expects a reader to yield for ``schema``."""
-    return to_arrow_schema(schema, timezone="UTC")
+    """The exact Arrow schema Spark expects a reader to yield for ``schema``
+    (PySpark 4.1: timestamps in UTC)."""
+    return to_arrow_schema(schema, timestamp_utc=True)
 
 
 def fit_batch(batch: pa.RecordBatch, target: pa.Schema, table: str) -> pa.RecordBatch:
