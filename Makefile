@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/jars/.fetched
 RUNTIME = $$($(PY) -c 'from almanac.spark.runtime import RUNTIME; print(RUNTIME)')
 
-.PHONY: setup spark-runtime browser spark-helpers demo demo-cluster test lint typecheck unit bench clean
+.PHONY: setup spark-runtime browser demo demo-cluster test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -41,10 +41,6 @@ browser:
 	      chromium chromium-driver; } || \
 	  echo "*** Could not install chromium and chromium-driver: tests/console will fail" >&2; \
 	fi
-
-# Optional: Spark writes build their Java helpers on first use anyway.
-spark-helpers: setup
-	$(PY) -c 'from almanac.spark.jvm import helper_jar; print(helper_jar())'
 
 # Each demo starts afresh in its own folder of demo-data/ and keeps it to be
 # looked at (.venv/bin/almanac --store demo-data/demo history); `make clean`

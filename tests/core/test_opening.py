@@ -18,14 +18,7 @@ from almanac.cli import main
 from almanac.connection import open_catalog
 from almanac.flight import read_table
 from almanac.iceberg import load_table, metadata_location
-from almanac.spark.names import catalog_session
 from almanac.system_tables import system_table
-
-
-def _session(target: str) -> None:
-    with catalog_session(target):
-        pass
-
 
 READERS: dict[str, Callable[[str], object]] = {
     "open_catalog": lambda t: open_catalog(t, create=False),
@@ -34,7 +27,6 @@ READERS: dict[str, Callable[[str], object]] = {
     "iceberg.metadata_location": lambda t: metadata_location(t, "S.T"),
     "system_table": lambda t: system_table(t, "SYSTEM.TABLES"),
     "flight.read_table": lambda t: read_table(t, "S.T"),
-    "spark catalog_session": _session,
 }
 
 

@@ -56,8 +56,6 @@ from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.reading import Predicate
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError, ConflictError, CorruptDataError
-from almanac.read_point import ReadPoint
-from almanac.spark.native_read import plan_native
 from almanac.tserver.local import LocalTablet, LocalTablets
 from almanac.tserver.reads import tablet_rows
 from almanac.tserver.ticket import TabletTicket
@@ -230,11 +228,6 @@ def test_position_deletes_across_files_read_the_same_everywhere(
     assert described is not None
     shown = table_data(cat, described.id)
     assert shown.missing is None and shown.rows[-1].rows == len(expected)
-
-    data = TableData.for_catalog(cat)
-    with pytest.raises(CatalogError, match="merge-on-read deletes") as refused:
-        plan_native(cat, data, "MOR", "READS", ReadPoint(), ())
-    assert refused.value.context["rule"] == "native-read-deletes"
 
 
 def test_deletes_of_a_partitioned_table_apply_within_their_partition(

@@ -30,17 +30,24 @@ from almanac.sql.parsing import parse_script
 from tests.server.harness import Server
 from tests.waiting import PATIENCE
 
-from .conftest import rest_catalog
+from .conftest import ADMIN_TOKEN, rest_catalog
 from .tables import ARROW, SCHEMA, Row, arrow_rows, batch, ordered, scanned
 
 
-def _spark_rows(spark: Any, target: str, name: str, **options: Any) -> list[Row]:
-    df = almanac.spark.read_table(spark, target, name, **options)
-    return ordered([tuple(r) for r in df.collect()])
+def _spark_rows(spark: Any, server: Server, name: str) -> list[Row]:
+    """The rows Apache Iceberg's Spark runtime reads through the server."""
+    if spark.conf.get("spark.sql.catalog.rest_rows", None) is None:
+        almanac.spark.add_catalog(spark, "rest_rows", server.url, token=ADMIN_TOKEN)
+    return ordered([tuple(r) for r in spark.sql(f"SELECT * FROM rest_rows.{name}").collect()])
 
 
 def test_rows_written_through_rest_read_the_same_in_pyiceberg_almanac_and_spark(
-    admin: RestCatalog, reader: RestCatalog, cat: Catalog, spark: Any, target: str
+    admin: RestCatalog,
+    reader: RestCatalog,
+    cat: Catalog,
+    spark: Any,
+    server: Server,
+    target: str,
 ) -> None:
     admin.create_namespace("RT", {"owner": "sales"})
     table = admin.create_table(("RT", "ORDERS"), SCHEMA)
@@ -69,7 +76,7 @@ def test_rows_written_through_rest_read_the_same_in_pyiceberg_almanac_and_spark(
     ]
     assert fields.identifier_field_ids == [described.columns[0].id]
     assert arrow_rows(read_table(cat, "ORDERS", "RT")) == expected
-    assert _spark_rows(spark, target, "RT.ORDERS") == expected
+    assert _spark_rows(spark, server, "RT.ORDERS") == expected
     # Almanac's Iceberg pointer is the one the REST catalog hands out.
     loaded = admin.load_table(("RT", "ORDERS"))
     assert metadata_location(target, "RT.ORDERS") == loaded.metadata_location

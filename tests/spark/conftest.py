@@ -30,16 +30,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         scratch=tmp_path_factory.mktemp("spark-local"),
         config={
             **runtime_conf(),
-            "spark.sql.python.filterPushdown.enabled": "true",
             "spark.sql.shuffle.partitions": "4",
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.sql.session.timeZone": "UTC",
         },
     )
     session.sparkContext.setLogLevel("ERROR")
-    import almanac.spark
-
-    almanac.spark.register(session)
     yield session
     session.stop()
     # PySpark's SIGINT handler cancels the jobs of a context that no longer

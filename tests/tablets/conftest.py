@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from almanac.etcd_local import LocalEtcd
-from almanac.spark.names import close_sessions
 from tests.spark.conftest import spark
 from tests.tablets.harness import Settings, TabletCluster
 
@@ -19,12 +18,7 @@ __all__ = ["spark"]
 @pytest.fixture(scope="session")
 def tablet_etcd() -> Iterator[LocalEtcd]:
     with LocalEtcd(3, fsync=False) as cluster:
-        try:
-            yield cluster
-        finally:
-            # Spark reads keep catalog nodes open between steps; close them
-            # while their etcd still answers.
-            close_sessions()
+        yield cluster
 
 
 def open_cluster(

@@ -227,6 +227,14 @@ def _check_name(name: object, what: str) -> str:
     return text
 
 
+def _check_session(spark: Any, what: str) -> None:
+    """A SparkSession, classic or Connect: checked by what the calls here
+    use, so a wrong argument is a ValidationError rather than an
+    AttributeError from inside Spark."""
+    if not (callable(getattr(spark, "sql", None)) and hasattr(spark, "conf")):
+        raise check.fail(what, "a SparkSession", spark)
+
+
 def _has_runtime(spark: Any) -> bool:
     extensions = spark.conf.get("spark.sql.extensions", None) or ""
     return EXTENSIONS in [e.strip() for e in extensions.split(",")]
@@ -246,10 +254,8 @@ def add_catalog(
     ``warehouse`` is where a local catalog keeps table files (an etcd target
     has no default). ``version`` (a catalog pinned at one version) is not
     served yet."""
-    from almanac.spark.session import check_session
-
     what = "add_catalog"
-    check_session(spark, f"Parameter 'spark' of {what}")
+    _check_session(spark, f"Parameter 'spark' of {what}")
     name = _check_name(name, f"Parameter 'name' of {what}")
     check.optional_int(version, f"Parameter 'version' of {what}")
     check.optional_str(token, f"Parameter 'token' of {what}", nonblank=True)
