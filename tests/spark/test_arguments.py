@@ -19,6 +19,7 @@ def bad(value: object) -> Any:
 
 def test_add_catalog_refuses_what_is_not_a_session_before_using_it(tmp_path: Path) -> None:
     """Not an AttributeError from inside Spark."""
+    spark: object
     for spark in ("s", None, {}):
         with pytest.raises(ValidationError, match="SparkSession") as info:
             almanac.spark.add_catalog(spark, "c", str(tmp_path / "d"))
