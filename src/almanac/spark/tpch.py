@@ -1,7 +1,7 @@
 """TPC-H data for the demo, the tests and the benchmark: Parquet files from
 ``tpchgen-cli`` (the ``dev`` extra) and a few of the benchmark's queries,
-with ``{p}`` standing for the table prefix (``tpch.`` once attached in
-Spark, empty for duckdb over the generated files)."""
+with ``{p}`` standing for the table prefix (``almanac.tpch.`` in Spark,
+empty for duckdb over the generated files)."""
 
 from __future__ import annotations
 
