@@ -263,11 +263,9 @@ def catalog_versions(root: Path) -> None:
     for version, activated, _node, summary in result.rows:
         text = str(summary)
         print(f"  v{version} at {activated}: {text if len(text) <= 80 else text[:77] + '...'}")
-    print(
-        "Reading every table as of one catalog version from Spark "
-        "(almanac.spark.add_catalog(spark, name, target, version=V)) comes with the next "
-        "release; Spark's time travel above is per table, by Iceberg snapshot."
-    )
+    print("Spark's time travel above is per table, by Iceberg snapshot. Reading every table")
+    print("as of one catalog version (almanac.spark.add_catalog(spark, name, target,")
+    print("version=V)) comes with the next release.")
 
 
 def iceberg_tables(root: Path) -> None:
