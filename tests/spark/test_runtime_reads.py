@@ -106,3 +106,15 @@ def test_nanosecond_timestamps_are_beyond_spark(rt: Any, node: Catalog) -> None:
     assert len(_almanac_rows(node, "NANOS", "T")) == 1
     with pytest.raises(Exception, match="timestamp_ns"):
         rt.sql(f"SELECT * FROM {CAT}.NANOS.T").collect()
+
+
+def test_a_change_made_outside_spark_shows_in_the_next_query(rt: Any, node: Catalog) -> None:
+    """Another writer's ALTER and append (here Almanac's own) are in the
+    next query of the session, not after Iceberg's table cache expires."""
+    node.sql("CREATE SCHEMA FRESH; CREATE TABLE FRESH.T (K BIGINT)")
+    _write(node, "FRESH", "T", [{"K": 1}])
+    assert _spark_rows(rt, "FRESH.T") == [{"K": 1}]
+    node.sql("ALTER TABLE FRESH.T ADD COLUMN C INT32")
+    assert _spark_rows(rt, "FRESH.T") == [{"K": 1, "C": None}]
+    _write(node, "FRESH", "T", [{"K": 2, "C": 3}])
+    assert _spark_rows(rt, "FRESH.T") == [{"K": 1, "C": None}, {"K": 2, "C": 3}]

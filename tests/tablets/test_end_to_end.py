@@ -71,14 +71,11 @@ def _ids(table: pa.Table) -> list[int]:
 @pytest.fixture
 def spark_catalog(cluster: TabletCluster, spark: Any) -> Iterator[str]:
     """The test's catalog as a Spark catalog of its own on Apache Iceberg's
-    runtime, served by this process for the test. Iceberg's table cache is
-    off: with it, a read after the ALTER made outside Spark still saw the
-    table without its new column."""
+    runtime, served by this process for the test."""
     name = f"tablets_{uuid.uuid4().hex[:12]}"
     server = BackgroundServer(cluster.cat).start()
     try:
         almanac.spark.add_catalog(spark, name, server.url, token=server.token)
-        spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
         yield name
     finally:
         server.stop()

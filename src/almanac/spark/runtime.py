@@ -101,9 +101,16 @@ def runtime_conf() -> dict[str, str]:
 
 def catalog_conf(name: str, uri: str, token: str | None) -> dict[str, str]:
     """The ``spark.sql.catalog.<name>.*`` settings of an Almanac catalog
-    served at ``uri`` (the server's ``/iceberg`` address)."""
+    served at ``uri`` (the server's ``/iceberg`` address). Iceberg's table
+    cache is off: with it a session reads a table as it first loaded it, up
+    to 30 s after another writer changed it."""
     prefix = f"spark.sql.catalog.{name}"
-    conf = {prefix: SPARK_CATALOG, f"{prefix}.type": "rest", f"{prefix}.uri": uri}
+    conf = {
+        prefix: SPARK_CATALOG,
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": uri,
+        f"{prefix}.cache-enabled": "false",
+    }
     if token is not None:
         conf[f"{prefix}.token"] = token
     return conf
