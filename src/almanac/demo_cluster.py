@@ -146,9 +146,10 @@ def spark_ctas(spark: Any, cat: almanac.Catalog) -> None:
     cat.catch_up()
     table = cat.catalog().table("ORDERS", "SALES")
     assert table is not None
+    made = cat.latest_version - before
     print(
-        f"  v{table.created_version}: CREATE TABLE SALES.ORDERS AS SELECT "
-        f"(table and data in one version; {cat.latest_version - before} new)"
+        f"  v{table.created_version}: CREATE TABLE SALES.ORDERS AS SELECT: table and data "
+        f"in {made} catalog version{'s' if made != 1 else ''}"
     )
     rows = spark.sql("SELECT count(*) FROM almanac.SALES.ORDERS").collect()[0][0]
     print(f"  read back through Iceberg's Spark runtime: {rows:,} rows")
