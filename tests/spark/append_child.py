@@ -1,13 +1,15 @@
 """A Spark application of its own for ``test_runtime_more``: ``python
 append_child.py ROLE TARGET SCRATCH SIGNALS COUNT``. It starts
 ``almanac.spark.session(TARGET)`` (its own JVM and its own in-process catalog
-server over the shared catalog), then appends to ``almanac.s.t``.
+server over the shared catalog) and appends to ``almanac.s.t``: ids 1000+i
+for role ``a``, 2000+i for role ``b``, one INSERT each.
 
-Files in SIGNALS order the first INSERTs: role ``a`` starts its INSERT and
-holds its write task until role ``b`` has committed one INSERT, so ``a``
-commits on a table that moved on since it planned. Then each appends COUNT
-more rows, one INSERT each, at the same time as the other. Ids are 1000+i
-for ``a`` and 2000+i for ``b``. Prints one JSON line of what it did."""
+Files in SIGNALS force one interleaving: role ``a``'s server holds the first
+commit it receives (its first INSERT, planned and written) until role ``b``
+has committed an INSERT, so that commit is stale and refused with a 409,
+which Iceberg's client must retry. Then each appends COUNT more rows at the
+same time as the other. Prints one JSON line: the inserts made and, for
+``a``, the conflicts its server answered."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PATIENCE = 600.0
 """How long a role waits for the other: a second JVM on a loaded machine."""
@@ -28,41 +31,50 @@ def _wait(path: Path) -> None:
         time.sleep(0.02)
 
 
+def _hold_first_commit(committing: Path, committed: Path, conflicts: list[str]) -> None:
+    """Make this process's catalog server wait, at its first table commit,
+    for the other application's commit; count the conflicts it answers."""
+    import almanac.iceberg_rest.routes as routes
+    from almanac.errors import ConflictError
+
+    plan = routes.plan
+
+    def held_plan(*args: Any) -> Any:
+        if not committing.exists():
+            committing.touch()
+            _wait(committed)
+        try:
+            return plan(*args)
+        except ConflictError as exc:
+            conflicts.append(str(exc))
+            raise
+
+    routes.plan = held_plan
+
+
 def main(role: str, target: str, scratch: str, signals: str, count: int) -> None:
     import almanac.spark
 
+    committing, committed = Path(signals, "a-committing"), Path(signals, "b-committed")
+    conflicts: list[str] = []
+    if role == "a":
+        _hold_first_commit(committing, committed, conflicts)
     spark = almanac.spark.session(
         target,
         conf={"spark.local.dir": scratch, "spark.sql.shuffle.partitions": "2"},
     )
     spark.sparkContext.setLogLevel("ERROR")
-    jvm = spark.sparkContext._jvm
-    # Iceberg logs each commit it retries (after a 409) at WARN
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.iceberg.util.Tasks", jvm.org.apache.logging.log4j.Level.WARN
-    )
     table = "almanac.s.t"
     base = 1000 if role == "a" else 2000
-    writing, committed = Path(signals, "a-writing"), Path(signals, "b-committed")
-    if role == "a":
-        from pyspark.sql.functions import udf
-        from pyspark.sql.types import LongType
-
-        def hold(x):  # type: ignore[no-untyped-def]  # hints would make Spark guess an Arrow UDF
-            writing.touch()
-            _wait(committed)
-            return x
-
-        spark.udf.register("hold", udf(hold, LongType()))
-        spark.sql(f"INSERT INTO {table} SELECT hold({base}L) AS id, 'a' AS who")
-    else:
-        _wait(writing)
-        spark.sql(f"INSERT INTO {table} VALUES ({base}, 'b')")
+    if role == "b":
+        _wait(committing)
+    spark.sql(f"INSERT INTO {table} VALUES ({base}, '{role}')")
+    if role == "b":
         committed.touch()
     for i in range(1, count + 1):
         spark.sql(f"INSERT INTO {table} VALUES ({base + i}, '{role}')")
     spark.stop()
-    print(json.dumps({"role": role, "inserts": count + 1}), flush=True)
+    print(json.dumps({"inserts": count + 1, "conflicts": conflicts}), flush=True)
 
 
 if __name__ == "__main__":

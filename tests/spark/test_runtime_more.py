@@ -296,9 +296,9 @@ def _table_location(cat: Catalog, schema: str) -> str:
 
 def test_two_spark_applications_append_to_one_table(rt: Any, tmp_path: Path) -> None:
     """Two drivers (append_child.py), each with its own JVM and its own
-    in-process catalog server over the same SQLite catalog. ``a``'s first
-    INSERT is planned, then its write task waits until ``b`` has committed,
-    so ``a`` commits on a table that moved on; then both append at once."""
+    in-process catalog server over the same SQLite catalog. ``a``'s server
+    holds ``a``'s first commit until ``b`` has committed, so it is refused
+    with a 409 and Iceberg's client retries it; then both append at once."""
     target = str(tmp_path / "catalog")
     almanac.spark.add_catalog(rt, "rtm_two", target)
     _sql(rt, "CREATE NAMESPACE rtm_two.s")
@@ -311,6 +311,7 @@ def test_two_spark_applications_append_to_one_table(rt: Any, tmp_path: Path) -> 
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "src"), str(HERE.parents[1])]),
     }
+    logs = {role: (tmp_path / f"{role}.log").open("w") for role in ("a", "b")}
     children = {
         role: subprocess.Popen(
             [
@@ -324,31 +325,41 @@ def test_two_spark_applications_append_to_one_table(rt: Any, tmp_path: Path) -> 
             ],
             env=env,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=logs[role],
             text=True,
         )
         for role in ("a", "b")
     }
-    for child in children.values():
-        out, err = child.communicate(timeout=PATIENCE * 10)
-        assert child.returncode == 0, err[-4000:]
-        assert json.loads(out.strip().splitlines()[-1])["inserts"] == count + 1
+    seen: dict[str, dict[str, Any]] = {}
+    for role, child in children.items():
+        out, _ = child.communicate(timeout=PATIENCE * 10)
+        logs[role].close()
+        assert child.returncode == 0, (tmp_path / f"{role}.log").read_text()[-4000:]
+        seen[role] = json.loads(out.strip().splitlines()[-1])
+        assert seen[role]["inserts"] == count + 1
+    assert any("branch main has changed" in c for c in seen["a"]["conflicts"])
     expected = sorted([0] + [base + i for base in (1000, 2000) for i in range(count + 1)])
     assert _spark_ids(rt, "SELECT id FROM rtm_two.s.t") == expected
     with almanac.connect(target) as cat:
         assert _ids(cat, "s", "t") == expected
-        chain = TableData.for_catalog(cat).history(_table(cat, "s", "t").id)
+        cat_data = TableData.for_catalog(cat)
+        chain = cat_data.history(_table(cat, "s", "t").id)
         # one snapshot per INSERT, in one line of parents
         assert len(chain) == len(expected)
         assert [s.parent_id for s in chain[1:]] == [s.snapshot_id for s in chain[:-1]]
-    # b's first INSERT came in while a's was being written
-    b_first, a_first = chain[1].snapshot_id, chain[2].snapshot_id
-    assert _spark_ids(rt, f"SELECT id FROM rtm_two.s.t VERSION AS OF {b_first}") == [0, 2000]
-    assert _spark_ids(rt, f"SELECT id FROM rtm_two.s.t VERSION AS OF {a_first}") == [
-        0,
-        1000,
-        2000,
-    ]
+        iceberg_ids = [cat_data.iceberg.snapshot_id(s.metadata) for s in chain]
+    assert _snapshot_ids(rt, "rtm_two.s.t") == iceberg_ids
+    # a's first INSERT, retried, landed after b's first
+
+    def added(first: int) -> int:
+        [(snapshot,)] = _sql(
+            rt,
+            "SELECT snapshot_id FROM rtm_two.s.t.entries "
+            f"WHERE readable_metrics.id.lower_bound = {first}",
+        )
+        return iceberg_ids.index(snapshot)
+
+    assert added(2000) < added(1000)
 
 
 # -- a catalog server with tokens ------------------------------------------------------------
