@@ -17,7 +17,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 PATIENCE = 600.0
 """How long a role waits for the other: a second JVM on a loaded machine."""
@@ -34,22 +33,25 @@ def _wait(path: Path) -> None:
 def _hold_first_commit(committing: Path, committed: Path, conflicts: list[str]) -> None:
     """Make this process's catalog server wait, at its first table commit,
     for the other application's commit; count the conflicts it answers."""
+    from pyiceberg.table import CommitTableRequest
+
     import almanac.iceberg_rest.routes as routes
+    from almanac.catalog import Catalog
+    from almanac.catalog_version import CatalogVersion
     from almanac.errors import ConflictError
+    from almanac.iceberg_rest.commit import Change, plan
 
-    plan = routes.plan
-
-    def held_plan(*args: Any) -> Any:
+    def held_plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> Change:
         if not committing.exists():
             committing.touch()
             _wait(committed)
         try:
-            return plan(*args)
+            return plan(cat, version, request)
         except ConflictError as exc:
             conflicts.append(str(exc))
             raise
 
-    routes.plan = held_plan
+    routes.plan = held_plan  # type: ignore[attr-defined]  # the routes' own name for it
 
 
 def main(role: str, target: str, scratch: str, signals: str, count: int) -> None:

@@ -389,9 +389,9 @@ def test_a_server_with_tokens_takes_create_insert_and_merge(rt: Any, tmp_path: P
                 {"id": 2, "v": "B"},
             ]
             version = cat.catalog().version
-        with pytest.raises(Exception, match="401|[Uu]nauthori|[Nn]ot authori"):
+        with pytest.raises(Exception, match="Not authorized"):
             _sql(rt, "SELECT id FROM rtm_http_bad.s.t")
-        with pytest.raises(Exception, match="401|[Uu]nauthori|[Nn]ot authori"):
+        with pytest.raises(Exception, match="Not authorized"):
             _sql(rt, "CREATE TABLE rtm_http_bad.s.u (id BIGINT) USING iceberg")
         with almanac.connect(target) as cat:
             assert cat.catalog().version == version
