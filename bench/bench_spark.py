@@ -201,6 +201,15 @@ def insert(spark: Any, inserts: int) -> Samples:
     return samples
 
 
+def codec(path: str) -> str:
+    """The compression of a Parquet file's first column chunk."""
+    import pyarrow.parquet as pq
+
+    return str(
+        pq.ParquetFile(path.removeprefix("file:")).metadata.row_group(0).column(0).compression
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -240,14 +249,17 @@ def run(args: argparse.Namespace, root: Path) -> None:
         scan_ratio = report("full scan", scan(spark, parquet, args.runs), READ_GOAL)
         query_ratios = [ratio(s, ALMANAC) for s in queries(spark, parquet, args.runs).values()]
         insert_ratio = report("one-row INSERT", insert(spark, args.inserts), INSERT_GOAL, "ms")
-        files = {
-            name: spark.sql(f"SELECT count(*) FROM {name}.run0.lineitem.files").first()[0]
+        paths = {
+            name: [
+                r[0]
+                for r in spark.sql(f"SELECT file_path FROM {name}.run0.lineitem.files").collect()
+            ]
             for name in CATALOGS
         }
-        plain_files = len(list((parquet / "run0" / "lineitem").glob("*.parquet")))
+        paths[PARQUET] = [str(p) for p in (parquet / "run0" / "lineitem").glob("*.parquet")]
+        written = ", ".join(f"{name} {len(p)} ({codec(p[0])})" for name, p in paths.items())
         print(
-            f"lineitem files: almanac {files[ALMANAC]}, floor {files[FLOOR]}, "
-            f"parquet {plain_files}; load average at the end {os.getloadavg()[0]:.1f}"
+            f"lineitem files (codec): {written}; load average at the end {os.getloadavg()[0]:.1f}"
         )
         print(
             f"summary (almanac/floor): load {load_ratio:.2f}x, scan {scan_ratio:.2f}x, "
