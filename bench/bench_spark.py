@@ -201,6 +201,11 @@ def insert(spark: Any, inserts: int) -> Samples:
     return samples
 
 
+def data_files(spark: Any, table: str) -> list[str]:
+    """The data files of an Iceberg table, from its ``files`` metadata table."""
+    return [row[0] for row in spark.sql(f"SELECT file_path FROM {table}.files").collect()]
+
+
 def codec(path: str) -> str:
     """The compression of a Parquet file's first column chunk."""
     import pyarrow.parquet as pq
@@ -249,13 +254,7 @@ def run(args: argparse.Namespace, root: Path) -> None:
         scan_ratio = report("full scan", scan(spark, parquet, args.runs), READ_GOAL)
         query_ratios = [ratio(s, ALMANAC) for s in queries(spark, parquet, args.runs).values()]
         insert_ratio = report("one-row INSERT", insert(spark, args.inserts), INSERT_GOAL, "ms")
-        paths = {
-            name: [
-                r[0]
-                for r in spark.sql(f"SELECT file_path FROM {name}.run0.lineitem.files").collect()
-            ]
-            for name in CATALOGS
-        }
+        paths = {name: data_files(spark, f"{name}.run0.lineitem") for name in CATALOGS}
         paths[PARQUET] = [str(p) for p in (parquet / "run0" / "lineitem").glob("*.parquet")]
         written = ", ".join(f"{name} {len(p)} ({codec(p[0])})" for name, p in paths.items())
         print(
