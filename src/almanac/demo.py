@@ -4,10 +4,12 @@ warehouse).
 
 1. DDL: build a small catalog through SQL, evolve it, show two versions side
    by side;
-2. data: generate TPC-H (SF 0.1, ``--sf``), load every table with CREATE
-   TABLE AS SELECT (table and data in one version each), run a report, evolve
-   a table (add a column, backfill it with INSERT OVERWRITE), read the report
-   as it was before the backfill and as it is now;
+2. data, through plain ``spark.sql`` on ``almanac.spark.session`` (Apache
+   Iceberg's Spark runtime, the catalog served from inside this process):
+   generate TPC-H (SF 0.1, ``--sf``), load every table with CREATE TABLE AS
+   SELECT (one catalog version each), run a report, add a column and
+   backfill it with UPDATE, read the table by Iceberg snapshot (``VERSION
+   AS OF``, ``TIMESTAMP AS OF``), MERGE, and show the catalog's own history;
 3. the history of every version.
 
 ``python -m almanac.demo [DIR] [--sf 0.1] [--ddl-only]``
@@ -98,21 +100,45 @@ def side_by_side(left: list[str], right: list[str], width: int = 58) -> str:
     return "\n".join(f"{a[:width]:<{width}} | {b}" for a, b in rows)
 
 
-REPORT = """
-    SELECT n_name AS nation, round(sum(l_extendedprice * (1 - l_discount)), 2) AS revenue
-    FROM tpch.customer, tpch.orders, tpch.lineitem, tpch.supplier, tpch.nation, tpch.region
-    WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND l_suppkey = s_suppkey
-      AND c_nationkey = s_nationkey AND s_nationkey = n_nationkey
-      AND n_regionkey = r_regionkey AND r_name = 'ASIA'
-      AND o_orderdate >= date '1994-01-01' AND o_orderdate < date '1995-01-01'
-    GROUP BY n_name ORDER BY revenue DESC
+CTAS = """
+    CREATE TABLE almanac.tpch.{table} USING iceberg AS SELECT * FROM parquet.`{source}`
 """
-"""TPC-H Q5: revenue of local suppliers per Asian nation in 1994."""
+
+ALTER = "ALTER TABLE almanac.tpch.customer ADD COLUMN c_tier STRING"
 
 TIERS = """
     SELECT c_tier AS tier, count(*) AS customers, round(sum(c_acctbal), 2) AS balance
-    FROM {customer} GROUP BY c_tier ORDER BY tier
+    FROM almanac.tpch.customer {as_of} GROUP BY c_tier ORDER BY tier
 """
+
+BACKFILL = """
+    UPDATE almanac.tpch.customer SET c_tier = CASE
+        WHEN c_acctbal >= 7000 THEN 'gold' WHEN c_acctbal >= 2000 THEN 'silver'
+        ELSE 'standard' END
+"""
+
+MERGE = """
+    MERGE INTO almanac.tpch.customer t
+    USING (
+        SELECT c_custkey, c_name, c_address, c_nationkey, c_phone,
+               c_acctbal + 5000 AS c_acctbal, c_mktsegment, c_comment
+        FROM almanac.tpch.customer WHERE c_custkey % 1000 = 0
+        UNION ALL
+        SELECT max(c_custkey) + 1, 'Customer#new', 'nowhere', 0, '10-000-000-0000',
+               9000.00, 'BUILDING', 'joined in the demo'
+        FROM almanac.tpch.customer
+    ) s
+    ON t.c_custkey = s.c_custkey
+    WHEN MATCHED THEN UPDATE SET c_acctbal = s.c_acctbal, c_tier = 'gold'
+    WHEN NOT MATCHED THEN INSERT (c_custkey, c_name, c_address, c_nationkey, c_phone,
+        c_acctbal, c_mktsegment, c_comment, c_tier)
+      VALUES (s.c_custkey, s.c_name, s.c_address, s.c_nationkey, s.c_phone, s.c_acctbal,
+        s.c_mktsegment, s.c_comment, 'gold')
+"""
+"""Raise every thousandth customer's balance and add one customer: one commit."""
+
+COLUMNS = ("nation", "revenue")
+TIER_COLUMNS = ("tier", "customers", "balance")
 
 
 def show(title: str, rows: Sequence[Any], columns: Sequence[str]) -> None:
@@ -141,16 +167,21 @@ def ddl_part(root: Path) -> None:
         print(side_by_side(describe(cat.catalog(first)), describe(cat.catalog())))
 
 
-def spark_session(root: Path, app: str = "almanac-demo") -> Any:
-    """One local session for a demo, on loopback, its scratch files under ``root``."""
-    from almanac.spark.local import local_session
+def spark_session(root: Path) -> Any:
+    """``almanac.spark.session`` on the catalog at ``root`` (Spark catalog
+    ``almanac``, served from inside this process), with Spark's scratch
+    files under ``root`` and times read and written in UTC."""
+    import almanac.spark
 
-    spark = local_session(
-        app,
-        scratch=root / "spark-local",
-        config={
-            "spark.sql.python.filterPushdown.enabled": "true",
+    scratch = root / "spark-local"
+    scratch.mkdir(parents=True, exist_ok=True)
+    spark = almanac.spark.session(
+        str(root),
+        conf={
+            "spark.local.dir": str(scratch),
+            "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={scratch}",
             "spark.sql.warehouse.dir": str(root / "spark-warehouse"),
+            "spark.sql.session.timeZone": "UTC",
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -158,69 +189,83 @@ def spark_session(root: Path, app: str = "almanac-demo") -> Any:
 
 
 def pipeline(root: Path, scale: float) -> None:
-    """TPC-H into the catalog through Spark, a report, an evolution, time travel."""
-    import almanac.spark
-    from almanac.spark.tpch import TABLES, generate
+    """TPC-H into the catalog through plain ``spark.sql`` on Apache Iceberg's
+    Spark runtime: CTAS, a report, ALTER plus a backfill, time travel by
+    snapshot, MERGE, and the catalog's own history."""
+    from almanac.spark.tpch import QUERIES, TABLES, generate
 
-    target = str(root)
     started = time.perf_counter()
     data = generate(scale, root / "tpch-source")
     print(f"Generated TPC-H SF {scale} in {time.perf_counter() - started:.1f} s: {data}")
     spark = spark_session(root)
     try:
-        with almanac.connect(target) as cat:
-            cat.sql("CREATE ZONE TPCH_ZONE WITH (PARTITIONS=4); CREATE SCHEMA TPCH")
-            print("CREATE TABLE ... AS SELECT, one version per table (table and data together):")
-            for table, key in TABLES.items():
-                df = spark.read.parquet(str(data / f"{table}.parquet"))
-                result = almanac.spark.create_table_as_select(
-                    target, f"TPCH.{table}", df, key, zone="TPCH_ZONE"
-                )
-                print(
-                    f"  v{result.version}: {result.table} {result.rows:,} rows "
-                    f"in {result.files} files"
-                )
-            almanac.spark.attach(spark, target)
-            report = spark.sql(REPORT)
-            show(
-                "Report (TPC-H Q5, revenue per Asian nation, 1994):",
-                report.collect(),
-                report.columns,
-            )
+        with almanac.connect(str(root)) as cat:
 
-            before = cat.latest_version
-            added = cat.sql("ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)").version
-            print(f"  v{added}: ALTER TABLE TPCH.CUSTOMER ADD COLUMN C_TIER VARCHAR(8)")
-            before_backfill = cat.clock.now()
-            almanac.spark.attach(spark, target)  # the view gains C_TIER
-            columns = spark.table("tpch.customer").columns[:-1]
-            # Through almanac.spark.sql, INSERT runs Spark's native writer and
-            # commits once; plain spark.sql refuses to write into a view.
-            almanac.spark.sql(
-                spark,
-                target,
-                f"INSERT OVERWRITE TPCH.CUSTOMER SELECT {', '.join(columns)}, "
-                "CASE WHEN c_acctbal >= 7000 THEN 'gold' WHEN c_acctbal >= 2000 "
-                "THEN 'silver' ELSE 'standard' END FROM tpch.customer",
-            )
-            print("  INSERT OVERWRITE TPCH.CUSTOMER backfilled C_TIER (one native data commit)")
-            almanac.spark.attach(spark, target)  # native views over the new files
+            def sql(text: str) -> Any:
+                return spark.sql(text).collect()
 
-            then = almanac.spark.read_table(
-                spark, target, "TPCH.CUSTOMER", timestamp=before_backfill
-            )
-            then.createOrReplaceTempView("customer_before_backfill")
-            old = spark.sql(TIERS.format(customer="customer_before_backfill"))
-            new = spark.sql(TIERS.format(customer="tpch.customer"))
+            def snapshot() -> tuple[int, str]:
+                """The customer table's current snapshot and its commit time (UTC)."""
+                [row] = sql(
+                    "SELECT snapshot_id, date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSS') "
+                    "FROM almanac.tpch.customer.snapshots ORDER BY committed_at DESC LIMIT 1"
+                )
+                return int(row[0]), str(row[1])
+
+            sql("CREATE NAMESPACE almanac.tpch")
+            print("CREATE TABLE ... AS SELECT, one catalog version per table:")
+            for table in TABLES:
+                sql(CTAS.format(table=table, source=data / f"{table}.parquet"))
+                [[rows]] = sql(f"SELECT count(*) FROM almanac.tpch.{table}")
+                print(f"  v{cat.catalog().version}: almanac.tpch.{table} {rows:,} rows")
+            report = spark.sql(QUERIES["Q5"].format(p="almanac.tpch."))
+            show("Report (TPC-H Q5, revenue per Asian nation, 1994):", report.collect(), COLUMNS)
             print()
-            show("Time travel: customers by tier before the backfill:", old.collect(), old.columns)
-            show("... and now:", new.collect(), new.columns)
-            at_before = almanac.spark.read_table(spark, target, "TPCH.CUSTOMER", version=before)
-            print(f"TPCH.CUSTOMER at v{before}: {', '.join(at_before.columns)}")
-            now = spark.table("tpch.customer").columns
-            print(f"TPCH.CUSTOMER at v{cat.latest_version}: {', '.join(now)}")
+
+            loaded, loaded_at = snapshot()
+            sql(ALTER)
+            print(f"v{cat.catalog().version}: {ALTER}")
+            sql(BACKFILL)
+            backfilled, _ = snapshot()
+            print(f"UPDATE backfilled c_tier: snapshot {backfilled}")
+            show("Customers by tier:", sql(TIERS.format(as_of="")), TIER_COLUMNS)
+            sql(MERGE)
+            merged, _ = snapshot()
+            print(f"MERGE: every 1000th customer richer and gold, one new: snapshot {merged}")
+            show("Customers by tier:", sql(TIERS.format(as_of="")), TIER_COLUMNS)
+            print()
+
+            as_of = f"VERSION AS OF {backfilled}"
+            show(
+                f"Time travel, {as_of} (before the MERGE):",
+                sql(TIERS.format(as_of=as_of)),
+                TIER_COLUMNS,
+            )
+            as_of = f"TIMESTAMP AS OF '{loaded_at}'"
+            then = spark.sql(f"SELECT * FROM almanac.tpch.customer {as_of}")
+            print(
+                f"Time travel, {as_of} (the load, snapshot {loaded}): "
+                f"{then.count():,} rows of {', '.join(then.columns)}"
+            )
+            print("(a snapshot is read with the table's schema as of that snapshot)")
     finally:
         spark.stop()
+    catalog_versions(root)
+
+
+def catalog_versions(root: Path) -> None:
+    """The catalog's own versions, newest first (``SHOW HISTORY``): what a
+    catalog pinned at a version will read."""
+    with almanac.connect(str(root)) as cat:
+        result = cat.sql("SHOW HISTORY LIMIT 3")
+    print()
+    print("The catalog's own versions, newest first (SHOW HISTORY LIMIT 3):")
+    for version, activated, _node, summary in result.rows:
+        text = str(summary)
+        print(f"  v{version} at {activated}: {text if len(text) <= 80 else text[:77] + '...'}")
+    print("Spark's time travel above is per table, by Iceberg snapshot. Reading every table")
+    print("as of one catalog version (almanac.spark.add_catalog(spark, name, target,")
+    print("version=V)) comes with the next release.")
 
 
 def iceberg_tables(root: Path) -> None:

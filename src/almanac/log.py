@@ -396,6 +396,10 @@ class UpdateLog:
             except MetastoreUnavailableError as exc:
                 _log.warning("Update log follower waits for the metastore: %s", exc)
                 self._closed.wait(0.2)
+            except CompactedError:
+                # Compacted again between the re-read and the new watch (a
+                # checkpoint racing a slow follower): re-read once more.
+                applied = max(applied, follower.latest_version)
             except CatalogError as exc:
                 self._fail(exc)
                 return False

@@ -44,7 +44,8 @@ from almanac.data.iceberg_schema import iceberg_type, spec_fields
 from almanac.data.reading import Predicate, may_match, plan_scan
 from almanac.data.tablets import file_tablet
 from almanac.data.transforms import partition_keys, single_partition
-from almanac.iceberg_rest.commit import commit, plan
+from almanac.iceberg_rest.commit import commit
+from almanac.iceberg_rest.plan import plan
 from tests.data.layouts import Layouts, layouts
 from tests.data.support import zone_tablets
 

@@ -20,8 +20,9 @@ from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
 from almanac.data.snapshots import Record
 from almanac.errors import NotFoundError
-from almanac.iceberg_rest.commit import commit, plan
+from almanac.iceberg_rest.commit import commit
 from almanac.iceberg_rest.errors import CommitFailedError
+from almanac.iceberg_rest.plan import plan
 
 from .conftest import ADMIN_TOKEN, own_server, rest_catalog, spec_error
 from .tables import SCHEMA, Row, arrow_rows, batch, scanned

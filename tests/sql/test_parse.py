@@ -293,6 +293,8 @@ def test_alter_column_keeps_table_options() -> None:
     [
         ("ALTER TABLE t RENAME TO u", RenameTable("T", "U")),
         ("ALTER TABLE s.t RENAME TO s.u", RenameTable("T", "U", "S")),
+        ("ALTER TABLE s.t RENAME TO o.u", RenameTable("T", "U", "S", new_schema="O")),
+        ("ALTER TABLE t RENAME TO o.t", RenameTable("T", "T", new_schema="O")),
         ('ALTER TABLE IF EXISTS t RENAME TO "u"', RenameTable("T", "u", if_exists=True)),
     ],
 )

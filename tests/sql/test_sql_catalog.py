@@ -18,7 +18,7 @@ from almanac.descriptors import (
     FunctionDefault,
     IndexKind,
 )
-from almanac.errors import AlreadyExistsError, SqlParseError, ValidationError
+from almanac.errors import AlreadyExistsError, NotFoundError, SqlParseError, ValidationError
 
 
 @pytest.fixture
@@ -168,3 +168,28 @@ def test_set_default_literal_is_read_as_the_column_type() -> None:
         assert day is not None and day.default == almanac.ConstantDefault(dt.date(2020, 1, 2))
         with pytest.raises(almanac.ValidationError, match="not a valid DATE"):
             cat.sql("ALTER TABLE T ALTER COLUMN DT SET DEFAULT 'soon'")
+
+
+def test_rename_to_another_schema_moves_the_table_in_one_version(cat: Catalog) -> None:
+    cat.sql(
+        "CREATE SCHEMA s; CREATE SCHEMA o;"
+        "CREATE TABLE s.t (id INT64 PRIMARY KEY, name VARCHAR(10));"
+        "CREATE INDEX t_name ON s.t (name)"
+    )
+    before = cat.catalog()
+    table = before.table("T", "S")
+    assert table is not None
+    moved = cat.sql("ALTER TABLE s.t RENAME TO o.u").version
+    assert moved == before.version + 1
+    after = cat.catalog()
+    assert after.table("T", "S") is None
+    made = after.table("U", "O")
+    assert made is not None and made.id == table.id
+    assert {i.name for i in after.indexes(made.id)} == {"U_PK", "T_NAME"}
+    assert cat.catalog(before.version).table("T", "S") is not None  # time travel
+    cat.sql("CREATE TABLE s.u (id INT64 PRIMARY KEY)")
+    with pytest.raises(AlreadyExistsError):
+        cat.sql("ALTER TABLE s.u RENAME TO o.u")
+    with pytest.raises(NotFoundError):
+        cat.sql("ALTER TABLE s.u RENAME TO nowhere.u")
+    assert cat.catalog().version == moved + 1

@@ -43,7 +43,7 @@ from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.tablets import table_partitions
 from almanac.errors import CatalogError, NotFoundError
-from almanac.iceberg_rest.commit import commit, created, one_namespace, plan
+from almanac.iceberg_rest.commit import commit
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
     check_expressed,
@@ -57,6 +57,7 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
+from almanac.iceberg_rest.plan import created, one_namespace, plan
 from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
 from almanac.iceberg_rest.tables import (
     find_table,

@@ -7,6 +7,7 @@ before (ids are never reused)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ __all__ = [
     "stored_json",
     "with_snapshots",
 ]
+
+_log = logging.getLogger("almanac.iceberg_rest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,12 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
     if record is None:
         # However the table was made (SQL, the API, this API), an engine that
         # learns its location writes below ``metadata/`` before it commits.
-        data.warehouse.make_metadata_dir(table.id)
+        try:
+            data.warehouse.make_metadata_dir(table.id)
+        except CatalogError as exc:  # a read-only warehouse: a load still answers
+            _log.info(
+                "Table '%s.%s' is loaded without its metadata directory: %s", namespace, name, exc
+            )
         base = data.iceberg.initial(
             CommitShape.of(version, table), data.warehouse.table_dir(table.id), table.id
         )

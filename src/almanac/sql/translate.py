@@ -516,9 +516,8 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
         )
     if isinstance(action, exp.AlterRename):
         new_schema, new_name = table_name(action.this, schema, "table")
-        if new_schema != schema:
-            raise Untranslatable("RENAME TO cannot move a table to another schema", action)
-        return RenameTable(table, new_name, schema, if_exists=if_exists)
+        moved = None if new_schema == schema else new_schema  # RENAME TO other.t moves it
+        return RenameTable(table, new_name, schema, if_exists=if_exists, new_schema=moved)
     if isinstance(action, exp.Drop) and action.args.get("kind") == "PRIMARY KEY":
         return SetPrimaryKey(name=table, schema=schema, primary_key=(), if_exists=if_exists)
     if isinstance(action, exp.AlterSet):
