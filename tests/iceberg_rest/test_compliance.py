@@ -284,6 +284,26 @@ def test_stage_create_makes_a_table_only_when_its_transaction_commits(
     assert cat.catalog().table("CTAS", "STAGE") is not None
 
 
+def test_a_new_table_names_zstd_unless_its_create_names_a_codec(
+    admin: RestCatalog, http: Client
+) -> None:
+    """Iceberg's Java writers fall back to gzip for a table that names no
+    Parquet codec; Iceberg's own catalogs give every new table zstd, and so
+    does this one, created at once or staged (Spark's CTAS)."""
+    codec = "write.parquet.compression-codec"
+    admin.create_namespace("CODEC")
+    assert admin.create_table(("CODEC", "PLAIN"), SCHEMA).properties[codec] == "zstd"
+    body = {"name": "STAGED", "schema": _schema_json(SCHEMA), "stage-create": True}
+    staged = _post(http(ADMIN_TOKEN), "/v1/namespaces/CODEC/tables", body)
+    assert staged.status_code == 200, staged.text
+    assert TableResponse.model_validate_json(staged.text).metadata.properties[codec] == "zstd"
+    with admin.create_table_transaction(("CODEC", "CTAS"), SCHEMA) as tx:
+        tx.append(batch([(1, "a", 1)]))
+    assert admin.load_table(("CODEC", "CTAS")).properties[codec] == "zstd"
+    admin.create_table(("CODEC", "CHOSEN"), SCHEMA, properties={codec: "snappy"})
+    assert admin.load_table(("CODEC", "CHOSEN")).properties[codec] == "snappy"
+
+
 def _field(kind: IcebergType) -> Schema:
     return Schema(
         NestedField(1, "ID", LongType(), required=True),

@@ -92,6 +92,10 @@ _ENDPOINTS = sorted(
 _DEFAULTS = {f"table-default.{GC_ENABLED}": "false"}
 """Catalog properties a client starts from: Iceberg clients give tables
 created through them these table properties."""
+_CREATED = {"write.parquet.compression-codec": "zstd"}
+"""Properties a new table gets unless its create sets them, as Iceberg's
+own catalogs do (``TableMetadata.newTableMetadata``): without the codec,
+Iceberg's Java writers fall back to gzip, several times slower to write."""
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": f"{why} (the Iceberg REST error model)"}
     for status, why in (
@@ -350,10 +354,10 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             request.write_order,
             zone_partitions(cat.catalog()),
         )
-        staged = _check_create(cat, create, request)
+        properties = _user_properties(f"{name}.{request.name}", request.properties)
+        staged = _check_create(cat, create, request, properties)
         if request.stage_create:
             return _json(TableResponse.model_validate({"metadata": staged}))
-        properties = _user_properties(f"{name}.{request.name}", request.properties)
 
         def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
             made = new.table(create.name, name)
@@ -543,10 +547,12 @@ def _user_properties(full: str, properties: dict[str, str]) -> dict[str, str]:
             rule="reserved-property",
         )
     check_gc(full, properties)
-    return dict(properties)
+    return {**_CREATED, **properties}
 
 
-def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest) -> Any:
+def _check_create(
+    cat: Catalog, create: CreateTable, request: CreateTableRequest, properties: dict[str, str]
+) -> Any:
     """The table ``create`` makes on the latest version, checked against the
     request: the same schema, a bucket count equal to its zone's partitions,
     no location of the client's choosing. Returns its Iceberg metadata."""
@@ -569,4 +575,4 @@ def _check_create(cat: Catalog, create: CreateTable, request: CreateTableRequest
     if request.stage_create:  # engines write their first manifests before the commit
         data.warehouse.make_metadata_dir(made.id)
     initial = data.iceberg.initial(CommitShape.of(planned, made), location, made.id)
-    return shown(initial, made, Properties(properties_key("table", made.id), {}, 0))
+    return shown(initial, made, Properties(properties_key("table", made.id), properties, 0))
