@@ -39,7 +39,7 @@ def _hold_first_commit(committing: Path, committed: Path, conflicts: list[str]) 
     from almanac.catalog import Catalog
     from almanac.catalog_version import CatalogVersion
     from almanac.errors import ConflictError
-    from almanac.iceberg_rest.commit import Change, plan
+    from almanac.iceberg_rest.plan import Change, plan
 
     def held_plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> Change:
         if not committing.exists():
