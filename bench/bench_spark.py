@@ -3,7 +3,8 @@ catalog against Iceberg's own ``hadoop`` catalog, in one Spark session.
 
 The floor is the fairest one there is: the same Spark, the same Iceberg
 runtime, the same table format and writers, with Iceberg's ``hadoop``
-catalog (``SparkCatalog``, ``type=hadoop``) over a local warehouse: no
+catalog (``SparkCatalog``, ``type=hadoop``) over a local warehouse and
+every other catalog setting Almanac's have (Iceberg's table cache off): no
 catalog service at all. Almanac is ``almanac.spark.session(target)``: a
 directory catalog served by the REST server inside this process. Both are
 catalogs of the one session (the floor added through ``conf`` at start),
@@ -46,6 +47,7 @@ from typing import Any
 
 import almanac.spark
 import timing
+from almanac.spark.runtime import catalog_conf
 from almanac.spark.tpch import QUERIES, TABLES, generate
 
 ALMANAC, FLOOR, PARQUET = "almanac", "floor", "parquet"
@@ -57,13 +59,12 @@ Samples = dict[str, list[float]]
 
 
 def floor_conf(warehouse: Path) -> dict[str, str]:
-    """Iceberg's own ``hadoop`` catalog over a local warehouse."""
+    """Iceberg's own ``hadoop`` catalog over a local warehouse, with every
+    other setting Almanac's catalogs get (its table cache off among them)."""
     prefix = f"spark.sql.catalog.{FLOOR}"
-    return {
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.type": "hadoop",
-        f"{prefix}.warehouse": str(warehouse),
-    }
+    ours = catalog_conf(FLOOR, "http://127.0.0.1/unused", None)
+    same = {k: v for k, v in ours.items() if k not in (f"{prefix}.type", f"{prefix}.uri")}
+    return {**same, f"{prefix}.type": "hadoop", f"{prefix}.warehouse": str(warehouse)}
 
 
 def rotated(names: tuple[str, ...], run: int) -> tuple[str, ...]:
