@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import almanac
+import almanac.spark
 from almanac.catalog import Catalog
 
 
@@ -53,3 +54,28 @@ def target(tmp_path: Path) -> str:
 def cat(target: str) -> Iterator[Catalog]:
     with almanac.connect(target) as node:
         yield node
+
+
+# -- a module's own Almanac catalog in the run's session ------------------------------------
+# A module sets ``CAT``, the Spark catalog name its tables live under (the
+# run's one session holds every module's catalog, and a name is taken once).
+
+
+@pytest.fixture(scope="module")
+def catalog_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp(request.module.CAT) / "catalog")
+
+
+@pytest.fixture(scope="module")
+def rt(request: pytest.FixtureRequest, spark: Any, catalog_dir: str) -> Any:
+    """The run's session with the module's catalog added as ``CAT``."""
+    session = almanac.spark.session(catalog_dir, catalog=request.module.CAT)
+    assert session is spark
+    return session
+
+
+@pytest.fixture(scope="module")
+def node(rt: Any, catalog_dir: str) -> Iterator[Catalog]:
+    """A second node of the served catalog: what Almanac itself sees."""
+    with almanac.connect(catalog_dir) as cat:
+        yield cat

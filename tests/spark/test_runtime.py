@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +31,6 @@ HERE = Path(__file__).resolve().parent
 
 CAT = "rt"
 """The Spark catalog name: the run's session may hold other tests' catalogs."""
-
-
-@pytest.fixture(scope="module")
-def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(tmp_path_factory.mktemp("runtime") / "catalog")
-
-
-@pytest.fixture(scope="module")
-def rt(spark: Any, catalog_dir: str) -> Any:
-    session = almanac.spark.session(catalog_dir, catalog=CAT)
-    assert session is spark  # the run's session, with the catalog added
-    return session
-
-
-@pytest.fixture(scope="module")
-def node(rt: Any, catalog_dir: str) -> Iterator[Catalog]:
-    """A second node of the served catalog: what Almanac itself sees."""
-    with almanac.connect(catalog_dir) as cat:
-        yield cat
 
 
 def _sql(spark: Any, text: str) -> list[tuple[Any, ...]]:

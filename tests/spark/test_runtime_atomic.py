@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +29,6 @@ HERE = Path(__file__).resolve().parent
 
 CAT = "atomic"
 """The Spark catalog name: the run's session may hold other tests' catalogs."""
-
-
-@pytest.fixture(scope="module")
-def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(tmp_path_factory.mktemp("atomic") / "catalog")
-
-
-@pytest.fixture(scope="module")
-def rt(spark: Any, catalog_dir: str) -> Any:
-    return almanac.spark.session(catalog_dir, catalog=CAT)
-
-
-@pytest.fixture(scope="module")
-def node(rt: Any, catalog_dir: str) -> Iterator[Catalog]:
-    """A second node of the served catalog: what Almanac itself sees."""
-    with almanac.connect(catalog_dir) as cat:
-        yield cat
 
 
 def _sql(spark: Any, text: str) -> list[tuple[Any, ...]]:

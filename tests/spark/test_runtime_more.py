@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +36,6 @@ from tests.waiting import PATIENCE
 HERE = Path(__file__).resolve().parent
 
 CAT = "rtm"
-
-
-@pytest.fixture(scope="module")
-def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(tmp_path_factory.mktemp("runtime_more") / "catalog")
-
-
-@pytest.fixture(scope="module")
-def rt(spark: Any, catalog_dir: str) -> Any:
-    session = almanac.spark.session(catalog_dir, catalog=CAT)
-    assert session is spark
-    return session
-
-
-@pytest.fixture(scope="module")
-def node(rt: Any, catalog_dir: str) -> Iterator[Catalog]:
-    with almanac.connect(catalog_dir) as cat:
-        yield cat
 
 
 def _same_rows(spark: Any, cat: Catalog, schema: str, table: str) -> list[dict[str, Any]]:

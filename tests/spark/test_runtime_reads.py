@@ -7,35 +7,16 @@ widened and renamed after files were written."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import almanac
-import almanac.spark
 from almanac.catalog import Catalog
 from almanac.data import arrow_schema, read_table, write_table
 
 CAT = "reads"
 """The Spark catalog name: the run's session may hold other tests' catalogs."""
-
-
-@pytest.fixture(scope="module")
-def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(tmp_path_factory.mktemp("reads") / "catalog")
-
-
-@pytest.fixture(scope="module")
-def rt(spark: Any, catalog_dir: str) -> Any:
-    return almanac.spark.session(catalog_dir, catalog=CAT)
-
-
-@pytest.fixture(scope="module")
-def node(rt: Any, catalog_dir: str) -> Iterator[Catalog]:
-    with almanac.connect(catalog_dir) as cat:
-        yield cat
 
 
 def _write(cat: Catalog, schema: str, table: str, rows: list[dict[str, Any]]) -> None:
