@@ -72,7 +72,14 @@ from almanac.iceberg_rest.mapping import (
     schema_commands,
     zone_partitions,
 )
-from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
+from almanac.iceberg_rest.properties import (
+    GC_ENABLED,
+    Properties,
+    check_gc,
+    check_not_reserved,
+    is_reserved,
+    properties_key,
+)
 from almanac.iceberg_rest.refs import check_refs
 from almanac.iceberg_rest.tables import Loaded, load, no_namespace, no_table
 
@@ -84,7 +91,6 @@ _OPERATIONS = {
     Operation.OVERWRITE: "overwrite",
     Operation.DELETE: "overwrite",
 }
-_RESERVED_PREFIX = "almanac."
 _FORMAT_VERSION = 2
 
 
@@ -189,9 +195,7 @@ def _planned(cat: Catalog, loaded: Loaded, updates: Sequence[TableUpdate]) -> Ch
     if wanted.properties != base.properties:
         _check_properties(full, base.properties, wanted.properties)
         properties = {
-            k: v
-            for k, v in wanted.properties.items()
-            if not k.startswith(_RESERVED_PREFIX) and k != GC_ENABLED
+            k: v for k, v in wanted.properties.items() if not is_reserved(k) and k != GC_ENABLED
         }
     rewrite = False
     if operation is None and {s.snapshot_id for s in wanted.snapshots} - {
@@ -410,7 +414,7 @@ def created(
         operation = _operation(None, wanted)
     if not relocate:  # a registered table's own gc.enabled gives way to the catalog's
         check_gc(full, wanted.properties)
-    properties = {k: v for k, v in wanted.properties.items() if not k.startswith(_RESERVED_PREFIX)}
+    properties = {k: v for k, v in wanted.properties.items() if not is_reserved(k)}
     properties.pop(GC_ENABLED, None)
     wanted = wanted.model_copy(
         update={
@@ -616,11 +620,4 @@ def _check_statistics(full: str, base: TableMetadata, wanted: TableMetadata) -> 
 def _check_properties(full: str, before: dict[str, str], after: dict[str, str]) -> None:
     check_gc(full, after, served=True)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-    reserved = sorted(k for k in changed if k.startswith(_RESERVED_PREFIX))
-    if reserved:
-        raise refused(
-            f"Table '{full}': property '{reserved[0]}' is Almanac's own and cannot be set",
-            table=full,
-            property=reserved[0],
-            rule="reserved-property",
-        )
+    check_not_reserved(full, changed)

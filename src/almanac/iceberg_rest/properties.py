@@ -7,12 +7,22 @@ compares the revision it was based on, in the transaction of the change."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from almanac.errors import CorruptLogError, ValidationError
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["GC_ENABLED", "PREFIX", "Properties", "check_gc", "properties_key"]
+__all__ = [
+    "GC_ENABLED",
+    "PREFIX",
+    "RESERVED_PREFIX",
+    "Properties",
+    "check_gc",
+    "check_not_reserved",
+    "is_reserved",
+    "properties_key",
+]
 
 PREFIX = "iceberg.properties."
 GC_ENABLED = "gc.enabled"
@@ -38,6 +48,26 @@ def check_gc(full: str, properties: dict[str, str], served: bool = False) -> Non
         property=GC_ENABLED,
         rule="gc-enabled",
     )
+
+
+RESERVED_PREFIX = "almanac."
+"""Properties Almanac keeps itself (table id, catalog version, layout)."""
+
+
+def is_reserved(key: str) -> bool:
+    return key.startswith(RESERVED_PREFIX)
+
+
+def check_not_reserved(full: str, keys: Iterable[str]) -> None:
+    """A 400 for the first of ``keys`` that is Almanac's own: no client sets it."""
+    reserved = sorted(k for k in keys if is_reserved(k))
+    if reserved:
+        raise ValidationError(
+            f"Table '{full}': property '{reserved[0]}' is Almanac's own and cannot be set",
+            table=full,
+            property=reserved[0],
+            rule="reserved-property",
+        )
 
 
 def properties_key(kind: str, object_id: int) -> str:

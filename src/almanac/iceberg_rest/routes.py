@@ -58,7 +58,13 @@ from almanac.iceberg_rest.models import (
     UpdateNamespacePropertiesRequest,
 )
 from almanac.iceberg_rest.plan import created, one_namespace, plan
-from almanac.iceberg_rest.properties import GC_ENABLED, Properties, check_gc, properties_key
+from almanac.iceberg_rest.properties import (
+    GC_ENABLED,
+    Properties,
+    check_gc,
+    check_not_reserved,
+    properties_key,
+)
 from almanac.iceberg_rest.tables import (
     find_table,
     load,
@@ -538,14 +544,7 @@ def _check_warehouse(cat: Catalog, asked: str) -> None:
 
 
 def _user_properties(full: str, properties: dict[str, str]) -> dict[str, str]:
-    reserved = sorted(k for k in properties if k.startswith("almanac."))
-    if reserved:
-        raise refused(
-            f"Table '{full}': property '{reserved[0]}' is Almanac's own and cannot be set",
-            table=full,
-            property=reserved[0],
-            rule="reserved-property",
-        )
+    check_not_reserved(full, properties)
     check_gc(full, properties)
     return {**_CREATED, **properties}
 

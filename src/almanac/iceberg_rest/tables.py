@@ -23,7 +23,7 @@ from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, NotFoundError
-from almanac.iceberg_rest.properties import GC_ENABLED, Properties
+from almanac.iceberg_rest.properties import GC_ENABLED, Properties, is_reserved
 
 __all__ = [
     "Loaded",
@@ -178,7 +178,7 @@ def shown(metadata: TableMetadata, table: Table, properties: Properties) -> Tabl
     # The metastore key holds the table's own properties (a file can hold
     # one removed since), the file Almanac's.
     values = {
-        **{k: v for k, v in metadata.properties.items() if k.startswith("almanac.")},
+        **{k: v for k, v in metadata.properties.items() if is_reserved(k)},
         **properties.values,
         GC_ENABLED: "false",
     }
