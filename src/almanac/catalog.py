@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -41,8 +42,10 @@ from almanac.dispatch import Dispatcher
 from almanac.entries import (
     ObjectIdsReserved,
     SchemaCreated,
+    TableDataCommitted,
     VersionedUpdate,
     activation_time,
+    apply_entries,
     apply_update,
 )
 from almanac.errors import (
@@ -136,8 +139,14 @@ class _Versions:
         return out
 
 
-Attachment = Callable[[CatalogVersion, CatalogVersion], tuple[Sequence[Compare], Sequence[Op]]]
-"""``attach(base, new)`` returns extra compares and writes for a version's transaction."""
+Attachment = Callable[
+    [CatalogVersion, CatalogVersion],
+    tuple[Sequence[Compare], Sequence[Op]]
+    | tuple[Sequence[Compare], Sequence[Op], Sequence[TableDataCommitted]],
+]
+"""``attach(base, new)`` returns extra compares and writes for a version's
+transaction, and optionally the data commits they publish (entries of the
+same version)."""
 
 
 class Catalog:
@@ -465,29 +474,38 @@ class Catalog:
                         if self.latest_version != base.version:
                             continue  # judged on a stale catalog: judge again
                     raise self._explain_race(exc, bound, seen, base) from None
-                if not planned.entries:
-                    if not read_first:
-                        self._log.catch_up(self)
-                        if self.latest_version != base.version:
-                            continue  # "nothing to do" holds only on the latest
-                    return ExecuteResult(base.version, planned.applied, created=False)
+                commit_time = self._clock.now()
+                # A version of data commits alone changes no schema a reader
+                # could be planning with, so it does not wait out the
+                # schema-sync delay (see ``DATA_ONLY``).
+                data_only = all(isinstance(e, TableDataCommitted) for e in planned.entries)
                 update = VersionedUpdate(
                     version=base.version + 1,
-                    commit_time=self._clock.now(),
-                    delay_ms=self.sync.delay_ms,
+                    commit_time=commit_time,
+                    delay_ms=0 if data_only else self.sync.delay_ms,
                     entries=planned.entries,
                     node=self.node_name,
                     request_id=request_id,
                     request_digest=digest,
                     applied=planned.applied,
                 )
+                made = planned.catalog.evolve(activation_time=activation_time(base, update))
                 compares: list[Compare] = []
                 ops: list[Op] = []
-                new = apply_update(base, update, planned.catalog)
-                if attach is not None and new is not None:
-                    more = _attachment(attach(base, new))
+                if attach is not None and (planned.entries or not batch):
+                    more = _attachment(attach(base, made))
                     compares += more[0]
                     ops += more[1]
+                    if more[2]:
+                        made = apply_entries(made, more[2])
+                        update = dataclasses.replace(update, entries=(*update.entries, *more[2]))
+                if not update.entries:
+                    if not read_first:
+                        self._log.catch_up(self)
+                        if self.latest_version != base.version:
+                            continue  # "nothing to do" holds only on the latest
+                    return ExecuteResult(base.version, planned.applied, created=False)
+                new = apply_update(base, update, made)
                 works = self._hook_work(base, new, update)
                 token = None
                 try:
@@ -525,7 +543,9 @@ class Catalog:
         # From the base it was committed on, not by looking the version up: a
         # checkpoint on another thread (a listener's, say) may already have
         # trimmed it away, and the commit still succeeded.
-        visible = self.sync.visible_everywhere_at(activation_time(base, update))
+        activation = activation_time(base, update)
+        data_only = all(isinstance(e, TableDataCommitted) for e in update.entries)
+        visible = activation if data_only else self.sync.visible_everywhere_at(activation)
         result = ExecuteResult(update.version, planned.applied, created=True)
         return _Committed(result, visible, wait_deadline, timeout)
 
@@ -1066,18 +1086,26 @@ class _Committed:
     """Whether it counts as this node's commit for retention (not a replay)."""
 
 
-def _attachment(result: object) -> tuple[tuple[Compare, ...], tuple[Op, ...]]:
-    """What an ``attach`` callback returned, checked: ``(compares, ops)``."""
+def _attachment(
+    result: object,
+) -> tuple[tuple[Compare, ...], tuple[Op, ...], tuple[TableDataCommitted, ...]]:
+    """What an ``attach`` callback returned, checked: ``(compares, ops)`` or
+    ``(compares, ops, data_commits)``."""
     what = "The result of the 'attach' callback of Catalog.execute"
-    if not isinstance(result, tuple | list) or len(result) != 2:
-        raise check.fail(what, "a pair (compares, ops)", result)
+    if not isinstance(result, tuple | list) or len(result) not in (2, 3):
+        raise check.fail(what, "(compares, ops) or (compares, ops, entries)", result)
     compares = check.sequence_of(
         result[0],
         f"The compares of {check.lower_first(what)}",
         lambda v, w: check.instance(v, Compare, w),
     )
     ops = check.sequence_of(result[1], f"The ops of {check.lower_first(what)}", _op)
-    return compares, ops
+    entries = check.sequence_of(
+        result[2] if len(result) == 3 else (),
+        f"The entries of {check.lower_first(what)}",
+        lambda v, w: check.instance(v, TableDataCommitted, w),
+    )
+    return compares, ops, entries
 
 
 def _op(value: object, what: str) -> Op:

@@ -130,6 +130,10 @@ class CatalogVersion:
     table_indexes: Map[int, tuple[int, ...]]
     zones_by_id: Map[int, Zone]
     zone_names: Map[str, int]
+    table_data: Map[int, int] = field(default=Map(), compare=True)
+    """Each table's current data snapshot id, for tables whose data commits
+    were catalog versions (a table whose data predates that is absent until
+    its next commit: its older snapshots are found by their stamped version)."""
     schema_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
     table_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
     index_keys: Map[tuple[int, str], _Held] = field(default=_DERIVE, compare=False, repr=False)
@@ -169,6 +173,11 @@ class CatalogVersion:
                 raise TypeError(f"CatalogVersion has no field {name!r}")
             values[index] = value
         return CatalogVersion(*values)
+
+    def data_snapshot(self, table_id: int) -> int | None:
+        """The id of the data snapshot table ``table_id`` has at this version,
+        None when no data commit of it was a catalog version (yet)."""
+        return self.table_data.get(table_id)
 
     # -- schemas -------------------------------------------------------------
 

@@ -49,6 +49,8 @@ __all__ = [
     "IndexRenamed",
     "TableRenamed",
     "TableMoved",
+    "TableDataCommitted",
+    "DATA_OPERATIONS",
     "TableSoftDropped",
     "TableRecovered",
     "DefaultZoneSet",
@@ -277,11 +279,13 @@ class TableDropped(UpdateEntry):
         table = _table(cat, self.table_id, self)
         key = (table.schema_id, table.name)
         names, keys = unbind_name(cat.table_names, cat.table_keys, key, table.id)
+        data = cat.table_data
         return cat.evolve(
             tables_by_id=cat.tables_by_id.delete(table.id),
             table_names=names,
             table_keys=keys,
             table_indexes=cat.table_indexes.delete(table.id),
+            table_data=data.delete(table.id) if table.id in data else data,
         )
 
     def object_id(self) -> int:
@@ -612,6 +616,48 @@ class DefaultSortOrderSet(UpdateEntry):
         return _put_table(
             cat, replace(old, default_sort_order_id=self.order_id, update_version=cat.version)
         )
+
+    def object_id(self) -> int:
+        return self.table_id
+
+
+# -- table data -----------------------------------------------------------------
+
+DATA_OPERATIONS = ("append", "overwrite", "delete", "replace", "refs", "expire", "metadata")
+"""What a data commit did: ``append`` adds rows, ``overwrite`` replaces
+them, ``delete`` removes rows (a merge-on-read delete or a copy-on-write
+one), ``replace`` rewrites files keeping every row (compaction), ``refs``
+moves branches or tags, ``expire`` drops old snapshots from the table's
+metadata, ``metadata`` changes only its Iceberg metadata (properties, a
+ref's retention, a schema kept for later) over the same snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableDataCommitted(UpdateEntry):
+    """A data commit of one table: snapshot ``snapshot_id`` (whose
+    ``metadata.json`` is ``metadata``) becomes the table's data at this
+    version. The counts are what the commit added and removed, for history
+    and listeners; the files themselves stay in the warehouse's metadata."""
+
+    event_type = EventType.DATA_COMMIT
+    table_id: int
+    snapshot_id: int
+    operation: str
+    metadata: str
+    rows_added: int = 0
+    rows_removed: int = 0
+    files_added: int = 0
+    files_removed: int = 0
+
+    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+        _table(cat, self.table_id, self)
+        if self.operation not in DATA_OPERATIONS:
+            raise CorruptLogError(
+                f"TableDataCommitted of table id {self.table_id} names operation "
+                f"{self.operation!r}, not one of {', '.join(DATA_OPERATIONS)}",
+                id=self.table_id,
+            )
+        return cat.evolve(table_data=cat.table_data.set(self.table_id, self.snapshot_id))
 
     def object_id(self) -> int:
         return self.table_id

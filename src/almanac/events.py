@@ -46,6 +46,7 @@ class EventType(enum.Enum):
     ZONE_ALTER = "ZONE_ALTER"
     ZONE_DROP = "ZONE_DROP"
     SET_DEFAULT_ZONE = "SET_DEFAULT_ZONE"
+    DATA_COMMIT = "DATA_COMMIT"
 
 
 @dataclass(frozen=True, slots=True)

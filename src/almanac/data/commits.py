@@ -52,6 +52,7 @@ from almanac.data.snapshots import (
 )
 from almanac.data.tablets import partition_column, tablets_of
 from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
+from almanac.entries import TableDataCommitted
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -150,6 +151,9 @@ class TableData:
         self.versions: Callable[[int], CatalogVersion | None] | None = None
         """The catalog version of a number, None if this node does not hold
         it; set by the data plane so commits check their shape against it."""
+        self.catalog: Catalog | None = None
+        """The catalog node whose versions publish this data's commits; set
+        by the data plane."""
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -242,34 +246,82 @@ class TableData:
         files = _files(files, "TableData.commit")
         table_id = shape.table.id
         replaces = _files(replaces, "TableData.commit", "replaces")
-        for attempt in range(max_attempts):
-            # The store's writer section (see Metastore.exclusive) makes the
-            # cooperating writers take turns, so a commit reads its parent
-            # and swaps it without racing them; the retries remain for
-            # stores that cannot serialise and for writers that do not take it.
-            with self.store.exclusive(COMMIT_SECTION_TIMEOUT_S):
-                done = self.committed_snapshot(table_id, write_id)
-                if done is not None:
-                    return done
-                parent = self.current_record(table_id)
-                compares, ops, snapshot = self.commit_ops(
-                    shape, write_id, files, operation=operation, parent=parent, replaces=replaces
+        cat = self._catalog()
+        made: list[DataSnapshot] = []
+        done: list[DataSnapshot] = []
+        planning: list[ConflictError] = []
+
+        def attach(
+            _base: CatalogVersion, new: CatalogVersion
+        ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
+            # Inside the catalog's commit: on a store that serialises its
+            # writers no other commit runs between this read of the
+            # parent and the transaction that swaps it.
+            already = self.committed_snapshot(table_id, write_id)
+            if already is not None:
+                done.append(already)
+                return [], [], []
+            parent = self.current_record(table_id)
+            try:
+                compares, ops, snapshot, entry = self.commit_ops(
+                    shape,
+                    write_id,
+                    files,
+                    operation=operation,
+                    parent=parent,
+                    at=new,
+                    replaces=replaces,
                 )
-                try:
-                    succeeded = self.store.txn(compares, ops).succeeded
-                except BaseException:
+            except ConflictError as exc:  # no retry can cure it (see commit_ops)
+                planning.append(exc)
+                raise
+            made.append(snapshot)
+            return compares, ops, [entry]
+
+        for attempt in range(max_attempts):
+            made.clear()
+            done.clear()
+            try:
+                cat.execute([], attach=attach, timeout=COMMIT_SECTION_TIMEOUT_S)
+            except ConflictError:
+                for snapshot in made:
                     self.discard(snapshot)
+                if planning:
                     raise
-                if succeeded:
-                    self.published(snapshot)
-                    return snapshot
-                self.discard(snapshot)
-            time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
+                if self.is_committed(write_id):
+                    return self._committed(table_id, write_id)
+                time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
+                continue
+            except BaseException:
+                for snapshot in made:
+                    self.discard(snapshot)
+                raise
+            if done:
+                for snapshot in made:
+                    self.discard(snapshot)
+                return done[-1]
+            for stale in made[:-1]:
+                self.discard(stale)
+            self.published(made[-1])
+            return made[-1]
         raise ConflictError(
             f"Gave up committing write {write_id} to table {table_id} after {max_attempts} "
             "attempts: other commits to the table won every race",
             attempts=max_attempts,
         )
+
+    def _committed(self, table_id: int, write_id: str) -> DataSnapshot:
+        snapshot = self.committed_snapshot(table_id, write_id)
+        assert snapshot is not None
+        return snapshot
+
+    def _catalog(self) -> Catalog:
+        if self.catalog is None:
+            raise CatalogError(
+                "This TableData has no catalog node, and every data commit is a catalog "
+                "version: use TableData.for_catalog(cat)"
+            )
+        return self.catalog
 
     def committed_snapshot(self, table_id: int, write_id: str) -> DataSnapshot | None:
         """The snapshot a committed ``write_id`` made, None if it did not commit."""
@@ -302,12 +354,14 @@ class TableData:
         *,
         operation: str,
         parent: Record | None,
+        at: CatalogVersion,
         replaces: Sequence[DataFile] = (),
-    ) -> tuple[list[Compare], list[Op], DataSnapshot]:
-        """The same commit as compares and writes to ride in another transaction
-        (``Catalog.execute(attach=...)``). Writes the Iceberg metadata first
-        (immutable, uniquely named); the caller's transaction makes it visible
-        or not, and the caller calls ``published`` or ``discard`` after.
+    ) -> tuple[list[Compare], list[Op], DataSnapshot, TableDataCommitted]:
+        """The commit as compares, writes and the entry of catalog version
+        ``at`` that publishes it (``Catalog.execute(attach=...)`` passes the
+        version it is making). Writes the Iceberg metadata first (immutable,
+        uniquely named); the caller's transaction makes it visible or not, and
+        the caller calls ``published`` or ``discard`` after.
 
         A ``replace`` is planned against an older snapshot than ``parent``
         when appends landed meanwhile; it goes ahead as long as every file in
@@ -350,9 +404,7 @@ class TableData:
         self._check_files_exist(write_id, new)
         if parent is not None:
             self.iceberg.check_current(parent.metadata, parent.write_id)
-        snapshot_id, commit_time, version, origin = self._stamp(
-            parent, shape.catalog_version, shape.activated_at
-        )
+        snapshot_id, commit_time, version, origin = self._stamp(parent, at)
         metadata, written = self.iceberg.write_commit(
             table_id,
             self.warehouse.table_dir(table_id),
@@ -380,20 +432,38 @@ class TableData:
         compares, ops = self._publish_ops(record, parent)
         compares.append(Compare.mod_revision(staging.key, "==", staging.mod_revision))
         ops.append(Delete(staging.key))
-        return compares, ops, self.load(record)
+        snapshot = self.load(record)
+        removed = old if operation == "replace" else ()
+        if operation == "overwrite" and parent is not None:
+            removed = self.files_of(parent)
+        entry = TableDataCommitted(
+            table_id,
+            snapshot_id,
+            operation,
+            metadata,
+            rows_added=sum(f.rows for f in new),
+            rows_removed=kept if old else sum(f.rows for f in removed),
+            files_added=len(_unique(new)),
+            files_removed=len(removed),
+        )
+        return compares, ops, snapshot, entry
 
+    @staticmethod
     def _stamp(
-        self, parent: Record | None, catalog_version: int, activated_at: int
+        parent: Record | None, at: CatalogVersion
     ) -> tuple[int, int, int, tuple[int, int] | None]:
         """(snapshot id, commit time, catalog version, origin) of the snapshot
-        after ``parent``: never stamped before the version it was written
-        against activated, nor before its parent."""
+        after ``parent`` published by catalog version ``at``: the version's
+        number and activation time, so a read at a version or a time finds
+        exactly the data committed at or before it (a parent stamped before
+        data commits were versions may carry a later time: the chain's times
+        still increase)."""
         if parent is None:
-            return 1, self.clock.update(activated_at), catalog_version, None
+            return 1, at.activation_time, at.version, None
         return (
             parent.snapshot_id + 1,
-            self.clock.update(max(parent.commit_time, activated_at)),
-            max(catalog_version, parent.catalog_version),
+            max(at.activation_time, parent.commit_time + 1),
+            at.version,
             parent.origin,
         )
 
@@ -420,23 +490,20 @@ class TableData:
         metadata: TableMetadata,
         *,
         operation: str,
-        catalog_version: int,
-        activated_at: int,
-    ) -> tuple[list[Compare], list[Op], Record]:
+        at: CatalogVersion,
+    ) -> tuple[list[Compare], list[Op], Record, TableDataCommitted]:
         """Publish what an Iceberg client's commit made: ``metadata`` (its new
         snapshot's files and manifests are the client's, written where the
         table's location said) becomes the snapshot after ``parent``. Writes
         its ``metadata.json``, its current snapshot stamped with a new write
         id and its catalog version like every snapshot Almanac writes, and
-        returns the transaction that publishes it, alone or riding a catalog
-        version (``Catalog.execute(attach=...)``); on failure the caller
+        returns the transaction and the entry of catalog version ``at`` that
+        publish it (``Catalog.execute(attach=...)``); on failure the caller
         removes ``record.metadata``."""
         if operation != REFS:
             _check_operation(operation)
         write_id = new_write_id()
-        snapshot_id, commit_time, version, origin = self._stamp(
-            parent, catalog_version, activated_at
-        )
+        snapshot_id, commit_time, version, origin = self._stamp(parent, at)
         location = self.iceberg.write_adopted(
             self.warehouse.table_dir(table_id),
             metadata,
@@ -455,7 +522,7 @@ class TableData:
             origin=origin or (version, commit_time),
         )
         compares, ops = self._publish_ops(record, parent)
-        return compares, ops, record
+        return compares, ops, record, adopted_entry(record, metadata)
 
     def published(self, snapshot: DataSnapshot) -> None:
         """Forget the files written for a snapshot that was published."""
@@ -718,6 +785,31 @@ class TableData:
         """True once a commit of ``write_id`` succeeded (until its snapshot expires)."""
         kv = self.store.get(write_key(write_id))
         return kv is not None and kv.value != ABORTED
+
+
+def adopted_entry(record: Record, metadata: TableMetadata) -> TableDataCommitted:
+    """The entry of an Iceberg client's commit, its counts from the summary
+    of the snapshot it made (what every Iceberg writer records)."""
+    current = metadata.current_snapshot()
+    summary = {} if current is None or current.summary is None else current.summary
+    operation = record.operation
+    if operation == "overwrite" and summary.get("operation") == "delete":
+        operation = "delete"
+
+    def count(key: str) -> int:
+        value = summary.get(key, "0") if current is not None and operation != REFS else "0"
+        return int(value) if str(value).isdigit() else 0
+
+    return TableDataCommitted(
+        record.table_id,
+        record.snapshot_id,
+        operation,
+        record.metadata,
+        rows_added=count("added-records"),
+        rows_removed=count("deleted-records"),
+        files_added=count("added-data-files") + count("added-delete-files"),
+        files_removed=count("deleted-data-files") + count("removed-delete-files"),
+    )
 
 
 def check_shape(shape: object) -> None:

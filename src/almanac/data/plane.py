@@ -50,6 +50,7 @@ class DataPlane:
         self.warehouse = warehouse
         self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
         self.data.versions = self._version
+        self.data.catalog = cat
         claim_warehouse(self.data)
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None

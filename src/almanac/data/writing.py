@@ -23,6 +23,7 @@ from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import new_write_id
 from almanac.descriptors import Table
+from almanac.entries import TableDataCommitted
 from almanac.errors import CatalogError, ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
 
@@ -123,7 +124,9 @@ def commit_table_as(
     made: list[DataSnapshot] = []
     files: tuple[DataFile, ...] = ()
 
-    def attach(_base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+    def attach(
+        _base: CatalogVersion, new: CatalogVersion
+    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
         created = new.table(name, schema)
         if (
             created is None
@@ -136,12 +139,17 @@ def commit_table_as(
                 "data was written for (a concurrent change); run the statement again",
                 attempts=len(made) + 1,
             )
-        compares, ops, snapshot = data.commit_ops(
-            CommitShape.of(new, created), write_id, files, operation="append", parent=None
+        compares, ops, snapshot, entry = data.commit_ops(
+            CommitShape.of(new, created),
+            write_id,
+            files,
+            operation="append",
+            parent=None,
+            at=new,
         )
         made.append(snapshot)
         more = guard() if guard is not None else ((), ())
-        return [*compares, *more[0]], [*ops, *more[1]]
+        return [*compares, *more[0]], [*ops, *more[1]], [entry]
 
     try:
         if on_stage is not None:

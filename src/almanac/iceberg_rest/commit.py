@@ -1,9 +1,11 @@
 """Publishing planned Iceberg commits (``plan``'s ``Change``s). Everything
 of one request, for one table or for many (``/v1/transactions/commit``),
-commits in one metastore transaction: one ``Catalog.execute`` with the data
-snapshots (``TableData.adopt_ops``) riding its version when there are
-catalog commands, else one compare-and-swap. A table that moved between the
-check and the commit is a 409 ``CommitFailedException``; nothing is written.
+is one catalog version: one ``Catalog.execute`` of its catalog commands with
+each table's new data snapshot (``TableData.adopt_ops``) or metadata riding
+its transaction as a ``TableDataCommitted`` entry. Only a change of the
+properties of a table that has no data yet is a bare compare-and-swap (there
+is no snapshot to name). A table that moved between the check and the
+commit is a 409 ``CommitFailedException``; nothing is written.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from almanac.data.snapshots import (
     snapshot_key,
 )
 from almanac.data.sweep import Sweep, read_sweep
+from almanac.entries import TableDataCommitted
 from almanac.errors import ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
@@ -69,11 +72,14 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
     sweeps: list[Sweep] = []
     adds = any(change.operation is not None for change in changes)
 
-    def attach(base: CatalogVersion, new: CatalogVersion) -> tuple[list[Compare], list[Op]]:
+    def attach(
+        base: CatalogVersion, new: CatalogVersion
+    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
         written: list[str] = []
         attempts.append(written)
         compares: list[Compare] = []
         ops: list[Op] = []
+        entries: list[TableDataCommitted] = []
         sweep = None
         if adds:
             sweep = read_sweep(data.store)
@@ -83,16 +89,17 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
             more = _publish(data, change, base, new, written, leases, sweep)
             compares += more[0]
             ops += more[1]
-        return compares, ops
+            entries += more[2]
+        return compares, ops, entries
 
     try:
-        if commands:
+        if commands or any(_versioned(change) for change in changes):
             cat.execute(commands, attach=attach)
         else:
             store = cat.metastore
             with store.exclusive(COMMIT_SECTION_TIMEOUT_S):
                 version = cat.catalog()
-                compares, ops = attach(version, version)
+                compares, ops, _ = attach(version, version)
                 if not ops:
                     return True
                 if not store.txn(compares, ops).succeeded:
@@ -119,6 +126,25 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
     return True
 
 
+def _expires(change: Change) -> bool:
+    kept = {s.snapshot_id for s in change.wanted.snapshots}
+    return any(s.snapshot_id not in kept for s in change.loaded.metadata.snapshots)
+
+
+def _rewrites(change: Change) -> bool:
+    """Whether a change without a new snapshot writes a new metadata.json of
+    the current one (its properties, an expiry, or what ``plan`` says)."""
+    if change.loaded.record is None or change.commands:
+        return False
+    return change.properties is not None or change.rewrite or _expires(change)
+
+
+def _versioned(change: Change) -> bool:
+    """Whether the change makes an entry of its own: a new snapshot, or new
+    metadata of the current one (a DDL's metadata rides its version)."""
+    return change.operation is not None or _rewrites(change)
+
+
 def _publish(
     data: TableData,
     change: Change,
@@ -127,7 +153,7 @@ def _publish(
     written: list[str],
     leases: list[int],
     sweep: Sweep | None,
-) -> tuple[list[Compare], list[Op]]:
+) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
     loaded = change.loaded
     table_id = loaded.table.id
     if change.creates:
@@ -150,6 +176,7 @@ def _publish(
         check_expressed(change.full_name, made, change.wanted.schema())
     compares: list[Compare] = [Compare.exists(key) for key in change.needs]
     ops: list[Op] = []
+    entries: list[TableDataCommitted] = []
     parent = loaded.record
     if change.operation is not None:
         metadata = change.wanted
@@ -162,14 +189,8 @@ def _publish(
                     }
                 }
             )
-        more = data.adopt_ops(
-            table_id,
-            parent,
-            metadata,
-            operation=change.operation,
-            catalog_version=new.version,
-            activated_at=new.activation_time,
-        )
+        more = data.adopt_ops(table_id, parent, metadata, operation=change.operation, at=new)
+        entries.append(more[3])
         written.append(more[2].metadata)
         assert sweep is not None  # read for every change that adds files
         sweep.check_fresh(
@@ -183,10 +204,7 @@ def _publish(
         compares.append(
             pointer_unchanged(data.store, table_id, None if parent is None else parent.snapshot_id)
         )
-        kept = {s.snapshot_id for s in change.wanted.snapshots}
-        expires = any(s.snapshot_id not in kept for s in loaded.metadata.snapshots)
-        rewrite = change.properties is not None or change.rewrite or expires
-        if parent is not None and rewrite and not change.commands:
+        if parent is not None and _rewrites(change):
             # The properties (and whatever else ``rewrite`` says, the
             # snapshots left after an expiry included) go into a new
             # metadata.json of the same snapshot, as an ALTER's schema does
@@ -205,6 +223,8 @@ def _publish(
             moved = dataclasses.replace(parent, metadata=location)
             compares += [record_unchanged(data.store, parent), hold.compare()]
             ops += [Put(key, encode_record(moved)), hold.delete()]
+            operation = "expire" if _expires(change) else "metadata"
+            entries.append(TableDataCommitted(table_id, parent.snapshot_id, operation, location))
     if change.properties is not None:
         compares.append(loaded.properties.unchanged())
         ops.append(loaded.properties.replace(change.properties))
@@ -214,4 +234,4 @@ def _publish(
         )
         compares += marked[0]
         ops += marked[1]
-    return compares, ops
+    return compares, ops, entries

@@ -130,7 +130,23 @@ def _read_snapshot_v1(r: Reader) -> CatalogVersion:
     )
 
 
-REGISTRY.register(SerializerInfo(CatalogVersion, 1, "0.1.0", _read_snapshot_v1, _write_snapshot_v1))
+def _write_snapshot_v2(w: Writer, s: CatalogVersion) -> None:
+    """Version 1, then each table's current data snapshot."""
+    _write_snapshot_v1(w, s)
+    _write_map(w, s.table_data, Writer.svarint, Writer.svarint)
+
+
+def _read_snapshot_v2(r: Reader) -> CatalogVersion:
+    catalog = _read_snapshot_v1(r)
+    svarint = Reader.svarint
+    data = _read_map(r, "table_data", _PLAIN_ITEM, svarint, svarint)
+    return catalog.evolve(table_data=data)
+
+
+REGISTRY.register(
+    SerializerInfo(CatalogVersion, 1, "0.1.0", _read_snapshot_v1, None),
+    SerializerInfo(CatalogVersion, 2, "0.7.0", _read_snapshot_v2, _write_snapshot_v2),
+)
 
 _read_catalog = REGISTRY.nested_reader(CatalogVersion)
 

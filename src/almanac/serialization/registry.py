@@ -109,6 +109,8 @@ TYPE_IDS: Mapping[type, int] = MappingProxyType(
         e.DefaultPartitionSpecSet: 131,
         e.SortOrderAdded: 132,
         e.DefaultSortOrderSet: 133,
+        # 140 and up: table data
+        e.TableDataCommitted: 140,
         # containers: 200..299
         e.VersionedUpdate: 200,
         CatalogVersion: 201,

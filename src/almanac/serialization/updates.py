@@ -243,6 +243,31 @@ def _read_table_moved_v1(r: Reader) -> e.TableMoved:
 REGISTRY.register(
     SerializerInfo(e.TableMoved, 1, "0.6.0", _read_table_moved_v1, _write_table_moved_v1)
 )
+
+
+def _write_data_committed_v1(w: Writer, obj: e.TableDataCommitted) -> None:
+    w.svarint(obj.table_id)
+    w.svarint(obj.snapshot_id)
+    w.string(obj.operation)
+    w.string(obj.metadata)
+    w.svarints((obj.rows_added, obj.rows_removed, obj.files_added, obj.files_removed))
+
+
+def _read_data_committed_v1(r: Reader) -> e.TableDataCommitted:
+    table_id, snapshot_id, operation, metadata = r.svarint(), r.svarint(), r.string(), r.string()
+    start = r.pos
+    counts = r.svarints()
+    if len(counts) != 4:
+        r.fail(f"A data commit holds 4 counts, not {len(counts)}", start)
+    return e.TableDataCommitted(table_id, snapshot_id, operation, metadata, *counts)
+
+
+REGISTRY.register(
+    SerializerInfo(
+        e.TableDataCommitted, 1, "0.7.0", _read_data_committed_v1, _write_data_committed_v1
+    )
+)
+
 _register_v1(e.ColumnsAdded, _read_new_columns_v1, _write_new_columns_v1)
 _register_v1(e.ColumnsDropped, _read_drop_columns_v1, _write_drop_columns_v1)
 _register_v1(e.ColumnAltered, _read_alter_column_v1, _write_alter_column_v1)
