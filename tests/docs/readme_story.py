@@ -7,6 +7,10 @@ and exits 1 naming the first block that raised, by its README line and its
 first line. A block marked ``<!-- not run: why -->`` on the line before its
 fence is skipped, and only such a block.
 
+A line that is an expression followed by a comment holding a Python literal
+(``r.version, r.applied  # (4, (True, False))``) states its result: the
+runner checks the value equals it, so a number the README shows stays true.
+
 One liberty, as for the command lines: the blocks that reach
 ``http://127.0.0.1:8181`` reach an ``almanac serve --store ./data
 --tokens-file tokens`` this runner starts, as the README says, on a free
@@ -14,15 +18,20 @@ port instead of 8181, once the story's catalog exists."""
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import signal
 import subprocess
 import sys
 import threading
+import tokenize
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from almanac import Catalog
 from tests.cli.support import start
 from tests.waiting import PATIENCE, wait_for
 
@@ -74,11 +83,19 @@ class _Served:
         self.proc = start(*SERVE, cwd=Path.cwd())
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        wait_for(lambda: bool(self.lines) or self.proc.poll() is not None, "`almanac serve`")
-        found = re.fullmatch(r"Listening on http://(127\.0\.0\.1:\d+)", self.lines[0].strip())
-        if found is None:
-            raise AssertionError(f"`almanac serve` did not start: {self.lines}")
-        self.address = found.group(1)
+        wait_for(lambda: bool(self._address()) or self.proc.poll() is not None, "`almanac serve`")
+        address = self._address()
+        if not address:
+            stderr = self.proc.stderr.read() if self.proc.stderr else ""
+            raise AssertionError(f"`almanac serve` did not start: {self.lines} {stderr}")
+        self.address = address
+
+    def _address(self) -> str:
+        for line in list(self.lines):
+            found = re.fullmatch(r"Listening on http://(127\.0\.0\.1:\d+)", line.strip())
+            if found:
+                return found.group(1)
+        return ""
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -94,9 +111,50 @@ class _Served:
             self.proc.wait()
 
 
-def _close_catalogs(namespace: dict[str, object]) -> None:
-    from almanac import Catalog
+_STATES = "__readme_states__"
 
+
+def _states(value: Any, stated: Any, line: int) -> None:
+    if value != stated:
+        raise AssertionError(f"line {line} states {stated!r}, but the value is {value!r}")
+
+
+def _stated(comment: str) -> ast.expr | None:
+    """The literal a comment states, if it is one."""
+    try:
+        node = ast.parse(comment.removeprefix("#").strip(), mode="eval").body
+        ast.literal_eval(node)
+    except (SyntaxError, ValueError):
+        return None
+    return node
+
+
+def _with_stated_results(source: str, filename: str) -> ast.Module:
+    """``source`` with every ``EXPR  # LITERAL`` line made a check that
+    ``EXPR`` equals ``LITERAL`` (``EXPR`` evaluated once)."""
+    comments = {
+        token.start[0]: token.string
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    }
+    tree = ast.parse(source, filename)
+
+    class Check(ast.NodeTransformer):
+        def visit_Expr(self, node: ast.Expr) -> ast.Expr:
+            comment = comments.get(node.end_lineno or node.lineno)
+            stated = _stated(comment) if comment is not None else None
+            if stated is None:
+                return node
+            line = ast.Constant(node.lineno)
+            call = ast.Call(ast.Name(_STATES, ast.Load()), [node.value, stated, line], [])
+            return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
+
+    checked = ast.fix_missing_locations(Check().visit(tree))
+    assert isinstance(checked, ast.Module)
+    return checked
+
+
+def _close_catalogs(namespace: dict[str, object]) -> None:
     for value in namespace.values():
         if isinstance(value, Catalog):
             value.close()
@@ -105,7 +163,7 @@ def _close_catalogs(namespace: dict[str, object]) -> None:
 def run(readme: Path) -> int:
     """Run every runnable Python block of ``readme`` here; 0, or 1 after
     naming the block that raised."""
-    namespace: dict[str, object] = {"__name__": "__readme__"}
+    namespace: dict[str, object] = {"__name__": "__readme__", _STATES: _states}
     served: _Served | None = None
     try:
         for block in blocks(readme.read_text()):
@@ -118,7 +176,10 @@ def run(readme: Path) -> int:
             # Padded so that a traceback names the README's own line numbers.
             source = "\n" * (block.line - 1) + code
             try:
-                exec(compile(source, str(readme), "exec"), namespace)
+                exec(
+                    compile(_with_stated_results(source, str(readme)), str(readme), "exec"),
+                    namespace,
+                )
             except BaseException:
                 print(
                     f"{readme.name} line {block.line}: the block starting "
