@@ -108,12 +108,18 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
                         + ", ".join(f"'{c.full_name}'" for c in changes)
                         + " first; refresh and retry",
                     )
-    except ConflictError:
+    except ConflictError as exc:
         for written in attempts:
             data.iceberg.remove(written)
         if sweeps and read_sweep(data.store).revision != sweeps[-1].revision:
             return False
-        raise
+        if isinstance(exc, CommitFailedError):
+            raise
+        raise CommitFailedError(
+            "Another commit changed "
+            + ", ".join(f"'{c.full_name}'" for c in changes)
+            + f" first; refresh and retry ({exc.message})",
+        ) from exc
     except BaseException:
         for written in attempts:
             data.iceberg.remove(written)
