@@ -256,7 +256,7 @@ def test_janitor_period_must_fit_the_platform() -> None:
 def test_what_attach_returns_is_checked(cat: Catalog) -> None:
     refused(
         lambda: cat.execute([CreateSchema("A")], attach=bad(lambda base, new: None)),
-        "(compares, ops) or (compares, ops, entries)",
+        "a HookWork, (compares, ops) or (compares, ops, entries)",
     )
     refused(
         lambda: cat.execute([CreateSchema("A")], attach=bad(lambda base, new: ([1], []))),

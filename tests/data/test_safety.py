@@ -23,6 +23,7 @@ from almanac import (
     ValidationError,
     WriteStateError,
 )
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
@@ -37,9 +38,8 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.snapshots import DataSnapshot, encode_record, snapshot_key
-from almanac.entries import ObjectIdsReserved, TableDataCommitted, VersionedUpdate
+from almanac.entries import ObjectIdsReserved, VersionedUpdate
 from almanac.iceberg import load_table
-from almanac.metastore import Compare, Op
 from tests.data.support import append, create, data_keys, ids_of, rows, zone_tablets
 
 
@@ -93,19 +93,16 @@ def test_janitor_with_zero_grace_spares_a_commit_in_flight(cat: Catalog) -> None
     parent = data.current_record(table.id)
     made: list[DataSnapshot] = []
 
-    def attach(
-        _base: CatalogVersion, new: CatalogVersion
-    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
-        compares, ops, snapshot, entry = data.commit_ops(
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
+        work, snapshot = data.commit_ops(
             CommitShape.of(new, table), write_id, files, operation="append", parent=parent, at=new
         )
         made.append(snapshot)
         run_janitor(cat, grace_s=0)
         assert Path(snapshot.metadata).exists()
-        return compares, ops, [entry]
+        return work
 
     assert cat.execute([], attach=attach).created
-    data.published(made[-1])
     assert ids_of(read_table(cat, "T")) == [1, 2]
     run_janitor(cat, grace_s=0)
     assert ids_of(read_table(cat, "T")) == [1, 2]
