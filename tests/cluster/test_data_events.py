@@ -4,7 +4,10 @@ on every other node of the catalog (SQLite and a 3-member etcd cluster)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -14,6 +17,7 @@ from almanac.data import create_table_as, write_table
 from almanac.entries import TableDataCommitted
 from tests.waiting import PATIENCE
 
+_T = TypeVar("_T")
 Heard = tuple[int, int, int, str, int, int]
 """(version, table id, snapshot id, operation, rows added, rows removed)."""
 
@@ -30,6 +34,14 @@ def _heard(event: Event) -> Heard:
         entry.rows_added,
         entry.rows_removed,
     )
+
+
+def _type(event: Event) -> EventType:
+    return event.type
+
+
+def _record(into: list[_T], what: Callable[[Event], _T], event: Event) -> None:
+    into.append(what(event))
 
 
 def _rows(ids: range) -> pa.Table:
@@ -49,16 +61,18 @@ def _committed(cat: Catalog) -> list[Heard]:
 def test_every_node_hears_each_data_commit_once_in_version_order(
     target: str, tmp_path: Path
 ) -> None:
-    options = {"delay_ms": 0, "max_clock_skew_ms": 0, "warehouse": str(tmp_path / "lake")}
-    with (
-        almanac.connect(target, node_name="a", **options) as a,  # type: ignore[arg-type]
-        almanac.connect(target, node_name="b", **options) as b,  # type: ignore[arg-type]
-    ):
+    def node(name: str) -> Catalog:
+        lake = str(tmp_path / "lake")
+        return almanac.connect(
+            target, delay_ms=0, max_clock_skew_ms=0, warehouse=lake, node_name=name
+        )
+
+    with node("a") as a, node("b") as b:
         heard: dict[str, list[Heard]] = {"a": [], "b": []}
         others: dict[str, list[EventType]] = {"a": [], "b": []}
-        for name, node in (("a", a), ("b", b)):
-            node.listen(EventType.DATA_COMMIT, lambda e, n=name: heard[n].append(_heard(e)))
-            node.listen(EventType.TABLE_CREATE, lambda e, n=name: others[n].append(e.type))
+        for name, each in (("a", a), ("b", b)):
+            each.listen(EventType.DATA_COMMIT, partial(_record, heard[name], _heard))
+            each.listen(EventType.TABLE_CREATE, partial(_record, others[name], _type))
         a.sql("CREATE TABLE T (ID INT64 PRIMARY KEY)")
         write_table(a, "T", _rows(range(10)))
         assert b.catalog_ready(a.latest_version, timeout=PATIENCE)
