@@ -293,6 +293,9 @@ def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
         f"{zone.name if zone is not None else f'#{t.zone_id}'}"
         + (", soft-deleted" if t.soft_deleted else "")
     )
+    data = cat.table_data.get(t.id)
+    if data is not None:
+        definition += f", data snapshot {data}"
     name = f"{_schema_name(cat, t.schema_id)}.{t.name}"
     fields = {**_table_fields(t), "data_snapshot": cat.table_data.get(t.id)}
     return _Object("table", t.id, name, fields, definition)

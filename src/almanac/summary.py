@@ -184,7 +184,8 @@ def summarize_update(update: VersionedUpdate, before: CatalogVersion, after: Cat
 def touches_table(
     update: VersionedUpdate, table_id: int, before: CatalogVersion, after: CatalogVersion
 ) -> bool:
-    """Whether a version changed the table or one of its indexes."""
+    """Whether a version changed the table (its data commits included) or
+    one of its indexes."""
     names = Names(before, after)
     for entry in update.entries:
         object_id = entry.object_id()

@@ -142,6 +142,10 @@ def test_a_diff_shows_the_tables_whose_data_changed(shop: Shop, tmp_path: Path) 
     assert lines[1:] == [
         ["changed", "table", "SALES.ORDERS", "data_snapshot", str(first), str(last)]
     ]
+    gone = cat.diff(shop.other, shop.dropped).removed
+    assert [(r.name, r.definition.rsplit(", ", 1)[-1]) for r in gone if r.kind == "table"] == [
+        ("SALES.OTHER", f"data snapshot {cat.catalog(shop.other).data_snapshot(other.id)}")
+    ]
     fresh = run("--store", shop.path, "diff", str(shop.created), str(shop.appended), cwd=tmp_path)
     assert ["changed", "table", "SALES.ORDERS", "data_snapshot", "none", str(first)] in [
         line.split() for line in fresh.stdout.splitlines()
