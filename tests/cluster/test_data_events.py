@@ -4,6 +4,7 @@ on every other node of the catalog (SQLite and a 3-member etcd cluster)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -102,3 +103,53 @@ def test_every_node_hears_each_data_commit_once_in_version_order(
         assert heard["a"] == committed
         assert heard["b"] == committed
         assert others["a"] == others["b"] == [EventType.TABLE_CREATE] * 2
+
+
+def test_racing_writers_on_two_nodes_are_heard_in_one_order_everywhere(
+    target: str, tmp_path: Path
+) -> None:
+    """Two nodes append to their own tables at the same time: whatever order
+    the store gives their commits, every node hears it, one event each."""
+    rounds = 5
+    lake = str(tmp_path / "lake")
+    with (
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0, warehouse=lake) as a,
+        almanac.connect(target, delay_ms=0, max_clock_skew_ms=0, warehouse=lake) as b,
+    ):
+        heard: dict[str, list[Heard]] = {"a": [], "b": []}
+        a.listen(EventType.DATA_COMMIT, partial(_record, heard["a"], _heard))
+        b.listen(EventType.DATA_COMMIT, partial(_record, heard["b"], _heard))
+        a.sql("CREATE TABLE TA (ID INT64 PRIMARY KEY); CREATE TABLE TB (ID INT64 PRIMARY KEY)")
+        assert b.catalog_ready(a.latest_version, timeout=PATIENCE)
+        start = threading.Barrier(2)
+        failures: list[BaseException] = []
+
+        def writer(cat: Catalog, name: str) -> None:
+            try:
+                start.wait(PATIENCE)
+                for i in range(rounds):
+                    write_table(cat, name, _rows(range(i * 10, i * 10 + i + 1)))
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        threads = [
+            threading.Thread(target=writer, args=(a, "TA")),
+            threading.Thread(target=writer, args=(b, "TB")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(PATIENCE)
+        assert failures == []
+        latest = max(a.latest_version, b.latest_version)
+        assert a.catalog_ready(latest, timeout=PATIENCE)
+        assert b.catalog_ready(latest, timeout=PATIENCE)
+        committed = _committed(a)
+        assert len(committed) == 2 * rounds
+        assert [c[0] for c in committed] == sorted({c[0] for c in committed})
+        ta, tb = a.catalog().table("TA"), a.catalog().table("TB")
+        assert ta is not None and tb is not None
+        for table in (ta, tb):
+            mine = [c[4] for c in committed if c[1] == table.id]
+            assert mine == [i + 1 for i in range(rounds)], "each table's appends in order"
+        assert heard["a"] == heard["b"] == committed
