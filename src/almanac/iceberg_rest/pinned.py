@@ -24,12 +24,24 @@ from fastapi import Depends, Request
 
 from almanac.errors import ReadOnlyCatalogError
 
-__all__ = ["PINNED", "WRITABLE", "pinned_of", "pinned_prefix", "split_warehouse"]
+__all__ = [
+    "PINNED",
+    "WRITABLE",
+    "pinned_of",
+    "pinned_prefix",
+    "pinned_warehouse",
+    "split_warehouse",
+]
 
 PINNED = "/v{pinned:int}"
 """The route prefix of a pinned view, below ``/v1``: the client's ``prefix``."""
 
 _PINNED_WAREHOUSE = re.compile(r"(?P<warehouse>.*)@v(?P<version>[0-9]+)")
+
+
+def pinned_warehouse(version: int, warehouse: str = "") -> str:
+    """The ``warehouse`` a client names to read the catalog pinned at ``version``."""
+    return f"{warehouse}@v{version}"
 
 
 def pinned_prefix(version: int) -> str:
