@@ -18,6 +18,7 @@ import pytest
 import almanac
 import almanac.spark
 from almanac.catalog import Catalog
+from almanac.data import TableData
 from almanac.errors import ValidationError, VersionNotFoundError
 from tests.spark.test_runtime import _almanac_rows, _sql
 
@@ -26,6 +27,14 @@ CAT = "rtp"
 
 def _ids(spark: Any, table: str) -> list[int]:
     return sorted(row[0] for row in _sql(spark, f"SELECT id FROM {table}"))
+
+
+def _files(cat: Catalog, schema: str, name: str) -> set[Path]:
+    """Every file below the table's location."""
+    table = cat.catalog().table(name, schema)
+    assert table is not None
+    location = Path(TableData.for_catalog(cat).warehouse.table_dir(table.id))
+    return {p for p in location.rglob("*") if p.is_file()}
 
 
 def _version(cat: Catalog) -> int:
@@ -75,6 +84,7 @@ def test_every_change_through_a_pinned_catalog_is_refused(
     _sql(rt, f"CREATE TABLE {CAT}.ro.t USING iceberg AS SELECT 1L AS id")
     v = _version(node)
     almanac.spark.add_catalog(rt, "rtp_ro", catalog_dir, version=v)
+    files = _files(node, "ro", "t")
     read_only = f"catalog pinned at version {v} is read-only"
     for statement in (
         "INSERT INTO rtp_ro.ro.t VALUES (2)",
@@ -89,6 +99,7 @@ def test_every_change_through_a_pinned_catalog_is_refused(
             _sql(rt, statement)
     assert _version(node) == v  # nothing changed
     assert _ids(rt, f"{CAT}.ro.t") == [1]
+    assert _files(node, "ro", "t") == files  # Iceberg removed what the refused writes wrote
 
 
 def test_a_local_pinned_catalog_holds_its_version_against_checkpoints(
