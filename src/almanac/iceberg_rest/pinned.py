@@ -19,6 +19,7 @@ for a local catalog.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -27,6 +28,7 @@ from almanac.errors import ReadOnlyCatalogError
 __all__ = [
     "PINNED",
     "WRITABLE",
+    "Pinned",
     "pinned_of",
     "pinned_prefix",
     "pinned_warehouse",
@@ -62,6 +64,10 @@ def pinned_of(request: Request) -> int | None:
     """The version a request's path is pinned at; None at the latest."""
     value = request.path_params.get("pinned")
     return value if isinstance(value, int) else None
+
+
+Pinned = Annotated[int | None, Depends(pinned_of)]
+"""A read's parameter: the version its path is pinned at (``= None``)."""
 
 
 def _writable(request: Request) -> None:

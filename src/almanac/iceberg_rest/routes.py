@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Body, Depends, Header, Query
+from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticError
@@ -57,13 +57,7 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
-from almanac.iceberg_rest.pinned import (
-    PINNED,
-    WRITABLE,
-    pinned_of,
-    pinned_prefix,
-    split_warehouse,
-)
+from almanac.iceberg_rest.pinned import PINNED, WRITABLE, Pinned, pinned_prefix, split_warehouse
 from almanac.iceberg_rest.plan import created, one_namespace, plan
 from almanac.iceberg_rest.properties import (
     GC_ENABLED,
@@ -262,7 +256,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         parent: Annotated[str | None, Query()] = None,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
         page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
-        pinned: Annotated[int | None, Depends(pinned_of)] = None,
+        pinned: Pinned = None,
     ) -> Response:
         """Every schema; a namespace has no children (one level only)."""
         version = cat.catalog(pinned)
@@ -289,9 +283,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         return _json(NamespaceResponse(namespace=(name,), properties=request.properties))
 
     @routes.get("/namespaces/{namespace}", dependencies=[READ], responses=_ok(NamespaceResponse))
-    def load_namespace(
-        namespace: str, pinned: Annotated[int | None, Depends(pinned_of)] = None
-    ) -> Response:
+    def load_namespace(namespace: str, pinned: Pinned = None) -> Response:
         """A namespace and its properties (the latest ones: properties are
         not versioned)."""
         name = _namespace(namespace)
@@ -300,9 +292,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         return _json(NamespaceResponse(namespace=(name,), properties=values))
 
     @routes.head("/namespaces/{namespace}", dependencies=[READ], status_code=204)
-    def namespace_exists(
-        namespace: str, pinned: Annotated[int | None, Depends(pinned_of)] = None
-    ) -> Response:
+    def namespace_exists(namespace: str, pinned: Pinned = None) -> Response:
         namespace_of(cat.catalog(pinned), _namespace(namespace))
         return _no_content()
 
@@ -358,7 +348,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         namespace: str,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
         page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
-        pinned: Annotated[int | None, Depends(pinned_of)] = None,
+        pinned: Pinned = None,
     ) -> Response:
         name = _namespace(namespace)
         version = cat.catalog(pinned)
@@ -414,7 +404,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         table: str,
         snapshots: Annotated[str, Query(pattern="^(all|refs)$")] = "all",
         if_none_match: Annotated[str | None, Header()] = None,
-        pinned: Annotated[int | None, Depends(pinned_of)] = None,
+        pinned: Pinned = None,
     ) -> Response:
         """The table's metadata; ``metadata-location`` is null before its
         first snapshot. A 304 when ``If-None-Match`` names its ``ETag``.
@@ -423,9 +413,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         return _table_response(cat, name, table, snapshots, if_none_match, pinned)
 
     @routes.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
-    def table_exists(
-        namespace: str, table: str, pinned: Annotated[int | None, Depends(pinned_of)] = None
-    ) -> Response:
+    def table_exists(namespace: str, table: str, pinned: Pinned = None) -> Response:
         find_table(cat.catalog(pinned), _namespace(namespace, table), table)
         return _no_content()
 
