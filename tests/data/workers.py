@@ -49,8 +49,13 @@ def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> N
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
         )
-        _, _, snapshot = data.commit_ops(
-            shape, write_id, files, operation="append", parent=data.current_record(table.id)
+        _, snapshot = data.commit_ops(
+            shape,
+            write_id,
+            files,
+            operation="append",
+            parent=data.current_record(table.id),
+            at=version,
         )
         written = [snapshot.metadata, *(f.path for f in files)]
         Path(gate, "written.tmp").write_text("\n".join(written))
