@@ -15,6 +15,7 @@ publish.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import threading
 import time
@@ -45,6 +46,7 @@ from almanac.data.snapshots import (
     encode_pointer,
     encode_record,
     pointer_unchanged,
+    record_unchanged,
     snapshot_key,
     snapshot_prefix,
     staging_key,
@@ -514,6 +516,24 @@ class TableData:
         )
         compares, ops = self._publish_ops(record, parent)
         return compares, ops, record, adopted_entry(record, metadata)
+
+    def repoint(self, record: Record, location: str, hold: Hold) -> tuple[list[Compare], list[Op]]:
+        """The transaction that makes ``location`` (a new ``metadata.json`` of
+        the same snapshot: an ALTER's schema, an Iceberg client's properties
+        or expiry) the metadata of the table's current snapshot ``record``,
+        under ``hold`` (taken before the file was written): it holds only
+        while the pointer and the record are as read."""
+        moved = dataclasses.replace(record, metadata=location)
+        compares = [
+            pointer_unchanged(self.store, record.table_id, record.snapshot_id),
+            record_unchanged(self.store, record),
+            hold.compare(),
+        ]
+        ops: list[Op] = [
+            Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(moved)),
+            hold.delete(),
+        ]
+        return compares, ops
 
     def published(self, snapshot: DataSnapshot) -> None:
         """Forget the files written for a snapshot that was published."""

@@ -10,7 +10,6 @@ commit is a 409 ``CommitFailedException``; nothing is written.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from almanac.catalog import Catalog
@@ -22,10 +21,7 @@ from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
 )
 from almanac.data.snapshots import (
-    encode_record,
     pointer_unchanged,
-    record_unchanged,
-    snapshot_key,
 )
 from almanac.data.sweep import Sweep, read_sweep
 from almanac.entries import TableDataCommitted
@@ -35,7 +31,7 @@ from almanac.iceberg_rest.mapping import (
     check_expressed,
 )
 from almanac.iceberg_rest.plan import Change
-from almanac.metastore import Compare, Op, Put
+from almanac.metastore import Compare, Op
 
 __all__ = ["commit"]
 
@@ -226,10 +222,9 @@ def _publish(
                 snapshot_version=parent.catalog_version,
             )
             written.append(location)
-            key = snapshot_key(table_id, parent.snapshot_id)
-            moved = dataclasses.replace(parent, metadata=location)
-            compares += [record_unchanged(data.store, parent), hold.compare()]
-            ops += [Put(key, encode_record(moved)), hold.delete()]
+            moved = data.repoint(parent, location, hold)
+            compares += moved[0]
+            ops += moved[1]
             operation = "expire" if _expires(change) else "metadata"
             entries.append(TableDataCommitted(table_id, parent.snapshot_id, operation, location))
     if change.properties is not None:
