@@ -100,14 +100,15 @@ def plan_compaction(
     tablet: int | None = None,
 ) -> CompactionPlan:
     """Pick the small files of ``tablet`` (of every tablet when None) in the
-    table's current data snapshot, grouped per tablet into groups of about
-    ``target_file_mb``. Nothing is written."""
+    table's data snapshot of the latest catalog version, grouped per tablet
+    into groups of about ``target_file_mb``. Nothing is written."""
     check.instance(cat, Catalog, "Parameter 'cat' of compact")
     check.instance(data, TableData, "Parameter 'data' of compact")
     check.string(name, "Parameter 'name' of compact", nonblank=True)
     check.string(schema, "Parameter 'schema' of compact", nonblank=True)
     target_mb = check.number(target_file_mb, "Parameter 'target_file_mb' of compact", positive=True)
     check.optional_int(tablet, "Parameter 'tablet' of compact")
+    cat.catch_up()  # DDL another node finished is there "now", followed or not
     version = cat.catalog()
     table = version.table(name, schema)
     if table is None:
@@ -123,7 +124,9 @@ def plan_compaction(
             tablet=tablet,
             rule="tablet-in-range",
         )
-    current = data.current(table.id)
+    # The data of the plan's own version, not the newest: a file committed
+    # since may hold a column this version lacks, which a rewrite would drop.
+    current = data.snapshot_at(table.id, version=version.version)
     if current is None:
         return CompactionPlan(shape, None, ())
     # Files merge with files of their tablet, spec and partition only: a

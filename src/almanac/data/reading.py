@@ -352,6 +352,7 @@ def plan_scan(
     elif ts is not None:
         snap = cat.catalog_at(ts)
     else:
+        cat.catch_up()  # DDL another node finished is there "now", followed or not
         snap = cat.catalog()
     table = snap.table(name, schema)
     if table is None:

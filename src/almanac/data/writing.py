@@ -64,6 +64,7 @@ def write_table(
     check.string(schema, "Parameter 'schema' of write_table", nonblank=True)
     check.string(operation, "Parameter 'operation' of write_table")
     store = TableData.for_catalog(cat)
+    cat.catch_up()  # DDL another node finished is there "now", followed or not
     snapshot = cat.catalog()
     table = _table(snapshot, name, schema)
     rows = conform(data, table)
