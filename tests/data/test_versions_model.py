@@ -75,6 +75,7 @@ class Shape:
     columns: tuple[str, ...]
     rows: Rows = ()
     has_data: bool = False  # a data commit of this table has been a version
+    appends: int = 0  # appends with rows since the last overwrite or compaction
 
 
 Tables = Mapping[str, Shape]
@@ -133,7 +134,6 @@ def serve(conn: multiprocessing.connection.Connection) -> None:
                 assert cat is not None
                 if command == "append":
                     name, columns, rows = args
-                    cat.catch_up()  # the parent's DDL, which this node may not have followed yet
                     snapshot = write_table(cat, name, arrow_rows(columns, rows))
                     conn.send(("ok", snapshot.catalog_version))
                 elif command == "read":
@@ -314,6 +314,14 @@ class VersionsMachine(RuleBasedStateMachine):
     def pick(self, data: st.DataObject) -> str:
         return data.draw(st.sampled_from(sorted(self.tables)))
 
+    def widenable(self) -> list[str]:
+        """The tables with fewer than two added columns (more add no new case)."""
+        return [n for n, s in sorted(self.tables.items()) if len(s.columns) < 4]
+
+    def compactable(self) -> list[str]:
+        """The tables where two files of one tablet are likely."""
+        return [n for n, s in sorted(self.tables.items()) if s.appends >= 2]
+
     def rows_for(self, name: str, count: int, repeat: bool = False) -> Rows:
         return make_rows(self.tables[name].columns, self.ids(count), repeat)
 
@@ -321,14 +329,24 @@ class VersionsMachine(RuleBasedStateMachine):
     def appended(name: str, rows: Rows) -> Callable[[dict[str, Shape]], None]:
         def change(tables: dict[str, Shape]) -> None:
             shape = tables[name]
-            tables[name] = replace(shape, rows=shape.rows + rows, has_data=True)
+            appends = shape.appends + bool(rows)
+            tables[name] = replace(shape, rows=shape.rows + rows, has_data=True, appends=appends)
+
+        return change
+
+    @staticmethod
+    def compacted(name: str) -> Callable[[dict[str, Shape]], None]:
+        """Other files, the same rows."""
+
+        def change(tables: dict[str, Shape]) -> None:
+            tables[name] = replace(tables[name], appends=0)
 
         return change
 
     @staticmethod
     def overwritten(name: str, rows: Rows) -> Callable[[dict[str, Shape]], None]:
         def change(tables: dict[str, Shape]) -> None:
-            tables[name] = replace(tables[name], rows=rows, has_data=True)
+            tables[name] = replace(tables[name], rows=rows, has_data=True, appends=bool(rows))
 
         return change
 
@@ -354,10 +372,10 @@ class VersionsMachine(RuleBasedStateMachine):
         self.keyed[name] = keyed
         self.made(result.version, lambda t: t.__setitem__(name, Shape(("ID", "V"))))
 
-    @precondition(lambda self: self.tables)
+    @precondition(lambda self: self.widenable())
     @rule(data=st.data())
     def add_column(self, data: st.DataObject) -> None:
-        name = self.pick(data)
+        name = data.draw(st.sampled_from(self.widenable()))
         column = f"C{self.next_column}"
         self.next_column += 1
         added = ColumnDef(name=column, type=ColumnType.INT64)
@@ -399,17 +417,17 @@ class VersionsMachine(RuleBasedStateMachine):
         rows = self.rows_for(name, count)
         self.made(self.write(name, rows, "overwrite"), self.overwritten(name, rows))
 
-    @precondition(lambda self: self.tables)
+    @precondition(lambda self: self.compactable())
     @rule(data=st.data())
     def compact(self, data: st.DataObject) -> None:
-        name = self.pick(data)
+        name = data.draw(st.sampled_from(self.compactable()))
         before = self.cat.latest_version
         snapshot = compact(self.cat, name)
         if snapshot is None:
             assert self.cat.latest_version == before, "a compaction of nothing made a version"
             return
         assert snapshot.operation == "replace"
-        self.made(snapshot.catalog_version, lambda t: None)
+        self.made(snapshot.catalog_version, self.compacted(name))
 
     @precondition(lambda self: len(self.tables) >= 2)
     @rule(data=st.data(), counts=st.tuples(st.integers(0, 4), st.integers(0, 4)))
@@ -441,20 +459,26 @@ class VersionsMachine(RuleBasedStateMachine):
     @rule(
         data=st.data(),
         counts=st.tuples(st.integers(1, 4), st.integers(0, 4)),
-        overwrite=st.booleans(),
+        operation=st.sampled_from(["append", "overwrite", "replace"]),
     )
-    def race(self, data: st.DataObject, counts: tuple[int, int], overwrite: bool) -> None:
-        """A commit here while the second process commits: the two versions
-        come in either order, and the model applies them in theirs."""
+    def race(self, data: st.DataObject, counts: tuple[int, int], operation: str) -> None:
+        """A commit here (an append, an overwrite or a compaction) while the
+        second process appends: the versions come in either order, and the
+        model applies them in theirs."""
         theirs, ours = self.pick(data), self.pick(data)
         their_rows, our_rows = self.rows_for(theirs, counts[0]), self.rows_for(ours, counts[1])
         self.child.send("append", theirs, self.tables[theirs].columns, their_rows)
-        operation = "overwrite" if overwrite else "append"
-        our_version = self.write(ours, our_rows, operation)
-        their_version = self.child.reply()
+        changes = {}
+        if operation == "replace":
+            snapshot = compact(self.cat, ours)
+            if snapshot is not None:
+                changes[snapshot.catalog_version] = self.compacted(ours)
+        else:
+            our_version = self.write(ours, our_rows, operation)
+            change = self.overwritten if operation == "overwrite" else self.appended
+            changes[our_version] = change(ours, our_rows)
+        changes[self.child.reply()] = self.appended(theirs, their_rows)
         self.cat.catch_up()
-        ours_change = (self.overwritten if overwrite else self.appended)(ours, our_rows)
-        changes = {our_version: ours_change, their_version: self.appended(theirs, their_rows)}
         for version in sorted(changes):
             self.made(version, changes[version])
 
@@ -526,11 +550,15 @@ _runs = itertools.count()
 
 
 def test_every_version_reads_as_the_model(tmp_path: Path, child: Child) -> None:
+    class Here(VersionsMachine):
+        def __init__(self) -> None:
+            super().__init__(tmp_path, child)
+
     run_state_machine_as_test(
-        lambda: VersionsMachine(tmp_path, child),
+        Here,
         settings=settings(
             max_examples=10,
-            stateful_step_count=15,
+            stateful_step_count=20,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
         ),
