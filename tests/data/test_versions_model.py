@@ -66,6 +66,7 @@ REPLY_TIMEOUT_S = 300.0
 
 Row = tuple[Any, ...]
 Rows = tuple[Row, ...]
+Entry = tuple[str, str, tuple[int, int] | None]
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,17 @@ class Shape:
 
     columns: tuple[str, ...]
     rows: Rows = ()
-    has_data: bool = False  # a data commit of this table has been a version
+    data_version: int | None = None  # the version of its latest data commit
     appends: int = 0  # appends with rows since the last overwrite or compaction
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One table's data commit; ``rows`` None for a compaction (same rows)."""
+
+    name: str
+    operation: str
+    rows: Rows | None = None
 
 
 Tables = Mapping[str, Shape]
@@ -288,6 +298,7 @@ class VersionsMachine(RuleBasedStateMachine):
         self.next_id = 0
         self.next_column = 1
         self.keyed: dict[str, bool] = {}
+        self.entries: dict[int, list[Entry]] = {}  # the data commits of each version
 
     # -- the model's bookkeeping
 
@@ -299,12 +310,34 @@ class VersionsMachine(RuleBasedStateMachine):
     def tables(self) -> Tables:
         return self.model[self.latest]
 
-    def made(self, version: int, change: Callable[[dict[str, Shape]], None]) -> None:
-        """Version ``version`` is the next one, and ``change`` is what it did."""
+    def made(self, version: int, change: Callable[[dict[str, Shape]], object]) -> None:
+        """Version ``version`` is the next one, and ``change`` (DDL) is what it did."""
         assert version == self.latest + 1, f"version {version} after {self.latest}"
         tables = dict(self.tables)
         change(tables)
         self.model[version] = tables
+
+    def committed(self, version: int, *commits: Commit) -> None:
+        """Version ``version`` is the next one, and it made these data commits
+        (of distinct tables); ``entries[version]`` is what its history says
+        of them: (table, operation, rows added, rows removed), the counts
+        None for a compaction (which removes the rows it adds)."""
+        shapes: dict[str, Shape] = {}
+        entries: list[Entry] = []
+        for commit in commits:
+            old = self.tables[commit.name]
+            if commit.rows is None:
+                rows, appends, counts = old.rows, 0, None
+            elif commit.operation == "append":
+                rows, appends = old.rows + commit.rows, old.appends + bool(commit.rows)
+                counts = (len(commit.rows), 0)
+            else:
+                rows, appends = commit.rows, int(bool(commit.rows))
+                counts = (len(commit.rows), len(old.rows))
+            shapes[commit.name] = replace(old, rows=rows, data_version=version, appends=appends)
+            entries.append((commit.name, commit.operation, counts))
+        self.made(version, lambda tables: tables.update(shapes))
+        self.entries[version] = sorted(entries)
 
     def ids(self, count: int) -> range:
         start = self.next_id
@@ -324,31 +357,6 @@ class VersionsMachine(RuleBasedStateMachine):
 
     def rows_for(self, name: str, count: int, repeat: bool = False) -> Rows:
         return make_rows(self.tables[name].columns, self.ids(count), repeat)
-
-    @staticmethod
-    def appended(name: str, rows: Rows) -> Callable[[dict[str, Shape]], None]:
-        def change(tables: dict[str, Shape]) -> None:
-            shape = tables[name]
-            appends = shape.appends + bool(rows)
-            tables[name] = replace(shape, rows=shape.rows + rows, has_data=True, appends=appends)
-
-        return change
-
-    @staticmethod
-    def compacted(name: str) -> Callable[[dict[str, Shape]], None]:
-        """Other files, the same rows."""
-
-        def change(tables: dict[str, Shape]) -> None:
-            tables[name] = replace(tables[name], appends=0)
-
-        return change
-
-    @staticmethod
-    def overwritten(name: str, rows: Rows) -> Callable[[dict[str, Shape]], None]:
-        def change(tables: dict[str, Shape]) -> None:
-            tables[name] = replace(tables[name], rows=rows, has_data=True, appends=bool(rows))
-
-        return change
 
     def write(self, name: str, rows: Rows, operation: str = "append") -> int:
         columns = self.tables[name].columns
@@ -408,14 +416,14 @@ class VersionsMachine(RuleBasedStateMachine):
                 self.write(name, rows)
             assert self.cat.latest_version == before, "a refused write made a version"
             return
-        self.made(self.write(name, rows), self.appended(name, rows))
+        self.committed(self.write(name, rows), Commit(name, "append", rows))
 
     @precondition(lambda self: self.tables)
     @rule(data=st.data(), count=st.integers(0, 4))
     def overwrite(self, data: st.DataObject, count: int) -> None:
         name = self.pick(data)
         rows = self.rows_for(name, count)
-        self.made(self.write(name, rows, "overwrite"), self.overwritten(name, rows))
+        self.committed(self.write(name, rows, "overwrite"), Commit(name, "overwrite", rows))
 
     @precondition(lambda self: self.compactable())
     @rule(data=st.data())
@@ -427,7 +435,7 @@ class VersionsMachine(RuleBasedStateMachine):
             assert self.cat.latest_version == before, "a compaction of nothing made a version"
             return
         assert snapshot.operation == "replace"
-        self.made(snapshot.catalog_version, self.compacted(name))
+        self.committed(snapshot.catalog_version, Commit(name, "replace"))
 
     @precondition(lambda self: len(self.tables) >= 2)
     @rule(data=st.data(), counts=st.tuples(st.integers(0, 4), st.integers(0, 4)))
@@ -439,12 +447,7 @@ class VersionsMachine(RuleBasedStateMachine):
         version = append_both(
             self.cat, {n: arrow_rows(self.tables[n].columns, r) for n, r in rows.items()}
         )
-
-        def change(tables: dict[str, Shape]) -> None:
-            for name, written in rows.items():
-                self.appended(name, written)(tables)
-
-        self.made(version, change)
+        self.committed(version, *(Commit(n, "append", r) for n, r in rows.items()))
 
     @precondition(lambda self: self.tables)
     @rule(data=st.data(), count=st.integers(1, 4))
@@ -453,7 +456,7 @@ class VersionsMachine(RuleBasedStateMachine):
         rows = self.rows_for(name, count)
         version = self.child.ask("append", name, self.tables[name].columns, rows)
         self.cat.catch_up()
-        self.made(version, self.appended(name, rows))
+        self.committed(version, Commit(name, "append", rows))
 
     @precondition(lambda self: self.tables)
     @rule(
@@ -468,19 +471,17 @@ class VersionsMachine(RuleBasedStateMachine):
         theirs, ours = self.pick(data), self.pick(data)
         their_rows, our_rows = self.rows_for(theirs, counts[0]), self.rows_for(ours, counts[1])
         self.child.send("append", theirs, self.tables[theirs].columns, their_rows)
-        changes = {}
+        commits = {}
         if operation == "replace":
             snapshot = compact(self.cat, ours)
             if snapshot is not None:
-                changes[snapshot.catalog_version] = self.compacted(ours)
+                commits[snapshot.catalog_version] = Commit(ours, operation)
         else:
-            our_version = self.write(ours, our_rows, operation)
-            change = self.overwritten if operation == "overwrite" else self.appended
-            changes[our_version] = change(ours, our_rows)
-        changes[self.child.reply()] = self.appended(theirs, their_rows)
+            commits[self.write(ours, our_rows, operation)] = Commit(ours, operation, our_rows)
+        commits[self.child.reply()] = Commit(theirs, "append", their_rows)
         self.cat.catch_up()
-        for version in sorted(changes):
-            self.made(version, changes[version])
+        for version in sorted(commits):
+            self.committed(version, commits[version])
 
     # -- what must hold
 
@@ -495,7 +496,26 @@ class VersionsMachine(RuleBasedStateMachine):
     def new_versions_read_as_the_model(self) -> None:
         for version in range(self.checked + 1, self.latest + 1):
             self.check(version)
+        self.check_history(self.checked + 1)
         self.checked = self.latest
+
+    def check_history(self, since: int) -> None:
+        """The history says of each version exactly the data commits it made."""
+        for info in self.cat.history(since):
+            names = self.cat.catalog(info.version).tables_by_id
+            said = sorted(
+                (
+                    names[e.table_id].name,
+                    e.operation,
+                    None if e.operation == "replace" else (e.rows_added, e.rows_removed),
+                )
+                for e in info.update.entries
+                if isinstance(e, TableDataCommitted)
+            )
+            assert said == self.entries.get(info.version, []), f"history of {info.version}"
+            for e in info.update.entries:
+                if isinstance(e, TableDataCommitted) and e.operation == "replace":
+                    assert e.rows_added == e.rows_removed > 0 and e.files_removed >= 2
 
     def check(self, version: int) -> None:
         """Every reader of this process at ``version``, for every name."""
@@ -516,12 +536,12 @@ class VersionsMachine(RuleBasedStateMachine):
             by_time = read_table(self.cat, name, timestamp=at.activation_time)
             assert as_rows(by_time) == want, f"{name} read at the time of version {version}"
             snapshot_id = at.data_snapshot(table.id)
-            assert (snapshot_id is not None) == shape.has_data, f"{name} at {version}"
+            assert (snapshot_id is None) == (shape.data_version is None), f"{name} at {version}"
             if snapshot_id is None:
                 assert not want
                 continue
             record = self.data.record(table.id, snapshot_id)
-            assert record is not None and record.catalog_version <= version
+            assert record is not None and record.catalog_version == shape.data_version
             # The snapshot's metadata.json carries the table's newest schema
             # (a later ADD COLUMN evolves it): its extra columns read NULL.
             theirs = StaticTable.from_metadata(record.metadata).scan().to_arrow()
@@ -535,6 +555,8 @@ class VersionsMachine(RuleBasedStateMachine):
         try:
             for version in self.model:
                 self.check(version)
+            self.check_history(min(self.model))
+            self.child.drain()
             wanted = [(n, v) for v in sorted(self.model) for n in NAMES]
             latest, reads = self.child.ask("read", wanted)
             assert latest == self.latest
