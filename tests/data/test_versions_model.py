@@ -5,9 +5,11 @@ every catalog version, every table's columns and rows.
 
 After each step the versions it made must read as the model says (by
 version, by the version's activation time, and with pyiceberg alone from
-the data snapshot the version names) and the catalog must have made exactly
-one version per change; at the end every version is read again, here and
-by the second process's own node."""
+the data snapshot the version names, stamped with the version of the
+table's latest data commit), their history must name exactly their data
+commits, and the catalog must have made exactly one version per change;
+at the end every version is checked again, and read by the second
+process's own node."""
 
 from __future__ import annotations
 
