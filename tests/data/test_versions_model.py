@@ -537,6 +537,10 @@ class VersionsMachine(RuleBasedStateMachine):
             assert got == want, f"{name} read at version {version}"
             by_time = read_table(self.cat, name, timestamp=at.activation_time)
             assert as_rows(by_time) == want, f"{name} read at the time of version {version}"
+            before = self.model.get(version - 1, {}).get(name)
+            if before is not None:  # the time just before is version - 1's
+                just_before = read_table(self.cat, name, timestamp=at.activation_time - 1)
+                assert as_rows(just_before) == expected(before), f"{name} just before {version}"
             snapshot_id = at.data_snapshot(table.id)
             assert (snapshot_id is None) == (shape.data_version is None), f"{name} at {version}"
             if snapshot_id is None:
