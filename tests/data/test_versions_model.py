@@ -45,10 +45,10 @@ from almanac import (
     DropTable,
     NotFoundError,
 )
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
-    DataSnapshot,
     TableData,
     compact,
     conform,
@@ -59,7 +59,6 @@ from almanac.data import (
 )
 from almanac.data.writing import STAGE_TTL_S
 from almanac.entries import TableDataCommitted
-from almanac.metastore import Compare, Op
 from tests.data.support import connect
 
 NAMES = ("A", "B", "C")
@@ -241,42 +240,41 @@ def append_both(cat: Catalog, batches: Mapping[str, pa.Table]) -> int:
             data.warehouse, table, shape.partitions, conform(rows, table), write_dir
         )
         staged.append((shape, write_id, write_dir, lease, files))
-    attempts: list[list[DataSnapshot]] = []
 
-    def attach(
-        _base: CatalogVersion, new: CatalogVersion
-    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
-        made: list[DataSnapshot] = []
-        attempts.append(made)
-        compares: list[Compare] = []
-        ops: list[Op] = []
-        entries: list[TableDataCommitted] = []
-        for shape, write_id, _, _, files in staged:
-            parent = data.current_record(shape.table.id)
-            more, writes, snapshot, entry = data.commit_ops(
-                shape, write_id, files, operation="append", parent=parent, at=new
-            )
-            made.append(snapshot)
-            compares += more
-            ops += writes
-            entries.append(entry)
-        return compares, ops, entries
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
+        works: list[HookWork] = []
+        try:
+            for shape, write_id, _, _, files in staged:
+                parent = data.current_record(shape.table.id)
+                work, _ = data.commit_ops(
+                    shape, write_id, files, operation="append", parent=parent, at=new
+                )
+                works.append(work)
+        except BaseException:
+            for work in works:
+                work.finished(False)
+            raise
+
+        def finish(ok: bool) -> None:
+            for work in works:
+                work.finished(ok)
+
+        return HookWork(
+            [c for w in works for c in w.compares],
+            [o for w in works for o in w.ops],
+            finish,
+            [e for w in works for e in w.entries],
+        )
 
     try:
         result = cat.execute([], attach=attach)
     except BaseException:
-        for snapshot in itertools.chain.from_iterable(attempts):
-            data.discard(snapshot)
         for _, write_id, write_dir, _, _ in staged:
             data.abort(write_id, write_dir)
         raise
     finally:
         for _, _, _, lease, _ in staged:
             data.release(lease)
-    for stale in itertools.chain.from_iterable(attempts[:-1]):
-        data.discard(stale)
-    for snapshot in attempts[-1]:
-        data.published(snapshot)
     return result.version
 
 
