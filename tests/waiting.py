@@ -6,10 +6,13 @@ never a duration a test asserts."""
 
 from __future__ import annotations
 
+import queue
+import subprocess
+import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["PATIENCE", "wait_for"]
+__all__ = ["PATIENCE", "stdout_lines", "wait_for"]
 
 PATIENCE = 120.0
 
@@ -30,3 +33,17 @@ def wait_for(
         if tick is not None:
             tick()
         time.sleep(0.02)
+
+
+def stdout_lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    """A child's stdout lines as they come, read on a thread so that a wait
+    for one (``get(timeout=PATIENCE)``) can give up."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines

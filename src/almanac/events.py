@@ -31,6 +31,18 @@ __all__ = ["Event", "EventType", "Listener", "ListenerFailure", "Listeners", "ev
 _log = logging.getLogger("almanac.events")
 
 
+DATA_COMMIT_FIELDS = (
+    "snapshot_id",
+    "metadata",
+    "operation",
+    "rows_added",
+    "rows_removed",
+    "files_added",
+    "files_removed",
+)
+"""What a ``DATA_COMMIT`` event's JSON says of its commit (``event_json``)."""
+
+
 class EventType(enum.Enum):
     TABLE_CREATE = "TABLE_CREATE"
     TABLE_DROP = "TABLE_DROP"
@@ -79,15 +91,7 @@ def event_json(entry: UpdateEntry) -> dict[str, Any]:
     assert event_type is not None, "only entries with an event type are events"
     data = None
     if isinstance(entry, TableDataCommitted):
-        data = {
-            "snapshot_id": entry.snapshot_id,
-            "metadata": entry.metadata,
-            "operation": entry.operation,
-            "rows_added": entry.rows_added,
-            "rows_removed": entry.rows_removed,
-            "files_added": entry.files_added,
-            "files_removed": entry.files_removed,
-        }
+        data = {name: getattr(entry, name) for name in DATA_COMMIT_FIELDS}
     return {"type": event_type.value, "object_id": entry.object_id(), "data_commit": data}
 
 

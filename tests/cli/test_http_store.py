@@ -5,10 +5,7 @@ for the module."""
 from __future__ import annotations
 
 import json
-import queue
 import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from almanac.cli import main
 from tests.cli.support import almanac as run
 from tests.cli.support import start
 from tests.server.harness import Server
-from tests.waiting import PATIENCE
+from tests.waiting import PATIENCE, stdout_lines
 
 ADMIN_TOKEN = "admin-5d1e8c2b9f4a7e30"
 READ_TOKEN = "read-8b3f6a0c2e9d4f17"
@@ -134,20 +131,6 @@ def test_commands_of_a_local_node_refuse_a_server(
     assert ADMIN_TOKEN not in err
 
 
-def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
-    """A child's stdout lines as they come, read on a thread so that a wait
-    for one can give up."""
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
 def test_watch_prints_the_versions_a_server_makes(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,7 +145,7 @@ def test_watch_prints_the_versions_a_server_makes(
             start("watch", "--from", str(first + 1), cwd=tmp_path, store=server.url),
         ]
         try:
-            as_json, plain = (_lines(proc) for proc in procs)
+            as_json, plain = (stdout_lines(proc) for proc in procs)
             seen = json.loads(as_json.get(timeout=PATIENCE))
             assert (seen["version"], seen["events"]) == (first, [])  # a schema has no events
             assert "WATCHED" in seen["summary"]

@@ -11,18 +11,16 @@ is interrupted once it has printed its first line, and must then exit 0."""
 
 from __future__ import annotations
 
-import queue
 import re
 import shlex
 import shutil
 import signal
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.cli.support import almanac, start
-from tests.waiting import PATIENCE
+from tests.waiting import PATIENCE, stdout_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -49,14 +47,7 @@ def _interrupted(args: list[str], cwd: Path) -> None:
     """Start a command that runs until Ctrl-C, wait for its first line of
     output, interrupt it: it must stop with status 0."""
     proc = start(*args, cwd=cwd)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = stdout_lines(proc)
     try:
         first = lines.get(timeout=PATIENCE)
         assert first.strip(), args

@@ -6,10 +6,7 @@ and counts of the commit a local node made on the server's store."""
 from __future__ import annotations
 
 import json
-import queue
 import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,7 @@ from almanac import Catalog, EventType, RemoteEvent
 from almanac.data import write_table
 from almanac.entries import TableDataCommitted
 from tests.cli.support import start
-from tests.waiting import PATIENCE, wait_for
+from tests.waiting import PATIENCE, stdout_lines, wait_for
 
 from .conftest import READ_TOKEN
 from .harness import EventReader, Server
@@ -56,18 +53,6 @@ def _entry(cat: Catalog, version: int) -> TableDataCommitted:
     (entry,) = info.update.entries
     assert isinstance(entry, TableDataCommitted)
     return entry
-
-
-def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
 
 
 def test_data_commits_reach_every_event_reader(
@@ -122,7 +107,7 @@ def test_data_commits_reach_every_event_reader(
         assert [e.data_commit for e in heard] == entries
         assert [v.data_commits for v in remote.history(appended)[:2]] == [(e,) for e in entries]
 
-        local_json, plain, http_json = (_lines(p) for p in procs)
+        local_json, plain, http_json = (stdout_lines(p) for p in procs)
         for lines in (local_json, http_json):
             printed = [json.loads(lines.get(timeout=PATIENCE)) for _ in range(2)]
             assert [p["version"] for p in printed] == [appended, replaced]
