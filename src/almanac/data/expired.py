@@ -26,7 +26,7 @@ from almanac.data.snapshots import Record, record_unchanged, snapshot_key, write
 from almanac.errors import CorruptDataError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["EXPIRED_PREFIX", "Marks", "collect", "expired_key", "mark"]
+__all__ = ["EXPIRED_PREFIX", "Marks", "collect", "expired_key", "mark", "unread"]
 
 EXPIRED_PREFIX = "data.expired."
 
@@ -90,7 +90,7 @@ def mark(
     return [marks.unchanged()], [marks.replace(marks.ids | ids)]
 
 
-def _unread(cat: Catalog, records: list[Record]) -> list[Record]:
+def unread(cat: Catalog, records: list[Record]) -> list[Record]:
     """The prefix of ``records`` (oldest first) that no available catalog
     version reads, by version or by timestamp (see the module docstring)."""
     earliest = cat.earliest_version
@@ -113,7 +113,7 @@ def collect(cat: Catalog, data: TableData, table_id: int) -> list[Record]:
     if not marks.ids:
         return []
     records = data.records(table_id)
-    doomed = [r for r in _unread(cat, records) if r.snapshot_id in marks.ids]
+    doomed = [r for r in unread(cat, records) if r.snapshot_id in marks.ids]
     left = marks.ids & ({r.snapshot_id for r in records} - {r.snapshot_id for r in doomed})
     if not doomed and left == marks.ids:
         return []

@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
@@ -33,7 +33,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.commits import ABORTED, TableData, select_record
-from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key
+from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     STAGING_PREFIX,
@@ -218,6 +218,14 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     for table_id in _dropped(cat, {*state.pointers, *state.records}):
         _purge(data, state, table_id, busy, report)
         state.records.pop(table_id, None)
+    for table_id in sorted(state.records):
+        # What only versions the log's retention trimmed read.
+        try:
+            gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id)}
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
+            continue
+        state.records[table_id] = [r for r in state.records[table_id] if r.snapshot_id not in gone]
     for table_id in sorted(state.expired & set(state.records)):
         try:
             gone = {r.snapshot_id for r in collect(cat, data, table_id)}
@@ -328,18 +336,43 @@ def expire_data(
     data = TableData.for_catalog(cat)
     data.warehouse.check_owner()
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
-    for _ in range(_MAX_ATTEMPTS):
-        oldest_pin, pins_unchanged = cat.oldest_pinned()
-        records = data.records(table.id)
+
+    def stopped_before_cutoff(records: list[Record]) -> int:
         keep = 0
         while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
             keep += 1
+        return keep
+
+    return _expire(cat, data, table.id, f"'{schema}.{name}'", stopped_before_cutoff)
+
+
+def _expire_unread(cat: Catalog, data: TableData, table_id: int) -> list[DataSnapshot]:
+    """Remove the table's snapshots that no available catalog version reads
+    (those only versions the log's retention trimmed read), and their files."""
+    return _expire(cat, data, table_id, f"with id {table_id}", lambda rs: len(unread(cat, rs)))
+
+
+def _expire(
+    cat: Catalog,
+    data: TableData,
+    table_id: int,
+    what: str,
+    keep_from: Callable[[list[Record]], int],
+) -> list[DataSnapshot]:
+    """Remove the prefix of the table's chain before ``keep_from(records)``,
+    never a snapshot a pinned catalog version reads, nor the current one,
+    and the files only they referenced; the current ``metadata.json`` stops
+    offering them. Returns the removed snapshots."""
+    for _ in range(_MAX_ATTEMPTS):
+        oldest_pin, pins_unchanged = cat.oldest_pinned()
+        records = data.records(table_id)
+        keep = min(keep_from(records), len(records) - 1)
         if oldest_pin is not None:
             with contextlib.suppress(SnapshotExpiredError):
                 needed = select_record(records, version=oldest_pin)
                 if needed is not None:
                     keep = min(keep, records.index(needed))
-        removed, kept = records[:keep], records[keep:]
+        removed, kept = records[: max(keep, 0)], records[max(keep, 0) :]
         if not removed:
             return []
         snapshots = [data.load(r) for r in removed]
@@ -349,19 +382,19 @@ def expire_data(
         # The current metadata.json drops the expired snapshots too, so an
         # Iceberg reader is never offered one whose files are gone.
         current = kept[-1]
-        current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
+        current_kv = data.store.get(snapshot_key(table_id, current.snapshot_id))
         if current_kv is None:
             continue
         expired = _expired_ids(data, removed, kept)
-        hold = data.hold(table.id)
+        hold = data.hold(table_id)
         rewritten: tuple[str, list[str]] | None = None
         ok = False
         try:
-            rewritten = data.iceberg.write_without(table.id, current.metadata, expired)
+            rewritten = data.iceberg.write_without(table_id, current.metadata, expired)
             if rewritten is not None:
                 moved = dataclasses.replace(current, metadata=rewritten[0])
                 compares += [
-                    pointer_unchanged(data.store, table.id, current.snapshot_id),
+                    pointer_unchanged(data.store, table_id, current.snapshot_id),
                     Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
                     hold.compare(),
                 ]
@@ -379,18 +412,18 @@ def expire_data(
         for record in kept:
             live |= _files(data, record)
         doomed = {f.path for s in snapshots for f in s.files} - live
-        removed_metadata: set[str] = set()
+        # The replaced metadata.json of the current snapshot no record names.
+        removed_metadata = {current.metadata} if rewritten is not None else set()
         for record in removed:
             with contextlib.suppress(CatalogError):
                 removed_metadata |= data.iceberg.referenced(record.metadata).all()
         sink: list[str] = []
-        _delete(data.warehouse, table.id, doomed, sink)
-        _delete(data.warehouse, table.id, removed_metadata - live, sink)
+        _delete(data.warehouse, table_id, doomed, sink)
+        _delete(data.warehouse, table_id, removed_metadata - live, sink)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
-            data.warehouse.remove_dir(directory, table.id)
+            data.warehouse.remove_dir(directory, table_id)
         return snapshots
     raise CatalogError(
-        f"Could not expire data of table '{schema}.{name}': new pins kept arriving",
-        table=f"{schema}.{name}",
+        f"Could not expire data of table {what}: new pins kept arriving", table=what.strip("'")
     )
