@@ -4,10 +4,12 @@ as pyiceberg's ``expire_snapshots``).
 They leave the table's metadata at once, but the data snapshots they were
 stay readable by Almanac's time travel while a kept catalog version reads
 them: the commit only marks their records, under ``data.expired.<table>``
-(the Almanac snapshot ids, as JSON). The janitor drops a marked record once
-no available catalog version reads it (``collect``), in one transaction
-that compares it unchanged; its files then go as every unreferenced file
-goes. A record is read by a version ``v`` when it is the newest with a
+(the Almanac snapshot ids, as JSON). The janitor drops a record, marked or
+not, once no available catalog version reads it (``unread``; every data
+commit is a catalog version, so the log's retention decides), with the
+files only it needed; ``collect`` then drops what is left of the marks (and
+a marked record the janitor's expiry raced), in one transaction that
+compares them unchanged. A record is read by a version ``v`` when it is the newest with a
 catalog version at most ``v``, and by a timestamp ``t`` at or after the
 earliest available version's activation when it is the newest committed at
 or before ``t``: so only a prefix of the chain is ever unread, and dropping

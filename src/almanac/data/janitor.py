@@ -197,11 +197,12 @@ def _purge(
 
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
     """Remove staging directories of writes that never committed (lease gone,
-    aborted, or never registered and older than ``grace_s``), files and
-    manifests no kept snapshot references, the data snapshots an Iceberg
-    client expired once no available catalog version reads them
-    (``almanac.data.expired``), and all data and keys of tables that no
-    available catalog version contains."""
+    aborted, or never registered and older than ``grace_s``), the data
+    snapshots no available catalog version reads (every data commit is a
+    version, so the log's retention trims data too; expired or not by an
+    Iceberg client, ``almanac.data.expired``), files and manifests no kept
+    snapshot references, and all data and keys of tables that no available
+    catalog version contains."""
     check.instance(cat, Catalog, "Parameter 'cat' of run_janitor")
     grace_s = check.number(grace_s, "Parameter 'grace_s' of run_janitor", lo=0)
     data = TableData.for_catalog(cat)
