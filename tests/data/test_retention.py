@@ -5,16 +5,30 @@ version reads."""
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
+import time
 from pathlib import Path
 
 import pytest
 from pyiceberg.table import StaticTable
 
 from almanac import Catalog, RetentionPolicy, VersionNotFoundError
-from almanac.data import DataSnapshot, JanitorReport, read_table, run_janitor, write_table
+from almanac.data import (
+    DataSnapshot,
+    JanitorReport,
+    TableData,
+    read_table,
+    run_janitor,
+    write_table,
+)
 from almanac.data.snapshots import snapshot_key
+from almanac.entries import TableDataCommitted
 from almanac.iceberg import metadata_location
-from tests.data.support import create, data_keys, ids_of, own_files, rows
+from tests.data import workers
+from tests.data.support import connect, create, data_keys, ids_of, own_files, rows
+
+GUARD_S = 120  # a failure guard, not a duration
 
 
 def _overwrite(cat: Catalog, ids: list[int]) -> tuple[int, DataSnapshot]:
@@ -75,7 +89,14 @@ def test_retention_trims_data_versions_and_the_janitor_collects_only_theirs(
     assert run_janitor(cat, grace_s=0).errors == {}
     _check(cat, made, kept_from=5)
     _iceberg_reads_every_listed_snapshot(target)
+    replaced = made[5][1].metadata
+    assert Path(replaced).exists(), "left to the next run's listing"
+    assert run_janitor(cat, grace_s=0).files_removed == [replaced]
     assert run_janitor(cat, grace_s=0) == JanitorReport()
+    assert ids_of(read_table(cat, "T")) == [5]
+    write_table(cat, "T", rows([6]))
+    _iceberg_reads_every_listed_snapshot(target)
+    assert ids_of(read_table(cat, "T")) == [5, 6]
 
 
 def test_appends_keep_the_files_later_versions_share(cat: Catalog) -> None:
@@ -87,3 +108,48 @@ def test_appends_keep_the_files_later_versions_share(cat: Catalog) -> None:
     assert all(Path(p).exists() for s in snapshots for p in own_files(s))
     current = snapshot_key(snapshots[-1].table_id, snapshots[-1].snapshot_id)
     assert [k for k in data_keys(cat) if k.startswith("data.snapshot.")] == [current]
+
+
+def test_appends_racing_retention_and_the_janitor_lose_nothing_a_kept_version_reads(
+    tmp_path: Path,
+) -> None:
+    """Two processes append while a third trims the log to its last three
+    versions and runs the janitor with no grace, in a loop: every row stays,
+    every available version reads its own rows, and pyiceberg reads every
+    snapshot it is offered."""
+    target = str(tmp_path / "data")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    ctx = multiprocessing.get_context("spawn")
+    with connect(target) as cat:
+        table = create(cat)
+        write_table(cat, "T", rows([0]))
+        with ctx.Pool(3) as pool:
+            cleaner = pool.apply_async(workers.retain_and_clean_until, (target, str(gate), 3))
+            appenders = pool.starmap_async(
+                workers.append_many, [(target, "T", tag, 15, str(gate)) for tag in (1, 2)]
+            )
+            deadline = time.monotonic() + GUARD_S
+            while len(list(gate.glob("ready-*"))) < 3:
+                assert time.monotonic() < deadline, "the workers never started"
+                assert not cleaner.ready() and not appenders.ready()
+                time.sleep(0.01)
+            (gate / "go").touch()
+            appenders.get(timeout=GUARD_S)
+            (gate / "stop").touch()
+            assert cleaner.get(timeout=GUARD_S) >= 1
+        cat.catch_up()
+        expected = [0, *(tag * 10_000 + i for tag in (1, 2) for i in range(15))]
+        assert ids_of(read_table(cat, "T")) == sorted(expected)
+        assert run_janitor(cat, grace_s=0).errors == {}
+        first, last = cat.earliest_version, cat.latest_version
+        assert first > 2, "retention trimmed data versions"
+        assert len(TableData.for_catalog(cat).records(table.id)) <= last - first + 1
+        reads = [read_table(cat, "T", version=v).num_rows for v in range(first, last + 1)]
+        added = [
+            sum(isinstance(e, TableDataCommitted) for e in info.update.entries)
+            for info in cat.history(first + 1)
+        ]
+        assert [b - a for a, b in itertools.pairwise(reads)] == added
+        assert reads[-1] == len(expected)
+        _iceberg_reads_every_listed_snapshot(target)

@@ -83,3 +83,22 @@ def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
                 expire_data(cat, table_name, older_than=cat.clock.now())
             runs += 1
     return runs
+
+
+def retain_and_clean_until(target: str, gate: str, keep: int) -> int:
+    """Keep only the last ``keep`` catalog versions (no pin passed) and run
+    the janitor with no grace, in a loop until ``<gate>/stop`` exists; the
+    runs made."""
+    from almanac import RetentionPolicy
+    from almanac.data import run_janitor
+
+    runs = 0
+    with connect(target) as cat:
+        cat.retention = RetentionPolicy(keep_versions=keep)
+        Path(gate, "ready-cleaner").touch()
+        while not Path(gate, "stop").exists():
+            cat.apply_retention()
+            report = run_janitor(cat, grace_s=0)
+            assert not report.errors, report.errors
+            runs += 1
+    return runs

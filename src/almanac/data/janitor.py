@@ -223,10 +223,14 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         # What only versions the log's retention trimmed read.
         try:
             gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id)}
+            if gone:
+                # The listed files of both the records read before and the
+                # kept ones now (a rewritten metadata.json) stay this run.
+                before = [r for r in state.records[table_id] if r.snapshot_id not in gone]
+                now = [r for r in data.records(table_id) if r not in before]
+                state.records[table_id] = before + now
         except CatalogError as exc:
             report.errors[table_id] = str(exc)
-            continue
-        state.records[table_id] = [r for r in state.records[table_id] if r.snapshot_id not in gone]
     for table_id in sorted(state.expired & set(state.records)):
         try:
             gone = {r.snapshot_id for r in collect(cat, data, table_id)}
@@ -413,8 +417,10 @@ def _expire(
         for record in kept:
             live |= _files(data, record)
         doomed = {f.path for s in snapshots for f in s.files} - live
-        # The replaced metadata.json of the current snapshot no record names.
-        removed_metadata = {current.metadata} if rewritten is not None else set()
+        # The current snapshot's replaced metadata.json is left to the
+        # janitor's listing, which spares the metadata of a table that a
+        # write in flight (one that may have read it) holds.
+        removed_metadata: set[str] = set()
         for record in removed:
             with contextlib.suppress(CatalogError):
                 removed_metadata |= data.iceberg.referenced(record.metadata).all()
