@@ -21,7 +21,7 @@ from almanac.catalog_version import CatalogVersion
 from almanac.data import CommitShape, DataSnapshot, TableData, conform, new_write_id, write_files
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S
 from almanac.log import KEY_CHECKPOINT_VERSION, update_key
-from almanac.log_format import KIND_CHECKPOINT, frame, read_checkpoint
+from almanac.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
 from almanac.metastore import Compare, Put
 from almanac.requests import Checkpoint
 from almanac.serialization.catalogs import _write_snapshot_v1
@@ -81,6 +81,7 @@ def checkpoint(cat: Catalog) -> int:
     stored = held.catalog
     assert not stored.table_data, "that release had no data entries"
     value = frame(KIND_CHECKPOINT, version, _encode_v1(stored))
+    assert value != kv.value and read_entry(key, version, value) == stored
     unchanged = [
         Compare.mod_revision(key, "==", kv.mod_revision),
         Compare.value(KEY_CHECKPOINT_VERSION, "==", str(version).encode("ascii")),

@@ -73,7 +73,9 @@ def test_retention_trims_data_versions_and_the_janitor_collects_only_theirs(
     cat.retention = RetentionPolicy(keep_versions=1)
     with cat.pin(made[1][0]):
         assert cat.apply_retention() == made[1][0], "retention never passes a pin"
-        assert run_janitor(cat, grace_s=0).errors == {}
+        report = run_janitor(cat, grace_s=0)
+        assert report.errors == {}
+        assert {str(f) for f in _files(made[0][1])} <= set(report.files_removed)
         _check(cat, made, kept_from=1)
 
     cat.retention = RetentionPolicy(keep_versions=3)

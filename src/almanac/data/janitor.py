@@ -222,7 +222,7 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     for table_id in sorted(state.records):
         # What only versions the log's retention trimmed read.
         try:
-            gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id)}
+            gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id, report)}
             if gone:
                 # The listed files of both the records read before and the
                 # kept ones now (a rewritten metadata.json) stay this run.
@@ -351,10 +351,20 @@ def expire_data(
     return _expire(cat, data, table.id, f"'{schema}.{name}'", stopped_before_cutoff)
 
 
-def _expire_unread(cat: Catalog, data: TableData, table_id: int) -> list[DataSnapshot]:
+def _expire_unread(
+    cat: Catalog, data: TableData, table_id: int, report: JanitorReport
+) -> list[DataSnapshot]:
     """Remove the table's snapshots that no available catalog version reads
     (those only versions the log's retention trimmed read), and their files."""
-    return _expire(cat, data, table_id, f"with id {table_id}", lambda rs: len(unread(cat, rs)))
+    return _expire(
+        cat,
+        data,
+        table_id,
+        f"with id {table_id}",
+        lambda records: len(unread(cat, records)),
+        removed_to=report.files_removed,
+        kept_to=report.kept,
+    )
 
 
 def _expire(
@@ -363,11 +373,16 @@ def _expire(
     table_id: int,
     what: str,
     keep_from: Callable[[list[Record]], int],
+    *,
+    removed_to: list[str] | None = None,
+    kept_to: list[str] | None = None,
 ) -> list[DataSnapshot]:
     """Remove the prefix of the table's chain before ``keep_from(records)``,
     never a snapshot a pinned catalog version reads, nor the current one,
-    and the files only they referenced; the current ``metadata.json`` stops
-    offering them. Returns the removed snapshots."""
+    and the files only they referenced (listed in ``removed_to``; those
+    outside the table's directory are kept, listed in ``kept_to``); the
+    current ``metadata.json`` stops offering them. Returns the removed
+    snapshots."""
     for _ in range(_MAX_ATTEMPTS):
         oldest_pin, pins_unchanged = cat.oldest_pinned()
         records = data.records(table_id)
@@ -424,9 +439,9 @@ def _expire(
         for record in removed:
             with contextlib.suppress(CatalogError):
                 removed_metadata |= data.iceberg.referenced(record.metadata).all()
-        sink: list[str] = []
-        _delete(data.warehouse, table_id, doomed, sink)
-        _delete(data.warehouse, table_id, removed_metadata - live, sink)
+        sink = [] if removed_to is None else removed_to
+        _delete(data.warehouse, table_id, doomed, sink, kept_to)
+        _delete(data.warehouse, table_id, removed_metadata - live, sink, kept_to)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
             data.warehouse.remove_dir(directory, table_id)
