@@ -101,6 +101,15 @@ def test_retention_trims_data_versions_and_the_janitor_collects_only_theirs(
     assert ids_of(read_table(cat, "T")) == [5, 6]
 
 
+def test_retention_by_age_trims_data_versions_too(cat: Catalog) -> None:
+    create(cat)
+    made = [_overwrite(cat, [step]) for step in range(3)]
+    cat.retention = RetentionPolicy(keep_seconds=0)
+    assert cat.apply_retention() == made[2][0]
+    assert run_janitor(cat, grace_s=0).errors == {}
+    _check(cat, made, kept_from=2)
+
+
 def test_appends_keep_the_files_later_versions_share(cat: Catalog) -> None:
     create(cat)
     snapshots = [write_table(cat, "T", rows([i])) for i in range(4)]

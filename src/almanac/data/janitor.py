@@ -221,6 +221,8 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
         state.records.pop(table_id, None)
     for table_id in sorted(state.records):
         # What only versions the log's retention trimmed read.
+        if not unread(cat, state.records[table_id]):
+            continue
         try:
             gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id, report)}
             if gone:
