@@ -6,14 +6,14 @@ stay readable by Almanac's time travel while a kept catalog version reads
 them: the commit only marks their records, under ``data.expired.<table>``
 (the Almanac snapshot ids, as JSON). The janitor drops a record, marked or
 not, once no available catalog version reads it (``unread``; every data
-commit is a catalog version, so the log's retention decides), with the
-files only it needed; ``collect`` then drops what is left of the marks (and
-a marked record the janitor's expiry raced), in one transaction that
-compares them unchanged. A record is read by a version ``v`` when it is the newest with a
-catalog version at most ``v``, and by a timestamp ``t`` at or after the
-earliest available version's activation when it is the newest committed at
-or before ``t``: so only a prefix of the chain is ever unread, and dropping
-marked records from it never changes what a read returns.
+commit is a catalog version, so the log's retention decides), with the files
+only it needed; ``collect`` then drops what is left of the marks (and a
+marked record the janitor's expiry raced), in one transaction that compares
+them unchanged. A record is read by a version ``v`` when it is the newest
+with a catalog version at most ``v``, and by a timestamp ``t`` at or after
+the earliest available version's activation when it is the newest committed
+at or before ``t``: so only a prefix of the chain is ever unread, and
+dropping records from it never changes what a read returns.
 """
 
 from __future__ import annotations
