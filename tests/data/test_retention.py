@@ -45,15 +45,15 @@ def _check(cat: Catalog, made: list[tuple[int, DataSnapshot]], kept_from: int) -
     """The versions before ``made[kept_from]`` are gone with their data
     snapshots and files; each later one reads its own rows and keeps its files."""
     for step, (version, snapshot) in enumerate(made):
-        records = snapshot_key(snapshot.table_id, snapshot.snapshot_id)
+        key = snapshot_key(snapshot.table_id, snapshot.snapshot_id)
         if step < kept_from:
             with pytest.raises(VersionNotFoundError):
                 read_table(cat, "T", version=version)
-            assert records not in data_keys(cat)
+            assert key not in data_keys(cat)
             assert not any(f.exists() for f in _files(snapshot)), step
         else:
             assert ids_of(read_table(cat, "T", version=version)) == [step]
-            assert records in data_keys(cat)
+            assert key in data_keys(cat)
             assert all(Path(p).exists() for p in own_files(snapshot)), step
 
 
