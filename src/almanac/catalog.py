@@ -141,12 +141,13 @@ class _Versions:
 
 Attachment = Callable[
     [CatalogVersion, CatalogVersion],
-    tuple[Sequence[Compare], Sequence[Op]]
+    HookWork
+    | tuple[Sequence[Compare], Sequence[Op]]
     | tuple[Sequence[Compare], Sequence[Op], Sequence[TableDataCommitted]],
 ]
 """``attach(base, new)`` returns extra compares and writes for a version's
-transaction, and optionally the data commits they publish (entries of the
-same version)."""
+transaction, the data commits they publish (entries of the same version) and
+a ``finish(ok)`` to run after the attempt: a ``HookWork`` (or a bare tuple)."""
 
 
 class Catalog:
@@ -397,10 +398,15 @@ class Catalog:
         waits after the commit are unbounded.
 
         ``attach(base, new)`` lets a caller ride its own compares and writes
-        in the same metastore transaction (a data commit that must appear
-        with the table it fills); it is called again on every attempt. When
-        one of its compares fails, nothing is written and ``ConflictError``
-        is raised.
+        in the same metastore transaction, with the data commits they
+        publish as entries of the version (a data commit, or a table's
+        first snapshot with the table): it returns a ``HookWork``, whose
+        ``finish(ok)`` runs after each attempt, told whether it committed,
+        so the caller keeps or removes what it wrote for it. It is called
+        again on every attempt, with ``new`` the version the commands make.
+        A batch of no commands with an attach makes a version of its data
+        commits alone. When one of its compares fails, nothing is written
+        and ``ConflictError`` is raised.
 
         ``request_id`` (1 to 128 printable ASCII characters) makes the call
         idempotent: when a version was already committed under that id, on
@@ -490,28 +496,25 @@ class Catalog:
                     applied=planned.applied,
                 )
                 made = planned.catalog.evolve(activation_time=activation_time(base, update))
-                compares: list[Compare] = []
-                ops: list[Op] = []
+                works: list[HookWork] = []
                 if attach is not None and (planned.entries or not batch):
-                    more = _attachment(attach(base, made))
-                    compares += more[0]
-                    ops += more[1]
-                    if more[2]:
-                        made = apply_entries(made, more[2])
-                        update = dataclasses.replace(update, entries=(*update.entries, *more[2]))
-                if not update.entries:
-                    if not read_first:
-                        self._log.catch_up(self)
-                        if self.latest_version != base.version:
-                            continue  # "nothing to do" holds only on the latest
-                    return ExecuteResult(base.version, planned.applied, created=False)
-                new = apply_update(base, update, made)
-                works = self._hook_work(base, new, update)
+                    works.append(_attachment(attach(base, made)))
                 token = None
                 try:
-                    for work in works:
-                        compares += work.compares
-                        ops += work.ops
+                    extra = tuple(e for work in works for e in work.entries)
+                    if extra:
+                        made = apply_entries(made, extra)
+                        update = dataclasses.replace(update, entries=(*update.entries, *extra))
+                    if not update.entries:
+                        if not read_first:
+                            self._log.catch_up(self)
+                            if self.latest_version != base.version:
+                                continue  # "nothing to do" holds only on the latest
+                        return ExecuteResult(base.version, planned.applied, created=False)
+                    new = apply_update(base, update, made)
+                    works += self._hook_work(base, new, update)
+                    compares = [c for work in works for c in work.compares]
+                    ops = [op for work in works for op in work.ops]
                     token = self._log.append(update, extra_compares=compares, extra_ops=ops)
                 finally:
                     for work in works:
@@ -1086,26 +1089,29 @@ class _Committed:
     """Whether it counts as this node's commit for retention (not a replay)."""
 
 
-def _attachment(
-    result: object,
-) -> tuple[tuple[Compare, ...], tuple[Op, ...], tuple[TableDataCommitted, ...]]:
-    """What an ``attach`` callback returned, checked: ``(compares, ops)`` or
-    ``(compares, ops, data_commits)``."""
+def _attachment(result: object) -> HookWork:
+    """What an ``attach`` callback returned, checked: a ``HookWork``, or
+    ``(compares, ops)`` / ``(compares, ops, entries)``."""
     what = "The result of the 'attach' callback of Catalog.execute"
-    if not isinstance(result, tuple | list) or len(result) not in (2, 3):
-        raise check.fail(what, "(compares, ops) or (compares, ops, entries)", result)
+    if isinstance(result, HookWork):
+        parts: tuple[object, ...] = (result.compares, result.ops, result.entries)
+    elif isinstance(result, tuple | list) and len(result) in (2, 3):
+        parts = (*result, ()) if len(result) == 2 else tuple(result)
+    else:
+        raise check.fail(what, "a HookWork, (compares, ops) or (compares, ops, entries)", result)
     compares = check.sequence_of(
-        result[0],
+        parts[0],
         f"The compares of {check.lower_first(what)}",
         lambda v, w: check.instance(v, Compare, w),
     )
-    ops = check.sequence_of(result[1], f"The ops of {check.lower_first(what)}", _op)
+    ops = check.sequence_of(parts[1], f"The ops of {check.lower_first(what)}", _op)
     entries = check.sequence_of(
-        result[2] if len(result) == 3 else (),
+        parts[2],
         f"The entries of {check.lower_first(what)}",
         lambda v, w: check.instance(v, TableDataCommitted, w),
     )
-    return compares, ops, entries
+    finish = result.finish if isinstance(result, HookWork) else None
+    return HookWork(compares, ops, finish, entries)
 
 
 def _op(value: object, what: str) -> Op:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate
+from almanac.entries import TableDataCommitted, VersionedUpdate
 from almanac.errors import ValidationError
 from almanac.metastore import Compare, Op
 
@@ -78,13 +78,17 @@ class RetentionPolicy:
 
 @dataclass(frozen=True, slots=True)
 class HookWork:
-    """What a commit hook adds to one attempt's transaction; ``finish(ok)``
-    runs after the attempt, ``ok`` telling whether the version committed
-    (so the hook can keep or remove what it prepared)."""
+    """What a commit hook, or an ``execute(attach=...)`` callback, adds to
+    one attempt's transaction; ``finish(ok)`` runs after the attempt, ``ok``
+    telling whether the version committed (so the caller can keep or remove
+    what it prepared: a metadata file, a lease). ``entries`` are the data
+    commits the writes publish, entries of the same version (an attach
+    callback's only)."""
 
     compares: Sequence[Compare] = ()
     ops: Sequence[Op] = ()
     finish: Callable[[bool], None] | None = None
+    entries: Sequence[TableDataCommitted] = ()
 
     def finished(self, ok: bool) -> None:
         if self.finish is not None:

@@ -13,7 +13,10 @@ versions hold the same objects. Bookkeeping fields that every touch moves
 (``update_version``, ``created_version``, a table's ``next_column_id``) are
 left out; ``table_version`` stays, as the table's own change counter. A
 soft drop or a recovery is a changed table (``soft_deleted``, ``dropped_at``,
-``reserve_ms``); a purge removes it.
+``reserve_ms``); a purge removes it. A data commit is a changed table too:
+its ``data_snapshot``, the id of the data snapshot the version pins
+(``CatalogVersion.table_data``; none before the table's first data commit
+that was a catalog version).
 """
 
 from __future__ import annotations
@@ -224,7 +227,9 @@ def _differing(
         z0, z1 = before.zones_by_id.get(zone_id), after.zones_by_id.get(zone_id)
         if z0 is not None and z0 is z1 and before.default_zone_id != after.default_zone_id:
             yield (kind("zone"), 0, z0.id), _zone(before, z0), _zone(after, z1)
+    tables = set()
     for key, t0, t1 in _pairs(before.tables_by_id, after.tables_by_id):
+        tables.add(key)
         yield (kind("table"), 0, key), _table(before, t0), _table(after, t1)
         columns0 = {c.id: c for c in t0.columns} if t0 is not None else {}
         columns1 = {c.id: c for c in t1.columns} if t1 is not None else {}
@@ -236,8 +241,19 @@ def _differing(
                     _column(before, t0, c0),
                     _column(after, t1, c1),
                 )
+    for key in _data_changed(before.table_data, after.table_data) - tables:
+        # A data commit leaves the table's descriptor the same object.
+        t0, t1 = before.tables_by_id.get(key), after.tables_by_id.get(key)
+        yield (kind("table"), 0, key), _table(before, t0), _table(after, t1)
     for key, i0, i1 in _pairs(before.indexes_by_id, after.indexes_by_id):
         yield (kind("index"), 0, key), _index(before, i0), _index(after, i1)
+
+
+def _data_changed(old: Map[int, int], new: Map[int, int]) -> set[int]:
+    """Tables whose pinned data snapshot differs (ids compared by value)."""
+    if old is new:
+        return set()
+    return {key for key in set(old.keys()) | set(new.keys()) if old.get(key) != new.get(key)}
 
 
 def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
@@ -277,8 +293,12 @@ def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
         f"{zone.name if zone is not None else f'#{t.zone_id}'}"
         + (", soft-deleted" if t.soft_deleted else "")
     )
+    data = cat.table_data.get(t.id)
+    if data is not None:
+        definition += f", data snapshot {data}"
     name = f"{_schema_name(cat, t.schema_id)}.{t.name}"
-    return _Object("table", t.id, name, _table_fields(t), definition)
+    fields = {**_table_fields(t), "data_snapshot": cat.table_data.get(t.id)}
+    return _Object("table", t.id, name, fields, definition)
 
 
 def _column(cat: CatalogVersion, t: Table | None, c: Column | None) -> _Object | None:

@@ -21,12 +21,12 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from almanac.entries import UpdateEntry
 
-__all__ = ["Event", "EventType", "Listener", "ListenerFailure", "Listeners"]
+__all__ = ["Event", "EventType", "Listener", "ListenerFailure", "Listeners", "event_json"]
 
 _log = logging.getLogger("almanac.events")
 
@@ -65,6 +65,30 @@ class Event:
 
 
 Listener = Callable[[Event], None]
+
+
+def event_json(entry: UpdateEntry) -> dict[str, Any]:
+    """The event of ``entry`` as the HTTP API's history and event stream and
+    ``almanac watch --json`` send it: its type and object id, and
+    ``data_commit``, a data commit's snapshot, metadata, operation and counts
+    (``None`` for every other event), so a listener elsewhere learns what
+    changed without reading the table."""
+    from almanac.entries import TableDataCommitted
+
+    event_type = entry.event_type
+    assert event_type is not None, "only entries with an event type are events"
+    data = None
+    if isinstance(entry, TableDataCommitted):
+        data = {
+            "snapshot_id": entry.snapshot_id,
+            "metadata": entry.metadata,
+            "operation": entry.operation,
+            "rows_added": entry.rows_added,
+            "rows_removed": entry.rows_removed,
+            "files_added": entry.files_added,
+            "files_removed": entry.files_removed,
+        }
+    return {"type": event_type.value, "object_id": entry.object_id(), "data_commit": data}
 
 
 @dataclass(frozen=True, slots=True)

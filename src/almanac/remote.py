@@ -46,6 +46,7 @@ from almanac.clock import physical_ms
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch
 from almanac.diff import CatalogDiff
+from almanac.entries import TableDataCommitted
 from almanac.errors import (
     CatalogError,
     MetastoreUnavailableError,
@@ -90,7 +91,8 @@ class RemoteVersionInfo:
     ``VersionInfo`` and its ``node`` and ``request_id``, with the one-line
     ``summary`` of what it changed and its ``events``, each an event type and
     object id (a local ``VersionInfo`` holds the stored update instead, which
-    the HTTP API does not send)."""
+    the HTTP API does not send). ``data_commits`` are the version's data
+    commits, one per ``DATA_COMMIT`` event, in the same order."""
 
     version: int
     commit_time: int
@@ -99,6 +101,7 @@ class RemoteVersionInfo:
     request_id: str | None
     summary: str
     events: tuple[tuple[EventType, int], ...] = ()
+    data_commits: tuple[TableDataCommitted, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,8 @@ class RemoteEvent:
     object_id: int
     node: str
     request_id: str | None
+    data_commit: TableDataCommitted | None = None
+    """A ``DATA_COMMIT`` event's commit: snapshot, metadata, operation, counts."""
 
 
 RemoteListener = Callable[[RemoteEvent], None]
@@ -451,8 +456,10 @@ class RemoteCatalog:
                 kind = EventType(item["type"])
             except ValueError:
                 continue  # an event type of a newer server release
+            object_id = int(item["object_id"])
+            data = _data_commit(item, object_id)
             for listener in self._listeners.get(kind, ()):
-                event = RemoteEvent(kind, version, int(item["object_id"]), node, rid)
+                event = RemoteEvent(kind, version, object_id, node, rid, data)
                 try:
                     listener(event)
                 except BaseException:
@@ -637,4 +644,27 @@ def _version_info(item: Mapping[str, Any]) -> RemoteVersionInfo:
         events=tuple(
             (EventType(event["type"]), int(event["object_id"])) for event in item.get("events", ())
         ),
+        data_commits=tuple(
+            data
+            for event in item.get("events", ())
+            if (data := _data_commit(event, int(event["object_id"]))) is not None
+        ),
+    )
+
+
+def _data_commit(event: Mapping[str, Any], table_id: int) -> TableDataCommitted | None:
+    """The data commit an event of the API carries (``events.event_json``),
+    None for other events and from a server that does not send it."""
+    data = event.get("data_commit")
+    if not isinstance(data, Mapping):
+        return None
+    return TableDataCommitted(
+        table_id,
+        int(data["snapshot_id"]),
+        str(data["operation"]),
+        str(data["metadata"]),
+        rows_added=int(data["rows_added"]),
+        rows_removed=int(data["rows_removed"]),
+        files_added=int(data["files_added"]),
+        files_removed=int(data["files_removed"]),
     )

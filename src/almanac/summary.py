@@ -38,6 +38,7 @@ from almanac.entries import (
     SchemaDropped,
     SortOrderAdded,
     TableCreated,
+    TableDataCommitted,
     TableDropped,
     TableMoved,
     TablePropertiesSet,
@@ -183,7 +184,8 @@ def summarize_update(update: VersionedUpdate, before: CatalogVersion, after: Cat
 def touches_table(
     update: VersionedUpdate, table_id: int, before: CatalogVersion, after: CatalogVersion
 ) -> bool:
-    """Whether a version changed the table or one of its indexes."""
+    """Whether a version changed the table (its data commits included) or
+    one of its indexes."""
     names = Names(before, after)
     for entry in update.entries:
         object_id = entry.object_id()
@@ -478,6 +480,47 @@ def _index_removed(entry: IndexRemoved, names: Names) -> str | None:
     if index is not None and index.table_id not in names.after.tables_by_id:
         return None  # went with its table, whose own words say so
     return f"removed index {names.of(entry.index_id)}"
+
+
+def _rows(count: int) -> str:
+    """``1,000 rows``: a data commit's counts, with thousands separators."""
+    return f"{count:,} row" if count == 1 else f"{count:,} rows"
+
+
+def _files(count: int) -> str:
+    return f"{count:,} file" if count == 1 else f"{count:,} files"
+
+
+@wording(TableDataCommitted)
+def _table_data_committed(entry: TableDataCommitted, names: Names) -> str:
+    """A data commit in the words of its operation (``entries.DATA_OPERATIONS``);
+    the table is named as the version left it, or as the one before had it."""
+    table = names.of(entry.table_id)
+    added, removed = entry.rows_added, entry.rows_removed
+    match entry.operation:
+        case "append":
+            return f"append {_rows(added)} to {table} ({_files(entry.files_added)})"
+        case "overwrite":
+            gone = (
+                f"{_rows(removed)} in {entry.files_removed:,}" if entry.files_removed else "nothing"
+            )
+            return (
+                f"overwrite {table}: {_rows(added)} in {_files(entry.files_added)} replace {gone}"
+            )
+        case "delete":
+            # An engine's merge-on-read delete may not count the rows it hides.
+            return f"delete {_rows(removed) if removed else 'rows'} from {table}"
+        case "replace":
+            return (
+                f"compact {table}: {_files(entry.files_removed)} into {entry.files_added:,} "
+                f"({_rows(added)})"
+            )
+        case "refs":
+            return f"move refs of {table}"
+        case "expire":
+            return f"expire old snapshots of {table}"
+        case _:  # "metadata"
+            return f"change the Iceberg metadata of {table}"
 
 
 def _word(value: object) -> str:

@@ -218,7 +218,11 @@ def test_watch_resumes_from_a_version_and_tails_new_ones(tmp_path: Path) -> None
             assert new["request_id"] == "w-1"
             created = cat.catalog().table("T3")
             assert created is not None
-            assert new["events"][0] == {"type": "TABLE_CREATE", "object_id": created.id}
+            assert new["events"][0] == {
+                "type": "TABLE_CREATE",
+                "object_id": created.id,
+                "data_commit": None,
+            }
             assert [e["type"] for e in new["events"]] == ["TABLE_CREATE", "INDEX_CREATE"]
             head = plain.get(timeout=PATIENCE).rstrip("\n").split("  ")
             assert head[:4] == ["version 4", new["activation_time"], "writer", new["summary"]]

@@ -174,7 +174,11 @@ def test_watch_prints_the_versions_a_server_makes(
             created = remote.catalog(made.version).table("T", "WATCHED")
             assert created is not None
             assert (new["version"], new["request_id"]) == (made.version, "w-9")
-            assert new["events"][0] == {"type": "TABLE_CREATE", "object_id": created.id}
+            assert new["events"][0] == {
+                "type": "TABLE_CREATE",
+                "object_id": created.id,
+                "data_commit": None,
+            }
             assert "WATCHED.T" in new["summary"]
             head = plain.get(timeout=PATIENCE).rstrip("\n").split("  ")
             assert head[:2] == [f"version {made.version}", new["activation_time"]]

@@ -11,7 +11,11 @@ import httpx
 import pyarrow as pa
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -34,6 +38,8 @@ class Site:
     """The version just before schema SALES was created."""
     altered: int
     """The version that added column NOTE to ORDERS."""
+    written: tuple[int, int]
+    """The versions of the two appends to ORDERS."""
     shots: Path
 
 
@@ -54,11 +60,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         cat.sql("ALTER TABLE ORDERS ADD COLUMN NOTE VARCHAR(200)")
         altered = cat.latest_version
         rows = {"ID": [1, 2, 3], "CUSTOMER": ["ada", "bob", "cy"]}
-        write_table(cat, "ORDERS", pa.table(rows))
-        write_table(cat, "ORDERS", pa.table({"ID": [4, 5], "CUSTOMER": ["di", "ed"]}))
+        first = write_table(cat, "ORDERS", pa.table(rows)).catalog_version
+        second = write_table(cat, "ORDERS", pa.table({"ID": [4, 5], "CUSTOMER": ["di", "ed"]}))
+        written = (first, second.catalog_version)
         shots = tmp_path_factory.mktemp("shots")
         with running_server(root / "catalog") as url:
-            yield Site(url, cat, before_sales, altered, shots)
+            yield Site(url, cat, before_sales, altered, written, shots)
 
 
 @pytest.fixture(scope="module")
@@ -113,10 +120,11 @@ def test_tree_to_table_to_history_to_diff(site: Site, browser: webdriver.Chrome)
         int(li.get_attribute("data-version") or "0")
         for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li")
     ]
-    # Created, indexed, a column added (two data writes changed no catalog object).
-    assert own == [site.altered, site.before_sales, site.before_sales - 1]
+    # Created, indexed, a column added, and its two data commits.
+    assert own == [*site.written[::-1], site.altered, site.before_sales, site.before_sales - 1]
     summaries = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#timeline .summary")]
-    assert summaries[0] == "added column NOTE STRING(200) to PUBLIC.ORDERS"
+    assert summaries[1].startswith("append 3 rows to PUBLIC.ORDERS (")
+    assert summaries[2] == "added column NOTE STRING(200) to PUBLIC.ORDERS"
     screenshot(browser, site.shots, "history-of-orders")
 
     browser.find_element(By.LINK_TEXT, "History").click()
@@ -171,6 +179,29 @@ def test_a_latest_page_updates_itself(site: Site, browser: webdriver.Chrome) -> 
     _wait(browser).until(ec.presence_of_element_located((By.LINK_TEXT, "LIVE_ONE")))
     assert browser.execute_script("return window.__same_page") is True, "the page reloaded"
     assert f"latest {site.cat.latest_version}" in browser.find_element(By.ID, "status").text
+
+
+def test_a_table_page_and_the_history_show_a_data_commit_as_it_lands(
+    site: Site, browser: webdriver.Chrome
+) -> None:
+    # The page swaps its content in as the version lands: a cell read then is stale.
+    patient = WebDriverWait(
+        browser, WAIT_S, ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)
+    )
+    browser.get(site.url + "/tables/PUBLIC/ORDERS")
+    browser.execute_script("window.__same_page = true")
+    landed = write_table(site.cat, "ORDERS", pa.table({"ID": [6], "CUSTOMER": ["fi"]}))
+    patient.until(lambda d: _cells(d, "snapshots", 2)[-1:] == [str(landed.catalog_version)])
+    assert browser.execute_script("return window.__same_page") is True, "the page reloaded"
+    assert patient.until(lambda d: _cells(d, "snapshots", 6))[-1] == "6"
+
+    browser.get(site.url + "/history")
+    browser.execute_script("window.__same_page = true")
+    again = write_table(site.cat, "ORDERS", pa.table({"ID": [7], "CUSTOMER": ["gu"]}))
+    row = f'#timeline li[data-version="{again.catalog_version}"] .summary'
+    words = patient.until(lambda d: d.find_element(By.CSS_SELECTOR, row).text)
+    assert browser.execute_script("return window.__same_page") is True, "the page reloaded"
+    assert words == "append 1 row to PUBLIC.ORDERS (1 file)"
 
 
 def test_a_pinned_page_offers_the_new_version(site: Site, browser: webdriver.Chrome) -> None:

@@ -32,6 +32,8 @@ from almanac import (
     TableProperties,
     ValidationError,
 )
+from almanac.descriptors import Schema
+from almanac.entries import SchemaCreated
 
 from .support import col, table
 
@@ -254,11 +256,17 @@ def test_janitor_period_must_fit_the_platform() -> None:
 def test_what_attach_returns_is_checked(cat: Catalog) -> None:
     refused(
         lambda: cat.execute([CreateSchema("A")], attach=bad(lambda base, new: None)),
-        "a pair (compares, ops)",
+        "a HookWork, (compares, ops) or (compares, ops, entries)",
     )
     refused(
         lambda: cat.execute([CreateSchema("A")], attach=bad(lambda base, new: ([1], []))),
         "must be a Compare",
+    )
+    refused(
+        lambda: cat.execute(
+            [], attach=bad(lambda base, new: ([], [], [SchemaCreated(Schema(9, "B", 9))]))
+        ),
+        "must be a TableDataCommitted",
     )
     assert cat.latest_version == 1
 

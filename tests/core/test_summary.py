@@ -15,6 +15,7 @@ from almanac.entries import (
     IndexMadeAvailable,
     IndexStopped,
     ObjectIdsReserved,
+    TableDataCommitted,
     UpdateEntry,
     VersionedUpdate,
 )
@@ -179,3 +180,50 @@ def test_every_entry_kind_has_its_own_words() -> None:
     """A new entry kind gets one small function in almanac/summary.py
     (``@wording(TheEntry)``); until then history shows its class name's words."""
     assert entry_kinds_without_wording() == []
+
+
+def _committed(table_id: int, operation: str, *counts: int) -> TableDataCommitted:
+    return TableDataCommitted(table_id, 7, operation, "/w/metadata/00007.metadata.json", *counts)
+
+
+@pytest.mark.parametrize(
+    ("operation", "counts", "words"),
+    [
+        ("append", (1000, 0, 3, 0), "append 1,000 rows to SALES.ORDERS (3 files)"),
+        ("append", (1, 0, 1, 0), "append 1 row to SALES.ORDERS (1 file)"),
+        (
+            "overwrite",
+            (1000, 200, 3, 2),
+            "overwrite SALES.ORDERS: 1,000 rows in 3 files replace 200 rows in 2",
+        ),
+        ("overwrite", (5, 0, 1, 0), "overwrite SALES.ORDERS: 5 rows in 1 file replace nothing"),
+        ("delete", (0, 10, 1, 1), "delete 10 rows from SALES.ORDERS"),
+        ("delete", (0, 0, 1, 0), "delete rows from SALES.ORDERS"),
+        ("replace", (1000, 1000, 2, 10), "compact SALES.ORDERS: 10 files into 2 (1,000 rows)"),
+        ("refs", (), "move refs of SALES.ORDERS"),
+        ("expire", (), "expire old snapshots of SALES.ORDERS"),
+        ("metadata", (), "change the Iceberg metadata of SALES.ORDERS"),
+    ],
+)
+def test_data_commits_in_words(
+    cat: Catalog, operation: str, counts: tuple[int, ...], words: str
+) -> None:
+    snapshot = cat.catalog()
+    table = snapshot.table("ORDERS", "SALES")
+    assert table is not None
+    entry = _committed(table.id, operation, *counts)
+    assert describe_entry(entry, Names(snapshot, snapshot)) == words
+
+
+def test_a_data_commit_names_a_table_the_version_dropped(cat: Catalog) -> None:
+    """A version that commits a table's data and drops it (or any reader
+    holding only the version before) still names the table."""
+    before = cat.catalog()
+    table = before.table("ORDERS", "SALES")
+    assert table is not None
+    cat.sql("DROP TABLE SALES.ORDERS")
+    after = cat.catalog()
+    assert after.table("ORDERS", "SALES") is None
+    entry = _committed(table.id, "append", 3, 0, 1, 0)
+    update = VersionedUpdate(after.version, 0, 0, (entry,))
+    assert summarize_update(update, before, after) == "append 3 rows to SALES.ORDERS (1 file)"

@@ -52,11 +52,12 @@ def append(cat: Catalog, ids: Sequence[int], name: str = "T") -> DataSnapshot:
         # own time (``_stamp`` at cae65ec); ``commit_ops`` stamps a record
         # with the number and activation time of the version it is given.
         stamp = version.evolve(activation_time=data.clock.update(floor))
-        compares, ops, snapshot, _ = data.commit_ops(
+        work, snapshot = data.commit_ops(
             shape, write_id, files, operation="append", parent=parent, at=stamp
         )
-        assert data.store.txn(compares, ops).succeeded
-    data.published(snapshot)
+        ok = data.store.txn(work.compares, work.ops).succeeded
+        work.finished(ok)
+        assert ok
     return snapshot
 
 

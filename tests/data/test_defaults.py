@@ -87,9 +87,12 @@ def test_a_changed_default_does_not_rewrite_old_rows(cat: Catalog) -> None:
     assert _values(cat) == {1: 7, 2: 7, 3: 7, 4: 100, 5: 8, 6: None}
 
     assert _values(cat, version=v_before) == {1: "absent", 2: "absent"}
-    assert _values(cat, version=v_add) == {1: 7, 2: 7, 3: 7, 4: 100}
-    assert _values(cat, version=v_set) == {1: 7, 2: 7, 3: 7, 4: 100, 5: 8}
-    assert _values(cat, version=v_drop) == {1: 7, 2: 7, 3: 7, 4: 100, 5: 8, 6: None}
+    # Each write is a catalog version of its own: a DDL version reads the
+    # rows committed before it.
+    assert _values(cat, version=v_add) == {1: 7, 2: 7}
+    assert _values(cat, version=v_set) == {1: 7, 2: 7, 3: 7, 4: 100}
+    assert _values(cat, version=v_drop) == {1: 7, 2: 7, 3: 7, 4: 100, 5: 8}
+    assert _values(cat, version=cat.latest_version) == {1: 7, 2: 7, 3: 7, 4: 100, 5: 8, 6: None}
 
 
 def test_pruning_uses_the_initial_default_of_old_files(cat: Catalog) -> None:

@@ -83,9 +83,11 @@ def test_reads_resolve_columns_by_id_at_every_version(cat: Catalog) -> None:
         {"ID": 1, "NAME": "a", "AGE": 10},
         {"ID": 2, "NAME": "b", "AGE": None},
     ]
-    assert v_added == v_second, "a data commit makes no catalog version"
+    assert v_second == v_added + 1, "a data commit is a catalog version"
     at_added = read_table(cat, "T", version=v_added).sort_by("ID")
-    assert at_added.column("SCORE").to_pylist() == [5, 5, 9]
+    assert at_added.column("SCORE").to_pylist() == [5, 5], "not the row committed later"
+    at_second = read_table(cat, "T", version=v_second).sort_by("ID")
+    assert at_second.column("SCORE").to_pylist() == [5, 5, 9]
     assert read_table(cat, "T", version=v_second).sort_by("ID").column("NAME").to_pylist() == [
         "a",
         "b",
@@ -133,25 +135,32 @@ def test_reads_at_a_timestamp(cat: Catalog) -> None:
         read_table(cat, "T", version=1, timestamp=between)
 
 
-def test_version_reads_pick_the_newest_snapshot_written_at_or_before(cat: Catalog) -> None:
+def test_version_reads_pick_the_snapshot_published_at_or_before(cat: Catalog) -> None:
     table = create(cat)
     v0 = cat.latest_version
     first = append(cat, [1])
-    cat.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.INT8),))])
     v1 = cat.latest_version
+    cat.execute([AddColumns(table="T", columns=(ColumnDef(name="X", type=ColumnType.INT8),))])
+    v2 = cat.latest_version
     second = append(cat, [2])
+    v3 = cat.latest_version
     data = TableData.for_catalog(cat)
-    assert (first.catalog_version, second.catalog_version) == (v0, v1)
-    at_v0 = data.snapshot_at(table.id, version=v0)
-    at_v1 = data.snapshot_at(table.id, version=v1)
-    assert at_v0 is not None and at_v1 is not None
-    assert (at_v0.snapshot_id, at_v0.files) == (first.snapshot_id, first.files)
-    assert (at_v1.snapshot_id, at_v1.files) == (second.snapshot_id, second.files)
-    assert data.snapshot_at(table.id, version=v0 - 1) is None
+    assert (first.catalog_version, second.catalog_version) == (v1, v3) == (v0 + 1, v2 + 1)
+    assert cat.catalog(v1).data_snapshot(table.id) == first.snapshot_id
+    assert cat.catalog(v2).data_snapshot(table.id) == first.snapshot_id
+    assert cat.catalog(v3).data_snapshot(table.id) == second.snapshot_id
+    assert data.snapshot_at(table.id, version=v0) is None
+    for version, expected in ((v1, first), (v2, first), (v3, second)):
+        at = data.snapshot_at(table.id, version=version)
+        assert at is not None
+        assert (at.snapshot_id, at.files) == (expected.snapshot_id, expected.files)
     write_id = "0" * 32
     data.stage(write_id, data.warehouse.write_dir(table.id, write_id), ttl_s=60)
     late = data.commit(CommitShape.of(cat.catalog(v0), table), write_id, [], operation="append")
-    assert late.catalog_version == v1, "catalog versions never decrease along the chain"
+    assert late.catalog_version == cat.latest_version == v3 + 1, (
+        "a commit is stamped with the version that publishes it, whatever version it was "
+        "written against"
+    )
 
 
 def test_read_file_projects_and_counts_rows_without_columns(cat: Catalog) -> None:

@@ -23,6 +23,8 @@ from almanac import (
     ValidationError,
     WriteStateError,
 )
+from almanac.catalog_types import HookWork
+from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
     DataFile,
@@ -35,7 +37,8 @@ from almanac.data import (
     write_files,
     write_table,
 )
-from almanac.data.snapshots import encode_record, snapshot_key
+from almanac.data.snapshots import DataSnapshot, encode_record, snapshot_key
+from almanac.entries import ObjectIdsReserved, VersionedUpdate
 from almanac.iceberg import load_table
 from tests.data.support import append, create, data_keys, ids_of, rows, zone_tablets
 
@@ -88,13 +91,18 @@ def test_janitor_with_zero_grace_spares_a_commit_in_flight(cat: Catalog) -> None
     append(cat, [1])
     data, write_id, _, files = _staged(cat, [2], ttl_s=60)
     parent = data.current_record(table.id)
-    compares, ops, snapshot = data.commit_ops(
-        CommitShape.of(cat.catalog(), table), write_id, files, operation="append", parent=parent
-    )
-    run_janitor(cat, grace_s=0)
-    assert Path(snapshot.metadata).exists()
-    assert data.store.txn(compares, ops).succeeded
-    data.published(snapshot)
+    made: list[DataSnapshot] = []
+
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
+        work, snapshot = data.commit_ops(
+            CommitShape.of(new, table), write_id, files, operation="append", parent=parent, at=new
+        )
+        made.append(snapshot)
+        run_janitor(cat, grace_s=0)
+        assert Path(snapshot.metadata).exists()
+        return work
+
+    assert cat.execute([], attach=attach).created
     assert ids_of(read_table(cat, "T")) == [1, 2]
     run_janitor(cat, grace_s=0)
     assert ids_of(read_table(cat, "T")) == [1, 2]
@@ -156,14 +164,32 @@ def test_alter_moves_the_iceberg_schema_in_its_own_version(cat: Catalog, tmp_pat
     assert read_table(cat, "T").sort_by("ID").column("X").to_pylist() == [None, 7]
 
 
+def _ahead(cat: Catalog) -> CatalogVersion:
+    """Another node's version, applied here before it activates (ten seconds
+    on): appended to the log as that node's commit does."""
+    base = cat.catalog()
+    update = VersionedUpdate(
+        version=base.version + 1,
+        commit_time=cat.clock.now(),
+        delay_ms=10_000,
+        entries=(ObjectIdsReserved(1),),
+        node="other",
+    )
+    assert cat.log.append(update, extra_compares=[], extra_ops=[]) is not None
+    cat.catch_up()
+    return cat.catalog(update.version)
+
+
 def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) -> None:
     """Written against a version that activates later (another node's DDL,
     applied here before its activation), the commit's time follows it, so a
-    read by timestamp never pairs these rows with the older schema."""
+    read by timestamp never pairs these rows with the older schema: the
+    commit is a version of its own, which activates after every earlier one."""
     table = create(cat)
     data = TableData.for_catalog(cat)
-    version = cat.catalog()
-    later = cat.clock.now() + (10_000 << 16)  # ten seconds ahead, in hybrid units
+    version = _ahead(cat)
+    later = version.activation_time
+    assert later > cat.clock.now()
     shape = CommitShape(table, zone_tablets(cat, table), version.version, activated_at=later)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
@@ -173,6 +199,7 @@ def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) ->
     )
     snapshot = data.commit(shape, write_id, files, operation="append")
     assert snapshot.commit_time > later
+    assert snapshot.commit_time == cat.catalog(snapshot.catalog_version).activation_time
     assert read_table(cat, "T", timestamp=later).num_rows == 0
     assert ids_of(read_table(cat, "T", timestamp=snapshot.commit_time)) == [1]
 

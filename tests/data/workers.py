@@ -56,7 +56,7 @@ def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> N
 
         def attach(_base: CatalogVersion, new: CatalogVersion) -> NoReturn:
             parent = data.current_record(table.id)
-            _, _, snapshot, _ = data.commit_ops(
+            _, snapshot = data.commit_ops(
                 shape, write_id, files, operation="append", parent=parent, at=new
             )
             written = [snapshot.metadata, *(f.path for f in files)]

@@ -33,14 +33,15 @@ def extension_path(name: str) -> Path:
     return path
 
 
-def attach(url: str, token: str, alias: str = "c") -> Any:
+def attach(url: str, token: str, alias: str = "c", warehouse: str = "") -> Any:
     """A new in-memory DuckDB with the Iceberg REST catalog at ``url`` (the
-    server's ``/iceberg`` prefix included) attached as ``alias``."""
+    server's ``/iceberg`` prefix included) attached as ``alias``; a
+    ``warehouse`` of ``@v<V>`` attaches the catalog pinned at version V."""
     con = duckdb.connect()
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     for name in EXTENSIONS:
         con.execute(f"LOAD '{extension_path(name)}'")
     con.execute("CREATE SECRET (TYPE iceberg, TOKEN ?)", [token])
-    con.execute(f"ATTACH '' AS {alias} (TYPE iceberg, ENDPOINT '{url}')")
+    con.execute(f"ATTACH '{warehouse}' AS {alias} (TYPE iceberg, ENDPOINT '{url}')")
     return con

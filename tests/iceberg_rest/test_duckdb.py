@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pyarrow as pa
 import pytest
@@ -126,6 +127,26 @@ def test_update(duck: Any, cat: Catalog) -> None:
     duck.execute(f"INSERT INTO c.{NAMESPACE}.changed VALUES (1, 'a'), (2, 'b')")
     duck.execute(f"UPDATE c.{NAMESPACE}.changed SET note = 'B' WHERE id = 2")
     _same(duck, cat, "changed", [(1, "a"), (2, "B")])
+
+
+def test_a_pinned_catalog_reads_two_tables_as_of_one_version(
+    duck: Any, cat: Catalog, server: Server
+) -> None:
+    for table in ("pin_a", "pin_b"):
+        duck.execute(f"CREATE TABLE c.{NAMESPACE}.{table} (id BIGINT)")
+        duck.execute(f"INSERT INTO c.{NAMESPACE}.{table} VALUES (1)")
+    cat.catch_up()
+    pinned = attach(server.url + PREFIX, ADMIN_TOKEN, warehouse=f"@v{cat.latest_version}")
+    try:
+        for table in ("pin_a", "pin_b"):
+            duck.execute(f"INSERT INTO c.{NAMESPACE}.{table} VALUES (2)")
+            assert _rows(duck, table) == [(1,), (2,)]
+            assert pinned.execute(f"SELECT * FROM c.{NAMESPACE}.{table}").fetchall() == [(1,)]
+        with pytest.raises(duckdb.Error, match="read-only"):
+            pinned.execute(f"INSERT INTO c.{NAMESPACE}.pin_a VALUES (3)")
+    finally:
+        pinned.close()
+    assert _rows(duck, "pin_a") == [(1,), (2,)]
 
 
 def test_drop_table(duck: Any, cat: Catalog) -> None:

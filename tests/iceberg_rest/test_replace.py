@@ -197,7 +197,9 @@ def test_replace_with_the_same_layout_replaces_only_rows_and_properties(
     admin.commit_table(table, (AssertTableUUID(uuid=table.metadata.table_uuid),), tuple(updates))
 
     cat.catch_up()
-    assert cat.latest_version == before  # no catalog command: a data snapshot only
+    assert cat.latest_version == before + 1  # no catalog command: a data commit's version
+    (made,) = cat.history(before + 1)
+    assert [type(e).__name__ for e in made.update.entries] == ["TableDataCommitted"]
     loaded = admin.load_table((NAMESPACE, "same"))
     check_equal(loaded.metadata, expected)
     assert loaded.scan().to_arrow().column("ID").to_pylist() == [7]

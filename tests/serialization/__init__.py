@@ -209,6 +209,17 @@ ENTRY_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     e.SortOrderAdded: st.builds(e.SortOrderAdded, int64s, sort_orders),
     e.DefaultSortOrderSet: st.builds(e.DefaultSortOrderSet, int64s, int64s),
     e.TableMoved: st.builds(e.TableMoved, int64s, int64s, names),
+    e.TableDataCommitted: st.builds(
+        e.TableDataCommitted,
+        int64s,
+        int64s,
+        st.sampled_from(e.DATA_OPERATIONS),
+        names,
+        int64s,
+        int64s,
+        int64s,
+        int64s,
+    ),
 }
 update_entries: st.SearchStrategy[e.UpdateEntry] = st.one_of(*ENTRY_STRATEGIES.values())
 versioned_updates = st.builds(
@@ -252,6 +263,7 @@ snapshots = st.builds(
     table_indexes=_maps(int64s, st.lists(int64s, max_size=4).map(tuple)),
     zones_by_id=_maps(int64s, zones),
     zone_names=_maps(names, int64s),
+    table_data=_maps(int64s, int64s),
 )
 
 checkpoints = st.builds(
@@ -532,6 +544,12 @@ MOVE_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
     "TableMoved": e.TableMoved(10, 7, "ORDERS_2024"),
 }
 """Entries of release 0.6.0, kept out of ``UPDATE`` likewise."""
+DATA_ENTRY_EXAMPLES: dict[str, e.UpdateEntry] = {
+    "TableDataCommitted": e.TableDataCommitted(
+        10, 4, "append", "/warehouse/10/metadata/00004-a.metadata.json", 1_000, 0, 3, 0
+    ),
+}
+"""Entries of release 0.7.0, kept out of ``UPDATE`` likewise."""
 UPDATE = e.VersionedUpdate(
     version=9,
     commit_time=1_700_000_000_123 << 16 | 7,
@@ -556,6 +574,7 @@ SNAPSHOT = CatalogVersion(
     table_indexes=Map({10: (11, 13, 12)}),
     zones_by_id=Map({2: ZONE, 3: DEFAULT_ZONE}),
     zone_names=Map({"EU": 2, "Default": 3}),
+    table_data=Map({10: 4}),
 )
 
 CHECKPOINT = Checkpoint(
@@ -592,6 +611,7 @@ EXAMPLES: dict[str, object] = {
     **PRIMARY_KEY_ENTRY_EXAMPLES,
     **LAYOUT_ENTRY_EXAMPLES,
     **MOVE_ENTRY_EXAMPLES,
+    **DATA_ENTRY_EXAMPLES,
     "VersionedUpdate": UPDATE,
     "CatalogVersion": SNAPSHOT,
     "Checkpoint": CHECKPOINT,

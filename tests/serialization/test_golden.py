@@ -21,23 +21,35 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from immutables import Map
 
 from almanac.serialization import REGISTRY, decode, encode
 from almanac.serialization.io import Reader
 
-from . import EXAMPLES, UPDATE, assert_same
+from . import CHECKPOINT, EXAMPLES, SNAPSHOT, UPDATE, assert_same
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("ALMANAC_REGEN_GOLDEN") == "1"
 _NAME = re.compile(r"(?P<stem>[A-Za-z]+(?:-\w+)?)\.v(?P<version>\d+)\.bin")
 
 _UPDATE_V1 = replace(UPDATE, node="", request_id=None, request_digest=b"", applied=())
+_SNAPSHOT_V1 = SNAPSHOT.evolve(table_data=Map())
+_CHECKPOINT_CATALOG_V1 = replace(CHECKPOINT, catalog=_SNAPSHOT_V1)
 OLD_VERSION_EXPECTED: dict[tuple[str, int], object] = {
     ("VersionedUpdate", 1): _UPDATE_V1,
     ("VersionedUpdate-column_v1", 1): _UPDATE_V1,
+    **{
+        (f"CatalogVersion{tail}", 1): _SNAPSHOT_V1
+        for tail in ("", "-column_v1", "-column_v2", "-table_v1", "-table_v3")
+    },
+    **{
+        (f"Checkpoint{tail}", 1): _CHECKPOINT_CATALOG_V1
+        for tail in ("-catalog_v1", "-column_v2", "-table_v1", "-table_v3")
+    },
 }
 """(stem, version) → what an old golden file decodes to, when not the example itself.
-(VersionedUpdate v1 had no node, request id, digest or applied flags.)"""
+(VersionedUpdate v1 had no node, request id, digest or applied flags;
+CatalogVersion v1, and the checkpoints that nest it, no data snapshots.)"""
 
 OLD_NESTED: dict[str, str] = {
     **{
@@ -68,6 +80,7 @@ OLD_NESTED: dict[str, str] = {
         )
     },
     "Table-soft_deleted_column_v2": "Table-soft_deleted",
+    "Checkpoint-catalog_v1": "Checkpoint",
     **{
         f"{stem}-table_v3": stem
         for stem in ("TableCreated", "VersionedUpdate", "CatalogVersion", "Checkpoint")
@@ -78,7 +91,8 @@ the stem of its example. Its own type's serializer did not change, but
 writing now nests the newer version, so such a file is only read: its bytes
 must keep decoding to the example. (``-column_v1``: written before Column v2;
 ``-table_v1``: written before Table v2; ``-column_v2`` / ``_column_v2``:
-written before Column v3 and Table v3; ``-table_v3``: written before Table v4.)"""
+written before Column v3 and Table v3; ``-table_v3``: written before Table v4;
+``-catalog_v1``: written before CatalogVersion v2.)"""
 
 
 def _newest(stem: str) -> int:

@@ -226,7 +226,11 @@ def test_history_and_diff(admin: httpx.Client, reader: httpx.Client) -> None:
     first = history["versions"][0]
     assert first["request_id"] == "hist-1" and first["node"]
     assert "PUBLIC.HD" in first["summary"]
-    assert {"type": "TABLE_CREATE", "object_id": first["events"][0]["object_id"]} in first["events"]
+    assert {
+        "type": "TABLE_CREATE",
+        "object_id": first["events"][0]["object_id"],
+        "data_commit": None,
+    } in first["events"]
     newest = reader.get("/v1/history", params={"limit": 1}).json()["versions"]
     assert [e["version"] for e in newest] == [w]
     diff = reader.get("/v1/diff", params={"from": v, "to": w}).json()

@@ -342,8 +342,6 @@ def test_add_catalog_refusals(rt: Any, tmp_path: Path) -> None:
     target = str(tmp_path / "c")
     with pytest.raises(SparkRuntimeError, match="already exists"):
         almanac.spark.add_catalog(rt, CAT, target)
-    with pytest.raises(SparkRuntimeError, match="pinned at a catalog version"):
-        almanac.spark.add_catalog(rt, "pinned", target, version=3)
     with pytest.raises(ValidationError, match="not a Spark catalog name"):
         almanac.spark.add_catalog(rt, "spark_catalog", target)
     with pytest.raises(ValidationError, match="not a Spark catalog name"):

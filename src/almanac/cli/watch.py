@@ -18,7 +18,7 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 import click
 
@@ -30,15 +30,35 @@ if TYPE_CHECKING:
     from almanac.catalog_version import CatalogVersion
     from almanac.remote import RemoteCatalog, RemoteVersionInfo
 
-__all__ = ["EventRecord", "VersionRecord", "remote_version_record", "version_record", "watch"]
+__all__ = [
+    "DataCommitRecord",
+    "EventRecord",
+    "VersionRecord",
+    "remote_version_record",
+    "version_record",
+    "watch",
+]
 
 _TICK_S = 0.25
 """How long a wait for the next version lasts before the stop flag is read."""
 
 
+class DataCommitRecord(TypedDict):
+    """What a ``DATA_COMMIT`` event says of the commit (``events.event_json``)."""
+
+    snapshot_id: int
+    metadata: str
+    operation: str
+    rows_added: int
+    rows_removed: int
+    files_added: int
+    files_removed: int
+
+
 class EventRecord(TypedDict):
     type: str
     object_id: int
+    data_commit: DataCommitRecord | None
 
 
 class VersionRecord(TypedDict):
@@ -57,6 +77,7 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
     """One version as JSON: its number, activation time (ISO-8601, UTC),
     node, request id, events and the one-line summary."""
     from almanac.errors import VersionNotFoundError
+    from almanac.events import event_json
     from almanac.sql.reads import iso_utc
 
     try:
@@ -69,7 +90,7 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
         "node": info.node,
         "request_id": info.request_id,
         "events": [
-            {"type": entry.event_type.value, "object_id": entry.object_id()}
+            cast("EventRecord", event_json(entry))
             for entry in info.update.entries
             if entry.event_type is not None
         ],
@@ -87,9 +108,24 @@ def remote_version_record(info: RemoteVersionInfo) -> VersionRecord:
         "activation_time": iso_utc(info.activation_time),
         "node": info.node,
         "request_id": info.request_id,
-        "events": [{"type": kind.value, "object_id": oid} for kind, oid in info.events],
+        "events": _remote_events(info),
         "summary": info.summary,
     }
+
+
+def _remote_events(info: RemoteVersionInfo) -> list[EventRecord]:
+    """The events of a listed version, each data commit with its own event."""
+    from almanac.events import EventType, event_json
+
+    commits = iter(info.data_commits)
+    records: list[EventRecord] = []
+    for kind, object_id in info.events:
+        commit = next(commits, None) if kind is EventType.DATA_COMMIT else None
+        if commit is not None:
+            records.append(cast("EventRecord", event_json(commit)))
+        else:
+            records.append({"type": kind.value, "object_id": object_id, "data_commit": None})
+    return records
 
 
 class _Watched(Protocol):
@@ -127,7 +163,15 @@ def _show(cat: _Watched, record: VersionRecord, out: Output) -> None:
         f"version {record['version']}  {record['activation_time']}  {node}  {record['summary']}"
     )
     for event in record["events"]:
-        out.line(f"  event {event['type']} {_named(cat, record['version'], event['object_id'])}")
+        text = f"  event {event['type']} {_named(cat, record['version'], event['object_id'])}"
+        data = event.get("data_commit")
+        if data is not None:
+            text += (
+                f" snapshot {data['snapshot_id']}: {data['operation']}, "
+                f"+{data['rows_added']:,} -{data['rows_removed']:,} rows, "
+                f"+{data['files_added']:,} -{data['files_removed']:,} files"
+            )
+        out.line(text)
 
 
 @click.command()

@@ -15,6 +15,7 @@ publish.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import threading
 import time
@@ -27,6 +28,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from almanac import _check as check
 from almanac.catalog import Catalog
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.data.arrow import arrow_type
@@ -44,6 +46,7 @@ from almanac.data.snapshots import (
     encode_pointer,
     encode_record,
     pointer_unchanged,
+    record_unchanged,
     snapshot_key,
     snapshot_prefix,
     staging_key,
@@ -251,19 +254,17 @@ class TableData:
         done: list[DataSnapshot] = []
         planning: list[ConflictError] = []
 
-        def attach(
-            _base: CatalogVersion, new: CatalogVersion
-        ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
+        def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
             # Inside the catalog's commit: on a store that serialises its
             # writers no other commit runs between this read of the
             # parent and the transaction that swaps it.
             already = self.committed_snapshot(table_id, write_id)
             if already is not None:
                 done.append(already)
-                return [], [], []
+                return HookWork()
             parent = self.current_record(table_id)
             try:
-                compares, ops, snapshot, entry = self.commit_ops(
+                work, snapshot = self.commit_ops(
                     shape,
                     write_id,
                     files,
@@ -276,7 +277,7 @@ class TableData:
                 planning.append(exc)
                 raise
             made.append(snapshot)
-            return compares, ops, [entry]
+            return work
 
         for attempt in range(max_attempts):
             made.clear()
@@ -284,26 +285,13 @@ class TableData:
             try:
                 cat.execute([], attach=attach, timeout=COMMIT_SECTION_TIMEOUT_S)
             except ConflictError:
-                for snapshot in made:
-                    self.discard(snapshot)
                 if planning:
                     raise
                 if self.is_committed(write_id):
                     return self._committed(table_id, write_id)
                 time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
                 continue
-            except BaseException:
-                for snapshot in made:
-                    self.discard(snapshot)
-                raise
-            if done:
-                for snapshot in made:
-                    self.discard(snapshot)
-                return done[-1]
-            for stale in made[:-1]:
-                self.discard(stale)
-            self.published(made[-1])
-            return made[-1]
+            return done[-1] if done else made[-1]
         raise ConflictError(
             f"Gave up committing write {write_id} to table {table_id} after {max_attempts} "
             "attempts: other commits to the table won every race",
@@ -356,12 +344,13 @@ class TableData:
         parent: Record | None,
         at: CatalogVersion,
         replaces: Sequence[DataFile] = (),
-    ) -> tuple[list[Compare], list[Op], DataSnapshot, TableDataCommitted]:
-        """The commit as compares, writes and the entry of catalog version
-        ``at`` that publishes it (``Catalog.execute(attach=...)`` passes the
-        version it is making). Writes the Iceberg metadata first (immutable,
-        uniquely named); the caller's transaction makes it visible or not, and
-        the caller calls ``published`` or ``discard`` after.
+    ) -> tuple[HookWork, DataSnapshot]:
+        """The commit as the work an ``execute(attach=...)`` callback returns
+        for catalog version ``at`` (the version it is making): compares,
+        writes, the entry that publishes the snapshot, and a finish that
+        forgets its metadata files once published or deletes them if not.
+        Writes the Iceberg metadata first (immutable, uniquely named); the
+        version's transaction makes it visible or not.
 
         A ``replace`` is planned against an older snapshot than ``parent``
         when appends landed meanwhile; it goes ahead as long as every file in
@@ -446,7 +435,11 @@ class TableData:
             files_added=len(_unique(new)),
             files_removed=len(removed),
         )
-        return compares, ops, snapshot, entry
+
+        def finish(ok: bool) -> None:
+            (self.published if ok else self.discard)(snapshot)
+
+        return HookWork(compares, ops, finish, (entry,)), snapshot
 
     @staticmethod
     def _stamp(
@@ -523,6 +516,24 @@ class TableData:
         )
         compares, ops = self._publish_ops(record, parent)
         return compares, ops, record, adopted_entry(record, metadata)
+
+    def repoint(self, record: Record, location: str, hold: Hold) -> tuple[list[Compare], list[Op]]:
+        """The transaction that makes ``location`` (a new ``metadata.json`` of
+        the same snapshot: an ALTER's schema, an Iceberg client's properties
+        or expiry) the metadata of the table's current snapshot ``record``,
+        under ``hold`` (taken before the file was written): it holds only
+        while the pointer and the record are as read."""
+        moved = dataclasses.replace(record, metadata=location)
+        compares = [
+            pointer_unchanged(self.store, record.table_id, record.snapshot_id),
+            record_unchanged(self.store, record),
+            hold.compare(),
+        ]
+        ops: list[Op] = [
+            Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(moved)),
+            hold.delete(),
+        ]
+        return compares, ops
 
     def published(self, snapshot: DataSnapshot) -> None:
         """Forget the files written for a snapshot that was published."""

@@ -42,8 +42,6 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
-    encode_record,
-    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -52,7 +50,7 @@ from almanac.data.snapshots import (
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
-from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
+from almanac.metastore import Compare, Delete, DeleteRange, Op
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -404,8 +402,7 @@ def _expire(
         # The current metadata.json drops the expired snapshots too, so an
         # Iceberg reader is never offered one whose files are gone.
         current = kept[-1]
-        current_kv = data.store.get(snapshot_key(table_id, current.snapshot_id))
-        if current_kv is None:
+        if data.record(table_id, current.snapshot_id) is None:
             continue
         expired = _expired_ids(data, removed, kept)
         hold = data.hold(table_id)
@@ -414,13 +411,9 @@ def _expire(
         try:
             rewritten = data.iceberg.write_without(table_id, current.metadata, expired)
             if rewritten is not None:
-                moved = dataclasses.replace(current, metadata=rewritten[0])
-                compares += [
-                    pointer_unchanged(data.store, table_id, current.snapshot_id),
-                    Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
-                    hold.compare(),
-                ]
-                ops += [Put(current_kv.key, encode_record(moved)), hold.delete()]
+                more = data.repoint(current, rewritten[0], hold)
+                compares += more[0]
+                ops += more[1]
             ok = data.store.txn(compares, ops).succeeded
         finally:
             data.release(hold.lease)

@@ -7,7 +7,6 @@ that has a warehouse; the catalog itself knows nothing of table data."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import re
 import threading
@@ -23,10 +22,6 @@ from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     STAGING_PREFIX,
-    decode_pointer,
-    encode_record,
-    snapshot_key,
-    table_key,
 )
 from almanac.data.warehouse import Warehouse
 from almanac.entries import TableRecovered, VersionedUpdate
@@ -116,20 +111,8 @@ class DataPlane:
                 old = base.tables_by_id.get(table_id)
                 if table is None or old is None or old is table:
                     continue
-                pointer = data.store.get(table_key(table_id))
-                if pointer is None:
-                    continue
                 try:
-                    current = decode_pointer(pointer.key, pointer.value)
-                except CatalogError as exc:
-                    _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
-                    continue
-                key = snapshot_key(table_id, current)
-                stored = data.store.get(key)
-                if stored is None:
-                    continue
-                try:
-                    record = data.record(table_id, current)
+                    record = data.current_record(table_id)
                 except CatalogError as exc:
                     _log.warning("Table %s keeps its Iceberg schema: %s", table_id, exc)
                     continue
@@ -154,13 +137,9 @@ class DataPlane:
                     continue
                 location, files = result
                 written += files
-                compares += [
-                    Compare.value(pointer.key, "==", pointer.value),
-                    Compare.mod_revision(key, "==", stored.mod_revision),
-                    hold.compare(),
-                ]
-                moved = dataclasses.replace(record, metadata=location)
-                ops += [Put(key, encode_record(moved)), hold.delete()]
+                more = data.repoint(record, location, hold)
+                compares += more[0]
+                ops += more[1]
         except BaseException:
             self._finish(written, leases, False)
             raise

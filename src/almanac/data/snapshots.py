@@ -85,10 +85,13 @@ def staging_key(write_id: str) -> str:
 class DataSnapshot:
     """One published state of a table's data.
 
-    ``catalog_version`` is the newest catalog version its rows were written
-    against (never lower than its parent's, so that reads by version pick a
-    prefix of the chain); ``commit_time`` is a hybrid timestamp, increasing
-    along the chain. ``files`` is the whole file set of this state.
+    ``catalog_version`` is the catalog version that published it (its
+    ``TableDataCommitted`` entry) and ``commit_time`` that version's
+    activation time, so reads by version or by time pick a prefix of the
+    chain. A snapshot published before data commits were versions carries
+    the newest version its rows were written against instead (shared by the
+    appends between two DDL) and its node's clock reading. ``files`` is the
+    whole file set of this state.
     """
 
     table_id: int

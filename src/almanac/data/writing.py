@@ -5,13 +5,14 @@ CREATE/REPLACE TABLE AS SELECT core that the Python path and Spark share
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
 from almanac import _check as check
 from almanac.catalog import Catalog
-from almanac.catalog_types import ExecuteResult
+from almanac.catalog_types import ExecuteResult, HookWork
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview
@@ -23,7 +24,6 @@ from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import new_write_id
 from almanac.descriptors import Table
-from almanac.entries import TableDataCommitted
 from almanac.errors import CatalogError, ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
 
@@ -124,9 +124,7 @@ def commit_table_as(
     made: list[DataSnapshot] = []
     files: tuple[DataFile, ...] = ()
 
-    def attach(
-        _base: CatalogVersion, new: CatalogVersion
-    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
+    def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
         created = new.table(name, schema)
         if (
             created is None
@@ -139,17 +137,14 @@ def commit_table_as(
                 "data was written for (a concurrent change); run the statement again",
                 attempts=len(made) + 1,
             )
-        compares, ops, snapshot, entry = data.commit_ops(
-            CommitShape.of(new, created),
-            write_id,
-            files,
-            operation="append",
-            parent=None,
-            at=new,
+        more = guard() if guard is not None else ((), ())
+        work, snapshot = data.commit_ops(
+            CommitShape.of(new, created), write_id, files, operation="append", parent=None, at=new
         )
         made.append(snapshot)
-        more = guard() if guard is not None else ((), ())
-        return [*compares, *more[0]], [*ops, *more[1]], [entry]
+        return dataclasses.replace(
+            work, compares=[*work.compares, *more[0]], ops=[*work.ops, *more[1]]
+        )
 
     try:
         if on_stage is not None:
@@ -157,16 +152,11 @@ def commit_table_as(
         files = tuple(write(table, partitions, write_dir))
         result = cat.execute(commands, attach=attach)
     except BaseException:
-        for snapshot in made:
-            data.discard(snapshot)
         with contextlib.suppress(CatalogError):
             data.abort(write_id, write_dir)
         raise
     finally:
         data.release(lease)
-    for stale in made[:-1]:
-        data.discard(stale)
-    data.published(made[-1])
     return result, made[-1]
 
 

@@ -10,10 +10,10 @@ commit is a 409 ``CommitFailedException``; nothing is written.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from almanac.catalog import Catalog
+from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.expired import mark
@@ -21,10 +21,7 @@ from almanac.data.iceberg import (
     CATALOG_VERSION_PROPERTY,
 )
 from almanac.data.snapshots import (
-    encode_record,
     pointer_unchanged,
-    record_unchanged,
-    snapshot_key,
 )
 from almanac.data.sweep import Sweep, read_sweep
 from almanac.entries import TableDataCommitted
@@ -34,7 +31,7 @@ from almanac.iceberg_rest.mapping import (
     check_expressed,
 )
 from almanac.iceberg_rest.plan import Change
-from almanac.metastore import Compare, Op, Put
+from almanac.metastore import Compare, Op
 
 __all__ = ["commit"]
 
@@ -67,30 +64,35 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
     """One try; False when nothing was published because a janitor sweep
     began meanwhile (``almanac.data.sweep``): the new files are checked again."""
     commands = [c for change in changes for c in change.commands]
-    attempts: list[list[str]] = []
     leases: list[int] = []
     sweeps: list[Sweep] = []
     adds = any(change.operation is not None for change in changes)
 
-    def attach(
-        base: CatalogVersion, new: CatalogVersion
-    ) -> tuple[list[Compare], list[Op], list[TableDataCommitted]]:
+    def attach(base: CatalogVersion, new: CatalogVersion) -> HookWork:
         written: list[str] = []
-        attempts.append(written)
         compares: list[Compare] = []
         ops: list[Op] = []
         entries: list[TableDataCommitted] = []
-        sweep = None
-        if adds:
-            sweep = read_sweep(data.store)
-            sweeps.append(sweep)
-            compares.append(sweep.compare())
-        for change in changes:
-            more = _publish(data, change, base, new, written, leases, sweep)
-            compares += more[0]
-            ops += more[1]
-            entries += more[2]
-        return compares, ops, entries
+        try:
+            sweep = None
+            if adds:
+                sweep = read_sweep(data.store)
+                sweeps.append(sweep)
+                compares.append(sweep.compare())
+            for change in changes:
+                more = _publish(data, change, base, new, written, leases, sweep)
+                compares += more[0]
+                ops += more[1]
+                entries += more[2]
+        except BaseException:
+            data.iceberg.remove(written)
+            raise
+
+        def finish(ok: bool) -> None:
+            if not ok:
+                data.iceberg.remove(written)
+
+        return HookWork(compares, ops, finish, entries)
 
     try:
         if commands or any(_versioned(change) for change in changes):
@@ -99,30 +101,31 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
             store = cat.metastore
             with store.exclusive(COMMIT_SECTION_TIMEOUT_S):
                 version = cat.catalog()
-                compares, ops, _ = attach(version, version)
-                if not ops:
-                    return True
-                if not store.txn(compares, ops).succeeded:
+                work = attach(version, version)
+                succeeded = False
+                try:
+                    succeeded = not work.ops or store.txn(work.compares, work.ops).succeeded
+                finally:
+                    work.finished(succeeded)
+                if not succeeded:
                     raise CommitFailedError(
                         "Another commit changed "
                         + ", ".join(f"'{c.full_name}'" for c in changes)
                         + " first; refresh and retry",
                     )
-    except ConflictError:
-        for written in attempts:
-            data.iceberg.remove(written)
+    except ConflictError as exc:
         if sweeps and read_sweep(data.store).revision != sweeps[-1].revision:
             return False
-        raise
-    except BaseException:
-        for written in attempts:
-            data.iceberg.remove(written)
-        raise
+        if isinstance(exc, CommitFailedError):
+            raise
+        raise CommitFailedError(
+            "Another commit changed "
+            + ", ".join(f"'{c.full_name}'" for c in changes)
+            + f" first; refresh and retry ({exc.message})",
+        ) from exc
     finally:
         for lease in leases:
             data.release(lease)
-    for stale in attempts[:-1]:
-        data.iceberg.remove(stale)
     return True
 
 
@@ -219,10 +222,9 @@ def _publish(
                 snapshot_version=parent.catalog_version,
             )
             written.append(location)
-            key = snapshot_key(table_id, parent.snapshot_id)
-            moved = dataclasses.replace(parent, metadata=location)
-            compares += [record_unchanged(data.store, parent), hold.compare()]
-            ops += [Put(key, encode_record(moved)), hold.delete()]
+            moved = data.repoint(parent, location, hold)
+            compares += moved[0]
+            ops += moved[1]
             operation = "expire" if _expires(change) else "metadata"
             entries.append(TableDataCommitted(table_id, parent.snapshot_id, operation, location))
     if change.properties is not None:

@@ -42,7 +42,7 @@ from almanac.data.bounded_io import MetadataFileError
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.tablets import table_partitions
-from almanac.errors import CatalogError, NotFoundError
+from almanac.errors import CatalogError, NotFoundError, VersionNotFoundError
 from almanac.iceberg_rest.commit import commit
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
@@ -57,6 +57,7 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
+from almanac.iceberg_rest.pinned import PINNED, WRITABLE, Pinned, pinned_prefix, split_warehouse
 from almanac.iceberg_rest.plan import created, one_namespace, plan
 from almanac.iceberg_rest.properties import (
     GC_ENABLED,
@@ -187,11 +188,16 @@ def _table_response(
     name: str,
     snapshots: str = "all",
     if_none_match: str | None = None,
+    pinned: int | None = None,
 ) -> Response:
     """The spec's LoadTableResult: the stored ``metadata.json`` bytes when
     they are what the load shows, with an ``ETag`` of the answer; a 304 when
-    ``If-None-Match`` holds it (the client's copy is current)."""
-    loaded = load(cat, namespace, name)
+    ``If-None-Match`` holds it (the client's copy is current). ``pinned``:
+    the table as of that catalog version, its data too."""
+    if pinned is None:
+        loaded = load(cat, namespace, name)
+    else:
+        loaded = load(cat, namespace, name, cat.catalog(pinned), pinned=True)
     metadata = with_snapshots(loaded.metadata, snapshots)
     raw = stored_json(cat, loaded) if metadata is loaded.metadata else None
     if raw is None:
@@ -222,28 +228,38 @@ def iceberg_router(cat: Catalog) -> APIRouter:
     """The Iceberg REST routes (``/v1/…``) over ``cat``, which needs a
     warehouse for tables; the server mounts them under its Iceberg prefix."""
     router = APIRouter(prefix="/v1", tags=["iceberg"], responses=_ERRORS)
+    routes = APIRouter()
 
     @router.get("/config", dependencies=[READ], responses=_ok(ConfigResponse))
     def get_config(warehouse: Annotated[str | None, Query()] = None) -> Response:
         """Catalog configuration: the endpoints this server implements, and
         ``gc.enabled=false`` as the tables' default (files are the catalog's
-        to delete). ``warehouse`` must name the one this catalog serves."""
+        to delete). ``warehouse`` must name the one this catalog serves;
+        ``<warehouse>@v<V>`` (or ``@v<V>``) asks for it pinned at catalog
+        version V, read-only: the answer's ``prefix`` override names it."""
+        overrides: dict[str, str] = {}
         if warehouse is not None:
-            _check_warehouse(cat, warehouse)
-        body = {"defaults": _DEFAULTS, "overrides": {}, "endpoints": _ENDPOINTS}
+            asked, pinned = split_warehouse(warehouse)
+            if asked or pinned is None:
+                _check_warehouse(cat, asked)
+            if pinned is not None:
+                _check_version(cat, warehouse, pinned)
+                overrides["prefix"] = pinned_prefix(pinned)
+        body = {"defaults": _DEFAULTS, "overrides": overrides, "endpoints": _ENDPOINTS}
         ConfigResponse.model_validate(body)  # the spec's shape (it writes endpoints as objects)
         return JSONResponse(body)
 
     # -- namespaces -----------------------------------------------------------
 
-    @router.get("/namespaces", dependencies=[READ], responses=_ok(ListNamespaceResponse))
+    @routes.get("/namespaces", dependencies=[READ], responses=_ok(ListNamespaceResponse))
     def list_namespaces(
         parent: Annotated[str | None, Query()] = None,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
         page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
+        pinned: Pinned = None,
     ) -> Response:
         """Every schema; a namespace has no children (one level only)."""
-        version = cat.catalog()
+        version = cat.catalog(pinned)
         if parent:
             namespace_of(version, _namespace(parent))
             names: list[tuple[str, ...]] = []
@@ -251,7 +267,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             names = [(s.name,) for s in sorted(version.schemas(), key=lambda s: s.name)]
         return _json(ListNamespaceResponse(namespaces=names))
 
-    @router.post("/namespaces", dependencies=[ADMIN], responses=_ok(NamespaceResponse))
+    @routes.post("/namespaces", dependencies=[ADMIN, WRITABLE], responses=_ok(NamespaceResponse))
     def create_namespace(body: Json) -> Response:
         """CREATE SCHEMA, with its properties, as one catalog version."""
         request = _parse(CreateNamespaceRequest, body)
@@ -266,19 +282,21 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([CreateSchema(name)], attach=attach)
         return _json(NamespaceResponse(namespace=(name,), properties=request.properties))
 
-    @router.get("/namespaces/{namespace}", dependencies=[READ], responses=_ok(NamespaceResponse))
-    def load_namespace(namespace: str) -> Response:
+    @routes.get("/namespaces/{namespace}", dependencies=[READ], responses=_ok(NamespaceResponse))
+    def load_namespace(namespace: str, pinned: Pinned = None) -> Response:
+        """A namespace and its properties (the latest ones: properties are
+        not versioned)."""
         name = _namespace(namespace)
-        schema_id = namespace_of(cat.catalog(), name)
+        schema_id = namespace_of(cat.catalog(pinned), name)
         values = Properties.read(cat.metastore, "schema", schema_id).values
         return _json(NamespaceResponse(namespace=(name,), properties=values))
 
-    @router.head("/namespaces/{namespace}", dependencies=[READ], status_code=204)
-    def namespace_exists(namespace: str) -> Response:
-        namespace_of(cat.catalog(), _namespace(namespace))
+    @routes.head("/namespaces/{namespace}", dependencies=[READ], status_code=204)
+    def namespace_exists(namespace: str, pinned: Pinned = None) -> Response:
+        namespace_of(cat.catalog(pinned), _namespace(namespace))
         return _no_content()
 
-    @router.delete("/namespaces/{namespace}", dependencies=[ADMIN], status_code=204)
+    @routes.delete("/namespaces/{namespace}", dependencies=[ADMIN, WRITABLE], status_code=204)
     def drop_namespace(namespace: str) -> Response:
         """DROP SCHEMA; refused (409) while it holds tables."""
         name = _namespace(namespace)
@@ -290,9 +308,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([DropSchema(name)], attach=attach)
         return _no_content()
 
-    @router.post(
+    @routes.post(
         "/namespaces/{namespace}/properties",
-        dependencies=[ADMIN],
+        dependencies=[ADMIN, WRITABLE],
         responses=_ok(UpdateNamespacePropertiesResponse),
     )
     def update_namespace_properties(namespace: str, body: Json) -> Response:
@@ -323,16 +341,17 @@ def iceberg_router(cat: Catalog) -> APIRouter:
 
     # -- tables ---------------------------------------------------------------
 
-    @router.get(
+    @routes.get(
         "/namespaces/{namespace}/tables", dependencies=[READ], responses=_ok(ListTablesResponse)
     )
     def list_tables(
         namespace: str,
         page_token: Annotated[str | None, Query(alias="pageToken")] = None,
         page_size: Annotated[int | None, Query(alias="pageSize", ge=1)] = None,
+        pinned: Pinned = None,
     ) -> Response:
         name = _namespace(namespace)
-        version = cat.catalog()
+        version = cat.catalog(pinned)
         namespace_of(version, name)
         tables = sorted(t.name for t in version.tables(name))
         return _json(
@@ -341,8 +360,10 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         )
 
-    @router.post(
-        "/namespaces/{namespace}/tables", dependencies=[ADMIN], responses=_ok(TableResponse)
+    @routes.post(
+        "/namespaces/{namespace}/tables",
+        dependencies=[ADMIN, WRITABLE],
+        responses=_ok(TableResponse),
     )
     def create_table(namespace: str, body: Json) -> Response:
         """CREATE TABLE as one catalog version; with ``stage-create`` nothing is
@@ -375,7 +396,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([create], attach=attach)
         return _table_response(cat, name, request.name)
 
-    @router.get(
+    @routes.get(
         "/namespaces/{namespace}/tables/{table}", dependencies=[READ], responses=_ok(TableResponse)
     )
     def load_table(
@@ -383,20 +404,22 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         table: str,
         snapshots: Annotated[str, Query(pattern="^(all|refs)$")] = "all",
         if_none_match: Annotated[str | None, Header()] = None,
+        pinned: Pinned = None,
     ) -> Response:
         """The table's metadata; ``metadata-location`` is null before its
-        first snapshot. A 304 when ``If-None-Match`` names its ``ETag``."""
+        first snapshot. A 304 when ``If-None-Match`` names its ``ETag``.
+        Pinned, the metadata of its data snapshot at that version."""
         name = _namespace(namespace, table)
-        return _table_response(cat, name, table, snapshots, if_none_match)
+        return _table_response(cat, name, table, snapshots, if_none_match, pinned)
 
-    @router.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
-    def table_exists(namespace: str, table: str) -> Response:
-        find_table(cat.catalog(), _namespace(namespace, table), table)
+    @routes.head("/namespaces/{namespace}/tables/{table}", dependencies=[READ], status_code=204)
+    def table_exists(namespace: str, table: str, pinned: Pinned = None) -> Response:
+        find_table(cat.catalog(pinned), _namespace(namespace, table), table)
         return _no_content()
 
-    @router.post(
+    @routes.post(
         "/namespaces/{namespace}/tables/{table}",
-        dependencies=[ADMIN],
+        dependencies=[ADMIN, WRITABLE],
         responses=_ok(CommitTableResponse),
     )
     def commit_table(namespace: str, table: str, body: Json) -> Response:
@@ -429,7 +452,9 @@ def iceberg_router(cat: Catalog) -> APIRouter:
             )
         )
 
-    @router.delete("/namespaces/{namespace}/tables/{table}", dependencies=[ADMIN], status_code=204)
+    @routes.delete(
+        "/namespaces/{namespace}/tables/{table}", dependencies=[ADMIN, WRITABLE], status_code=204
+    )
     def drop_table(
         namespace: str,
         table: str,
@@ -455,7 +480,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([DropTable(table, name)], attach=attach)
         return _no_content()
 
-    @router.post("/tables/rename", dependencies=[ADMIN], status_code=204)
+    @routes.post("/tables/rename", dependencies=[ADMIN, WRITABLE], status_code=204)
     def rename_table(body: Json) -> Response:
         """RENAME TABLE as one catalog version; to another namespace, it moves
         there with its indexes (its data stays where it is: paths hold ids)."""
@@ -470,8 +495,10 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         cat.execute([RenameTable(request.source.name, new_name, source, new_schema=target)])
         return _no_content()
 
-    @router.post(
-        "/namespaces/{namespace}/register", dependencies=[ADMIN], responses=_ok(TableResponse)
+    @routes.post(
+        "/namespaces/{namespace}/register",
+        dependencies=[ADMIN, WRITABLE],
+        responses=_ok(TableResponse),
     )
     def register_table(namespace: str, body: Json) -> Response:
         """CREATE TABLE from an Iceberg ``metadata.json``, its current snapshot
@@ -515,7 +542,7 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         commit(cat, [created(cat, version, name, request.name, wanted, relocate=True)])
         return _table_response(cat, name, request.name)
 
-    @router.post("/transactions/commit", dependencies=[ADMIN], status_code=204)
+    @routes.post("/transactions/commit", dependencies=[ADMIN, WRITABLE], status_code=204)
     def commit_transaction(body: Json) -> Response:
         """Every table's requirements are checked, then all changes commit as
         one catalog version (one metastore transaction), or none does."""
@@ -526,7 +553,24 @@ def iceberg_router(cat: Catalog) -> APIRouter:
         commit(cat, [plan(cat, version, change) for change in request.table_changes])
         return _no_content()
 
+    router.include_router(routes)
+    # The same routes at a pinned prefix (``pinned``): reads as of its version,
+    # every change refused. Left out of the OpenAPI document: the same calls.
+    router.include_router(routes, prefix=PINNED, include_in_schema=False)
     return router
+
+
+def _check_version(cat: Catalog, warehouse: str, pinned: int) -> None:
+    """The spec's 404 NoSuchWarehouse for a pin on a version this node does
+    not hold (truncated by a checkpoint, or not made yet)."""
+    try:
+        cat.catalog(pinned)
+    except VersionNotFoundError as exc:
+        raise NotFoundError(
+            f"Warehouse '{warehouse}' is not served here: {exc.message}",
+            kind="warehouse",
+            name=warehouse,
+        ) from None
 
 
 def _check_warehouse(cat: Catalog, asked: str) -> None:

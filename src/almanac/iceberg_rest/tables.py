@@ -18,7 +18,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
-from almanac.data.commits import TableData
+from almanac.data.commits import TableData, select_record
 from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
@@ -88,18 +88,30 @@ def find_table(version: CatalogVersion, namespace: str, name: str) -> Table:
     return table
 
 
-def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None = None) -> Loaded:
-    """The table ``namespace.name`` of ``version`` (default: the latest)."""
+def load(
+    cat: Catalog,
+    namespace: str,
+    name: str,
+    version: CatalogVersion | None = None,
+    *,
+    pinned: bool = False,
+) -> Loaded:
+    """The table ``namespace.name`` of ``version`` (default: the latest)
+    with its latest data, or with ``pinned`` its data as of ``version``
+    (the properties its ``metadata.json`` had then: they are not versioned
+    otherwise)."""
     version = cat.catalog() if version is None else version
     table = find_table(version, namespace, name)
     data = TableData.for_catalog(cat)
     properties = Properties.read(cat.metastore, "table", table.id)
-    record = data.current_record(table.id)
+    record = _record_at(data, table.id, version) if pinned else data.current_record(table.id)
     if record is None:
         # However the table was made (SQL, the API, this API), an engine that
-        # learns its location writes below ``metadata/`` before it commits.
+        # learns its location writes below ``metadata/`` before it commits
+        # (not into the past: nothing commits to a pinned version).
         try:
-            data.warehouse.make_metadata_dir(table.id)
+            if not pinned:
+                data.warehouse.make_metadata_dir(table.id)
         except CatalogError as exc:  # a read-only warehouse: a load still answers
             _log.info(
                 "Table '%s.%s' is loaded without its metadata directory: %s", namespace, name, exc
@@ -109,9 +121,24 @@ def load(cat: Catalog, namespace: str, name: str, version: CatalogVersion | None
         )
     else:
         base = data.iceberg.metadata(record.metadata)
+        if pinned:
+            then = {k: v for k, v in base.properties.items() if not is_reserved(k)}
+            properties = Properties(properties.key, then, properties.revision)
     metadata = shown(base, table, properties)
     stored = record is not None and metadata is base
     return Loaded(namespace, table, version, record, properties, metadata, stored)
+
+
+def _record_at(data: TableData, table_id: int, version: CatalogVersion) -> Record | None:
+    """The record of the table's data snapshot at ``version``: the one it
+    names, else (data written before data commits were versions) the newest
+    stamped at or before it. ``SnapshotExpiredError`` when it was expired."""
+    snapshot_id = version.data_snapshot(table_id)
+    if snapshot_id is not None:
+        record = data.record(table_id, snapshot_id)
+        if record is not None:
+            return record
+    return select_record(data.records(table_id), version=version.version)
 
 
 class _StoredFiles:

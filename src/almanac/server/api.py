@@ -41,7 +41,9 @@ KEEPALIVE_S = 15.0
 """Seconds between ``: keep-alive`` comments of an idle event stream."""
 EVENTS_DOC = (
     "Server-Sent Events: `id: VERSION` and `data: {version, commit_time, activation_time, "
-    "activated_at, node, request_id, summary, events: [{type, object_id}]}` per version; "
+    "activated_at, node, request_id, summary, events: [{type, object_id, data_commit}]}` per "
+    "version (`data_commit`: a DATA_COMMIT event's `{snapshot_id, metadata, operation, "
+    "rows_added, rows_removed, files_added, files_removed}`, else null); "
     "`: keep-alive` comments while idle; a resume point that was truncated gets "
     "`event: error` with `{error, message, details, status: 410}` and the stream ends."
 )

@@ -27,6 +27,7 @@ from almanac.server.commands_json import (
 
 __all__ = [
     "CatalogSummary",
+    "DataCommitModel",
     "CommandModel",
     "CommandsRequest",
     "ExecuteResponse",
@@ -208,9 +209,22 @@ class TableResponse(BaseModel):
     indexes: list[IndexModel]  # type: ignore[valid-type]
 
 
+class DataCommitModel(BaseModel):
+    """What a ``DATA_COMMIT`` event says of the data commit."""
+
+    snapshot_id: int
+    metadata: str
+    operation: str
+    rows_added: int
+    rows_removed: int
+    files_added: int
+    files_removed: int
+
+
 class EventModel(BaseModel):
     type: str
     object_id: int
+    data_commit: DataCommitModel | None = None
 
 
 class VersionModel(BaseModel):

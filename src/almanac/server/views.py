@@ -13,6 +13,7 @@ from almanac.catalog import Catalog
 from almanac.catalog_types import VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.errors import NotFoundError, VersionNotFoundError
+from almanac.events import event_json
 from almanac.read_point import parse_instant
 from almanac.server.commands_json import value_to_json
 from almanac.sql.reads import iso_utc as iso
@@ -122,9 +123,5 @@ def version_view(cat: Catalog, info: VersionInfo) -> dict[str, Any]:
         "node": info.node,
         "request_id": info.request_id,
         "summary": summary,
-        "events": [
-            {"type": e.event_type.value, "object_id": e.object_id()}
-            for e in update.entries
-            if e.event_type is not None
-        ],
+        "events": [event_json(e) for e in update.entries if e.event_type is not None],
     }

@@ -5,7 +5,8 @@
   ``spark.sql`` for DDL, CTAS/RTAS, INSERT, MERGE, UPDATE, DELETE, time
   travel, metadata tables and ``CALL`` procedures;
 * ``add_catalog(spark, NAME, TARGET)`` - another Almanac catalog in a
-  running session;
+  running session; with ``version=V`` read-only, every table as of
+  catalog version V;
 * ``runtime_conf()`` - the settings a session needs at start for the
   runtime, for sessions started otherwise (see ``runtime``).
 """

@@ -12,11 +12,16 @@ A local target (a directory, ``sqlite://``, ``etcd://``) is served to Spark
 by a catalog server inside this process on a loopback port, with a token of
 its own; it stops with the session (``spark.stop()``) or at exit. An
 ``http(s)://`` target is that server, with its token.
+
+A catalog pinned at a version is the Iceberg REST pinned view (warehouse
+``@v<V>``, see ``almanac.iceberg_rest.pinned``); for a local target this
+process holds the version (``Catalog.pin``) until the session stops.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import re
 import sys
 import threading
@@ -99,11 +104,14 @@ def runtime_conf() -> dict[str, str]:
     return {**where, "spark.sql.extensions": EXTENSIONS}
 
 
-def catalog_conf(name: str, uri: str, token: str | None) -> dict[str, str]:
+def catalog_conf(
+    name: str, uri: str, token: str | None, version: int | None = None
+) -> dict[str, str]:
     """The ``spark.sql.catalog.<name>.*`` settings of an Almanac catalog
-    served at ``uri`` (the server's ``/iceberg`` address). Iceberg's table
-    cache is off: with it a session reads a table as it first loaded it, up
-    to 30 s after another writer changed it."""
+    served at ``uri`` (the server's ``/iceberg`` address); with ``version``,
+    read-only at that catalog version. Iceberg's table cache is off: with it
+    a session reads a table as it first loaded it, up to 30 s after another
+    writer changed it."""
     prefix = f"spark.sql.catalog.{name}"
     conf = {
         prefix: SPARK_CATALOG,
@@ -113,6 +121,10 @@ def catalog_conf(name: str, uri: str, token: str | None) -> dict[str, str]:
     }
     if token is not None:
         conf[f"{prefix}.token"] = token
+    if version is not None:
+        from almanac.iceberg_rest.pinned import pinned_warehouse
+
+        conf[f"{prefix}.warehouse"] = pinned_warehouse(version)
     return conf
 
 
@@ -125,6 +137,8 @@ class _Served:
 
     servers: list[BackgroundServer] = field(default_factory=list)
     catalogs: list[Catalog] = field(default_factory=list)
+    pins: contextlib.ExitStack[bool | None] = field(default_factory=contextlib.ExitStack)
+    """The versions pinned catalogs read, held until the servers stop."""
 
 
 _lock = threading.Lock()
@@ -138,6 +152,7 @@ def _stop_served(app: str) -> None:
         return
     for server in served.servers:
         server.stop()
+    served.pins.close()
     for cat in served.catalogs:
         cat.close()
 
@@ -168,10 +183,17 @@ def _hook_stop(spark: Any, app: str) -> None:
 
 
 def _endpoint(
-    spark: Any, app: str, target: object, token: str | None, warehouse: str | None, what: str
+    spark: Any,
+    app: str,
+    target: object,
+    token: str | None,
+    warehouse: str | None,
+    what: str,
+    version: int | None = None,
 ) -> tuple[str, str | None]:
     """The Iceberg REST address and token that reach ``target``: the server
-    of an ``http(s)://`` target, else a new embedded one over the catalog."""
+    of an ``http(s)://`` target, else a new embedded one over the catalog,
+    holding ``version`` (when given) until it stops."""
     from almanac.server.app import ICEBERG_PREFIX
 
     parsed = parse_target(target)
@@ -209,15 +231,20 @@ def _endpoint(
     from almanac.server.background import BackgroundServer
 
     cat = almanac.connect(parsed, warehouse=warehouse)
+    pin = contextlib.ExitStack()
     try:
+        if version is not None:
+            pin.enter_context(cat.pin(version))
         server = BackgroundServer(cat).start()
     except BaseException:
+        pin.close()
         cat.close()
         raise
     with _lock:
         served = _served.setdefault(app, _Served())
         served.servers.append(server)
         served.catalogs.append(cat)
+        served.pins.enter_context(pin)
     _hook_stop(spark, app)
     return server.url + ICEBERG_PREFIX, server.token
 
@@ -259,22 +286,19 @@ def add_catalog(
     """Add the Almanac catalog at ``target`` to a running session (started
     by ``session``, or with ``runtime_conf()``) as Spark catalog ``name``.
     ``warehouse`` is where a local catalog keeps table files (an etcd target
-    has no default). ``version`` (a catalog pinned at one version) is not
-    served yet."""
+    has no default).
+
+    With ``version``, the catalog is pinned at that catalog version: every
+    table reads as of it, a consistent read across tables while writers go
+    on, and every change is refused. A local catalog's version is held
+    against checkpoints until the session stops; a server holds none for
+    its clients (a truncated version is then refused on the next query)."""
     what = "add_catalog"
     _check_session(spark, f"Parameter 'spark' of {what}")
     name = _check_name(name, f"Parameter 'name' of {what}")
-    check.optional_int(version, f"Parameter 'version' of {what}")
+    check.optional_int(version, f"Parameter 'version' of {what}", lo=0)
     check.optional_str(token, f"Parameter 'token' of {what}", nonblank=True)
     check.optional_str(warehouse, f"Parameter 'warehouse' of {what}", nonblank=True)
-    if version is not None:
-        raise SparkRuntimeError(
-            f"Catalog '{name}' at version {version}: a Spark catalog pinned at a catalog "
-            "version is not available yet; add it without a version",
-            name=name,
-            version=version,
-            rule="pinned-spark-catalog",
-        )
     if not _has_runtime(spark):
         raise SparkRuntimeError(
             f"Catalog '{name}': this Spark session was started without Apache Iceberg's "
@@ -290,8 +314,8 @@ def add_catalog(
             rule="spark-catalog-exists",
         )
     app = str(spark.sparkContext.applicationId)
-    uri, bearer = _endpoint(spark, app, target, token, warehouse, f"Catalog '{name}'")
-    for key, value in catalog_conf(name, uri, bearer).items():
+    uri, bearer = _endpoint(spark, app, target, token, warehouse, f"Catalog '{name}'", version)
+    for key, value in catalog_conf(name, uri, bearer, version).items():
         spark.conf.set(key, value)
 
 
