@@ -1,7 +1,8 @@
-"""A writer killed (SIGKILL) after writing its commit's Iceberg metadata and
-before the compare-and-swap that publishes it leaves nothing visible: reads
-and later commits go on, and the janitor, once the dead writer's lease is
-gone, removes what it left even with no grace."""
+"""A writer killed (SIGKILL) inside its catalog commit, after writing its
+data files and Iceberg metadata and before the metastore transaction that
+makes the catalog version, leaves nothing visible: no version, no rows;
+reads and later commits go on, and the janitor, once the dead writer's lease
+is gone, removes what it left even with no grace."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_a_writer_killed_before_its_swap_leaves_nothing_visible(tmp_path: Path) 
     with connect(target) as cat:
         create(cat)
         append(cat, [1, 2])
+        before = cat.latest_version
     ctx = multiprocessing.get_context("spawn")
     child = ctx.Process(
         target=workers.commit_then_hang, args=(target, "T", str(gate), 3.0), daemon=True
@@ -49,10 +51,12 @@ def test_a_writer_killed_before_its_swap_leaves_nothing_visible(tmp_path: Path) 
     assert child.exitcode == -signal.SIGKILL
     assert all(p.exists() for p in left)
     with connect(target) as cat:
+        assert cat.latest_version == before
         assert ids_of(read_table(cat, "T")) == [1, 2]
         run_janitor(cat, grace_s=0)  # the dead writer's lease still holds its files
         assert all(p.exists() for p in left)
         append(cat, [3])
+        assert cat.latest_version == before + 1
         assert ids_of(read_table(cat, "T")) == [1, 2, 3]
         while any(k.startswith("data.staging.") for k in data_keys(cat)):
             assert time.monotonic() < deadline

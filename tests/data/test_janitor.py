@@ -91,8 +91,8 @@ def test_janitor_removes_files_no_snapshot_references(cat: Catalog) -> None:
 def test_dropped_table_data_outlives_every_version_that_has_it(cat: Catalog) -> None:
     table = create(cat)
     append(cat, [1])
-    v_with = cat.latest_version
     snapshot = append(cat, [2])
+    v_with = cat.latest_version
     create(cat, "KEEP")
     kept = append(cat, [7], name="KEEP")
     cat.execute([DropTable("T")])

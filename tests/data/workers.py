@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import pyarrow as pa
 
@@ -32,9 +33,12 @@ def tablets(table: Table, data: pa.Table, partitions: int) -> list[int]:
 
 
 def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> None:
-    """Stage a write, write its files and its commit's Iceberg metadata, then
-    report the files on ``<gate>/written`` and wait to be killed before the
-    compare-and-swap that would publish them."""
+    """Stage a write and write its files, then commit them as every data
+    commit does (``Catalog.execute`` with the commit attached), and inside
+    that commit, once its Iceberg metadata is written, report the files on
+    ``<gate>/written`` and wait to be killed before the metastore
+    transaction that would make the catalog version."""
+    from almanac.catalog_version import CatalogVersion
     from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
 
     with connect(target) as cat:
@@ -49,19 +53,19 @@ def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> N
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
         )
-        _, snapshot = data.commit_ops(
-            shape,
-            write_id,
-            files,
-            operation="append",
-            parent=data.current_record(table.id),
-            at=version,
-        )
-        written = [snapshot.metadata, *(f.path for f in files)]
-        Path(gate, "written.tmp").write_text("\n".join(written))
-        Path(gate, "written.tmp").rename(Path(gate, "written"))
-        while True:
-            time.sleep(1)
+
+        def attach(_base: CatalogVersion, new: CatalogVersion) -> NoReturn:
+            parent = data.current_record(table.id)
+            _, snapshot = data.commit_ops(
+                shape, write_id, files, operation="append", parent=parent, at=new
+            )
+            written = [snapshot.metadata, *(f.path for f in files)]
+            Path(gate, "written.tmp").write_text("\n".join(written))
+            Path(gate, "written.tmp").rename(Path(gate, "written"))
+            while True:
+                time.sleep(1)
+
+        cat.execute([], attach=attach)
 
 
 def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
@@ -77,5 +81,24 @@ def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
             assert not report.errors, report.errors
             if expire:
                 expire_data(cat, table_name, older_than=cat.clock.now())
+            runs += 1
+    return runs
+
+
+def retain_and_clean_until(target: str, gate: str, keep: int) -> int:
+    """Keep only the last ``keep`` catalog versions (no pin passed) and run
+    the janitor with no grace, in a loop until ``<gate>/stop`` exists; the
+    runs made."""
+    from almanac import RetentionPolicy
+    from almanac.data import run_janitor
+
+    runs = 0
+    with connect(target) as cat:
+        cat.retention = RetentionPolicy(keep_versions=keep)
+        Path(gate, "ready-cleaner").touch()
+        while not Path(gate, "stop").exists():
+            cat.apply_retention()
+            report = run_janitor(cat, grace_s=0)
+            assert not report.errors, report.errors
             runs += 1
     return runs

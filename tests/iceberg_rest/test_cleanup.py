@@ -199,15 +199,29 @@ def test_expire_snapshots_leaves_files_to_retention_and_the_janitor(tmp_path: Pa
         assert arrow_rows(read_table(cat, "T", "E")) == B
 
 
-def test_snapshots_no_client_expired_stay_after_retention(tmp_path: Path) -> None:
+def test_snapshots_no_client_expired_go_with_the_versions_that_read_them(
+    tmp_path: Path,
+) -> None:
+    """Every data commit is a catalog version, so the log's retention trims
+    data snapshots too: once no available version reads one, the janitor
+    removes it and the files only it needed, whether or not a client
+    expired it, and the table's metadata stops offering it."""
     with own_server(tmp_path) as (server, cat):
-        table_id = _expire_fixture(server, cat)[2]
+        client, first, table_id = _expire_fixture(server, cat)
         data = TableData.for_catalog(cat)
         old_files = [Path(f.path) for f in data.files_of(data.records(table_id)[0])]
+        run_janitor(cat, grace_s=0)
+        assert all(f.exists() for f in old_files), "an available version reads them"
+        assert arrow_rows(read_table(cat, "T", "E", version=first)) == A
         cat.checkpoint_log()
         run_janitor(cat, grace_s=0)
-        assert all(f.exists() for f in old_files), "expire_data decides about those"
-        assert len(data.records(table_id)) == 2
+        assert not any(f.exists() for f in old_files)
+        assert len(data.records(table_id)) == 1
+        loaded = client.load_table("E.T")
+        assert scanned(loaded) == B
+        for snapshot in loaded.metadata.snapshots:
+            loaded.scan(snapshot_id=snapshot.snapshot_id).to_arrow()
+        assert arrow_rows(read_table(cat, "T", "E")) == B
 
 
 def test_the_current_snapshot_cannot_be_expired(reserved: tuple[Server, Catalog]) -> None:

@@ -4,14 +4,16 @@ as pyiceberg's ``expire_snapshots``).
 They leave the table's metadata at once, but the data snapshots they were
 stay readable by Almanac's time travel while a kept catalog version reads
 them: the commit only marks their records, under ``data.expired.<table>``
-(the Almanac snapshot ids, as JSON). The janitor drops a marked record once
-no available catalog version reads it (``collect``), in one transaction
-that compares it unchanged; its files then go as every unreferenced file
-goes. A record is read by a version ``v`` when it is the newest with a
-catalog version at most ``v``, and by a timestamp ``t`` at or after the
-earliest available version's activation when it is the newest committed at
-or before ``t``: so only a prefix of the chain is ever unread, and dropping
-marked records from it never changes what a read returns.
+(the Almanac snapshot ids, as JSON). The janitor drops a record, marked or
+not, once no available catalog version reads it (``unread``; every data
+commit is a catalog version, so the log's retention decides), with the files
+only it needed; ``collect`` then drops what is left of the marks (and a
+marked record the janitor's expiry raced), in one transaction that compares
+them unchanged. A record is read by a version ``v`` when it is the newest
+with a catalog version at most ``v``, and by a timestamp ``t`` at or after
+the earliest available version's activation when it is the newest committed
+at or before ``t``: so only a prefix of the chain is ever unread, and
+dropping records from it never changes what a read returns.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from almanac.data.snapshots import Record, record_unchanged, snapshot_key, write
 from almanac.errors import CorruptDataError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
 
-__all__ = ["EXPIRED_PREFIX", "Marks", "collect", "expired_key", "mark"]
+__all__ = ["EXPIRED_PREFIX", "Marks", "collect", "expired_key", "mark", "unread"]
 
 EXPIRED_PREFIX = "data.expired."
 
@@ -90,7 +92,7 @@ def mark(
     return [marks.unchanged()], [marks.replace(marks.ids | ids)]
 
 
-def _unread(cat: Catalog, records: list[Record]) -> list[Record]:
+def unread(cat: Catalog, records: list[Record]) -> list[Record]:
     """The prefix of ``records`` (oldest first) that no available catalog
     version reads, by version or by timestamp (see the module docstring)."""
     earliest = cat.earliest_version
@@ -113,7 +115,7 @@ def collect(cat: Catalog, data: TableData, table_id: int) -> list[Record]:
     if not marks.ids:
         return []
     records = data.records(table_id)
-    doomed = [r for r in _unread(cat, records) if r.snapshot_id in marks.ids]
+    doomed = [r for r in unread(cat, records) if r.snapshot_id in marks.ids]
     left = marks.ids & ({r.snapshot_id for r in records} - {r.snapshot_id for r in doomed})
     if not doomed and left == marks.ids:
         return []

@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
@@ -33,7 +33,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.commits import ABORTED, TableData, select_record
-from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key
+from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
     STAGING_PREFIX,
@@ -42,8 +42,6 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
-    encode_record,
-    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -52,7 +50,7 @@ from almanac.data.snapshots import (
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
-from almanac.metastore import Compare, Delete, DeleteRange, Op, Put
+from almanac.metastore import Compare, Delete, DeleteRange, Op
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -197,11 +195,12 @@ def _purge(
 
 def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorReport:
     """Remove staging directories of writes that never committed (lease gone,
-    aborted, or never registered and older than ``grace_s``), files and
-    manifests no kept snapshot references, the data snapshots an Iceberg
-    client expired once no available catalog version reads them
-    (``almanac.data.expired``), and all data and keys of tables that no
-    available catalog version contains."""
+    aborted, or never registered and older than ``grace_s``), the data
+    snapshots no available catalog version reads (every data commit is a
+    version, so the log's retention trims data too; expired or not by an
+    Iceberg client, ``almanac.data.expired``), files and manifests no kept
+    snapshot references, and all data and keys of tables that no available
+    catalog version contains."""
     check.instance(cat, Catalog, "Parameter 'cat' of run_janitor")
     grace_s = check.number(grace_s, "Parameter 'grace_s' of run_janitor", lo=0)
     data = TableData.for_catalog(cat)
@@ -218,6 +217,20 @@ def run_janitor(cat: Catalog, *, grace_s: float = DEFAULT_GRACE_S) -> JanitorRep
     for table_id in _dropped(cat, {*state.pointers, *state.records}):
         _purge(data, state, table_id, busy, report)
         state.records.pop(table_id, None)
+    for table_id in sorted(state.records):
+        # What only versions the log's retention trimmed read.
+        if not unread(cat, state.records[table_id]):
+            continue
+        try:
+            gone = {s.snapshot_id for s in _expire_unread(cat, data, table_id, report)}
+            if gone:
+                # The listed files of both the records read before and the
+                # kept ones now (a rewritten metadata.json) stay this run.
+                before = [r for r in state.records[table_id] if r.snapshot_id not in gone]
+                now = [r for r in data.records(table_id) if r not in before]
+                state.records[table_id] = before + now
+        except CatalogError as exc:
+            report.errors[table_id] = str(exc)
     for table_id in sorted(state.expired & set(state.records)):
         try:
             gone = {r.snapshot_id for r in collect(cat, data, table_id)}
@@ -328,18 +341,58 @@ def expire_data(
     data = TableData.for_catalog(cat)
     data.warehouse.check_owner()
     cutoff = check.timestamp(older_than, "Parameter 'older_than' of expire_data")
-    for _ in range(_MAX_ATTEMPTS):
-        oldest_pin, pins_unchanged = cat.oldest_pinned()
-        records = data.records(table.id)
+
+    def stopped_before_cutoff(records: list[Record]) -> int:
         keep = 0
         while keep < len(records) - 1 and records[keep + 1].commit_time <= cutoff:
             keep += 1
+        return keep
+
+    return _expire(cat, data, table.id, f"'{schema}.{name}'", stopped_before_cutoff)
+
+
+def _expire_unread(
+    cat: Catalog, data: TableData, table_id: int, report: JanitorReport
+) -> list[DataSnapshot]:
+    """Remove the table's snapshots that no available catalog version reads
+    (those only versions the log's retention trimmed read), and their files."""
+    return _expire(
+        cat,
+        data,
+        table_id,
+        f"with id {table_id}",
+        lambda records: len(unread(cat, records)),
+        removed_to=report.files_removed,
+        kept_to=report.kept,
+    )
+
+
+def _expire(
+    cat: Catalog,
+    data: TableData,
+    table_id: int,
+    what: str,
+    keep_from: Callable[[list[Record]], int],
+    *,
+    removed_to: list[str] | None = None,
+    kept_to: list[str] | None = None,
+) -> list[DataSnapshot]:
+    """Remove the prefix of the table's chain before ``keep_from(records)``,
+    never a snapshot a pinned catalog version reads, nor the current one,
+    and the files only they referenced (listed in ``removed_to``; those
+    outside the table's directory are kept, listed in ``kept_to``); the
+    current ``metadata.json`` stops offering them. Returns the removed
+    snapshots."""
+    for _ in range(_MAX_ATTEMPTS):
+        oldest_pin, pins_unchanged = cat.oldest_pinned()
+        records = data.records(table_id)
+        keep = min(keep_from(records), len(records) - 1)
         if oldest_pin is not None:
             with contextlib.suppress(SnapshotExpiredError):
                 needed = select_record(records, version=oldest_pin)
                 if needed is not None:
                     keep = min(keep, records.index(needed))
-        removed, kept = records[:keep], records[keep:]
+        removed, kept = records[: max(keep, 0)], records[max(keep, 0) :]
         if not removed:
             return []
         snapshots = [data.load(r) for r in removed]
@@ -349,23 +402,18 @@ def expire_data(
         # The current metadata.json drops the expired snapshots too, so an
         # Iceberg reader is never offered one whose files are gone.
         current = kept[-1]
-        current_kv = data.store.get(snapshot_key(table.id, current.snapshot_id))
-        if current_kv is None:
+        if data.record(table_id, current.snapshot_id) is None:
             continue
         expired = _expired_ids(data, removed, kept)
-        hold = data.hold(table.id)
+        hold = data.hold(table_id)
         rewritten: tuple[str, list[str]] | None = None
         ok = False
         try:
-            rewritten = data.iceberg.write_without(table.id, current.metadata, expired)
+            rewritten = data.iceberg.write_without(table_id, current.metadata, expired)
             if rewritten is not None:
-                moved = dataclasses.replace(current, metadata=rewritten[0])
-                compares += [
-                    pointer_unchanged(data.store, table.id, current.snapshot_id),
-                    Compare.mod_revision(current_kv.key, "==", current_kv.mod_revision),
-                    hold.compare(),
-                ]
-                ops += [Put(current_kv.key, encode_record(moved)), hold.delete()]
+                more = data.repoint(current, rewritten[0], hold)
+                compares += more[0]
+                ops += more[1]
             ok = data.store.txn(compares, ops).succeeded
         finally:
             data.release(hold.lease)
@@ -379,18 +427,20 @@ def expire_data(
         for record in kept:
             live |= _files(data, record)
         doomed = {f.path for s in snapshots for f in s.files} - live
+        # The current snapshot's replaced metadata.json is left to the
+        # janitor's listing, which spares the metadata of a table that a
+        # write in flight (one that may have read it) holds.
         removed_metadata: set[str] = set()
         for record in removed:
             with contextlib.suppress(CatalogError):
                 removed_metadata |= data.iceberg.referenced(record.metadata).all()
-        sink: list[str] = []
-        _delete(data.warehouse, table.id, doomed, sink)
-        _delete(data.warehouse, table.id, removed_metadata - live, sink)
+        sink = [] if removed_to is None else removed_to
+        _delete(data.warehouse, table_id, doomed, sink, kept_to)
+        _delete(data.warehouse, table_id, removed_metadata - live, sink, kept_to)
         live_dirs = {_write_dir(p) for p in live}
         for directory in {_write_dir(p) for p in doomed} - live_dirs:
-            data.warehouse.remove_dir(directory, table.id)
+            data.warehouse.remove_dir(directory, table_id)
         return snapshots
     raise CatalogError(
-        f"Could not expire data of table '{schema}.{name}': new pins kept arriving",
-        table=f"{schema}.{name}",
+        f"Could not expire data of table {what}: new pins kept arriving", table=what.strip("'")
     )
