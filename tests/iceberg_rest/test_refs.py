@@ -392,3 +392,46 @@ def test_expiring_a_tagged_snapshot_removes_the_tag_too(
     assert _rows(cat, "REFS_EXPIRE") == scanned(loaded) == A + B
     with pytest.raises(NotFoundError, match="no branch or tag 'v1'"):
         read_table(cat, "T", "REFS_EXPIRE", ref="v1")
+
+
+def test_a_commit_whose_parent_metadata_was_repointed_meanwhile_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A tag is planned on the current snapshot, then an expiry re-points the
+    current snapshot's record to metadata without the expired snapshot (whose
+    files it collects), then the commit publishes: it built on the old
+    metadata, which still lists the collected snapshot, so it must fail (a
+    409 the client retries), never publish a snapshot list Iceberg readers
+    cannot follow."""
+    with own_server(tmp_path) as (server, cat):
+        admin = rest_catalog(server)
+        table = _table(admin, "REFS_REPOINT")
+        table.append(batch(A))
+        first = _current_id(table)
+        table.append(batch(B))
+        current = _current_id(table)
+        cat.catch_up()
+        request = CommitTableRequest(
+            identifier=TableIdentifier.model_validate({"namespace": ["REFS_REPOINT"], "name": "T"}),
+            requirements=(),
+            updates=(
+                SetSnapshotRefUpdate.model_validate(
+                    {"ref-name": "t1", "type": "tag", "snapshot-id": current}
+                ),
+            ),
+        )
+        change = plan(cat, cat.catalog(), request)
+        latest = _latest(cat, table).commit_time
+        assert expire_data(cat, "T", "REFS_REPOINT", older_than=latest)
+        before = cat.latest_version
+        with pytest.raises(CommitFailedError, match="refresh and retry"):
+            commit(cat, [change])
+        assert cat.latest_version == before
+        # The client refreshes and tags again: the new metadata lists only what exists.
+        refreshed = admin.load_table(("REFS_REPOINT", "T"))
+        assert first not in {s.snapshot_id for s in refreshed.snapshots()}
+        refreshed.manage_snapshots().create_tag(current, "t1").commit()
+        tagged = admin.load_table(("REFS_REPOINT", "T"))
+        assert tagged.metadata.refs["t1"].snapshot_id == current
+        assert first not in {s.snapshot_id for s in tagged.snapshots()}
+        assert _rows(cat, "REFS_REPOINT") == A + B

@@ -461,7 +461,10 @@ class TableData:
         )
 
     def _publish_ops(self, record: Record, parent: Record | None) -> tuple[list[Compare], list[Op]]:
-        """What makes ``record`` the table's current snapshot, on ``parent``."""
+        """What makes ``record`` the table's current snapshot, on ``parent``
+        as read: the pointer still names it, and its record still names the
+        metadata the commit built on (an expiry or the janitor re-points it
+        to metadata without the snapshots they collected)."""
         pointer = table_key(record.table_id)
         compares = [
             pointer_unchanged(
@@ -469,6 +472,8 @@ class TableData:
             ),
             Compare.absent(write_key(record.write_id)),
         ]
+        if parent is not None:
+            compares.append(record_unchanged(self.store, parent))
         ops: list[Op] = [
             Put(pointer, encode_pointer(record.table_id, record.snapshot_id)),
             Put(snapshot_key(record.table_id, record.snapshot_id), encode_record(record)),
