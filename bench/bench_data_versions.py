@@ -20,7 +20,7 @@ measured in the same run (these machines are noisy; ratios travel better).
   recovery from the log spends its time.
 
 Run: ``.venv/bin/python bench/bench_data_versions.py [--before ../before/src]
-[--commits 200] [--versions 100000]``.
+[--commits 100] [--versions 100000]``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import dataclasses
 import gc
 import json
 import os
+import platform
 import pstats
 import random
 import shutil
@@ -63,20 +64,22 @@ ROWS = pa.table({"ID": pa.array(range(10), pa.int64()), "V": [f"value {i}" for i
 
 
 def write_rate(target: Path, commits: int) -> dict[str, float | int | None]:
-    """``commits`` timed ``write_table`` calls (after a few untimed ones);
-    the stored size of the last version's entry when it is a data commit."""
+    """``commits`` timed ``write_table`` calls (after a few untimed ones): the
+    rate, the CPU milliseconds a commit, and the stored size of the last
+    version's entry when it is a data commit."""
     with almanac.connect(str(target)) as cat:
         cat.execute([create_table("T")])
         ddl_version = cat.latest_version
         for _ in range(WARMUP):
             write_table(cat, "T", ROWS)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(commits):
             write_table(cat, "T", ROWS)
         rate = commits / (time.perf_counter() - start)
+        cpu_ms = (time.process_time() - cpu) / commits * 1e3
         versions = cat.latest_version - ddl_version
         entry = len(frame_update(cat.history()[-1].update)) if versions else None
-        return {"rate": rate, "versions": versions, "entry": entry}
+        return {"rate": rate, "cpu_ms": cpu_ms, "versions": versions, "entry": entry}
 
 
 def child_write_rate(src: Path, target: Path, commits: int) -> dict[str, float | int | None]:
@@ -94,19 +97,21 @@ def child_write_rate(src: Path, target: Path, commits: int) -> dict[str, float |
     return result
 
 
-def floor_write_rate(root: Path, commits: int, payload: bytes) -> float:
-    """The same Parquet file written anew plus one bare metastore transaction."""
+def floor_write_rate(root: Path, commits: int, payload: bytes) -> tuple[float, float]:
+    """The same Parquet file written anew plus one bare metastore transaction:
+    the rate and the CPU milliseconds a commit."""
     root.mkdir()
     floor = SqliteFloor(root / "floor.db", "full")
     try:
         for i in range(WARMUP):
             pq.write_table(ROWS, root / f"warm-{i}.parquet")
             floor.commit(payload)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for i in range(commits):
             pq.write_table(ROWS, root / f"part-{i}.parquet")
             floor.commit(payload)
-        return commits / (time.perf_counter() - start)
+        rate = commits / (time.perf_counter() - start)
+        return rate, (time.process_time() - cpu) / commits * 1e3
     finally:
         floor.close()
 
@@ -115,29 +120,38 @@ def bench_writes(root: Path, commits: int, before: Path | None) -> None:
     here = Path(almanac.__file__).resolve().parents[1]
     sources = {"now": here} if before is None else {"before": before, "now": here}
     rates: dict[str, list[float]] = {name: [] for name in (*sources, "floor")}
+    cpu: dict[str, list[float]] = {name: [] for name in rates}
     entry = 0
     for run in range(RUNS):
         for name, src in sources.items():
             result = child_write_rate(src, root / f"{name}-{run}", commits)
-            assert isinstance(result["rate"], float)
+            assert isinstance(result["rate"], float) and isinstance(result["cpu_ms"], float)
             rates[name].append(result["rate"])
+            cpu[name].append(result["cpu_ms"])
             if name == "now":
                 assert result["versions"] == WARMUP + commits and isinstance(result["entry"], int)
                 entry = result["entry"]
-        rates["floor"].append(floor_write_rate(root / f"floor-{run}", commits, b"x" * entry))
-    floor = statistics.median(rates["floor"])
+        rate, cpu_ms = floor_write_rate(root / f"floor-{run}", commits, b"x" * entry)
+        rates["floor"].append(rate)
+        cpu["floor"].append(cpu_ms)
     print(
-        f"-- write_table of 10 rows, {commits:,} commits a run, median of {RUNS} runs "
-        f"(durability 'full'); floor: pyarrow.parquet.write_table of the rows + one sqlite3 "
-        f"transaction of a {entry}-byte entry: {floor:,.0f}/s"
+        f"-- write_table of 10 rows, {commits:,} commits a run after {WARMUP}, median of {RUNS} "
+        f"runs taking turns (durability 'full'); floor: pyarrow.parquet.write_table of the rows "
+        f"to a new file + one sqlite3 transaction of a {entry}-byte entry"
     )
-    for name in sources:
-        rate = statistics.median(rates[name])
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
+    for name in (*sources, "floor"):
         spread = ", ".join(f"{r:,.0f}" for r in rates[name])
-        print(f"  {name:<6} {rate:7,.1f}/s ({spread})  {rate / floor:5.1%} of the floor")
+        print(
+            f"  {name:<6} {median[name]:7,.1f}/s ({spread}), {median_cpu[name]:6.2f} ms of CPU a "
+            f"commit; {median[name] / median['floor']:6.1%} of the floor's rate"
+        )
     if before is not None:
-        ratio = statistics.median(rates["now"]) / statistics.median(rates["before"])
-        print(f"  now / before: {ratio:.2f}x")
+        print(
+            f"  now / before: {median['now'] / median['before']:.2f}x the rate, "
+            f"{median_cpu['now'] / median_cpu['before']:.2f}x the CPU a commit"
+        )
 
 
 # -- recovery -----------------------------------------------------------------
@@ -211,12 +225,13 @@ def open_memory(target: Path) -> tuple[int, int, int]:
 
 def bench_recovery(target: Path, latest: int, scratch: Path, profile: bool) -> None:
     versions = latest - 2  # after the initial catalog and the DDL
-    full, version = min(timed_open(str(target)) for _ in range(RUNS))
+    full, cpu, version = min(timed_open(str(target)) for _ in range(RUNS))
     assert version == latest
     bare = bare_read_seconds(target / "catalog.db")
     print(
         f"-- recovery of {versions:,} data-commit versions (best of {RUNS}): from the log "
-        f"{full:.2f} s (goal ≤ 5 s); bare read of its keys {bare:.2f} s; ratio {full / bare:.1f}x"
+        f"{full:.2f} s (goal ≤ 5 s; {cpu:.2f} s of CPU); bare read of its keys {bare:.2f} s; "
+        f"ratio {full / bare:.1f}x"
     )
     held, count, stored = open_memory(target)
     print(
@@ -225,7 +240,7 @@ def bench_recovery(target: Path, latest: int, scratch: Path, profile: bool) -> N
         f"version; ratio {held / stored:.1f}x"
     )
     if profile:
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time)
         profiler.enable()
         almanac.connect(str(target)).close()
         profiler.disable()
@@ -234,15 +249,18 @@ def bench_recovery(target: Path, latest: int, scratch: Path, profile: bool) -> N
     shutil.copytree(target, copy)
     with almanac.connect(str(copy)) as cat:
         cat.checkpoint_log()
-    snap, version = min(timed_open(str(copy)) for _ in range(RUNS))
+    snap, cpu, version = min(timed_open(str(copy)) for _ in range(RUNS))
     assert version == latest
-    print(f"  from a checkpoint of the same catalog: {snap * 1000:,.0f} ms (goal ≤ 1 s)")
+    print(
+        f"  from a checkpoint of the same catalog: {snap * 1000:,.0f} ms (goal ≤ 1 s; "
+        f"{cpu * 1000:,.0f} ms of CPU)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="an older checkout's src directory")
-    parser.add_argument("--commits", type=int, default=200)
+    parser.add_argument("--commits", type=int, default=100)
     parser.add_argument("--versions", type=int, default=100_000)
     parser.add_argument(
         "--cache", type=Path, default=Path(tempfile.gettempdir(), "almanac-bench-data-versions")
@@ -255,6 +273,8 @@ def main() -> None:
     if args.child_writes is not None:
         print(json.dumps(write_rate(args.child_writes, args.commits)))
         return
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cpus, load average {load}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if not args.skip_writes:
