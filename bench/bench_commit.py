@@ -1,11 +1,8 @@
 """DDL commit throughput on SQLite against the physical floor, in one process.
 
-The floor is a compare-and-swap loop on the standard library's ``sqlite3``:
-a WAL file with the pragmas ``SqliteMetastore`` sets (``journal_mode=WAL``,
-the same ``synchronous``, the same busy timeout), one ``BEGIN IMMEDIATE``
-transaction per version that reads ``catalog.version``, inserts
-``catalog.update.{N}`` with a payload as large as the catalog's stored entry
-of the same DDL, and moves ``catalog.version`` on if it still holds N-1.
+The floor is ``sqlite_floor.SqliteFloor``, a compare-and-swap loop on the
+standard library's ``sqlite3`` with the store's pragmas, one transaction per
+version whose entry is as large as the catalog's stored entry of the same DDL.
 Against it: ``execute`` of a 3-column CREATE TABLE (a new table each time)
 on a directory target with ``delay_ms=0, max_clock_skew_ms=0``, the same
 under a fresh request id each time (the digest of the commands and the
@@ -17,7 +14,6 @@ Run: ``.venv/bin/python bench/bench_commit.py [commits]``.
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -26,12 +22,11 @@ from pathlib import Path
 
 import almanac
 from almanac import ColumnDef, ColumnType
-from almanac.log import KEY_VERSION, update_key
 from almanac.log_format import frame_update
 from almanac.metastore.sqlite import DURABILITY_LEVELS
+from sqlite_floor import SqliteFloor
 
 RUNS = 3
-BUSY_TIMEOUT_S = 30.0  # SqliteMetastore's default
 
 
 def create_table(name: str) -> almanac.CreateTable:
@@ -69,31 +64,16 @@ def catalog_rate(target: Path, durability: str, commits: int, how: str) -> tuple
 
 def floor_rate(path: Path, durability: str, commits: int, payload: bytes) -> float:
     """The floor: one compare-and-swap transaction per version on bare sqlite3."""
-    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    floor = SqliteFloor(path, durability)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={DURABILITY_LEVELS[durability]}")
-        conn.execute("CREATE TABLE kv (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
-        version_key = KEY_VERSION.encode()
-        conn.execute("INSERT INTO kv VALUES (?, ?)", (version_key, b"0"))
-        read = "SELECT value FROM kv WHERE key = ?"
         start = time.perf_counter()
         for _ in range(commits):
-            conn.execute("BEGIN IMMEDIATE")
-            (current,) = conn.execute(read, (version_key,)).fetchone()
-            n = int(current) + 1
-            conn.execute("INSERT INTO kv VALUES (?, ?)", (update_key(n).encode(), payload))
-            conn.execute(
-                "UPDATE kv SET value = ? WHERE key = ? AND value = ?",
-                (str(n).encode(), version_key, current),
-            )
-            conn.execute("COMMIT")
+            floor.commit(payload)
         rate = commits / (time.perf_counter() - start)
-        (final,) = conn.execute(read, (version_key,)).fetchone()
-        assert int(final) == commits
+        assert floor.latest() == commits
         return rate
     finally:
-        conn.close()
+        floor.close()
 
 
 def main() -> None:

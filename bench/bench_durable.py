@@ -45,35 +45,42 @@ def build_log(path: Path, versions: int) -> None:
         store.close()
 
 
-def timed_open(target: str) -> tuple[float, int]:
-    start = time.perf_counter()
+def timed_open(target: str) -> tuple[float, float, int]:
+    """Wall and CPU seconds of ``connect`` (the CPU time tells what the wall
+    time means on a machine shared with other jobs), and the latest version."""
+    start, cpu = time.perf_counter(), time.process_time()
     cat = almanac.connect(target)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     version = cat.latest_version
     cat.close()
-    return elapsed, version
+    return elapsed, cpu, version
+
+
+def bare_read_seconds(db: Path) -> float:
+    """The baseline of a recovery: one range read of every catalog key."""
+    store = SqliteMetastore(db)
+    try:
+        start = time.perf_counter()
+        store.range("catalog.")
+        return time.perf_counter() - start
+    finally:
+        store.close()
 
 
 def bench_recovery(root: Path, versions: int) -> None:
     target = root / "recovery"
     target.mkdir()
     build_log(target / "catalog.db", versions)
-    full, latest = min(timed_open(str(target)) for _ in range(3))
+    full, _, latest = min(timed_open(str(target)) for _ in range(3))
     assert latest == versions
-    store = SqliteMetastore(target / "catalog.db")
-    try:
-        start = time.perf_counter()
-        store.range("catalog.")
-        bare = time.perf_counter() - start
-    finally:
-        store.close()
+    bare = bare_read_seconds(target / "catalog.db")
     print(
         f"recovery of a {versions:,}-version log: {full:.2f} s (goal ≤ 5 s); bare read of "
         f"its keys {bare:.2f} s; ratio {full / bare:.1f}x"
     )
     with almanac.connect(str(target)) as cat:
         cat.checkpoint_log()
-    snap, latest = min(timed_open(str(target)) for _ in range(3))
+    snap, _, latest = min(timed_open(str(target)) for _ in range(3))
     assert latest == versions
     print(f"recovery from a snapshot of the same catalog: {snap * 1000:.0f} ms (goal ≤ 1 s)")
 
@@ -84,7 +91,7 @@ def bench_big_snapshot(root: Path, tables: int) -> None:
         for start in range(0, tables, 1000):
             cat.execute([create_table(f"T{i}") for i in range(start, start + 1000)])
         cat.checkpoint_log()
-    elapsed, _ = min(timed_open(str(target)) for _ in range(3))
+    elapsed, _, _ = min(timed_open(str(target)) for _ in range(3))
     print(f"recovery from a snapshot of a {tables:,}-table catalog: {elapsed:.2f} s (goal ≤ 1 s)")
 
 

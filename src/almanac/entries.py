@@ -807,9 +807,15 @@ def apply_update(
             f"Update of version {update.version} cannot follow version {base.version}",
             version=update.version,
         )
+    activation = activation_time(base, update)
     if applied is None or applied.version != update.version:
-        applied = apply_entries(base.evolve(version=update.version), update.entries)
-    return applied.evolve(activation_time=activation_time(base, update))
+        # Number and activation time in one copy (no entry reads the latter):
+        # every version a node replays on opening its log is made here.
+        working = base.evolve(version=update.version, activation_time=activation)
+        return apply_entries(working, update.entries)
+    if applied.activation_time == activation:
+        return applied
+    return applied.evolve(activation_time=activation)
 
 
 def apply_entries(working: CatalogVersion, entries: Iterable[UpdateEntry]) -> CatalogVersion:

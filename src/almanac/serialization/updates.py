@@ -8,7 +8,6 @@ version, so a new ``Table`` format never needs a new ``TableCreated`` format.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from almanac import entries as e
@@ -288,13 +287,18 @@ def _write_versioned_update_v1(w: Writer, obj: e.VersionedUpdate) -> None:
         _nested(w, entry)
 
 
-def _read_versioned_update_v1(r: Reader) -> e.VersionedUpdate:
-    return e.VersionedUpdate(
-        version=r.svarint(),
-        commit_time=r.svarint(),
-        delay_ms=r.svarint(),
-        entries=tuple([cast(e.UpdateEntry, _read_entry(r)) for _ in range(r.count("entry", 3))]),
+def _read_update_head(r: Reader) -> tuple[int, int, int, tuple[e.UpdateEntry, ...]]:
+    """v1's fields in order: version, commit time, delay and entries."""
+    return (
+        r.svarint(),
+        r.svarint(),
+        r.svarint(),
+        tuple([cast(e.UpdateEntry, _read_entry(r)) for _ in range(r.count("entry", 3))]),
     )
+
+
+def _read_versioned_update_v1(r: Reader) -> e.VersionedUpdate:
+    return e.VersionedUpdate(*_read_update_head(r))
 
 
 def _write_versioned_update_v2(w: Writer, obj: e.VersionedUpdate) -> None:
@@ -315,12 +319,14 @@ def _write_versioned_update_v2(w: Writer, obj: e.VersionedUpdate) -> None:
 
 
 def _read_versioned_update_v2(r: Reader) -> e.VersionedUpdate:
-    base = _read_versioned_update_v1(r)
+    # Built once, not as v1's update and a copy: every version a node
+    # replays on opening its log comes through here.
+    head = _read_update_head(r)
     node = r.string()
     request_id = r.string() if r.boolean() else None
     digest = r.blob()
     applied = tuple([r.boolean() for _ in range(r.count("applied flag", 1))])
-    return replace(base, node=node, request_id=request_id, request_digest=digest, applied=applied)
+    return e.VersionedUpdate(*head, node, request_id, digest, applied)
 
 
 REGISTRY.register(
