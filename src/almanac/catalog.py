@@ -52,6 +52,7 @@ from almanac.errors import (
     CatalogError,
     ConflictError,
     CorruptLogError,
+    NotFoundError,
     VersionNotFoundError,
     WaitTimeoutError,
 )
@@ -502,6 +503,16 @@ class Catalog:
                 token = None
                 try:
                     extra = tuple(e for work in works for e in work.entries)
+                    for entry in extra:
+                        target = made.tables_by_id.get(entry.table_id)
+                        if target is None or target.soft_deleted:
+                            raise NotFoundError(
+                                f"Table id {entry.table_id} does not exist at catalog version "
+                                f"{made.version}: it was dropped before its data commit "
+                                "published; nothing was committed",
+                                kind="table",
+                                name=str(entry.table_id),
+                            )
                     if extra:
                         made = apply_entries(made, extra)
                         update = dataclasses.replace(update, entries=(*update.entries, *extra))

@@ -36,6 +36,7 @@ from almanac.data import (
     write_files,
     write_table,
 )
+from almanac.errors import NotFoundError
 from tests.data import workers
 from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 
@@ -167,6 +168,19 @@ def test_conflict_error_after_max_attempts(cat: Catalog, monkeypatch: pytest.Mon
             max_attempts=3,
         )
     assert sorted(metadata.iterdir()) == before, "failed attempts leave no metadata behind"
+
+
+def test_a_commit_to_a_table_dropped_meanwhile_commits_nothing(cat: Catalog) -> None:
+    table = create(cat)
+    data, write_id, _, files = _stage_and_write(cat, [1])
+    shape = CommitShape.of(cat.catalog(), table)
+    cat.sql("DROP TABLE T")
+    before = cat.latest_version
+    with pytest.raises(NotFoundError, match=f"Table id {table.id} does not exist"):
+        data.commit(shape, write_id, files, operation="append")
+    assert cat.latest_version == before
+    assert data.current_record(table.id) is None
+    assert not data.is_committed(write_id)
 
 
 def test_abort_removes_staging_and_refuses_late_commit(cat: Catalog) -> None:

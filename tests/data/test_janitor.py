@@ -21,6 +21,7 @@ from almanac.data import (
     write_files,
     write_table,
 )
+from almanac.entries import TableDataCommitted
 from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 
 
@@ -134,8 +135,17 @@ def test_expire_data_keeps_what_pinned_versions_read(cat: Catalog) -> None:
     data = TableData.for_catalog(cat)
 
     with cat.pin(versions[1]):
+        before = cat.latest_version
         removed = expire_data(cat, "T", older_than=cat.clock.now())
         assert [s.snapshot_id for s in removed] == [1]
+        # A user's expiry is a catalog version of its own, naming the current
+        # snapshot (unchanged) and its new metadata without snapshot 1.
+        assert cat.latest_version == before + 1
+        (entry,) = cat.history(before + 1)[0].update.entries
+        assert isinstance(entry, TableDataCommitted)
+        assert (entry.operation, entry.snapshot_id, entry.files_removed) == ("expire", 4, 1)
+        assert entry.metadata == data.metadata_location(table.id)
+        assert cat.catalog().data_snapshot(table.id) == 4
         assert ids_of(read_table(cat, "T", version=versions[1])) == [1, 2]
         assert all(Path(p).exists() for p in own_files(snapshots[0]))
         run_janitor(cat, grace_s=0)

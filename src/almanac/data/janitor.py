@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ import pyarrow.fs as pafs
 
 from almanac import _check as check
 from almanac.catalog import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA
+from almanac.catalog_types import HookWork
+from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.data.commits import ABORTED, TableData, select_record
 from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
@@ -49,7 +51,14 @@ from almanac.data.snapshots import (
 )
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
-from almanac.errors import CatalogError, NotFoundError, SnapshotExpiredError, VersionNotFoundError
+from almanac.entries import TableDataCommitted
+from almanac.errors import (
+    CatalogError,
+    ConflictError,
+    NotFoundError,
+    SnapshotExpiredError,
+    VersionNotFoundError,
+)
 from almanac.metastore import Compare, Delete, DeleteRange, Op
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
@@ -348,7 +357,19 @@ def expire_data(
             keep += 1
         return keep
 
-    return _expire(cat, data, table.id, f"'{schema}.{name}'", stopped_before_cutoff)
+    return _expire(
+        cat, data, table.id, f"'{schema}.{name}'", stopped_before_cutoff, as_version=True
+    )
+
+
+def _attached(
+    compares: list[Compare],
+    ops: list[Op],
+    entry: TableDataCommitted,
+    _base: CatalogVersion,
+    _new: CatalogVersion,
+) -> HookWork:
+    return HookWork(compares, ops, None, (entry,))
 
 
 def _expire_unread(
@@ -376,13 +397,17 @@ def _expire(
     *,
     removed_to: list[str] | None = None,
     kept_to: list[str] | None = None,
+    as_version: bool = False,
 ) -> list[DataSnapshot]:
     """Remove the prefix of the table's chain before ``keep_from(records)``,
     never a snapshot a pinned catalog version reads, nor the current one,
     and the files only they referenced (listed in ``removed_to``; those
     outside the table's directory are kept, listed in ``kept_to``); the
     current ``metadata.json`` stops offering them. Returns the removed
-    snapshots."""
+    snapshots. ``as_version``: the expiry is a catalog version of its own
+    (an ``expire`` data commit), as a user's expiry is; the janitor's
+    collection of what no available version reads changes no version's
+    reads and makes none."""
     for _ in range(_MAX_ATTEMPTS):
         oldest_pin, pins_unchanged = cat.oldest_pinned()
         records = data.records(table_id)
@@ -414,7 +439,21 @@ def _expire(
                 more = data.repoint(current, rewritten[0], hold)
                 compares += more[0]
                 ops += more[1]
-            ok = data.store.txn(compares, ops).succeeded
+            if as_version:
+                entry = TableDataCommitted(
+                    table_id,
+                    current.snapshot_id,
+                    "expire",
+                    current.metadata if rewritten is None else rewritten[0],
+                    files_removed=len(removed),
+                )
+                try:
+                    cat.execute([], attach=functools.partial(_attached, compares, ops, entry))
+                    ok = True
+                except ConflictError:
+                    ok = False
+            else:
+                ok = data.store.txn(compares, ops).succeeded
         finally:
             data.release(hold.lease)
             if not ok and rewritten is not None:
