@@ -8,6 +8,7 @@ each make a version whose rows every reader agrees on."""
 from __future__ import annotations
 
 import re
+import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -30,12 +31,17 @@ from almanac.data import (
     write_files,
     write_table,
 )
+from almanac.data.plane import attach_data_plane
 from almanac.errors import CatalogError, VersionNotFoundError
 from almanac.etcd_local import LocalEtcd
 from almanac.flight import read_table as flight_read
+from almanac.log import UpdateLog
+from almanac.metastore import SqliteMetastore, Watch, WatchEvent
 from almanac.placement import TabletState, read_reports, read_route
+from almanac.schema_sync import SchemaSync
 from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
+from almanac.targets import STORE_FILE
 from tests.data.support import create, ids_of, rows
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import wait_for
@@ -292,3 +298,80 @@ def test_a_read_past_the_latest_or_truncated_version_is_a_clear_error(tmp_path: 
         # The versions kept still read exactly their data.
         assert ids_of(read_table(cat, "T", version=latest - 1)) == list(range(20))
         assert ids_of(read_table(cat, "T", version=latest)) == list(range(30))
+
+
+class _HeldWatch(Watch):
+    """A watch that keeps each event it receives while ``flowing`` is clear:
+    the gate is checked after the event arrived, so an event of a commit
+    made after clearing it is never delivered early."""
+
+    def __init__(self, inner: Watch, flowing: threading.Event) -> None:
+        self._inner = inner
+        self._flowing = flowing
+        self._pending: WatchEvent | None = None
+
+    def next(self, timeout: float | None = None) -> WatchEvent | None:
+        if self._pending is None:
+            self._pending = self._inner.next(timeout)
+        if self._pending is None or not self._flowing.wait(timeout):
+            return None
+        event, self._pending = self._pending, None
+        return event
+
+    def close(self) -> None:
+        self._inner.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+
+class _LaggingStore(SqliteMetastore):
+    """The catalog's real SQLite store, whose watches hold their events while
+    ``flowing`` is clear: a node on it falls behind the log on demand."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.flowing = threading.Event()
+        self.flowing.set()
+
+    def watch(self, prefix: str, from_revision: int | None = None) -> Watch:
+        return _HeldWatch(super().watch(prefix, from_revision), self.flowing)
+
+
+def test_a_node_behind_the_log_reads_one_version_whole(tmp_path: Path) -> None:
+    """A node that has not applied the latest versions yet reads at a time
+    the data of the version it holds for that time, with that version's
+    schema; its latest read catches up first, so schema and data are both
+    the latest's."""
+    target = tmp_path / "c"
+    with almanac.connect(str(target), delay_ms=0, max_clock_skew_ms=0) as a:
+        create(a)
+        write_table(a, "T", rows(range(10)))
+        store = _LaggingStore(target / STORE_FILE)
+        b = Catalog(
+            UpdateLog(store),
+            sync=SchemaSync(delay_ms=0, max_clock_skew_ms=0),
+            root=target,
+            target=str(target),
+            node_name="behind",
+        )
+        try:
+            attach_data_plane(b, str(target / "warehouse"))
+            held = b.latest_version
+            store.flowing.clear()
+            a.sql("ALTER TABLE T ADD COLUMN C INT64")
+            write_table(a, "T", _wide(range(10, 20)))
+            assert b.latest_version == held < a.latest_version
+            now = b.clock.update(a.catalog().activation_time)
+            at_now = read_table(b, "T", timestamp=now)
+            assert ids_of(at_now) == list(range(10))
+            assert at_now.column_names == ["ID", "V"]
+            assert at_now.equals(read_table(b, "T", version=held))
+            latest = read_table(b, "T")
+            assert b.latest_version == a.latest_version
+            assert latest.column_names == ["ID", "V", "C"]
+            assert ids_of(latest) == list(range(20))
+        finally:
+            store.flowing.set()
+            b.close()
