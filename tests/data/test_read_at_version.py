@@ -288,6 +288,12 @@ def test_a_read_past_the_latest_or_truncated_version_is_a_clear_error(tmp_path: 
         assert str(beyond.value) == (
             f"Catalog version {latest + 1} does not exist; the latest version is {latest}"
         )
+        # Version 0 and an instant before the catalog existed name no version
+        # (the rules of every front end's read point), not a missing table.
+        with pytest.raises(VersionNotFoundError, match="versions start at 1"):
+            read_table(cat, "T", version=0)
+        with pytest.raises(VersionNotFoundError, match="the catalog did not exist yet"):
+            read_table(cat, "T", timestamp=1)
         assert cat.checkpoint_log(latest - 1) == latest - 1
         with pytest.raises(VersionNotFoundError) as gone:
             read_table(cat, "T", version=first)

@@ -46,6 +46,7 @@ from almanac.errors import (
     ValidationError,
 )
 from almanac.partitioning import PartitionField, transform_name
+from almanac.read_point import ReadPoint
 
 __all__ = [
     "PREDICATE_OPS",
@@ -348,13 +349,10 @@ def plan_scan(
         if timestamp is None
         else check.timestamp(timestamp, "Parameter 'timestamp' of plan_scan")
     )
-    if version is not None:
-        snap = cat.catalog(version)
-    elif ts is not None:
-        snap = cat.catalog_at(ts)
-    else:
+    point = ReadPoint(version=version, timestamp=ts)
+    if point.latest:
         cat.catch_up()  # the latest stored version: its data may be newer than this node's
-        snap = cat.catalog()
+    snap = point.resolve(cat)
     table = snap.table(name, schema)
     if table is None:
         raise NotFoundError(
