@@ -32,7 +32,7 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.plane import attach_data_plane
-from almanac.errors import CatalogError, VersionNotFoundError
+from almanac.errors import CatalogError, ValidationError, VersionNotFoundError
 from almanac.etcd_local import LocalEtcd
 from almanac.flight import read_table as flight_read
 from almanac.log import UpdateLog
@@ -202,8 +202,11 @@ def test_every_reader_at_every_version_sees_exactly_its_data(where: Place, tmp_p
                 between = read_table(cat, "T", timestamp=moment)
                 assert ids_of(between) == step.ids, where_
                 assert between.column_names == step.columns, where_
-            # Flight, through the tablet server process.
+            # Flight, through the tablet server process, by version and by time.
             flown = flight_read(cat, "PUBLIC.T", version=v)
+            assert ids_of(flown) == step.ids, where_
+            assert flown.column_names == step.columns, where_
+            flown = flight_read(cat, "PUBLIC.T", timestamp=following - 1)
             assert ids_of(flown) == step.ids, where_
             assert flown.column_names == step.columns, where_
             # System tables: the history ends at v; the columns are v's.
@@ -294,6 +297,10 @@ def test_a_read_past_the_latest_or_truncated_version_is_a_clear_error(tmp_path: 
             read_table(cat, "T", version=0)
         with pytest.raises(VersionNotFoundError, match="the catalog did not exist yet"):
             read_table(cat, "T", timestamp=1)
+        with pytest.raises(VersionNotFoundError, match="the catalog did not exist yet"):
+            flight_read(cat, "T", timestamp=1)
+        with pytest.raises(ValidationError, match="not both"):
+            flight_read(cat, "T", version=latest, timestamp=cat.clock.now())
         assert cat.checkpoint_log(latest - 1) == latest - 1
         with pytest.raises(VersionNotFoundError) as gone:
             read_table(cat, "T", version=first)
