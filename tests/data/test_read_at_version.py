@@ -259,11 +259,15 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
             data.warehouse, table, shape.partitions, conform(rows(range(10)), table), write_dir
         )
         ahead = base.evolve(activation_time=base.activation_time + (60_000 << LOGICAL_BITS))
-        compares, ops, old, _ = data.commit_ops(
+        work, old = data.commit_ops(
             shape, write_id, files, operation="append", parent=None, at=ahead
         )
-        assert data.store.txn(compares, ops).succeeded
-        data.published(old)
+        published = data.store.txn(list(work.compares), list(work.ops)).succeeded
+        work.finished(published)
+        assert published and (old.catalog_version, old.commit_time) == (
+            base.version,
+            ahead.activation_time,
+        )
         data.release(lease)
         assert cat.latest_version == base.version
         # Read at the version it was written against, as before.
