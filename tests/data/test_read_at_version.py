@@ -36,12 +36,13 @@ from almanac.errors import CatalogError, ValidationError, VersionNotFoundError
 from almanac.etcd_local import LocalEtcd
 from almanac.flight import read_table as flight_read
 from almanac.log import UpdateLog
-from almanac.metastore import SqliteMetastore, Watch, WatchEvent
+from almanac.metastore import Metastore, SqliteMetastore, Watch, WatchEvent
+from almanac.metastore.etcd import EtcdMetastore
 from almanac.placement import TabletState, read_reports, read_route
 from almanac.schema_sync import SchemaSync
 from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
-from almanac.targets import STORE_FILE
+from almanac.targets import STORE_FILE, parse_target
 from tests.data.support import create, ids_of, rows
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import wait_for
@@ -343,38 +344,51 @@ class _HeldWatch(Watch):
         return self._inner.closed
 
 
-class _LaggingStore(SqliteMetastore):
-    """The catalog's real SQLite store, whose watches hold their events while
-    ``flowing`` is clear: a node on it falls behind the log on demand."""
+class _Lagging(Metastore):
+    """Mixin: the catalog's real store, whose watches hold their events while
+    ``flowing`` is clear, so a node on it falls behind the log on demand."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.flowing = threading.Event()
-        self.flowing.set()
+    flowing: threading.Event
 
     def watch(self, prefix: str, from_revision: int | None = None) -> Watch:
-        return _HeldWatch(super().watch(prefix, from_revision), self.flowing)
+        inner = super().watch(prefix, from_revision)
+        return _HeldWatch(inner, self.flowing)
 
 
-def test_a_node_behind_the_log_reads_one_version_whole(tmp_path: Path) -> None:
+class _LaggingSqlite(_Lagging, SqliteMetastore):
+    pass
+
+
+class _LaggingEtcd(_Lagging, EtcdMetastore):
+    pass
+
+
+def test_a_node_behind_the_log_reads_one_version_whole(where: Place) -> None:
     """A node that has not applied the latest versions yet reads at a time
     the data of the version it holds for that time, with that version's
     schema; its latest read catches up first, so schema and data are both
     the latest's."""
-    target = tmp_path / "c"
-    with almanac.connect(str(target), delay_ms=0, max_clock_skew_ms=0) as a:
+    parsed = parse_target(where.target)
+    with almanac.connect(where.target, warehouse=where.warehouse, delay_ms=0) as a:
         create(a)
         write_table(a, "T", rows(range(10)))
-        store = _LaggingStore(target / STORE_FILE)
+        store: _Lagging
+        if parsed.kind == "etcd":
+            store = _LaggingEtcd(parsed.endpoints, namespace=parsed.namespace)
+        else:
+            assert parsed.root is not None
+            store = _LaggingSqlite(parsed.root / STORE_FILE)
+        store.flowing = threading.Event()
+        store.flowing.set()
         b = Catalog(
             UpdateLog(store),
             sync=SchemaSync(delay_ms=0, max_clock_skew_ms=0),
-            root=target,
-            target=str(target),
+            root=parsed.root,
+            target=str(parsed),
             node_name="behind",
         )
         try:
-            attach_data_plane(b, str(target / "warehouse"))
+            attach_data_plane(b, where.warehouse)
             held = b.latest_version
             store.flowing.clear()
             a.sql("ALTER TABLE T ADD COLUMN C INT64")
