@@ -26,13 +26,19 @@ from almanac.data import (
     TableData,
     compact,
     conform,
+    expire_data,
     new_write_id,
     read_table,
     write_files,
     write_table,
 )
 from almanac.data.plane import attach_data_plane
-from almanac.errors import CatalogError, ValidationError, VersionNotFoundError
+from almanac.errors import (
+    CatalogError,
+    SnapshotExpiredError,
+    ValidationError,
+    VersionNotFoundError,
+)
 from almanac.etcd_local import LocalEtcd
 from almanac.flight import read_table as flight_read
 from almanac.log import UpdateLog
@@ -285,7 +291,7 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
 
 def test_a_read_past_the_latest_or_truncated_version_is_a_clear_error(tmp_path: Path) -> None:
     with almanac.connect(str(tmp_path / "c"), delay_ms=0, max_clock_skew_ms=0) as cat:
-        create(cat)
+        table = create(cat)
         first = cat.latest_version
         for lo in (0, 10, 20):
             write_table(cat, "T", rows(range(lo, lo + 10)))
@@ -315,6 +321,19 @@ def test_a_read_past_the_latest_or_truncated_version_is_a_clear_error(tmp_path: 
         )
         # The versions kept still read exactly their data.
         assert ids_of(read_table(cat, "T", version=latest - 1)) == list(range(20))
+        assert ids_of(read_table(cat, "T", version=latest)) == list(range(30))
+        # A version whose data snapshot was expired says so, never other rows.
+        newest = TableData.for_catalog(cat).current_record(table.id)
+        assert newest is not None
+        expired = expire_data(cat, "T", older_than=newest.commit_time)
+        assert [s.catalog_version for s in expired] == [first + 1, latest - 1]
+        with pytest.raises(SnapshotExpiredError) as lost:
+            read_table(cat, "T", version=latest - 1)
+        assert isinstance(lost.value, CatalogError)
+        assert str(lost.value) == (
+            f"The data of table {table.id} at catalog version {latest - 1} (data snapshot "
+            f"{expired[-1].snapshot_id}) was expired"
+        )
         assert ids_of(read_table(cat, "T", version=latest)) == list(range(30))
 
 
