@@ -1,6 +1,7 @@
 """Reading a table through its tablet servers over Arrow Flight.
 
-``read_table`` resolves the table at a catalog version, looks up its route
+``read_table`` resolves the table at a catalog version (or the one active
+at a ``timestamp``, as every reader resolves one), looks up its route
 in the placement state and reads every tablet in parallel with one
 ``DoGet`` each, from the tablet's leader first and its other replicas
 after. A tablet's batches are kept only once its stream ended cleanly: when
@@ -24,6 +25,7 @@ naming the server at once (another replica would refuse it alike).
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +49,7 @@ from almanac.errors import (
 )
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletState
 from almanac.placement.state import read_route, read_servers
+from almanac.read_point import ReadPoint
 from almanac.remote import check_token
 from almanac.table_names import parse_name, resolve_table
 from almanac.tserver.auth import RULE, bearer_headers
@@ -87,43 +90,54 @@ def read_table(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: Progress | None = None,
     token: str | None = None,
+    timestamp: int | dt.datetime | None = None,
 ) -> pa.Table:
     """The rows of table ``name`` (``T`` or ``S.T``, as Spark reads name
-    it) at catalog ``version`` (the latest by default), read from its tablet
-    servers with the bearer ``token``; ``filter`` as the module says.
+    it) at catalog ``version``, or at the version active at ``timestamp`` (a
+    hybrid timestamp or an aware datetime), the latest by default, read from
+    its tablet servers with the bearer ``token``; ``filter`` as the module says.
     ``timeout_s`` bounds each tablet stream, and the wait for a failover
     once every replica of a tablet failed. ``CatalogError`` when a tablet
     has no live replica that serves it by then."""
     if token is not None:
         token = check_token(token, "Parameter 'token' of read_table")
+    point = _read_point(version, timestamp)
     if isinstance(target, Catalog):
-        return _read(target, name, version, filter, timeout_s, progress, token)
+        return _read(target, name, point, filter, timeout_s, progress, token)
     check.string(target, "Parameter 'target' of read_table", nonblank=True)
     from almanac.connection import open_catalog
 
     with open_catalog(target, create=False) as cat:
-        return _read(cat, name, version, filter, timeout_s, progress, token)
+        return _read(cat, name, point, filter, timeout_s, progress, token)
+
+
+def _read_point(version: int | None, timestamp: int | dt.datetime | None) -> ReadPoint:
+    check.optional_int(version, "Parameter 'version' of read_table", lo=0)
+    if version is not None and timestamp is not None:
+        raise ValidationError("Read a table at a version or at a timestamp, not both")
+    if timestamp is None:
+        return ReadPoint(version=version)
+    return ReadPoint(timestamp=check.timestamp(timestamp, "Parameter 'timestamp' of read_table"))
 
 
 def _read(
     cat: Catalog,
     name: str,
-    version: int | None,
+    point: ReadPoint,
     where: pc.Expression | None,
     timeout_s: float,
     progress: Progress | None,
     token: str | None,
 ) -> pa.Table:
     check.string(name, "Parameter 'name' of read_table", nonblank=True)
-    check.optional_int(version, "Parameter 'version' of read_table", lo=0)
     check.number(timeout_s, "Parameter 'timeout_s' of read_table", positive=True)
     if where is not None and not isinstance(where, pc.Expression):
         raise check.fail("Parameter 'filter' of read_table", "a pyarrow.compute.Expression", where)
     if progress is not None:
         check.callable_(progress, "Parameter 'progress' of read_table")
-    if version is None:
+    if point.latest:
         cat.catch_up()
-    snap = cat.catalog(version)
+    snap = point.resolve(cat)
     schema, table = resolve_table(snap, parse_name(name))
     full = f"{schema.name}.{table.name}"
     store = cat.metastore

@@ -68,8 +68,8 @@ class DataSnapshots:
     rows: tuple[SnapshotRow, ...] = ()
     missing: str | None = None
     later: int = 0
-    """Snapshots left out because their rows were written against a catalog
-    version after the one shown (what ``snapshot_at(version=N)`` skips too)."""
+    """Snapshots left out because they were committed after the catalog
+    version shown (what a read at that version skips too)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,7 +187,10 @@ def table_data(cat: Catalog, table_id: int, version: int | None = None) -> DataS
         return DataSnapshots(missing="This catalog has no warehouse: its tables hold no data.")
     try:
         records = data.records(table_id)
-        kept = [r for r in records if version is None or r.catalog_version <= version]
+        kept = records
+        if version is not None:
+            shown = data.record_at(table_id, cat.catalog(version))
+            kept = [r for r in records if shown is not None and r.snapshot_id <= shown.snapshot_id]
         snapshots = [data.load(r) for r in kept[-SNAPSHOTS_SHOWN:]]
         rows = [live_rows(s.files, data.warehouse, str(table_id)) for s in snapshots]
     except CatalogError as exc:

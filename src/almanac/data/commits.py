@@ -212,13 +212,53 @@ class TableData:
         """Every kept snapshot, oldest first."""
         return [self.load(r) for r in self.records(table_id)]
 
+    def record_at(self, table_id: int, at: CatalogVersion) -> Record | None:
+        """The record of the table's data at catalog version ``at``: the
+        snapshot that version pins (``CatalogVersion.data_snapshot``), or, for
+        a table whose data commits were not catalog versions yet then (data
+        written before they were), the newest record stamped at or before it.
+        None when the table had no data then; ``SnapshotExpiredError`` when
+        that data was expired. Every reader goes through here, so a read at a
+        version, at a time and at the latest agree on the rows."""
+        pinned = at.data_snapshot(table_id)
+        if pinned is None:
+            return select_record(self.records(table_id), version=at.version)
+        record = self.record(table_id, pinned)
+        if record is None:
+            raise SnapshotExpiredError(
+                f"The data of table {table_id} at catalog version {at.version} (data "
+                f"snapshot {pinned}) was expired",
+                table_id=table_id,
+                version=at.version,
+                timestamp=None,
+            )
+        return record
+
     def snapshot_at(
-        self, table_id: int, *, version: int | None = None, timestamp: int | None = None
+        self,
+        table_id: int,
+        *,
+        version: CatalogVersion | int | None = None,
+        timestamp: int | None = None,
     ) -> DataSnapshot | None:
-        """The newest snapshot with ``catalog_version <= version`` or with
-        ``commit_time <= timestamp`` (exactly one of them); None if the table
-        had no data then; ``SnapshotExpiredError`` if that snapshot was expired."""
-        record = select_record(self.records(table_id), version=version, timestamp=timestamp)
+        """The table's data at a catalog version (a ``CatalogVersion``, or its
+        number) or at a hybrid ``timestamp`` (exactly one), by ``record_at``: a
+        number or a time is first resolved to the catalog version this node
+        holds for it (``VersionNotFoundError`` when it holds none), so a read
+        at a time sees what a read at the version active then sees. A
+        ``TableData`` without a catalog node picks by the records' stamps."""
+        if (version is None) == (timestamp is None):
+            raise ValidationError("Give exactly one of version and timestamp")
+        if isinstance(version, CatalogVersion):
+            record = self.record_at(table_id, version)
+        elif self.catalog is not None:
+            if timestamp is None:
+                at = self.catalog.catalog(version)
+            else:
+                at = self.catalog.catalog_at(timestamp)
+            record = self.record_at(table_id, at)
+        else:
+            record = select_record(self.records(table_id), version=version, timestamp=timestamp)
         return None if record is None else self.load(record)
 
     # -- committing ------------------------------------------------------------

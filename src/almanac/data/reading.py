@@ -46,6 +46,7 @@ from almanac.errors import (
     ValidationError,
 )
 from almanac.partitioning import PartitionField, transform_name
+from almanac.read_point import ReadPoint
 
 __all__ = [
     "PREDICATE_OPS",
@@ -330,7 +331,8 @@ def plan_scan(
     ref: str | None = None,
 ) -> ScanPlan:
     """Resolve the table at ``version`` or ``timestamp`` (latest by default;
-    ``NotFoundError`` if it did not exist then), pick its data snapshot (with
+    ``NotFoundError`` if it did not exist then), pick the data snapshot that
+    catalog version holds (``TableData.snapshot_at``; with
     ``ref``, the snapshot its branch or tag of that name pointed at then)
     and keep the files whose statistics and partition values (each under
     its own spec) allow a match for every predicate."""
@@ -347,13 +349,10 @@ def plan_scan(
         if timestamp is None
         else check.timestamp(timestamp, "Parameter 'timestamp' of plan_scan")
     )
-    if version is not None:
-        snap = cat.catalog(version)
-    elif ts is not None:
-        snap = cat.catalog_at(ts)
-    else:
-        cat.catch_up()  # DDL another node finished is there "now", followed or not
-        snap = cat.catalog()
+    point = ReadPoint(version=version, timestamp=ts)
+    if point.latest:
+        cat.catch_up()  # the latest stored version: its data may be newer than this node's
+    snap = point.resolve(cat)
     table = snap.table(name, schema)
     if table is None:
         raise NotFoundError(
@@ -368,12 +367,7 @@ def plan_scan(
             f"{type(filters).__name__} {filters!r:.80}"
         )
     checked = [(p, _check_predicate(table, p)) for p in filters]
-    if version is not None:
-        current = data.snapshot_at(table.id, version=version)
-    elif ts is not None:
-        current = data.snapshot_at(table.id, timestamp=ts)
-    else:
-        current = data.current(table.id)
+    current = data.snapshot_at(table.id, version=snap)
     if ref is not None and ref != MAIN_REF:
         current = _at_ref(data, f"{schema}.{name}", current, ref, snap.version)
     files = () if current is None else current.files

@@ -18,7 +18,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
-from almanac.data.commits import TableData, select_record
+from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
@@ -104,7 +104,7 @@ def load(
     table = find_table(version, namespace, name)
     data = TableData.for_catalog(cat)
     properties = Properties.read(cat.metastore, "table", table.id)
-    record = _record_at(data, table.id, version) if pinned else data.current_record(table.id)
+    record = data.record_at(table.id, version) if pinned else data.current_record(table.id)
     if record is None:
         # However the table was made (SQL, the API, this API), an engine that
         # learns its location writes below ``metadata/`` before it commits
@@ -127,18 +127,6 @@ def load(
     metadata = shown(base, table, properties)
     stored = record is not None and metadata is base
     return Loaded(namespace, table, version, record, properties, metadata, stored)
-
-
-def _record_at(data: TableData, table_id: int, version: CatalogVersion) -> Record | None:
-    """The record of the table's data snapshot at ``version``: the one it
-    names, else (data written before data commits were versions) the newest
-    stamped at or before it. ``SnapshotExpiredError`` when it was expired."""
-    snapshot_id = version.data_snapshot(table_id)
-    if snapshot_id is not None:
-        record = data.record(table_id, snapshot_id)
-        if record is not None:
-            return record
-    return select_record(data.records(table_id), version=version.version)
 
 
 class _StoredFiles:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from almanac.catalog import Catalog
+from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import output_schema
 from almanac.data.commits import TableData
 from almanac.data.deletes import deleted_positions
@@ -29,7 +30,7 @@ VERSION_WAIT_S = 30.0
 """How long a read waits for this node to apply a version the store already has."""
 
 
-def _table_at(cat: Catalog, ticket: TabletTicket) -> Table:
+def _table_at(cat: Catalog, ticket: TabletTicket) -> tuple[CatalogVersion, Table]:
     if ticket.version > cat.latest_version:
         stored = cat.metastore.get(KEY_VERSION)
         latest = int(stored.value) if stored is not None else 0
@@ -39,7 +40,8 @@ def _table_at(cat: Catalog, ticket: TabletTicket) -> Table:
                 version=ticket.version,
             )
         cat.catalog_ready(ticket.version, timeout=VERSION_WAIT_S, applied_only=True)
-    table = cat.catalog(ticket.version).table_by_id(ticket.table_id)
+    at = cat.catalog(ticket.version)
+    table = at.table_by_id(ticket.table_id)
     if table is None:
         raise NotFoundError(
             f"Table {ticket.table_id} does not exist at catalog version {ticket.version}",
@@ -47,7 +49,7 @@ def _table_at(cat: Catalog, ticket: TabletTicket) -> Table:
             table_id=ticket.table_id,
             version=ticket.version,
         )
-    return table
+    return at, table
 
 
 def tablet_rows(
@@ -61,8 +63,8 @@ def tablet_rows(
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The schema and batches of the ticket's read of ``partition``. Errors
     about the ticket come at once; the batches are read lazily."""
-    table = _table_at(cat, ticket)
-    snapshot = data.snapshot_at(ticket.table_id, version=ticket.version)
+    at, table = _table_at(cat, ticket)
+    snapshot = data.snapshot_at(ticket.table_id, version=at)
     files = () if snapshot is None else tuple(f for f in snapshot.files if f.tablet == partition)
     return output_schema(table), _batches(table, files, data, local, ticket, batch_rows)
 
