@@ -157,3 +157,23 @@ def test_a_warehouse_names_a_pin_only_by_its_suffix() -> None:
     assert split_warehouse("file:///w@v3") == ("file:///w", 3)
     assert split_warehouse("/data/w@vx") == ("/data/w@vx", None)
     assert split_warehouse("/data/w") == ("/data/w", None)
+
+
+def test_a_pinned_load_shows_the_schema_of_its_version_after_later_alters(
+    server: Server, admin: RestCatalog, cat: Catalog
+) -> None:
+    """An ALTER re-points the current snapshot's record to metadata with the
+    new schema; a load pinned before it still names the schema it had."""
+    admin.create_namespace(f"{NS}_ALTER")
+    table = admin.create_table((f"{NS}_ALTER", "T"), SCHEMA)
+    table.append(batch([(1, "a", 1)]))
+    v = _latest(cat)
+    cat.sql(f"ALTER TABLE {NS}_ALTER.T RENAME COLUMN NAME TO LABEL")
+    cat.sql(f"ALTER TABLE {NS}_ALTER.T ADD COLUMN EXTRA INT")
+    latest = admin.load_table((f"{NS}_ALTER", "T"))
+    assert [f.name for f in latest.schema().fields] == ["ID", "LABEL", "QTY", "EXTRA"]
+    then = _pinned(server, f"@v{v}").load_table((f"{NS}_ALTER", "T"))
+    assert [f.name for f in then.schema().fields] == ["ID", "NAME", "QTY"]
+    assert scanned(then) == [(1, "a", 1)]
+    assert then.current_snapshot() is not None
+    assert then.current_snapshot().snapshot_id == latest.current_snapshot().snapshot_id

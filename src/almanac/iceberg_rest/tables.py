@@ -19,7 +19,7 @@ from pyiceberg.table.metadata import TableMetadata
 from almanac.catalog import Catalog
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
-from almanac.data.iceberg_schema import CommitShape, identifier_ids
+from almanac.data.iceberg_schema import CommitShape, iceberg_schema, identifier_ids
 from almanac.data.snapshots import Record
 from almanac.descriptors import Table
 from almanac.errors import CatalogError, NotFoundError
@@ -102,6 +102,7 @@ def load(
     otherwise)."""
     version = cat.catalog() if version is None else version
     table = find_table(version, namespace, name)
+    stored_base = None
     data = TableData.for_catalog(cat)
     properties = Properties.read(cat.metastore, "table", table.id)
     record = data.record_at(table.id, version) if pinned else data.current_record(table.id)
@@ -120,12 +121,13 @@ def load(
             CommitShape.of(version, table), data.warehouse.table_dir(table.id), table.id
         )
     else:
-        base = data.iceberg.metadata(record.metadata)
+        base = stored_base = data.iceberg.metadata(record.metadata)
         if pinned:
             then = {k: v for k, v in base.properties.items() if not is_reserved(k)}
             properties = Properties(properties.key, then, properties.revision)
+            base = schema_then(base, table)
     metadata = shown(base, table, properties)
-    stored = record is not None and metadata is base
+    stored = record is not None and metadata is stored_base
     return Loaded(namespace, table, version, record, properties, metadata, stored)
 
 
@@ -182,6 +184,28 @@ def stored_json(cat: Catalog, loaded: Loaded) -> bytes | None:
         return None
     _STORED.put(location, raw)
     return raw
+
+
+def schema_then(metadata: TableMetadata, table: Table) -> TableMetadata:
+    """``metadata`` with the schema ``table`` had (a pinned version's): an
+    ALTER after that version re-points the snapshot's record to metadata
+    whose current schema is the later one, but which still lists the
+    earlier schema, so a pinned load names that one current again (or adds
+    it under a new id, for a schema no metadata file held)."""
+    wanted = iceberg_schema(table)
+    if metadata.schema().as_struct() == wanted.as_struct():
+        return metadata
+    for schema in metadata.schemas:
+        if schema.as_struct() == wanted.as_struct():
+            return metadata.model_copy(update={"current_schema_id": schema.schema_id})
+    added = Schema(
+        *wanted.fields,
+        schema_id=max(s.schema_id for s in metadata.schemas) + 1,
+        identifier_field_ids=wanted.identifier_field_ids,
+    )
+    return metadata.model_copy(
+        update={"schemas": [*metadata.schemas, added], "current_schema_id": added.schema_id}
+    )
 
 
 def shown(metadata: TableMetadata, table: Table, properties: Properties) -> TableMetadata:
