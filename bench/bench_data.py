@@ -92,7 +92,7 @@ class Table:
         write_dir = self.data.warehouse.write_dir(self.table.id, write_id)
         lease = self.data.stage(write_id, write_dir, ttl_s=600)
         made: list[DataFile] = []
-        directory = Path(write_dir, f"tablet={self.template.tablet}")
+        directory = Path(write_dir, f"tablet={self.template.partition}")
         directory.mkdir(exist_ok=True)
         for i in range(files):
             path = directory / f"part-{i}.parquet"

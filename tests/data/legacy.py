@@ -74,7 +74,7 @@ def encode_manifest(table_id: int, snapshot_id: int, files: tuple[DataFile, ...]
                 "path": f.path,
                 "rows": f.rows,
                 "size": f.size,
-                "tablet": f.tablet,
+                "tablet": f.partition,
                 "stats": {
                     str(cid): [encode_value(s.min), encode_value(s.max), s.null_count]
                     for cid, s in sorted(f.stats.items())

@@ -113,10 +113,10 @@ def commit_plain_file(
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     lease = data.stage(write_id, write_dir, ttl_s=60.0)
-    path = f"{write_dir}/tablet={like.tablet}/{uuid.uuid4().hex}.parquet"
+    path = f"{write_dir}/tablet={like.partition}/{uuid.uuid4().hex}.parquet"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(parquet, path)
-    file = DataFile(path, parquet.num_rows, os.path.getsize(path), like.tablet, like.stats)
+    file = DataFile(path, parquet.num_rows, os.path.getsize(path), like.partition, like.stats)
     data.commit(CommitShape.of(cat.catalog(), table), write_id, [file], operation=operation)
     data.release(lease)
     return file

@@ -87,15 +87,15 @@ def test_compaction_merges_small_files_and_keeps_every_row(cat: Catalog) -> None
 
     assert result is not None
     assert (result.operation, result.parent_id) == ("replace", before.snapshot_id)
-    per_tablet = Counter(f.tablet for f in before.files)
+    per_tablet = Counter(f.partition for f in before.files)
     assert len(result.files) == len(per_tablet) < len(before.files)
-    assert {f.tablet for f in result.files} == set(per_tablet)
+    assert {f.partition for f in result.files} == set(per_tablet)
     assert _table_rows(cat) == expected
     data = table_data(cat)
     partitions = table_partitions(cat.catalog(), table)
     for f in result.files:  # every row stays in its own tablet
         stored = pa.Table.from_batches(list(read_file(table, f, data.warehouse)))
-        assert set(tablets_of(stored, table, partitions).tolist()) == {f.tablet}
+        assert set(tablets_of(stored, table, partitions).tolist()) == {f.partition}
     # pyiceberg alone sees a replace snapshot with the same rows and totals.
     iceberg = StaticTable.from_metadata(result.metadata)
     snapshot = iceberg.current_snapshot()
@@ -118,16 +118,16 @@ def test_one_tablet_and_the_target_size_bound_what_is_merged(cat: Catalog) -> No
     for i in range(40):
         append(cat, [i, i + 1000, i + 2000])
     before = _current(cat, table)
-    per_tablet = Counter(f.tablet for f in before.files)
+    per_tablet = Counter(f.partition for f in before.files)
     busiest = per_tablet.most_common(1)[0][0]
     expected = _table_rows(cat)
 
     result = compact(cat, "T", tablet=busiest)
 
     assert result is not None
-    untouched = {f.path for f in before.files if f.tablet != busiest}
+    untouched = {f.path for f in before.files if f.partition != busiest}
     assert untouched <= {f.path for f in result.files}
-    assert [f.tablet for f in result.files if f.path not in untouched] == [busiest]
+    assert [f.partition for f in result.files if f.path not in untouched] == [busiest]
     assert _table_rows(cat) == expected
     # A target smaller than the files makes every file "large": nothing to do.
     assert compact(cat, "T", target_file_mb=1e-6) is None
@@ -171,7 +171,7 @@ def test_compaction_never_changes_the_rows(
             assert after.snapshot_id == before.snapshot_id
             return
         assert len(after.files) < len(before.files)
-        kept = {f.path for f in before.files if tablet is not None and f.tablet != tablet}
+        kept = {f.path for f in before.files if tablet is not None and f.partition != tablet}
         assert kept <= {f.path for f in after.files}
 
 

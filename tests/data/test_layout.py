@@ -32,8 +32,8 @@ def test_a_five_row_insert_into_a_new_table_writes_one_file(cat: Catalog) -> Non
     (only,) = snapshot.files
     partitions = table_partitions(cat.catalog(), table)
     assert only.rows == 5
-    assert only.tablet == file_tablet(only.path, partitions)
-    assert f"/tablet={only.tablet}/" in only.path
+    assert only.partition == file_tablet(only.path, partitions)
+    assert f"/tablet={only.partition}/" in only.path
     assert ids_of(read_table(cat, "T")) == [1, 2, 3, 4, 5]
     metadata = StaticTable.from_metadata(snapshot.metadata)
     assert not metadata.spec().fields  # unpartitioned for every Iceberg reader
@@ -96,15 +96,15 @@ def test_writes_spread_over_tablets_and_compaction_keeps_them(cat: Catalog) -> N
     assert table is not None
     current = TableData.for_catalog(cat).current(table.id)
     assert current is not None
-    per_tablet = Counter(f.tablet for f in current.files)
+    per_tablet = Counter(f.partition for f in current.files)
     assert len(per_tablet) > 1  # names hash over the tablets
     result = compact(cat, "T")
     assert result is not None
-    merged = Counter(f.tablet for f in result.files)
+    merged = Counter(f.partition for f in result.files)
     assert set(merged) == set(per_tablet)  # merged files stay in their tablet
     assert all(merged[t] == 1 for t in merged)
     for f in result.files:
-        assert f"/tablet={f.tablet}/" in f.path
+        assert f"/tablet={f.partition}/" in f.path
     assert sorted(read_table(cat, "T").column("ID").to_pylist()) == list(range(60))
 
 

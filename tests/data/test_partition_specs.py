@@ -189,7 +189,7 @@ def test_each_transform_writes_reads_and_prunes(
         theirs = {
             _iceberg_value(transform, kind, v) for v in _file_rows(f).column(column).to_pylist()
         }
-        assert theirs == {f.partition[0]}
+        assert theirs == {f.partition_values[0]}
 
     # Almanac and pyiceberg read the rows; pyiceberg sees the same partitions.
     assert read_table(cat, "T").sort_by("ID").to_pylist() == _rows(ALL).to_pylist()
@@ -200,7 +200,7 @@ def test_each_transform_writes_reads_and_prunes(
     assert {t.file.file_path for t in tasks} == set(by_path)
     for task in tasks:
         assert task.file.spec_id == 0
-        assert _internal(task.file.partition[0]) == by_path[task.file.file_path].partition[0]
+        assert _internal(task.file.partition[0]) == by_path[task.file.file_path].partition_values[0]
 
     # The planner keeps every file with a matching row and prunes the others
     # by partition value alone, with no statistics to help.
@@ -237,7 +237,7 @@ def test_each_transform_writes_reads_and_prunes(
 def test_void_never_prunes(cat: Catalog, layouts: Layouts) -> None:
     table = layouts.create(cat, "T", COLUMNS, partition=[("TS", "void")])
     written = write_table(cat, "T", _rows(ALL))
-    assert [f.partition for f in written.files] == [(None,)]
+    assert [f.partition_values for f in written.files] == [(None,)]
     fields = spec_fields(table, zone_tablets(cat, table))[0]
     col = table.column("TS")
     assert col is not None
@@ -276,11 +276,11 @@ def test_spec_evolution_keeps_old_files_under_their_spec(cat: Catalog, layouts: 
     new = [f for f in snapshot.files if f.path not in {o.path for o in old}]
 
     assert {f.spec_id for f in old} == {0} and {f.spec_id for f in new} == {1}
-    assert {f.partition for f in new} <= {(b,) for b in range(4)}
+    assert {f.partition_values for f in new} <= {(b,) for b in range(4)}
     read = TableData.for_catalog(cat).current(table.id)
     assert read is not None
-    assert {(f.path, f.spec_id, f.partition) for f in read.files} == {
-        (f.path, f.spec_id, f.partition) for f in (*old, *new)
+    assert {(f.path, f.spec_id, f.partition_values) for f in read.files} == {
+        (f.path, f.spec_id, f.partition_values) for f in (*old, *new)
     }
 
     # The metadata lists both specs, the new one the default; manifests keep theirs.
@@ -329,9 +329,9 @@ def test_bucketed_table_keeps_its_hidden_tablet_field_first(cat: Catalog, layout
     kind = iceberg_type(table.columns[0])
     for f in written.files:
         ids = _file_rows(f).column("ID").to_pylist()
-        assert {_iceberg_value("bucket[25]", kind, i) for i in ids} == {f.tablet}
-        assert f.partition[0] == f.tablet
-        assert f"/tablet={f.tablet}/" in f.path
+        assert {_iceberg_value("bucket[25]", kind, i) for i in ids} == {f.partition}
+        assert f.partition_values[0] == f.partition
+        assert f"/tablet={f.partition}/" in f.path
     assert _pyiceberg(location).to_pylist() == _rows(ALL).to_pylist()
     assert _pyiceberg(location, _id_is(7)).column("ID").to_pylist() == [7]
     plan = plan_scan(cat, TableData.for_catalog(cat), "T", filters=[Predicate("ID", "=", 7)])
@@ -347,11 +347,13 @@ def test_a_bucket_of_the_tablet_column_into_the_zone_partitions_is_the_tablet(
     )
     assert not table.bucketed
     written = write_table(cat, "T", _rows(ALL))
-    assert sorted(f.tablet for f in written.files) == [0, 1, 2, 3]
-    assert all(f.tablet == f.partition[0] for f in written.files)
+    assert sorted(f.partition for f in written.files) == [0, 1, 2, 3]
+    assert all(f.partition == f.partition_values[0] for f in written.files)
     read = TableData.for_catalog(cat).current(table.id)
     assert read is not None
-    assert {(f.path, f.tablet) for f in read.files} == {(f.path, f.tablet) for f in written.files}
+    assert {(f.path, f.partition) for f in read.files} == {
+        (f.path, f.partition) for f in written.files
+    }
 
     # A bucket of another width is no tablet: such files hash their names.
     other = layouts.create(
@@ -359,10 +361,10 @@ def test_a_bucket_of_the_tablet_column_into_the_zone_partitions_is_the_tablet(
     )
     files = write_table(cat, "U", _rows(ALL)).files
     assert len(files) == 3
-    assert all(f.tablet == file_tablet(f.path, 4) for f in files)
+    assert all(f.partition == file_tablet(f.path, 4) for f in files)
     read = TableData.for_catalog(cat).current(other.id)
     assert read is not None
-    assert {(f.path, f.tablet) for f in read.files} == {(f.path, f.tablet) for f in files}
+    assert {(f.path, f.partition) for f in read.files} == {(f.path, f.partition) for f in files}
 
 
 def test_files_are_sorted_by_the_default_sort_order(cat: Catalog, layouts: Layouts) -> None:
@@ -413,15 +415,17 @@ def test_compaction_merges_files_of_one_partition_and_keeps_it(
     write_table(cat, "T", _rows(range(1, 48, 2)))
     before = TableData.for_catalog(cat).current(table.id)
     assert before is not None
-    years = sorted(f.partition for f in first)
-    assert sorted(f.partition for f in before.files) == sorted(years * 2)
+    years = sorted(f.partition_values for f in first)
+    assert sorted(f.partition_values for f in before.files) == sorted(years * 2)
     assert compact(cat, "T") is not None
     after = TableData.for_catalog(cat).current(table.id)
     assert after is not None
-    assert sorted(f.partition for f in after.files) == years
+    assert sorted(f.partition_values for f in after.files) == years
     assert {f.spec_id for f in after.files} == {0}
     for f in after.files:
-        assert {(d.year - 1970,) for d in _file_rows(f).column("D").to_pylist()} == {f.partition}
+        assert {(d.year - 1970,) for d in _file_rows(f).column("D").to_pylist()} == {
+            f.partition_values
+        }
     assert read_table(cat, "T").sort_by("ID").to_pylist() == _rows(ALL).to_pylist()
     assert _pyiceberg(_location(cat, table)).to_pylist() == _rows(ALL).to_pylist()
 
@@ -492,8 +496,8 @@ def test_files_a_client_appends_keep_their_spec_and_partition_values(
         read = _file_rows(f)
         days = {_iceberg_value("day", iceberg_type(ts), v) for v in read.column("TS").to_pylist()}
         prefixes = {None if v is None else v[:2] for v in read.column("S").to_pylist()}
-        assert {(d, p) for d in days for p in prefixes} == {f.partition}
-        assert f.tablet == file_tablet(f.path, zone_tablets(cat, table))
+        assert {(d, p) for d in days for p in prefixes} == {f.partition_values}
+        assert f.partition == file_tablet(f.path, zone_tablets(cat, table))
     assert read_table(cat, "T").sort_by("ID").to_pylist() == _rows(ALL).to_pylist()
     late = Predicate("TS", ">=", dt.datetime(2024, 1, 12))
     plan_ = plan_scan(cat, TableData.for_catalog(cat), "T", filters=[late])
@@ -580,14 +584,14 @@ def test_a_field_inside_a_struct_partitions_and_sorts(cat: Catalog, layouts: Lay
         }
     )
     written = write_table(cat, "T", rows).files
-    assert sorted(f.partition for f in written if f.partition != (None,)) == [
+    assert sorted(f.partition_values for f in written if f.partition_values != (None,)) == [
         ("c0",),
         ("c1",),
         ("c2",),
     ]
     for f in written:
         places = _file_rows(f).column("P").to_pylist()
-        assert {None if p is None else p["CITY"] for p in places} == {f.partition[0]}
+        assert {None if p is None else p["CITY"] for p in places} == {f.partition_values[0]}
         numbers = [None if p is None else p["N"] for p in places]
         assert numbers == sorted(numbers, key=lambda v: -1 if v is None else -v)
     theirs = _pyiceberg(_location(cat, table))
@@ -623,5 +627,5 @@ def test_partition_keys_split_rows_as_the_writer_does(cat: Catalog, layouts: Lay
     for f in written:
         ids = set(_file_rows(f).column("ID").to_pylist())
         assert len({k for i, k in zip(ALL, keys, strict=True) if i in ids}) == 1
-        assert single_partition(table, fields, conform(_file_rows(f), table)) == f.partition
+        assert single_partition(table, fields, conform(_file_rows(f), table)) == f.partition_values
     assert single_partition(table, fields, rows) is None

@@ -375,7 +375,7 @@ def test_iceberg_bounds_round_trip_exactly() -> None:
     spec = partition_spec(table, shape.partitions)
     types = {c.id: iceberg_type(c) for c in table.columns}
     back = from_iceberg_file(to_iceberg_file(file, table, spec), types, 0 if spec.fields else None)
-    assert (back.path, back.rows, back.size, back.tablet) == (file.path, 10, 99, 3)
+    assert (back.path, back.rows, back.size, back.partition) == (file.path, 10, 99, 3)
     for cid, want in stats.items():
         got = back.stats[cid]
         assert same(got.min, want.min) and same(got.max, want.max), (cid, got, want)

@@ -492,7 +492,7 @@ def test_colocated_tables_share_tablets(cat: Catalog) -> None:
         where: dict[int, int] = {}
         for f in files:
             for key in pq.read_table(f.path, columns=["CID"]).column(0).to_pylist():
-                where[key] = f.tablet
+                where[key] = f.partition
         placed.append(where)
     assert placed[0] == placed[1] == dict(zip(keys, expected(keys, LongType(), 8), strict=True))
     assert set(placed[0].values()) == set(range(8))

@@ -192,7 +192,7 @@ def _tablet_server_rows(cat: Catalog, name: str, tmp: Path) -> list[Row]:
     local = LocalTablets(tmp, data.warehouse)
     batches: list[pa.RecordBatch] = []
     for partition in range(table_partitions(version, table)):
-        files = tuple(f for f in current.files if f.tablet == partition)
+        files = tuple(f for f in current.files if f.partition == partition)
         tablet = LocalTablet(table.id, partition, partition, table.table_version, 0)
         local.sync(tablet, files)
         ticket = TabletTicket(table.id, partition, version.version)
@@ -305,7 +305,7 @@ def test_compacting_one_tablet_keeps_the_delete_files_other_files_need(
     assert described is not None
     current = data.current(described.id)
     assert current is not None
-    tablets = sorted({f.tablet for f in current.files})
+    tablets = sorted({f.partition for f in current.files})
     for tablet in tablets:
         compact(cat, "PART", "MOR", tablet=tablet)
         assert arrow_rows(read_table(cat, "PART", "MOR")) == expected

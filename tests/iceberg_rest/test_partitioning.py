@@ -232,6 +232,8 @@ def test_pyiceberg_and_almanac_write_and_read_one_partitioned_table(
     one_day = Predicate("ts", "<", dt.datetime(2026, 3, 2))
     pruned = plan_scan(cat, data, "t", "PSPEC_BOTH", filters=[one_day]).files
     assert 0 < len(pruned) < len(every)
-    assert all(f.partition[0] == (dt.date(2026, 3, 1) - dt.date(1970, 1, 1)).days for f in pruned)
+    assert all(
+        f.partition_values[0] == (dt.date(2026, 3, 1) - dt.date(1970, 1, 1)).days for f in pruned
+    )
     day_one = read_table(cat, "t", "PSPEC_BOTH", filters=[one_day])
     assert sorted(day_one.column("id").to_pylist()) == [i for i in range(18) if i % 3 == 0]

@@ -45,10 +45,10 @@ def test_a_table_without_identifier_fields_is_a_plain_unpartitioned_table(
     assert current is not None and len(current.files) == 6
     partitions = table_partitions(cat.catalog(), made)
     # A client's files have no tablet directory: their names place them.
-    assert [f.tablet for f in current.files] == [
+    assert [f.partition for f in current.files] == [
         file_tablet(f.path, partitions) for f in current.files
     ]
-    assert len({f.tablet for f in current.files}) > 1
+    assert len({f.partition for f in current.files}) > 1
 
 
 def test_identifier_fields_set_change_and_drop_the_primary_key(

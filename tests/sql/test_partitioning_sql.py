@@ -154,5 +154,5 @@ def test_almanac_writes_into_a_table_partitioned_in_sql_file_rows_by_partition(
         assert back.column("ID").to_pylist() == [1, 2, 3, 4]
         assert back.column("D").to_pylist() == days
         files = plan_scan(cat, TableData.for_catalog(cat), "T").files
-        years = sorted((f.partition[0] for f in files), key=lambda y: (y is None, y))
+        years = sorted((f.partition_values[0] for f in files), key=lambda y: (y is None, y))
         assert years == [50, 53, None]  # Iceberg's year transform: years since 1970

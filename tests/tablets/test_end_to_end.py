@@ -212,7 +212,7 @@ def test_an_unpartitioned_tables_files_are_each_served_once_and_follow_a_killed_
     snapshots = [write_table(cluster.cat, "P", _rows(50 * i, 50)) for i in range(12)]
     assert [len(s.files) for s in snapshots] == list(range(1, 13)), "one file per write"
     files = snapshots[-1].files
-    assert len({f.tablet for f in files}) > 1
+    assert len({f.partition for f in files}) > 1
     route = cluster.wait_settled("P", 6, 1)
     cluster.wait_replicas_serving("P")
 
@@ -227,7 +227,7 @@ def test_an_unpartitioned_tables_files_are_each_served_once_and_follow_a_killed_
             by_tablet[tablet] = max(by_tablet.get(tablet, 0), n)
         expected: dict[int, int] = {}
         for f in files:
-            expected[f.tablet] = expected.get(f.tablet, 0) + f.rows
+            expected[f.partition] = expected.get(f.partition, 0) + f.rows
         assert by_tablet == expected, "each file from its own tablet only"
 
     served_once()

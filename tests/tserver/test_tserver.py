@@ -192,7 +192,7 @@ def test_each_replica_caches_the_files_of_its_tablet(cluster: Cluster) -> None:
                 f"{name} to serve the current data of tablet {tablet.id}",
             )
     for tablet in route.tablets:
-        expected = sum(f.tablet == tablet.partition for f in current.files)
+        expected = sum(f.partition == tablet.partition for f in current.files)
         for name in tablet.replicas:
             base = cluster.root / name / "tablets" / str(table_id) / str(tablet.id)
             assert meta(name, tablet.id)["partition"] == tablet.partition
@@ -373,7 +373,7 @@ def test_random_damage_to_a_warehouse_file_is_refused_never_read(cluster: Cluste
     expected = _tablet_rows(cluster, tablet.partition)
     current = TableData.for_catalog(cluster.cat).current(table_id)
     assert current is not None
-    file = next(f for f in current.files if f.tablet == tablet.partition)
+    file = next(f for f in current.files if f.partition == tablet.partition)
     path = Path(file.path)
     good = path.read_bytes()
     rng = random.Random(23)

@@ -648,9 +648,9 @@ class TableData:
         column = partition_column(shape.table)
         found = self._bound_tablets(shape, files) if column is not None else {}
         for f in files:
-            if not 0 <= f.tablet < shape.partitions:
+            if not 0 <= f.partition < shape.partitions:
                 raise WriteStateError(
-                    f"Data file '{f.path}' is in tablet {f.tablet}, but table "
+                    f"Data file '{f.path}' is in tablet {f.partition}, but table "
                     f"'{shape.table.name}' has {shape.partitions} tablets",
                     path=f.path,
                 )
@@ -688,11 +688,11 @@ class TableData:
         shape: CommitShape, column: str, file: DataFile, tablets: list[int]
     ) -> None:
         found = set(tablets)
-        if found != {file.tablet}:
+        if found != {file.partition}:
             raise WriteStateError(
                 f"Data file '{file.path}' holds keys of column '{column}' that belong "
                 f"to tablets {sorted(found)} of the {shape.partitions} of table "
-                f"'{shape.table.name}', not to its tablet {file.tablet}; it was written "
+                f"'{shape.table.name}', not to its tablet {file.partition}; it was written "
                 "for another tablet count",
                 path=file.path,
             )

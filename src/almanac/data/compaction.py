@@ -133,8 +133,8 @@ def plan_compaction(
     # merged file is one partition's, as every file of a partitioned table.
     by_partition: dict[tuple[int, int, tuple[object, ...]], list[DataFile]] = defaultdict(list)
     for f in current.files:
-        if tablet is None or f.tablet == tablet:
-            by_partition[(f.tablet, f.spec_id, f.partition)].append(f)
+        if tablet is None or f.partition == tablet:
+            by_partition[(f.partition, f.spec_id, f.partition_values)].append(f)
     target_bytes = max(1, int(target_mb * _MB))
     keys = sorted(by_partition, key=lambda k: k[0])
     groups = [g for k in keys for g in _groups(by_partition[k], target_bytes)]
@@ -183,7 +183,7 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
                 rows,
                 write_dir,
                 max_rows_per_file=_ONE_FILE,
-                tablet=group[0].tablet,
+                tablet=group[0].partition,
             )
             data.keep_alive(lease)
         return data.commit(plan.shape, write_id, written, operation="replace", replaces=plan.files)

@@ -79,11 +79,13 @@ class DeleteFile:
 
 @dataclass(frozen=True, slots=True)
 class DataFile:
-    """One Parquet file of a table. ``stats`` is keyed by column id;
+    """One Parquet file of a table. ``partition`` is the table's bucket the
+    file belongs to (the ``Tablet.partition`` that serves it, below N, the
+    zone's partitions); ``stats`` is keyed by column id;
     ``checksum`` is the CRC-32 of its bytes, None when its name carries none
     (see the module). ``spec_id`` is the partition spec it was written
-    under and ``partition`` its values for that spec's Iceberg fields (the
-    hidden tablet field first in a bucketed table; see ``spec_fields``), in
+    under and ``partition_values`` its values for that spec's Iceberg fields
+    (the hidden tablet field first in a bucketed table; see ``spec_fields``), in
     Iceberg's representation (``almanac.data.transforms``). Picklable: Spark
     ships these from write tasks to the commit. ``deletes`` are the position
     delete files that may delete some of its ``rows`` (planned from the
@@ -92,11 +94,11 @@ class DataFile:
     path: str
     rows: int
     size: int
-    tablet: int
+    partition: int
     stats: Mapping[int, ColumnStats] = field(default_factory=dict, hash=False)
     checksum: int | None = None
     spec_id: int = 0
-    partition: tuple[object, ...] = ()
+    partition_values: tuple[object, ...] = ()
     deletes: tuple[DeleteFile, ...] = ()
 
 
@@ -164,11 +166,11 @@ def _write_one(
         path=path,
         rows=part.num_rows,
         size=payload.size,
-        tablet=t,
+        partition=t,
         stats=stats,
         checksum=checksum,
         spec_id=layout.spec_id,
-        partition=key if layout.fields else (),
+        partition_values=key if layout.fields else (),
     )
 
 

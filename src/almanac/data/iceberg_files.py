@@ -102,13 +102,14 @@ def _partition_values(file: DataFile, table: Table, spec: PartitionSpec) -> tupl
     """The file's values for ``spec`` (the spec of its id). A file that
     records none in a spec whose only field is the hidden tablet (written
     by a writer that knows only tablets) has its tablet there."""
-    if len(file.partition) == len(spec.fields):
-        return file.partition
-    if not file.partition and len(spec.fields) == 1 and spec.fields[0].field_id == 1000:
-        return (file.tablet,)
+    if len(file.partition_values) == len(spec.fields):
+        return file.partition_values
+    if not file.partition_values and len(spec.fields) == 1 and spec.fields[0].field_id == 1000:
+        return (file.partition,)
     raise CatalogError(
-        f"Data file '{file.path}' of table '{table.name}' has {len(file.partition)} partition "
-        f"values, but its spec {spec.spec_id} has {len(spec.fields)} fields",
+        f"Data file '{file.path}' of table '{table.name}' has "
+        f"{len(file.partition_values)} partition values, but its spec {spec.spec_id} "
+        f"has {len(spec.fields)} fields",
         table=table.name,
         path=file.path,
         rule="partition-values",
@@ -198,9 +199,9 @@ def from_iceberg_file(
         path=iceberg_file.file_path,
         rows=int(iceberg_file.record_count),
         size=int(iceberg_file.file_size_in_bytes),
-        tablet=tablet,
+        partition=tablet,
         stats=stats,
         checksum=checksum_in_name(iceberg_file.file_path),
         spec_id=int(iceberg_file.spec_id or 0),
-        partition=partition,
+        partition_values=partition,
     )

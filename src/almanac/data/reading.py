@@ -184,9 +184,9 @@ def may_match(
     if not _stats_may_match(predicate, column, file):
         return False
     for at, f in enumerate(fields):
-        if f.source_id == column.id and at < len(file.partition):
+        if f.source_id == column.id and at < len(file.partition_values):
             hidden = f.field_id == PARTITION_FIELD_ID and f.name == TABLET_FIELD
-            if not _partition_may_match(predicate, column, f, file.partition[at], hidden):
+            if not _partition_may_match(predicate, column, f, file.partition_values[at], hidden):
                 return False
     return True
 

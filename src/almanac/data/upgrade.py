@@ -120,7 +120,7 @@ def _decode_manifest(path: str, raw: bytes) -> tuple[DataFile, ...]:
                 path=str(f["path"]),
                 rows=int(f["rows"]),
                 size=int(f["size"]),
-                tablet=int(f["tablet"]),
+                partition=int(f["tablet"]),
                 stats={
                     int(cid): ColumnStats(_decode_value(lo), _decode_value(hi), int(nulls))
                     for cid, (lo, hi, nulls) in f["stats"].items()
@@ -334,7 +334,7 @@ def _relocate(data: TableData, file: DataFile, conversion: Conversion) -> DataFi
     done = conversion.relocated.get(file.path)
     if done is None:
         name = file.path.rsplit("/", 1)[1]
-        done = f"{conversion.write_dir}/tablet={file.tablet}/{len(conversion.relocated)}-{name}"
+        done = f"{conversion.write_dir}/tablet={file.partition}/{len(conversion.relocated)}-{name}"
         try:
             warehouse.fs.create_dir(done.rsplit("/", 1)[0], recursive=True)
             warehouse.fs.copy_file(file.path, done)
@@ -346,7 +346,7 @@ def _relocate(data: TableData, file: DataFile, conversion: Conversion) -> DataFi
             ) from exc
         conversion.relocated[file.path] = done
         conversion.written.append(done)
-    return DataFile(done, file.rows, file.size, file.tablet, file.stats)
+    return DataFile(done, file.rows, file.size, file.partition, file.stats)
 
 
 def _purge(

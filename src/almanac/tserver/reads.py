@@ -65,7 +65,7 @@ def tablet_rows(
     about the ticket come at once; the batches are read lazily."""
     at, table = _table_at(cat, ticket)
     snapshot = data.snapshot_at(ticket.table_id, version=at)
-    files = () if snapshot is None else tuple(f for f in snapshot.files if f.tablet == partition)
+    files = () if snapshot is None else tuple(f for f in snapshot.files if f.partition == partition)
     return output_schema(table), _batches(table, files, data, local, ticket, batch_rows)
 
 

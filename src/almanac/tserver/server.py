@@ -404,7 +404,7 @@ class TabletServer:
             known = self._local.read(table_id, tablet_id)
         if known != wanted or self._local.take_damaged(table_id, tablet_id):
             files = () if record is None else self._data.load(record).files
-            mine = tuple(f for f in files if f.tablet == tablet.partition)
+            mine = tuple(f for f in files if f.partition == tablet.partition)
             copied = self._local.sync(wanted, mine)
             _log.info(
                 "Tablet %d of table %d at table version %d, data snapshot %s (%d files, %d new)",
@@ -462,7 +462,7 @@ class TabletServer:
         if tablet is None or tablet.leader != self.name or table is None or schema is None:
             return 0
         current = self._data.current(table_id)
-        count = 0 if current is None else sum(f.tablet == local.partition for f in current.files)
+        count = 0 if current is None else sum(f.partition == local.partition for f in current.files)
         if count < threshold:
             return 0
         try:
