@@ -91,7 +91,9 @@ def test_add_columns_if_not_exists_skips_only_the_existing_one(cat: Catalog) -> 
     apply(
         cat,
         AddColumns(
-            table="T", columns=(col("B"), col("A", ColumnType.INT8), col("C")), if_not_exists=True
+            table="T",
+            columns=(col("B"), col("A", ColumnType.INT8), col("C")),
+            if_column_not_exists=True,
         ),
     )
     t = _table(cat)
@@ -102,7 +104,7 @@ def test_add_columns_if_not_exists_skips_only_the_existing_one(cat: Catalog) -> 
 
 def test_add_columns_if_not_exists_with_only_existing_ones_is_a_noop(cat: Catalog) -> None:
     apply(cat, table("T", col("A")))
-    noop(cat, AddColumns(table="T", columns=(col("A"),), if_not_exists=True))
+    noop(cat, AddColumns(table="T", columns=(col("A"),), if_column_not_exists=True))
 
 
 def test_add_columns_is_atomic(cat: Catalog) -> None:
@@ -120,7 +122,7 @@ def test_add_columns_is_atomic(cat: Catalog) -> None:
 
 def test_add_columns_to_a_missing_table(cat: Catalog) -> None:
     rejected(cat, AddColumns(table="NOPE", columns=(col("B"),)), NotFoundError, "PUBLIC.NOPE")
-    noop(cat, AddColumns(table="NOPE", columns=(col("B"),), if_exists=True))
+    noop(cat, AddColumns(table="NOPE", columns=(col("B"),), if_table_exists=True))
 
 
 def test_added_column_cannot_have_a_function_default(cat: Catalog) -> None:
@@ -196,9 +198,9 @@ def test_drop_missing_column(cat: Catalog) -> None:
     rejected(
         cat, DropColumns(table="T", columns=("A", "NOPE")), NotFoundError, "'NOPE'", "PUBLIC.T"
     )
-    apply(cat, DropColumns(table="T", columns=("A", "NOPE"), if_exists=True))
+    apply(cat, DropColumns(table="T", columns=("A", "NOPE"), if_column_exists=True))
     assert [c.name for c in _table(cat).columns] == ["ID"]
-    noop(cat, DropColumns(table="T", columns=("NOPE",), if_exists=True))
+    noop(cat, DropColumns(table="T", columns=("NOPE",), if_column_exists=True))
 
 
 def test_drop_columns_is_atomic(cat: Catalog) -> None:
@@ -344,7 +346,7 @@ def test_alter_missing_column_or_table(cat: Catalog) -> None:
     apply(cat, table("T"))
     rejected(cat, AlterColumn(table="T", column="NOPE", not_null=False), NotFoundError, "'NOPE'")
     rejected(cat, AlterColumn(table="NOPE", column="A"), NotFoundError, "PUBLIC.NOPE")
-    noop(cat, AlterColumn(table="NOPE", column="A", not_null=False, if_exists=True))
+    noop(cat, AlterColumn(table="NOPE", column="A", not_null=False, if_table_exists=True))
 
 
 def test_alter_column_keeps_id_and_position(cat: Catalog) -> None:
@@ -423,7 +425,7 @@ def test_rename_column_refuses_taken_and_missing_names(cat: Catalog) -> None:
     error = rejected(cat, RenameColumn(table="T", column="A", new_name="B"), AlreadyExistsError)
     assert str(error) == "Column 'B' already exists in table 'PUBLIC.T'"
     rejected(cat, RenameColumn(table="T", column="NOPE", new_name="C"), NotFoundError, "'NOPE'")
-    noop(cat, RenameColumn(table="T", column="NOPE", new_name="C", if_exists=True))
+    noop(cat, RenameColumn(table="T", column="NOPE", new_name="C", if_column_exists=True))
     rejected(cat, RenameColumn(table="U", column="A", new_name="C"), NotFoundError, "'PUBLIC.U'")
     noop(cat, RenameColumn(table="U", column="A", new_name="C", if_table_exists=True))
     rejected(cat, RenameColumn(table="T", column="A", new_name=" "), ValidationError, "blank")

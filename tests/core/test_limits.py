@@ -145,7 +145,7 @@ def test_adding_columns_past_the_limit_is_refused_and_changes_nothing(cat: Catal
     cat.sql("ALTER TABLE T ADD COLUMN (N0 INT, N1 INT)")
     assert len(_table(cat, "T").columns) == MAX_COLUMNS
     # Columns that already exist and are skipped do not count.
-    noop_add = AddColumns(table="T", columns=(col("N0"),), if_not_exists=True)
+    noop_add = AddColumns(table="T", columns=(col("N0"),), if_column_not_exists=True)
     assert not cat.execute([noop_add]).created
 
 

@@ -148,14 +148,14 @@ column_commands: st.SearchStrategy[Command] = st.one_of(
         table=TABLES,
         schema=SCHEMAS,
         columns=st.lists(column_defs, min_size=1, max_size=2).map(tuple),
-        if_not_exists=st.booleans(),
+        if_column_not_exists=st.booleans(),
     ),
     st.builds(
         DropColumns,
         table=TABLES,
         schema=SCHEMAS,
         columns=st.lists(COLUMNS, min_size=1, max_size=2).map(tuple),
-        if_exists=st.booleans(),
+        if_column_exists=st.booleans(),
     ),
     st.builds(
         AlterColumn,
@@ -421,7 +421,7 @@ class CatalogMachine(RuleBasedStateMachine):
                 table=t.name,
                 schema=schema.name,
                 columns=tuple(data.draw(st.lists(fresh, min_size=1, max_size=2))),
-                if_not_exists=data.draw(st.booleans()),
+                if_column_not_exists=data.draw(st.booleans()),
             )
         elif action == "drop":
             command = DropColumns(table=t.name, schema=schema.name, columns=data.draw(some))

@@ -293,16 +293,37 @@ IF_FLAG_CASES: dict[str, tuple[Command, type[CatalogError]]] = {
 }
 # Commands with a flag for the table as well as one for the objects inside it.
 EXTRA_FLAG_CASES: list[tuple[Command, type[CatalogError], str]] = [
-    (AddColumns(table="NOPE", columns=(col("B"),)), NotFoundError, "if_exists"),
+    (AddColumns(table="NOPE", columns=(col("B"),)), NotFoundError, "if_table_exists"),
     (DropColumns(table="NOPE", columns=("A",)), NotFoundError, "if_table_exists"),
     (RenameColumn(table="NOPE", column="A", new_name="B"), NotFoundError, "if_table_exists"),
 ]
 
 
+# The bare flags guard the object a command names (``name``); a command on
+# columns of a table says which of the two each of its flags guards.
+OWN_FLAGS = {"if_exists", "if_not_exists"}
+COLUMN_FLAGS = {"if_table_exists", "if_column_exists", "if_column_not_exists"}
+
+
+def _flags(cls: type) -> set[str]:
+    if not dataclasses.is_dataclass(cls):
+        return set()
+    return {f.name for f in dataclasses.fields(cls) if f.name.startswith("if_")}
+
+
 def _flag_of(command: Command) -> str:
-    fields = {f.name for f in dataclasses.fields(command)}  # type: ignore[arg-type]
-    (flag,) = sorted(fields & {"if_exists", "if_not_exists"})
+    flags = _flags(type(command))
+    (flag,) = sorted(flags - {"if_table_exists"}) or ["if_table_exists"]
     return flag
+
+
+def test_every_if_flag_names_what_it_guards() -> None:
+    for name in almanac.__all__:
+        cls = getattr(almanac, name)
+        if isinstance(cls, type) and issubclass(cls, Command) and dataclasses.is_dataclass(cls):
+            fields = {f.name for f in dataclasses.fields(cls)}
+            expected = COLUMN_FLAGS if "table" in fields and "name" not in fields else OWN_FLAGS
+            assert _flags(cls) <= expected, name
 
 
 def _setup_for_flags(cat: Catalog) -> None:
@@ -319,10 +340,8 @@ def test_every_command_with_an_if_flag_is_covered() -> None:
     flagged: set[str] = set()
     for name in almanac.__all__:
         cls = getattr(almanac, name)
-        if isinstance(cls, type) and issubclass(cls, Command) and dataclasses.is_dataclass(cls):
-            fields = {f.name for f in dataclasses.fields(cls)}
-            if fields & {"if_exists", "if_not_exists"}:
-                flagged.add(name)
+        if isinstance(cls, type) and issubclass(cls, Command) and _flags(cls):
+            flagged.add(name)
     assert flagged == set(IF_FLAG_CASES)
 
 
@@ -332,7 +351,7 @@ def test_if_flag_turns_the_matching_error_into_a_noop(cat: Catalog, name: str) -
     assert type(command).__name__ == name
     _setup_for_flags(cat)
     rejected(cat, command, error)
-    flag = _flag_of(command) if name not in ("AddColumns",) else "if_not_exists"
+    flag = _flag_of(command)
     result = noop(cat, dataclasses.replace(command, **{flag: True}))  # type: ignore[type-var]
     assert result.skipped == (0,)
 

@@ -206,8 +206,8 @@ def test_drop_table(sql: str, expected: list[Command]) -> None:
                 table="T",
                 schema="S",
                 columns=(col("C", nullable=False, default=ConstantDefault(0)),),
-                if_not_exists=True,
-                if_exists=True,
+                if_column_not_exists=True,
+                if_table_exists=True,
             ),
         ),
         (
@@ -216,7 +216,7 @@ def test_drop_table(sql: str, expected: list[Command]) -> None:
         ),
         (
             "ALTER TABLE t ADD COLUMN IF NOT EXISTS (c INT, d INT)",
-            AddColumns(table="T", columns=(col("C"), col("D")), if_not_exists=True),
+            AddColumns(table="T", columns=(col("C"), col("D")), if_column_not_exists=True),
         ),
         (
             "ALTER TABLE t ADD COLUMN c INT, ADD COLUMN d INT",
@@ -235,14 +235,18 @@ def test_add_columns(sql: str, expected: Command) -> None:
         ("ALTER TABLE t DROP c", DropColumns(table="T", columns=("C",))),
         (
             "ALTER TABLE t DROP COLUMN IF EXISTS c",
-            DropColumns(table="T", columns=("C",), if_exists=True),
+            DropColumns(table="T", columns=("C",), if_column_exists=True),
         ),
         ("ALTER TABLE t DROP COLUMN (c, d)", DropColumns(table="T", columns=("C", "D"))),
         ("ALTER TABLE t DROP (c, d)", DropColumns(table="T", columns=("C", "D"))),
         (
             'ALTER TABLE IF EXISTS s.t DROP IF EXISTS (c, "d")',
             DropColumns(
-                table="T", schema="S", columns=("C", "d"), if_exists=True, if_table_exists=True
+                table="T",
+                schema="S",
+                columns=("C", "d"),
+                if_column_exists=True,
+                if_table_exists=True,
             ),
         ),
         (
@@ -284,7 +288,7 @@ def test_alter_column(action: str, changes: dict[str, object]) -> None:
 
 def test_alter_column_keeps_table_options() -> None:
     assert one('ALTER TABLE IF EXISTS s.t ALTER COLUMN "c" DROP NOT NULL') == AlterColumn(
-        table="T", column="c", schema="S", not_null=False, if_exists=True
+        table="T", column="c", schema="S", not_null=False, if_table_exists=True
     )
 
 
@@ -315,7 +319,7 @@ def test_alter_table_with_several_actions_keeps_their_order() -> None:
 def test_adds_with_different_if_not_exists_stay_apart() -> None:
     assert parse_script("ALTER TABLE t ADD a INT, ADD IF NOT EXISTS b INT") == [
         AddColumns(table="T", columns=(col("A"),)),
-        AddColumns(table="T", columns=(col("B"),), if_not_exists=True),
+        AddColumns(table="T", columns=(col("B"),), if_column_not_exists=True),
     ]
 
 

@@ -1,4 +1,8 @@
-"""Commands: frozen values that validate against a catalog version and yield entries."""
+"""Commands: frozen values that validate against a catalog version and yield entries.
+
+``if_exists``/``if_not_exists`` guard the object a command names; a command on
+columns of a table spells out which each flag guards: ``if_table_exists``,
+``if_column_exists``, ``if_column_not_exists``."""
 
 from almanac.commands.base import ColumnDef, Command, CommitContext
 from almanac.commands.columns import (

@@ -56,17 +56,17 @@ def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddColumns(Command):
-    """Adds columns atomically. ``if_not_exists`` skips only the columns whose
-    names already exist; ``if_exists`` applies to the table."""
+    """Adds columns atomically. ``if_column_not_exists`` skips only the columns whose
+    names already exist; ``if_table_exists`` skips a missing table to the table."""
 
     table: str
     columns: tuple[ColumnDef, ...]
     schema: str = DEFAULT_SCHEMA
-    if_not_exists: bool = False
-    if_exists: bool = False
+    if_column_not_exists: bool = False
+    if_table_exists: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -78,7 +78,7 @@ class AddColumns(Command):
         for col in self.columns:
             existing = table.column(col.name)
             if existing is not None:
-                if self.if_not_exists:
+                if self.if_column_not_exists:
                     continue
                 raise _column_exists(col.name, existing.name, full)
             check_column_def(full, col)
@@ -114,12 +114,13 @@ class AddColumns(Command):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropColumns(Command):
-    """Drops columns atomically; ``if_exists`` skips only the missing ones."""
+    """Drops columns atomically; ``if_column_exists`` skips only the
+    missing ones, ``if_table_exists`` a missing table."""
 
     table: str
     columns: tuple[str, ...]
     schema: str = DEFAULT_SCHEMA
-    if_exists: bool = False
+    if_column_exists: bool = False
     if_table_exists: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
@@ -135,7 +136,7 @@ class DropColumns(Command):
         for given in self.columns:
             found = table.column(given)
             if found is None:
-                if self.if_exists:
+                if self.if_column_exists:
                     continue
                 raise NotFoundError(
                     f"Column '{given}' does not exist in table '{full}'",
@@ -192,10 +193,10 @@ class AlterColumn(Command):
     not_null: bool | None = None
     default: DefaultValue | None = None
     drop_default: bool = False
-    if_exists: bool = False
+    if_table_exists: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -405,10 +406,10 @@ class AlterField(Command):
     scale: int | None = None
     not_null: bool | None = None
     comment: str | None = None
-    if_exists: bool = False
+    if_table_exists: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_exists)
+        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -568,7 +569,7 @@ class RenameColumn(Command):
     column: str
     new_name: str
     schema: str = DEFAULT_SCHEMA
-    if_exists: bool = False
+    if_column_exists: bool = False
     if_table_exists: bool = False
 
     def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
@@ -580,7 +581,7 @@ class RenameColumn(Command):
         check_name("Column", self.new_name)
         old = table.column(self.column)
         if old is None:
-            if self.if_exists:
+            if self.if_column_exists:
                 return []
             raise NotFoundError(
                 f"Column '{self.column}' does not exist in table '{full}'",

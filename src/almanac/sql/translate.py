@@ -403,7 +403,11 @@ def _alter_actions(action: exp.Expr, schema: str, table: str, if_exists: bool) -
             )
         return [
             AlterField(
-                table=table, schema=schema, path=tuple(parent), add=column, if_exists=if_exists
+                table=table,
+                schema=schema,
+                path=tuple(parent),
+                add=column,
+                if_table_exists=if_exists,
             )
         ]
     if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
@@ -413,7 +417,7 @@ def _alter_actions(action: exp.Expr, schema: str, table: str, if_exists: bool) -
             if action.args.get("exists"):
                 raise Untranslatable("DROP COLUMN IF EXISTS takes no nested field", action)
             return [
-                AlterField(table=table, schema=schema, path=p, drop=True, if_exists=if_exists)
+                AlterField(table=table, schema=schema, path=p, drop=True, if_table_exists=if_exists)
                 if len(p) > 1
                 else DropColumns(table=table, schema=schema, columns=p, if_table_exists=if_exists)
                 for p in paths
@@ -423,7 +427,9 @@ def _alter_actions(action: exp.Expr, schema: str, table: str, if_exists: bool) -
         (new,) = _dropped_columns([action.args["to"]])
         path = _path(action.this)
         return [
-            AlterField(table=table, schema=schema, path=path, new_name=new, if_exists=if_exists)
+            AlterField(
+                table=table, schema=schema, path=path, new_name=new, if_table_exists=if_exists
+            )
         ]
     if isinstance(action, exp.AlterColumn) and (
         isinstance(action.this, exp.Dot) or action.args.get("comment") is not None
@@ -476,7 +482,7 @@ def _alter_field(action: exp.AlterColumn, schema: str, table: str, if_exists: bo
             "default is not set in SQL",
             action,
         )
-    return AlterField(table=table, schema=schema, path=path, if_exists=if_exists, **changes)
+    return AlterField(table=table, schema=schema, path=path, if_table_exists=if_exists, **changes)
 
 
 def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) -> Command:
@@ -488,8 +494,8 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
             table=table,
             schema=schema,
             columns=(column,),
-            if_not_exists=bool(action.args.get("exists")),
-            if_exists=if_exists,
+            if_column_not_exists=bool(action.args.get("exists")),
+            if_table_exists=if_exists,
         )
     if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
         check_clauses(action, ("tables", "kind", "exists"), "ALTER TABLE DROP COLUMN")
@@ -497,7 +503,7 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
             table=table,
             schema=schema,
             columns=_dropped_columns(action.args.get("tables") or []),
-            if_exists=bool(action.args.get("exists")),
+            if_column_exists=bool(action.args.get("exists")),
             if_table_exists=if_exists,
         )
     if isinstance(action, exp.AlterColumn):
@@ -511,7 +517,7 @@ def _alter_action(action: exp.Expr, schema: str, table: str, if_exists: bool) ->
             column=old,
             new_name=new,
             schema=schema,
-            if_exists=bool(action.args.get("exists")),
+            if_column_exists=bool(action.args.get("exists")),
             if_table_exists=if_exists,
         )
     if isinstance(action, exp.AlterRename):
@@ -636,15 +642,17 @@ def _alter_column(action: exp.AlterColumn, schema: str, table: str, if_exists: b
         changes["drop_default"] = True
     if action.args.get("default") is not None:
         changes["default"] = default_value(action.args["default"], None, column)
-    return AlterColumn(table=table, column=column, schema=schema, if_exists=if_exists, **changes)
+    return AlterColumn(
+        table=table, column=column, schema=schema, if_table_exists=if_exists, **changes
+    )
 
 
 def _mergeable(first: Command, command: Command) -> bool:
     """Neighbouring ADDs (or DROPs) with the same IF [NOT] EXISTS make one command."""
     if isinstance(first, AddColumns) and isinstance(command, AddColumns):
-        return first.if_not_exists == command.if_not_exists
+        return first.if_column_not_exists == command.if_column_not_exists
     if isinstance(first, DropColumns) and isinstance(command, DropColumns):
-        return first.if_exists == command.if_exists
+        return first.if_column_exists == command.if_column_exists
     return False
 
 
