@@ -29,9 +29,7 @@ from typing import Any, TypeVar
 from immutables import Map
 
 from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Column, Index, Schema, Table, Zone
-from almanac.errors import ValidationError
-from almanac.spelling import (
+from almanac.descriptor_sql import (
     column_sql,
     default_sql,
     index_columns_sql,
@@ -39,6 +37,8 @@ from almanac.spelling import (
     sort_field_sql,
     type_sql,
 )
+from almanac.descriptors import Column, Index, Schema, Table, Zone
+from almanac.errors import ValidationError
 
 __all__ = [
     "OBJECT_KINDS",

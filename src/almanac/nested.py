@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import Protocol
 
 from almanac.datatypes import ColumnType, can_widen
+from almanac.descriptor_sql import type_sql
 from almanac.descriptors import Column
 from almanac.errors import ValidationError
-from almanac.spelling import type_sql
 
 __all__ = [
     "ELEMENT",

@@ -17,6 +17,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from almanac.catalog_version import CatalogVersion
+from almanac.descriptor_sql import (
+    column_sql,
+    default_sql,
+    index_columns_sql,
+    partition_field_sql,
+    sort_field_sql,
+    type_sql,
+)
 from almanac.descriptors import Column, Index, Table, Zone
 from almanac.entries import (
     ColumnAltered,
@@ -52,14 +60,6 @@ from almanac.entries import (
     ZoneDropped,
 )
 from almanac.partitioning import PartitionSpec, SortOrder
-from almanac.spelling import (
-    column_sql,
-    default_sql,
-    index_columns_sql,
-    partition_field_sql,
-    sort_field_sql,
-    type_sql,
-)
 
 __all__ = [
     "CHECKPOINT_SUMMARY",

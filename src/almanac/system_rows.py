@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import to_datetime
+from almanac.descriptor_sql import partition_field_sql, sort_field_sql
 from almanac.descriptors import Table
 from almanac.errors import CorruptDataError, NotFoundError, ValidationError
 from almanac.placement.model import TabletState
@@ -48,7 +49,6 @@ from almanac.placement.state import (
     read_servers,
 )
 from almanac.read_point import ReadPoint
-from almanac.spelling import partition_field_sql, sort_field_sql
 from almanac.sql.reads import (
     TABLE_COLUMNS,
     ReadSource,

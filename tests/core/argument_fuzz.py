@@ -138,7 +138,7 @@ MODULES_NOT_SWEPT = {
     "almanac.schema_sync": _INTERNAL,
     "almanac.server": "the HTTP server: tests/server/test_hostile.py",
     "almanac.spark": "needs a Spark session: tests/spark/test_arguments.py",
-    "almanac.spelling": _INTERNAL,
+    "almanac.descriptor_sql": _INTERNAL,
     "almanac.sql": "reached through Catalog.sql: tests/sql/test_fuzz.py",
     "almanac.sse": _INTERNAL,
     "almanac.summary": _INTERNAL,

@@ -12,10 +12,10 @@ import pytest
 import almanac
 from almanac import AlterColumn, Catalog, EvolveColumn
 from almanac.datatypes import ColumnType
+from almanac.descriptor_sql import type_sql
 from almanac.descriptors import Column, ConstantDefault
 from almanac.errors import ValidationError
 from almanac.nested import walk
-from almanac.spelling import type_sql
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import almanac
 from almanac import Catalog, CatalogError, NotFoundError, ValidationError, VersionNotFoundError
 from almanac.clock import to_datetime
+from almanac.descriptor_sql import partition_field_sql, sort_field_sql
 from almanac.errors import CorruptDataError
 from almanac.placement import (
     ServerIndex,
@@ -33,7 +34,6 @@ from almanac.placement import (
     server_index_key,
     server_key,
 )
-from almanac.spelling import partition_field_sql, sort_field_sql
 from almanac.summary import CHECKPOINT_SUMMARY
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
 from almanac.targets import parse_target

@@ -47,10 +47,10 @@ from pyiceberg.types import (
 from almanac.catalog import Catalog
 from almanac.commands import preview
 from almanac.data import DataError, read_table, write_table
+from almanac.descriptor_sql import type_sql
 from almanac.descriptors import Column
 from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.nested import walk
-from almanac.spelling import type_sql
 from almanac.sql.parsing import parse_script
 
 _ids = itertools.count(1)

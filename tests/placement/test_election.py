@@ -16,7 +16,7 @@ from almanac import Catalog
 from almanac.etcd_local import LocalEtcd
 from almanac.placement import LEADER_KEY, TabletState, read_route, read_server_index, route_key
 from almanac.placement.manager import PlacementManager, placement_of
-from almanac.placement.routes import route_write
+from almanac.placement.route_changes import route_write
 from almanac.placement.state import decode_route
 from almanac.placement.verify import verify_placement
 from tests.placement.conftest import SETTINGS, namespace

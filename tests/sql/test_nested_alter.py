@@ -15,6 +15,7 @@ import pytest
 import almanac
 from almanac import AlterField, Catalog
 from almanac.datatypes import ColumnType
+from almanac.descriptor_sql import type_sql
 from almanac.descriptors import Column, ConstantDefault
 from almanac.errors import (
     AlreadyExistsError,
@@ -24,7 +25,6 @@ from almanac.errors import (
     ValidationError,
 )
 from almanac.nested import walk
-from almanac.spelling import type_sql
 
 
 @pytest.fixture

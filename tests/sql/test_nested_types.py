@@ -11,9 +11,9 @@ import pytest
 import almanac
 from almanac import Catalog, EvolveColumn
 from almanac.datatypes import ColumnType
+from almanac.descriptor_sql import type_sql
 from almanac.errors import SqlParseError, ValidationError
 from almanac.nested import walk
-from almanac.spelling import type_sql
 
 T = ColumnType
 

@@ -30,6 +30,7 @@ from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import DEFAULT_SCHEMA, Command, find_table, qualified
 from almanac.datatypes import ColumnType
+from almanac.descriptor_sql import partition_field_sql, sort_field_sql, source_path
 from almanac.descriptors import Column, Table
 from almanac.entries import (
     DefaultPartitionSpecSet,
@@ -52,7 +53,6 @@ from almanac.partitioning import (
     transform_accepts,
     transform_name,
 )
-from almanac.spelling import partition_field_sql, sort_field_sql, source_path
 
 __all__ = [
     "EvolvePartitionSpec",

@@ -13,9 +13,9 @@ import jinja2
 from markupsafe import Markup
 
 from almanac.catalog_version import CatalogVersion
+from almanac.descriptor_sql import default_sql, index_columns_sql, type_sql
 from almanac.descriptors import Schema, Table, Zone
 from almanac.server.views import iso
-from almanac.spelling import default_sql, index_columns_sql, type_sql
 
 __all__ = [
     "Chrome",

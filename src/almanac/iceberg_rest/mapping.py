@@ -66,10 +66,10 @@ from almanac.commands import (
 from almanac.commands.zones import DEFAULT_PARTITIONS, DEFAULT_ZONE_NAME
 from almanac.data.iceberg_schema import TABLET_FIELD, iceberg_layout, iceberg_schema
 from almanac.datatypes import ColumnType
+from almanac.descriptor_sql import source_path
 from almanac.descriptors import Column, Table
 from almanac.iceberg_rest.errors import refused
 from almanac.nested import walk
-from almanac.spelling import source_path
 
 __all__ = [
     "check_expressed",

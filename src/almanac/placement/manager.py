@@ -54,7 +54,7 @@ from almanac.placement.keys import (
 )
 from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
-from almanac.placement.routes import (
+from almanac.placement.route_changes import (
     IndexCache,
     RouteWrite,
     follow_catalog,

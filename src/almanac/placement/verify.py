@@ -20,7 +20,7 @@ from almanac.descriptors import is_soft_deleted
 from almanac.errors import CorruptDataError
 from almanac.placement.keys import TOMBSTONE_PREFIX
 from almanac.placement.model import TabletState
-from almanac.placement.routes import index_entries, partitions_of
+from almanac.placement.route_changes import index_entries, partitions_of
 from almanac.placement.state import read_routes, read_server_indexes
 
 __all__ = ["placement_problems", "verify_placement"]

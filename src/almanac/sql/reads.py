@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Protocol
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import to_datetime
 from almanac.commands.base import require_schema, require_table
+from almanac.descriptor_sql import default_sql, type_sql
 from almanac.descriptors import Collation, Index, IndexKind, Table
 from almanac.diff import CatalogDiff, JsonValue
 from almanac.errors import ValidationError
 from almanac.read_point import ReadPoint
-from almanac.spelling import default_sql, type_sql
 from almanac.sql.results import Cell, SqlResult
 from almanac.summary import summarize_update, touches_table
 
