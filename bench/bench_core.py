@@ -49,12 +49,12 @@ def bench_commits() -> None:
 def bench_lookup() -> None:
     tables = 10_000
     cat = big_catalog(tables)
-    snap = cat.catalog()
+    version = cat.catalog()
     names = [f"T{i}" for i in range(0, tables, 7)]
     plain = {name: i for i, name in enumerate(names)}
 
     def lookups() -> None:
-        table = snap.table
+        table = version.table
         for name in names:
             table(name)
 
@@ -66,7 +66,7 @@ def bench_lookup() -> None:
     spelled = [name.lower() for name in names]  # found by the case-free key
 
     def other_spelling() -> None:
-        table = snap.table
+        table = version.table
         for name in spelled:
             table(name, "public")
 
@@ -123,11 +123,11 @@ def bench_memory_per_version() -> None:
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     per = (after - before) / changes
-    snap = cat.catalog()
+    version = cat.catalog()
     print(
         f"memory per version (one-column change, {tables:,} tables, {changes:,} versions, "
         f"snapshot + stored update): {per:,.0f} bytes (goal ≤ 4,096); "
-        f"catalog holds {len(snap.tables_by_id):,} tables"
+        f"catalog holds {len(version.tables_by_id):,} tables"
     )
 
 

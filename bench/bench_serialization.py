@@ -127,17 +127,17 @@ def build_snapshot(tables: int) -> tuple[CatalogVersion, VersionedUpdate]:
     return cat, last
 
 
-def count_objects(snap: CatalogVersion) -> int:
+def count_objects(version: CatalogVersion) -> int:
     """Descriptor objects the snapshot serializes (columns, defaults and properties too)."""
     nested = sum(
         len(t.columns) + 1 + sum(c.default is not None for c in t.columns)
-        for t in snap.tables_by_id.values()
+        for t in version.tables_by_id.values()
     )
     return (
-        len(snap.schemas_by_id)
-        + len(snap.tables_by_id)
-        + len(snap.indexes_by_id)
-        + len(snap.zones_by_id)
+        len(version.schemas_by_id)
+        + len(version.tables_by_id)
+        + len(version.indexes_by_id)
+        + len(version.zones_by_id)
         + nested
     )
 

@@ -81,14 +81,14 @@ def main() -> None:
                 for prefix in (ROUTE_PREFIX, SERVER_PREFIX, REPORT_PREFIX, SERVER_INDEX_PREFIX):
                     store.range(prefix)
 
-            snap = cat.catalog()
+            version = cat.catalog()
 
             def raw_tables() -> None:
                 pa.Table.from_pylist(
                     [
                         {"ID": t.id, "NAME": t.name, "COLUMNS": len(t.columns)}
                         | {"PRIMARY_KEY": ",".join(t.primary_key), "ZONE": t.zone_id}
-                        for t in snap.tables_by_id.values()
+                        for t in version.tables_by_id.values()
                     ]
                 )
 
@@ -96,7 +96,7 @@ def main() -> None:
                 pa.Table.from_pylist(
                     [
                         {"TABLE_ID": t.id, "NAME": c.name, "ID": c.id, "TYPE": c.type.name}
-                        for t in snap.tables_by_id.values()
+                        for t in version.tables_by_id.values()
                         for c in t.columns
                     ]
                 )

@@ -62,18 +62,20 @@ EVOLUTION = [
 ]
 
 
-def describe(snap: CatalogVersion) -> list[str]:
+def describe(version: CatalogVersion) -> list[str]:
     """A plain-text listing of one catalog version."""
-    lines = [f"version {snap.version} (active {to_datetime(snap.activation_time):%H:%M:%S.%f})"]
-    for zone in snap.zones():
-        default = " [default]" if zone.id == snap.default_zone_id else ""
+    lines = [
+        f"version {version.version} (active {to_datetime(version.activation_time):%H:%M:%S.%f})"
+    ]
+    for zone in version.zones():
+        default = " [default]" if zone.id == version.default_zone_id else ""
         lines.append(
             f"zone {zone.name}{default}: {zone.partitions} partitions, "
             f"{zone.replicas} replicas, quorum {zone.quorum_size}"
         )
-    for schema in snap.schemas():
+    for schema in version.schemas():
         lines.append(f"schema {schema.name}")
-        for table in snap.tables(schema.name):
+        for table in version.tables(schema.name):
             lines.append(f"  table {table.name} (v{table.table_version}, id {table.id})")
             for col in table.columns:
                 params = [p for p in (col.precision, col.scale, col.length) if p is not None]
@@ -81,7 +83,7 @@ def describe(snap: CatalogVersion) -> list[str]:
                 null = "" if col.nullable else " NOT NULL"
                 key = " PK" if col.name in table.primary_key else ""
                 lines.append(f"    {col.name} {col.type.sql_name}{ptext}{null}{key}")
-            for index in snap.indexes(table.id):
+            for index in version.indexes(table.id):
                 cols = [
                     name
                     if not index.collations or index.collations[i].ascending
@@ -276,12 +278,12 @@ def iceberg_tables(root: Path) -> None:
 
     with almanac.connect(str(root)) as cat:
         data = TableData.for_catalog(cat)
-        snap = cat.catalog()
+        version = cat.catalog()
         lines = []
-        for table in snap.tables():
+        for table in version.tables():
             location = data.metadata_location(table.id)
             if location is not None:
-                schema = snap.schema_by_id(table.schema_id)
+                schema = version.schema_by_id(table.schema_id)
                 assert schema is not None
                 lines.append(f"  {schema.name}.{table.name}: {location}")
     if lines:

@@ -42,8 +42,8 @@ PATIENCE_S = 120.0
 
 
 def catalog_digest(cat: almanac.Catalog) -> tuple[int, str]:
-    snapshot = cat.catalog()
-    return snapshot.version, hashlib.sha256(encode_catalog(snapshot)).hexdigest()[:16]
+    version = cat.catalog()
+    return version.version, hashlib.sha256(encode_catalog(version)).hexdigest()[:16]
 
 
 @contextlib.contextmanager

@@ -256,8 +256,8 @@ def _data_changed(old: Map[int, int], new: Map[int, int]) -> set[int]:
     return {key for key in set(old.keys()) | set(new.keys()) if old.get(key) != new.get(key)}
 
 
-def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
-    schema = cat.schemas_by_id.get(schema_id)
+def _schema_name(version: CatalogVersion, schema_id: int) -> str:
+    schema = version.schemas_by_id.get(schema_id)
     return schema.name if schema is not None else f"#{schema_id}"
 
 
@@ -267,10 +267,10 @@ def _schema(s: Schema | None) -> _Object | None:
     return _Object("schema", s.id, s.name, _schema_fields(s), f"schema {s.name}")
 
 
-def _zone(cat: CatalogVersion, z: Zone | None) -> _Object | None:
+def _zone(version: CatalogVersion, z: Zone | None) -> _Object | None:
     if z is None:
         return None
-    default = z.id == cat.default_zone_id
+    default = z.id == version.default_zone_id
     definition = (
         f"{_count(z.partitions, 'partition')}, {_count(z.replicas, 'replica')} "
         f"(quorum {z.quorum_size}), {z.consistency_mode.name} consistency, storage profiles "
@@ -279,7 +279,7 @@ def _zone(cat: CatalogVersion, z: Zone | None) -> _Object | None:
     return _Object("zone", z.id, z.name, _zone_fields(z, default=default), definition)
 
 
-def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
+def _table(version: CatalogVersion, t: Table | None) -> _Object | None:
     if t is None:
         return None
     key = (
@@ -287,36 +287,36 @@ def _table(cat: CatalogVersion, t: Table | None) -> _Object | None:
         if t.primary_key
         else "no primary key"
     )
-    zone = cat.zones_by_id.get(t.zone_id)
+    zone = version.zones_by_id.get(t.zone_id)
     definition = (
         f"{_count(len(t.columns), 'column')}, {key}, zone "
         f"{zone.name if zone is not None else f'#{t.zone_id}'}"
         + (", soft-deleted" if t.soft_deleted else "")
     )
-    data = cat.table_data.get(t.id)
+    data = version.table_data.get(t.id)
     if data is not None:
         definition += f", data snapshot {data}"
-    name = f"{_schema_name(cat, t.schema_id)}.{t.name}"
-    fields = {**_table_fields(t), "data_snapshot": cat.table_data.get(t.id)}
+    name = f"{_schema_name(version, t.schema_id)}.{t.name}"
+    fields = {**_table_fields(t), "data_snapshot": version.table_data.get(t.id)}
     return _Object("table", t.id, name, fields, definition)
 
 
-def _column(cat: CatalogVersion, t: Table | None, c: Column | None) -> _Object | None:
+def _column(version: CatalogVersion, t: Table | None, c: Column | None) -> _Object | None:
     if t is None or c is None:
         return None
-    name = f"{_schema_name(cat, t.schema_id)}.{t.name}.{c.name}"
+    name = f"{_schema_name(version, t.schema_id)}.{t.name}.{c.name}"
     return _Object("column", c.id, name, _column_fields(c), column_sql(c))
 
 
-def _index(cat: CatalogVersion, i: Index | None) -> _Object | None:
+def _index(version: CatalogVersion, i: Index | None) -> _Object | None:
     if i is None:
         return None
-    table = cat.tables_by_id.get(i.table_id)
-    on = f"{_schema_name(cat, table.schema_id)}.{table.name}" if table else f"#{i.table_id}"
+    table = version.tables_by_id.get(i.table_id)
+    on = f"{_schema_name(version, table.schema_id)}.{table.name}" if table else f"#{i.table_id}"
     definition = (
         "primary-key " if i.primary_key else "unique " if i.unique else ""
     ) + f"{i.kind.name} on {on} ({index_columns_sql(i)}), {i.status.name}"
-    name = f"{_schema_name(cat, i.schema_id)}.{i.name}"
+    name = f"{_schema_name(version, i.schema_id)}.{i.name}"
     return _Object("index", i.id, name, _index_fields(i), definition)
 
 

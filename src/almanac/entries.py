@@ -79,32 +79,32 @@ def _missing(kind: str, object_id: int, entry: object) -> CorruptLogError:
     )
 
 
-def _table(cat: CatalogVersion, table_id: int, entry: object) -> Table:
-    table = cat.tables_by_id.get(table_id)
+def _table(version: CatalogVersion, table_id: int, entry: object) -> Table:
+    table = version.tables_by_id.get(table_id)
     if table is None:
         raise _missing("table", table_id, entry)
     return table
 
 
-def _index(cat: CatalogVersion, index_id: int, entry: object) -> Index:
-    index = cat.indexes_by_id.get(index_id)
+def _index(version: CatalogVersion, index_id: int, entry: object) -> Index:
+    index = version.indexes_by_id.get(index_id)
     if index is None:
         raise _missing("index", index_id, entry)
     return index
 
 
-def _put_table(cat: CatalogVersion, table: Table) -> CatalogVersion:
-    return cat.evolve(tables_by_id=cat.tables_by_id.set(table.id, table))
+def _put_table(version: CatalogVersion, table: Table) -> CatalogVersion:
+    return version.evolve(tables_by_id=version.tables_by_id.set(table.id, table))
 
 
-def _put_index(cat: CatalogVersion, old: Index, new: Index) -> CatalogVersion:
-    names, keys = cat.index_names, cat.index_keys
+def _put_index(version: CatalogVersion, old: Index, new: Index) -> CatalogVersion:
+    names, keys = version.index_names, version.index_keys
     if old.status.alive:
         names, keys = unbind_name(names, keys, (old.schema_id, old.name), old.id)
     if new.status.alive:
         names, keys = bind_name(names, keys, (new.schema_id, new.name), new.id)
-    return cat.evolve(
-        indexes_by_id=cat.indexes_by_id.set(new.id, new), index_names=names, index_keys=keys
+    return version.evolve(
+        indexes_by_id=version.indexes_by_id.set(new.id, new), index_names=names, index_keys=keys
     )
 
 
@@ -114,7 +114,7 @@ class UpdateEntry:
     __slots__ = ()
     event_type: ClassVar[EventType | None] = None
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
         raise TypeError(f"{type(self).__name__} does not define apply()")
 
     def object_id(self) -> int:
@@ -127,8 +127,8 @@ class ObjectIdsReserved(UpdateEntry):
 
     delta: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        return cat.evolve(object_id_gen=cat.object_id_gen + self.delta)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        return version.evolve(object_id_gen=version.object_id_gen + self.delta)
 
 
 # -- schemas ------------------------------------------------------------------
@@ -138,11 +138,11 @@ class ObjectIdsReserved(UpdateEntry):
 class SchemaCreated(UpdateEntry):
     schema: Schema
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        schema = replace(self.schema, update_version=cat.version)
-        names, keys = bind_name(cat.schema_names, cat.schema_keys, schema.name, schema.id)
-        return cat.evolve(
-            schemas_by_id=cat.schemas_by_id.set(schema.id, schema),
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        schema = replace(self.schema, update_version=version.version)
+        names, keys = bind_name(version.schema_names, version.schema_keys, schema.name, schema.id)
+        return version.evolve(
+            schemas_by_id=version.schemas_by_id.set(schema.id, schema),
             schema_names=names,
             schema_keys=keys,
         )
@@ -155,13 +155,13 @@ class SchemaCreated(UpdateEntry):
 class SchemaDropped(UpdateEntry):
     schema_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        schema = cat.schemas_by_id.get(self.schema_id)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        schema = version.schemas_by_id.get(self.schema_id)
         if schema is None:
             raise _missing("schema", self.schema_id, self)
-        names, keys = unbind_name(cat.schema_names, cat.schema_keys, schema.name, schema.id)
-        return cat.evolve(
-            schemas_by_id=cat.schemas_by_id.delete(schema.id),
+        names, keys = unbind_name(version.schema_names, version.schema_keys, schema.name, schema.id)
+        return version.evolve(
+            schemas_by_id=version.schemas_by_id.delete(schema.id),
             schema_names=names,
             schema_keys=keys,
         )
@@ -178,11 +178,11 @@ class ZoneCreated(UpdateEntry):
     event_type = EventType.ZONE_CREATE
     zone: Zone
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        zone = replace(self.zone, update_version=cat.version)
-        names, keys = bind_name(cat.zone_names, cat.zone_keys, zone.name, zone.id)
-        return cat.evolve(
-            zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        zone = replace(self.zone, update_version=version.version)
+        names, keys = bind_name(version.zone_names, version.zone_keys, zone.name, zone.id)
+        return version.evolve(
+            zones_by_id=version.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
         )
 
     def object_id(self) -> int:
@@ -196,15 +196,15 @@ class ZoneAltered(UpdateEntry):
     event_type = EventType.ZONE_ALTER
     zone: Zone
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = cat.zones_by_id.get(self.zone.id)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = version.zones_by_id.get(self.zone.id)
         if old is None:
             raise _missing("zone", self.zone.id, self)
-        zone = replace(self.zone, update_version=cat.version)
-        names, keys = unbind_name(cat.zone_names, cat.zone_keys, old.name, old.id)
+        zone = replace(self.zone, update_version=version.version)
+        names, keys = unbind_name(version.zone_names, version.zone_keys, old.name, old.id)
         names, keys = bind_name(names, keys, zone.name, zone.id)
-        return cat.evolve(
-            zones_by_id=cat.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
+        return version.evolve(
+            zones_by_id=version.zones_by_id.set(zone.id, zone), zone_names=names, zone_keys=keys
         )
 
     def object_id(self) -> int:
@@ -216,13 +216,13 @@ class ZoneDropped(UpdateEntry):
     event_type = EventType.ZONE_DROP
     zone_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        zone = cat.zones_by_id.get(self.zone_id)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        zone = version.zones_by_id.get(self.zone_id)
         if zone is None:
             raise _missing("zone", self.zone_id, self)
-        names, keys = unbind_name(cat.zone_names, cat.zone_keys, zone.name, zone.id)
-        return cat.evolve(
-            zones_by_id=cat.zones_by_id.delete(zone.id), zone_names=names, zone_keys=keys
+        names, keys = unbind_name(version.zone_names, version.zone_keys, zone.name, zone.id)
+        return version.evolve(
+            zones_by_id=version.zones_by_id.delete(zone.id), zone_names=names, zone_keys=keys
         )
 
     def object_id(self) -> int:
@@ -234,10 +234,10 @@ class DefaultZoneSet(UpdateEntry):
     event_type = EventType.SET_DEFAULT_ZONE
     zone_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        if self.zone_id not in cat.zones_by_id:
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        if self.zone_id not in version.zones_by_id:
             raise _missing("zone", self.zone_id, self)
-        return cat.evolve(default_zone_id=self.zone_id)
+        return version.evolve(default_zone_id=self.zone_id)
 
     def object_id(self) -> int:
         return self.zone_id
@@ -253,15 +253,15 @@ class TableCreated(UpdateEntry):
     event_type = EventType.TABLE_CREATE
     table: Table
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        table = replace(self.table, created_version=cat.version, update_version=cat.version)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        table = replace(self.table, created_version=version.version, update_version=version.version)
         key = (table.schema_id, table.name)
-        names, keys = bind_name(cat.table_names, cat.table_keys, key, table.id)
-        return cat.evolve(
-            tables_by_id=cat.tables_by_id.set(table.id, table),
+        names, keys = bind_name(version.table_names, version.table_keys, key, table.id)
+        return version.evolve(
+            tables_by_id=version.tables_by_id.set(table.id, table),
             table_names=names,
             table_keys=keys,
-            table_indexes=cat.table_indexes.set(table.id, ()),
+            table_indexes=version.table_indexes.set(table.id, ()),
         )
 
     def object_id(self) -> int:
@@ -275,16 +275,16 @@ class TableDropped(UpdateEntry):
     event_type = EventType.TABLE_DROP
     table_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        table = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        table = _table(version, self.table_id, self)
         key = (table.schema_id, table.name)
-        names, keys = unbind_name(cat.table_names, cat.table_keys, key, table.id)
-        data = cat.table_data
-        return cat.evolve(
-            tables_by_id=cat.tables_by_id.delete(table.id),
+        names, keys = unbind_name(version.table_names, version.table_keys, key, table.id)
+        data = version.table_data
+        return version.evolve(
+            tables_by_id=version.tables_by_id.delete(table.id),
             table_names=names,
             table_keys=keys,
-            table_indexes=cat.table_indexes.delete(table.id),
+            table_indexes=version.table_indexes.delete(table.id),
             table_data=data.delete(table.id) if table.id in data else data,
         )
 
@@ -304,15 +304,15 @@ class TableSoftDropped(UpdateEntry):
     dropped_at: int
     reserve_ms: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 dropped_at=self.dropped_at,
                 reserve_ms=self.reserve_ms,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -328,10 +328,10 @@ class TableRecovered(UpdateEntry):
     event_type = EventType.TABLE_RECOVER
     table_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         return _put_table(
-            cat, replace(old, dropped_at=None, reserve_ms=0, update_version=cat.version)
+            version, replace(old, dropped_at=None, reserve_ms=0, update_version=version.version)
         )
 
     def object_id(self) -> int:
@@ -346,21 +346,23 @@ class TableRenamed(UpdateEntry):
     table_id: int
     name: str
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
-        table = replace(old, name=self.name, update_version=cat.version)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
+        table = replace(old, name=self.name, update_version=version.version)
         names, keys = unbind_name(
-            cat.table_names, cat.table_keys, (old.schema_id, old.name), old.id
+            version.table_names, version.table_keys, (old.schema_id, old.name), old.id
         )
         names, keys = bind_name(names, keys, (table.schema_id, table.name), table.id)
-        cat = cat.evolve(
-            tables_by_id=cat.tables_by_id.set(table.id, table), table_names=names, table_keys=keys
+        version = version.evolve(
+            tables_by_id=version.tables_by_id.set(table.id, table),
+            table_names=names,
+            table_keys=keys,
         )
         if table.primary_key_index_id is None:
-            return cat
-        pk = _index(cat, table.primary_key_index_id, self)
+            return version
+        pk = _index(version, table.primary_key_index_id, self)
         return _put_index(
-            cat, pk, replace(pk, name=pk_index_name(self.name), update_version=cat.version)
+            version, pk, replace(pk, name=pk_index_name(self.name), update_version=version.version)
         )
 
     def object_id(self) -> int:
@@ -378,25 +380,31 @@ class TableMoved(UpdateEntry):
     schema_id: int
     name: str
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
-        if self.schema_id not in cat.schemas_by_id:
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
+        if self.schema_id not in version.schemas_by_id:
             raise _missing("schema", self.schema_id, self)
-        table = replace(old, schema_id=self.schema_id, name=self.name, update_version=cat.version)
+        table = replace(
+            old, schema_id=self.schema_id, name=self.name, update_version=version.version
+        )
         names, keys = unbind_name(
-            cat.table_names, cat.table_keys, (old.schema_id, old.name), old.id
+            version.table_names, version.table_keys, (old.schema_id, old.name), old.id
         )
         names, keys = bind_name(names, keys, (table.schema_id, table.name), table.id)
-        cat = cat.evolve(
-            tables_by_id=cat.tables_by_id.set(table.id, table), table_names=names, table_keys=keys
+        version = version.evolve(
+            tables_by_id=version.tables_by_id.set(table.id, table),
+            table_names=names,
+            table_keys=keys,
         )
-        for index_id in cat.table_indexes.get(table.id, ()):
-            index = _index(cat, index_id, self)
+        for index_id in version.table_indexes.get(table.id, ()):
+            index = _index(version, index_id, self)
             pk = index.id == table.primary_key_index_id
             name = pk_index_name(self.name) if pk else index.name
-            moved = replace(index, schema_id=self.schema_id, name=name, update_version=cat.version)
-            cat = _put_index(cat, index, moved)
-        return cat
+            moved = replace(
+                index, schema_id=self.schema_id, name=name, update_version=version.version
+            )
+            version = _put_index(version, index, moved)
+        return version
 
     def object_id(self) -> int:
         return self.table_id
@@ -416,10 +424,10 @@ class PrimaryKeySet(UpdateEntry):
     collations: tuple[Collation, ...]
     index_id: int | None
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 primary_key=self.primary_key,
@@ -427,7 +435,7 @@ class PrimaryKeySet(UpdateEntry):
                 primary_key_collations=self.collations,
                 primary_key_index_id=self.index_id,
                 colocation=old.colocation if old.bucketed else self.primary_key,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -447,17 +455,17 @@ class ColumnsAdded(UpdateEntry):
     table_id: int
     columns: tuple[Column, ...]
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         next_id = max([old.next_column_id, *(i + 1 for i in field_ids(self.columns))])
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 columns=old.columns + self.columns,
                 next_column_id=next_id,
                 table_version=old.table_version + 1,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -471,16 +479,16 @@ class ColumnsDropped(UpdateEntry):
     table_id: int
     names: tuple[str, ...]
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         gone = set(self.names)
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 columns=tuple(c for c in old.columns if c.name not in gone),
                 table_version=old.table_version + 1,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -499,21 +507,21 @@ class ColumnAltered(UpdateEntry):
     table_id: int
     column: Column
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         columns = tuple(
             replace(self.column, initial_default=c.initial_default) if c.id == self.column.id else c
             for c in old.columns
         )
         next_id = max([old.next_column_id, *(i + 1 for i in field_ids((self.column,)))])
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 columns=columns,
                 next_column_id=next_id,
                 table_version=old.table_version + 1,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -527,9 +535,11 @@ class TablePropertiesSet(UpdateEntry):
     table_id: int
     properties: TableProperties
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
-        return _put_table(cat, replace(old, properties=self.properties, update_version=cat.version))
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
+        return _put_table(
+            version, replace(old, properties=self.properties, update_version=version.version)
+        )
 
     def object_id(self) -> int:
         return self.table_id
@@ -544,16 +554,16 @@ class PartitionSpecAdded(UpdateEntry):
     table_id: int
     spec: PartitionSpec
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         last = max([old.last_partition_id, *(f.field_id for f in self.spec.fields)])
         return _put_table(
-            cat,
+            version,
             replace(
                 old,
                 partition_specs=(*old.partition_specs, self.spec),
                 last_partition_id=last,
-                update_version=cat.version,
+                update_version=version.version,
             ),
         )
 
@@ -569,12 +579,12 @@ class DefaultPartitionSpecSet(UpdateEntry):
     table_id: int
     spec_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         if all(s.spec_id != self.spec_id for s in old.partition_specs):
             raise _missing("partition spec", self.spec_id, self)
         return _put_table(
-            cat, replace(old, default_spec_id=self.spec_id, update_version=cat.version)
+            version, replace(old, default_spec_id=self.spec_id, update_version=version.version)
         )
 
     def object_id(self) -> int:
@@ -590,11 +600,13 @@ class SortOrderAdded(UpdateEntry):
     table_id: int
     order: SortOrder
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         return _put_table(
-            cat,
-            replace(old, sort_orders=(*old.sort_orders, self.order), update_version=cat.version),
+            version,
+            replace(
+                old, sort_orders=(*old.sort_orders, self.order), update_version=version.version
+            ),
         )
 
     def object_id(self) -> int:
@@ -609,12 +621,13 @@ class DefaultSortOrderSet(UpdateEntry):
     table_id: int
     order_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _table(version, self.table_id, self)
         if all(o.order_id != self.order_id for o in old.sort_orders):
             raise _missing("sort order", self.order_id, self)
         return _put_table(
-            cat, replace(old, default_sort_order_id=self.order_id, update_version=cat.version)
+            version,
+            replace(old, default_sort_order_id=self.order_id, update_version=version.version),
         )
 
     def object_id(self) -> int:
@@ -649,15 +662,15 @@ class TableDataCommitted(UpdateEntry):
     files_added: int = 0
     files_removed: int = 0
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        _table(cat, self.table_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        _table(version, self.table_id, self)
         if self.operation not in DATA_OPERATIONS:
             raise CorruptLogError(
                 f"TableDataCommitted of table id {self.table_id} names operation "
                 f"{self.operation!r}, not one of {', '.join(DATA_OPERATIONS)}",
                 id=self.table_id,
             )
-        return cat.evolve(table_data=cat.table_data.set(self.table_id, self.snapshot_id))
+        return version.evolve(table_data=version.table_data.set(self.table_id, self.snapshot_id))
 
     def object_id(self) -> int:
         return self.table_id
@@ -671,17 +684,17 @@ class IndexCreated(UpdateEntry):
     event_type = EventType.INDEX_CREATE
     index: Index
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        index = replace(self.index, created_version=cat.version, update_version=cat.version)
-        _table(cat, index.table_id, self)
-        owned = cat.table_indexes.get(index.table_id, ())
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        index = replace(self.index, created_version=version.version, update_version=version.version)
+        _table(version, index.table_id, self)
+        owned = version.table_indexes.get(index.table_id, ())
         key = (index.schema_id, index.name)
-        names, keys = bind_name(cat.index_names, cat.index_keys, key, index.id)
-        return cat.evolve(
-            indexes_by_id=cat.indexes_by_id.set(index.id, index),
+        names, keys = bind_name(version.index_names, version.index_keys, key, index.id)
+        return version.evolve(
+            indexes_by_id=version.indexes_by_id.set(index.id, index),
             index_names=names,
             index_keys=keys,
-            table_indexes=cat.table_indexes.set(index.table_id, (*owned, index.id)),
+            table_indexes=version.table_indexes.set(index.table_id, (*owned, index.id)),
         )
 
     def object_id(self) -> int:
@@ -693,9 +706,11 @@ class IndexRenamed(UpdateEntry):
     index_id: int
     name: str
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _index(cat, self.index_id, self)
-        return _put_index(cat, old, replace(old, name=self.name, update_version=cat.version))
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _index(version, self.index_id, self)
+        return _put_index(
+            version, old, replace(old, name=self.name, update_version=version.version)
+        )
 
     def object_id(self) -> int:
         return self.index_id
@@ -706,9 +721,11 @@ class _IndexStatusEntry(UpdateEntry):
     index_id: int
     target: ClassVar[IndexStatus]
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        old = _index(cat, self.index_id, self)
-        return _put_index(cat, old, replace(old, status=self.target, update_version=cat.version))
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        old = _index(version, self.index_id, self)
+        return _put_index(
+            version, old, replace(old, status=self.target, update_version=version.version)
+        )
 
     def object_id(self) -> int:
         return self.index_id
@@ -739,16 +756,16 @@ class IndexRemoved(UpdateEntry):
     event_type = EventType.INDEX_REMOVED
     index_id: int
 
-    def apply(self, cat: CatalogVersion) -> CatalogVersion:
-        index = _index(cat, self.index_id, self)
+    def apply(self, version: CatalogVersion) -> CatalogVersion:
+        index = _index(version, self.index_id, self)
         key = (index.schema_id, index.name)
-        names, keys = unbind_name(cat.index_names, cat.index_keys, key, index.id)
-        owned = cat.table_indexes.get(index.table_id, ())
-        return cat.evolve(
-            indexes_by_id=cat.indexes_by_id.delete(index.id),
+        names, keys = unbind_name(version.index_names, version.index_keys, key, index.id)
+        owned = version.table_indexes.get(index.table_id, ())
+        return version.evolve(
+            indexes_by_id=version.indexes_by_id.delete(index.id),
             index_names=names,
             index_keys=keys,
-            table_indexes=cat.table_indexes.set(
+            table_indexes=version.table_indexes.set(
                 index.table_id, tuple(i for i in owned if i != index.id)
             ),
         )

@@ -137,8 +137,8 @@ def _read(
         check.callable_(progress, "Parameter 'progress' of read_table")
     if point.latest:
         cat.catch_up()
-    snap = point.resolve(cat)
-    schema, table = resolve_table(snap, parse_name(name))
+    version = point.resolve(cat)
+    schema, table = resolve_table(version, parse_name(name))
     full = f"{schema.name}.{table.name}"
     store = cat.metastore
     route = read_route(store, table.id)
@@ -148,8 +148,8 @@ def _read(
             table=full,
             rule="placed-tablets",
         )
-    reader = _TabletReader(store, table, full, snap.version, timeout_s, progress, token)
-    tablets = _serving(route, table_partitions(snap, table), full)
+    reader = _TabletReader(store, table, full, version.version, timeout_s, progress, token)
+    tablets = _serving(route, table_partitions(version, table), full)
     with ThreadPoolExecutor(max_workers=min(_MAX_WORKERS, max(1, len(tablets)))) as pool:
         parts = list(pool.map(reader.read, tablets))
     result = pa.Table.from_batches([b for part in parts for b in part], schema=output_schema(table))

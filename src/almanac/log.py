@@ -537,11 +537,11 @@ class UpdateLog:
 
     def truncate(
         self,
-        snapshot: CatalogVersion,
+        version: CatalogVersion,
         pins_revision: int,
         requests: tuple[RequestRecord, ...] = (),
     ) -> bool:
-        """Make version ``snapshot.version`` the checkpoint (the whole catalog,
+        """Make version ``version.version`` the checkpoint (the whole catalog,
         and the ``requests`` it carries past the versions it replaces) and
         delete the older entries; False, changing nothing, if another
         checkpoint or a pin (taken or released since the pins key had
@@ -552,7 +552,7 @@ class UpdateLog:
         fails, the checkpoint stands and the next call of
         :meth:`finish_truncation` (every checkpoint makes one) deletes the rest.
         """
-        s = snapshot.version
+        s = version.version
         snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
         earliest = _int(snap_kv)
         if s <= earliest:
@@ -573,7 +573,7 @@ class UpdateLog:
             if marker is None
             else Compare.mod_revision(KEY_TRUNCATING, "==", marker.mod_revision),
         ]
-        ops: list[Op] = [Put(update_key(s), frame_checkpoint(snapshot, requests))]
+        ops: list[Op] = [Put(update_key(s), frame_checkpoint(version, requests))]
         ops.extend(Delete(key) for key in first)
         if rest:
             ops.append(Put(KEY_TRUNCATING, _encode_int(low)))

@@ -127,11 +127,11 @@ def frame_update(update: VersionedUpdate) -> bytes:
     return frame(KIND_UPDATE, update.version, encode_update(update))
 
 
-def frame_checkpoint(snapshot: CatalogVersion, requests: tuple[RequestRecord, ...] = ()) -> bytes:
+def frame_checkpoint(version: CatalogVersion, requests: tuple[RequestRecord, ...] = ()) -> bytes:
     """The stored form of a checkpoint (the whole catalog of its version):
     the bare catalog, or a ``Checkpoint`` when it carries request ids."""
-    payload = encode(Checkpoint(snapshot, requests)) if requests else encode_catalog(snapshot)
-    return frame(KIND_CHECKPOINT, snapshot.version, payload)
+    payload = encode(Checkpoint(version, requests)) if requests else encode_catalog(version)
+    return frame(KIND_CHECKPOINT, version.version, payload)
 
 
 def _corrupt(key: str, version: int, problem: str) -> CorruptLogError:

@@ -54,15 +54,15 @@ class ReadPoint:
         version 0, a version never made or checkpointed away, or an instant
         before the first version."""
         if self.timestamp is not None:
-            cat = source.catalog_at(self.timestamp)
-            if cat.version == 0:
+            version = source.catalog_at(self.timestamp)
+            if version.version == 0:
                 raise VersionNotFoundError(
                     f"No catalog version was active at {_shown(self.timestamp)}: the catalog "
                     "did not exist yet",
                     version=0,
                     earliest=source.earliest_version,
                 )
-            return cat
+            return version
         if self.version is not None:
             return source.catalog(existing_version(self.version))
         return source.catalog()

@@ -197,14 +197,14 @@ def touches_table(
     return False
 
 
-def object_name(cat: CatalogVersion, object_id: int) -> str | None:
+def object_name(version: CatalogVersion, object_id: int) -> str | None:
     """A table as ``SCHEMA.TABLE``, other objects by their name; ``None`` when
-    ``cat`` has no object of that id."""
-    table = cat.tables_by_id.get(object_id)
+    ``version`` has no object of that id."""
+    table = version.tables_by_id.get(object_id)
     if table is not None:
-        schema = cat.schemas_by_id.get(table.schema_id)
+        schema = version.schemas_by_id.get(table.schema_id)
         return f"{schema.name}.{table.name}" if schema is not None else table.name
-    for by_id in (cat.schemas_by_id, cat.zones_by_id, cat.indexes_by_id):
+    for by_id in (version.schemas_by_id, version.zones_by_id, version.indexes_by_id):
         found = by_id.get(object_id)
         if found is not None:
             return str(found.name)

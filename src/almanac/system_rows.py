@@ -194,11 +194,11 @@ def system_name(name: object) -> str:
 # -- rows of one catalog version ---------------------------------------------------------
 
 
-def tables_rows(cat: CatalogVersion) -> tuple[Row, ...]:
+def tables_rows(version: CatalogVersion) -> tuple[Row, ...]:
     """``SHOW TABLES``' rows of every schema, each followed by what it leaves out."""
     rows: list[Row] = []
-    for shown in show_tables(cat, None):
-        table = _shown_table(cat, shown)
+    for shown in show_tables(version, None):
+        table = _shown_table(version, shown)
         extra = (
             table.schema_id,
             ", ".join(table.colocation),
@@ -212,18 +212,18 @@ def tables_rows(cat: CatalogVersion) -> tuple[Row, ...]:
     return tuple(rows)
 
 
-def _shown_table(cat: CatalogVersion, shown: tuple[Cell, ...]) -> Table:
+def _shown_table(version: CatalogVersion, shown: tuple[Cell, ...]) -> Table:
     """The table of one ``SHOW TABLES`` row (its ``ID``)."""
     table_id = shown[TABLE_COLUMNS.index("ID")]
     assert isinstance(table_id, int)
-    return cat.tables_by_id[table_id]
+    return version.tables_by_id[table_id]
 
 
-def columns_rows(cat: CatalogVersion) -> tuple[Row, ...]:
+def columns_rows(version: CatalogVersion) -> tuple[Row, ...]:
     """``DESCRIBE TABLE``'s rows of every table, tables in ``SYSTEM.TABLES``' order."""
     rows: list[Row] = []
-    for shown in show_tables(cat, None):
-        table = _shown_table(cat, shown)
+    for shown in show_tables(version, None):
+        table = _shown_table(version, shown)
         for position, column in enumerate(column_rows(table), start=1):
             rows.append((shown[0], table.name, table.id, position, *column))
     return tuple(rows)
@@ -250,10 +250,10 @@ _GONE = (TabletState.DELETED, TabletState.REPLACED)
 
 
 def tablets_rows(
-    store: Metastore, cat: CatalogVersion, table_id: int | None = None
+    store: Metastore, version: CatalogVersion, table_id: int | None = None
 ) -> tuple[Row, ...]:
     """One row per tablet of every route (of one table when ``table_id`` is
-    given), by table id and tablet id; names from ``cat`` (``None`` once the
+    given), by table id and tablet id; names from ``version`` (``None`` once the
     table is gone from it)."""
     if table_id is None:
         routes = read_routes(store)
@@ -263,8 +263,8 @@ def tablets_rows(
     rows: list[Row] = []
     for tid in sorted(routes):
         route = routes[tid]
-        table = cat.tables_by_id.get(tid)
-        schema = None if table is None else cat.schemas_by_id.get(table.schema_id)
+        table = version.tables_by_id.get(tid)
+        schema = None if table is None else version.schemas_by_id.get(table.schema_id)
         altering = route.altering
         for tablet in sorted(route.tablets, key=lambda t: t.id):
             rows.append(
@@ -356,19 +356,19 @@ def system_rows(
                 name=f"{SYSTEM_SCHEMA}.{short}",
                 rule="current-only",
             )
-        cat = source.catalog()
+        version = source.catalog()
         if short == "TABLETS":
-            rows = tablets_rows(source.metastore, cat, table_id)
+            rows = tablets_rows(source.metastore, version, table_id)
         else:
             rows = servers_rows(source.metastore)
-        return SystemRows(short, cat.version, rows)
-    cat = (as_of or ReadPoint()).resolve(source)
+        return SystemRows(short, version.version, rows)
+    version = (as_of or ReadPoint()).resolve(source)
     answers: dict[str, Callable[[], tuple[Row, ...]]] = {
-        "TABLES": lambda: tables_rows(cat),
-        "COLUMNS": lambda: columns_rows(cat),
-        "HISTORY": lambda: history_rows(source, cat.version),
+        "TABLES": lambda: tables_rows(version),
+        "COLUMNS": lambda: columns_rows(version),
+        "HISTORY": lambda: history_rows(source, version.version),
     }
-    return SystemRows(short, cat.version, answers[short]())
+    return SystemRows(short, version.version, answers[short]())
 
 
 def sql_cells(rows: SystemRows) -> tuple[tuple[Cell, ...], ...]:

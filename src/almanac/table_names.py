@@ -64,26 +64,26 @@ def parse_name(text: str) -> TableName:
     return TableName(schema, sq, table, tq)
 
 
-def resolve_schema(snap: CatalogVersion, name: TableName) -> Schema:
+def resolve_schema(version: CatalogVersion, name: TableName) -> Schema:
     """The schema a name means, by the catalog's one name rule: any spelling
     finds it, quoted or not (quoting keeps a dot or a space in a part)."""
     wanted = DEFAULT_SCHEMA if name.schema is None else name.schema
-    schema = snap.schema(wanted)
+    schema = version.schema(wanted)
     if schema is None:
         raise NotFoundError(f"Schema '{wanted}' does not exist", kind="schema", name=wanted)
     return schema
 
 
-def resolve_table(snap: CatalogVersion, name: TableName) -> tuple[Schema, Table]:
+def resolve_table(version: CatalogVersion, name: TableName) -> tuple[Schema, Table]:
     """The schema and table a name means at this version."""
-    schema = resolve_schema(snap, name)
-    table = snap.table(name.table, schema.name)
+    schema = resolve_schema(version, name)
+    table = version.table(name.table, schema.name)
     if table is None:
         full = f"{schema.name}.{name.table}"
         raise NotFoundError(
-            f"Table '{full}' does not exist at catalog version {snap.version}",
+            f"Table '{full}' does not exist at catalog version {version.version}",
             kind="table",
             name=full,
-            version=snap.version,
+            version=version.version,
         )
     return schema, table

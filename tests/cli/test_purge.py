@@ -28,9 +28,9 @@ def test_purge_removes_only_what_expired(tmp_path: Path) -> None:
     assert lines[0].startswith("tables purged: 1 (catalog version ")
     assert lines[1].startswith(f"  PUBLIC.OLD (id {old.id}, reserved until ")
     with almanac.connect(store) as cat:
-        snap = cat.catalog()
-        assert snap.table_by_id(old.id) is None
-        assert [t.name for t in snap.soft_deleted_tables()] == ["NEW"]
+        version = cat.catalog()
+        assert version.table_by_id(old.id) is None
+        assert [t.name for t in version.soft_deleted_tables()] == ["NEW"]
     shown = run("--store", store, "show", "dropped", "--json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     answer = json.loads(shown.stdout)

@@ -139,21 +139,24 @@ def test_diff_catalogs_refuses_other_values() -> None:
 # -- properties over random command sequences ---------------------------------------
 
 
-def _bare(cat: CatalogVersion) -> tuple[Any, ...]:
+def _bare(version: CatalogVersion) -> tuple[Any, ...]:
     """The catalog's objects without the bookkeeping fields a diff leaves out."""
 
     def strip(obj: Any, *names: str) -> Any:
         return dataclasses.replace(obj, **{n: 0 for n in names})
 
     return (
-        {i: strip(s, "update_version") for i, s in cat.schemas_by_id.items()},
-        {i: strip(z, "update_version") for i, z in cat.zones_by_id.items()},
+        {i: strip(s, "update_version") for i, s in version.schemas_by_id.items()},
+        {i: strip(z, "update_version") for i, z in version.zones_by_id.items()},
         {
             i: strip(t, "update_version", "created_version", "next_column_id")
-            for i, t in cat.tables_by_id.items()
+            for i, t in version.tables_by_id.items()
         },
-        {i: strip(x, "update_version", "created_version") for i, x in cat.indexes_by_id.items()},
-        cat.default_zone_id,
+        {
+            i: strip(x, "update_version", "created_version")
+            for i, x in version.indexes_by_id.items()
+        },
+        version.default_zone_id,
     )
 
 

@@ -255,10 +255,12 @@ def test_listener_reads_the_events_version(cat: Catalog) -> None:
     seen: list[tuple[int, bool, bool, bool]] = []
 
     def listener(event: Event) -> None:
-        snap = cat.catalog(event.version)
+        version = cat.catalog(event.version)
         applied_here = cat.catalog_ready(event.version, timeout=0)
         ready_elsewhere = _ready_elsewhere(cat, event.version)
-        seen.append((snap.version, snap.table("T") is not None, applied_here, ready_elsewhere))
+        seen.append(
+            (version.version, version.table("T") is not None, applied_here, ready_elsewhere)
+        )
 
     cat.listen(EventType.TABLE_CREATE, listener)
     result = apply(cat, table("T"))

@@ -56,15 +56,15 @@ def test_sql_and_python_api_make_one_schema(cat: Catalog) -> None:
 
 def test_every_spelling_finds_the_one_table(cat: Catalog) -> None:
     cat.sql("CREATE SCHEMA sales; CREATE TABLE sales.orders (id BIGINT PRIMARY KEY)")
-    snap = cat.catalog()
-    orders = snap.table("ORDERS", "SALES")
+    version = cat.catalog()
+    orders = version.table("ORDERS", "SALES")
     assert orders is not None and orders.name == "ORDERS"
     for schema, name in [("sales", "orders"), ("Sales", "Orders"), ("SALES", "orders")]:
-        assert snap.table(name, schema) == orders
-        assert snap.schema(schema) == snap.schema("SALES")
-        assert snap.index(f"{name}_pk", schema) == snap.index("ORDERS_PK", "SALES")
-        assert resolve_table(snap, parse_name(f"{schema}.{name}"))[1] == orders
-        assert resolve_table(snap, parse_name(f'"{schema}"."{name}"'))[1] == orders
+        assert version.table(name, schema) == orders
+        assert version.schema(schema) == version.schema("SALES")
+        assert version.index(f"{name}_pk", schema) == version.index("ORDERS_PK", "SALES")
+        assert resolve_table(version, parse_name(f"{schema}.{name}"))[1] == orders
+        assert resolve_table(version, parse_name(f'"{schema}"."{name}"'))[1] == orders
     cat.sql('ALTER TABLE "sales"."orders" ADD COLUMN note STRING')
     shown = cat.sql('DESCRIBE TABLE "sales"."Orders"')
     assert "NOTE" in {row[0] for row in shown.rows}
@@ -140,11 +140,11 @@ def test_any_spelling_finds_the_table_and_collides_with_it(
     assert name_key(spelled) == name_key(name)
     with almanac.connect("memory://") as cat:
         cat.execute([CreateSchema(name), _table(name, name)])
-        snap = cat.catalog()
-        made = snap.table(name, name)
+        version = cat.catalog()
+        made = version.table(name, name)
         assert made is not None
-        assert snap.table(spelled, spelled) == made
-        assert resolve_table(snap, parse_name(f'"{spelled}"."{spelled}"'))[1] == made
+        assert version.table(spelled, spelled) == made
+        assert resolve_table(version, parse_name(f'"{spelled}"."{spelled}"'))[1] == made
         with pytest.raises(AlreadyExistsError):
             cat.execute([_table(spelled, spelled)])
         with pytest.raises(AlreadyExistsError):
@@ -160,18 +160,18 @@ def test_any_spelling_finds_the_table_and_collides_with_it(
 # -- a catalog made before the rule ------------------------------------------
 
 
-def _old_rule(snap: CatalogVersion, command: CreateSchema | CreateTable) -> list[UpdateEntry]:
+def _old_rule(version: CatalogVersion, command: CreateSchema | CreateTable) -> list[UpdateEntry]:
     """The entries ``command`` made before the rule: validated against
-    ``snap`` with every name key forgotten, so only exact names collide."""
-    blind = snap.evolve(schema_keys=Map(), table_keys=Map(), index_keys=Map(), zone_keys=Map())
+    ``version`` with every name key forgotten, so only exact names collide."""
+    blind = version.evolve(schema_keys=Map(), table_keys=Map(), index_keys=Map(), zone_keys=Map())
     return command.validate(blind)
 
 
 def _append_twins(node: Catalog) -> None:
     """Schema ``sales`` beside ``SALES``, and table ``Orders`` beside
     ``ORDERS`` in it, appended to the log as one version made by the old rule."""
-    snap = node.catalog()
-    working = snap.evolve(version=snap.version + 1)
+    version = node.catalog()
+    working = version.evolve(version=version.version + 1)
     entries = _old_rule(working, CreateSchema("sales"))
     working = apply_entries(working, entries)
     more = _old_rule(working, _table("Orders", "SALES"))
@@ -198,28 +198,28 @@ def test_an_old_catalog_with_case_only_twins_opens_and_reaches_each(
         assert any("'SALES', 'sales'" in m for m in warned), warned
         assert any("'SALES.ORDERS', 'SALES.Orders'" in m for m in warned), warned
         assert any("'SALES.ORDERS_PK', 'SALES.Orders_PK'" in m for m in warned), warned
-        snap = cat.catalog()
-        assert snap.name_collisions() == [
+        version = cat.catalog()
+        assert version.name_collisions() == [
             ("index", ["SALES.ORDERS_PK", "SALES.Orders_PK"]),
             ("schema", ["SALES", "sales"]),
             ("table", ["SALES.ORDERS", "SALES.Orders"]),
         ]
-        upper, lower = snap.schema("SALES"), snap.schema("sales")
+        upper, lower = version.schema("SALES"), version.schema("sales")
         assert upper is not None and lower is not None and upper.id != lower.id
-        first, second = snap.table("ORDERS", "SALES"), snap.table("Orders", "SALES")
+        first, second = version.table("ORDERS", "SALES"), version.table("Orders", "SALES")
         assert first is not None and second is not None and first.id != second.id
         with pytest.raises(AmbiguousNameError, match=r"'SALES' and 'sales'") as err:
-            snap.schema("Sales")
+            version.schema("Sales")
         assert err.value.context["matches"] == ["SALES", "sales"]
         with pytest.raises(AmbiguousNameError, match=r"'SALES.ORDERS' and 'SALES.Orders'"):
-            snap.table("orders", "SALES")
+            version.table("orders", "SALES")
         with pytest.raises(AmbiguousNameError):
             cat.sql('DESCRIBE TABLE "SALES"."orders"')
         with pytest.raises(AlreadyExistsError, match="already exists"):
             cat.execute([CreateSchema("sAlEs")])
         # A snapshot of it encodes and decodes to the same catalog, key maps included.
-        decoded = decode_catalog(encode_catalog(snap))
-        assert decoded == snap and decoded.table_keys == snap.table_keys
+        decoded = decode_catalog(encode_catalog(version))
+        assert decoded == version and decoded.table_keys == version.table_keys
         # Renaming one twin lifts the ambiguity.
         cat.execute([RenameTable("Orders", "ORDERS_OLD", schema="SALES")])
         assert cat.catalog().table("orders", "SALES") == first

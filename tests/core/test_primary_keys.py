@@ -35,8 +35,8 @@ def test_keyless_table_renames_and_takes_indexes(cat: Catalog) -> None:
 def test_a_new_table_is_unpartitioned_unless_colocated(cat: Catalog) -> None:
     apply(cat, CreateTable(name="P", columns=(ID, col("A")), primary_key=("ID",)))
     apply(cat, _keyless("C", colocation=("A",)))
-    snap = cat.catalog()
-    plain, colocated = snap.table("P"), snap.table("C")
+    version = cat.catalog()
+    plain, colocated = version.table("P"), version.table("C")
     assert plain is not None and colocated is not None
     assert not plain.bucketed and plain.colocation == ("ID",)
     assert colocated.bucketed and colocated.colocation == ("A",)
@@ -45,28 +45,28 @@ def test_a_new_table_is_unpartitioned_unless_colocated(cat: Catalog) -> None:
 def test_set_change_and_drop_the_primary_key(cat: Catalog) -> None:
     apply(cat, _keyless())
     apply(cat, SetPrimaryKey(name="T", primary_key=("ID",)))
-    snap = cat.catalog()
-    t = snap.table("T")
+    version = cat.catalog()
+    t = version.table("T")
     assert t is not None and t.primary_key == ("ID",)
-    pk = snap.index("T_PK")
+    pk = version.index("T_PK")
     assert pk is not None and pk.id == t.primary_key_index_id and pk.columns == ("ID",)
     assert pk.primary_key and pk.unique
 
     apply(cat, SetPrimaryKey(name="T", primary_key=("K", "ID"), primary_key_kind=IndexKind.SORTED))
-    snap = cat.catalog()
-    t = snap.table("T")
-    changed = snap.index("T_PK")
+    version = cat.catalog()
+    t = version.table("T")
+    changed = version.index("T_PK")
     assert t is not None and changed is not None
     assert t.primary_key == ("K", "ID") and changed.columns == ("K", "ID")
     assert changed.id == t.primary_key_index_id != pk.id
-    assert snap.indexes_by_id.get(pk.id) is None
+    assert version.indexes_by_id.get(pk.id) is None
 
     noop(cat, SetPrimaryKey(name="T", primary_key=("K", "ID"), primary_key_kind=IndexKind.SORTED))
     apply(cat, SetPrimaryKey(name="T", primary_key=()))
-    snap = cat.catalog()
-    t = snap.table("T")
+    version = cat.catalog()
+    t = version.table("T")
     assert t is not None and t.primary_key == () and t.primary_key_index_id is None
-    assert snap.index("T_PK") is None
+    assert version.index("T_PK") is None
     noop(cat, SetPrimaryKey(name="T", primary_key=()))
 
 

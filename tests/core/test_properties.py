@@ -219,45 +219,47 @@ def quorum_bounds(replicas: int) -> tuple[int, int]:
     return low, max(low, math.ceil(replicas / 2))
 
 
-def check_snapshot(snap: CatalogVersion) -> None:
+def check_snapshot(version: CatalogVersion) -> None:
     """Internal consistency of one version: name maps, ownership, keys, ranges."""
-    v = snap.version
-    assert dict(snap.schema_names) == {s.name: s.id for s in snap.schemas_by_id.values()}
-    assert dict(snap.zone_names) == {z.name: z.id for z in snap.zones_by_id.values()}
-    assert dict(snap.table_names) == {
-        (t.schema_id, t.name): t.id for t in snap.tables_by_id.values()
+    v = version.version
+    assert dict(version.schema_names) == {s.name: s.id for s in version.schemas_by_id.values()}
+    assert dict(version.zone_names) == {z.name: z.id for z in version.zones_by_id.values()}
+    assert dict(version.table_names) == {
+        (t.schema_id, t.name): t.id for t in version.tables_by_id.values()
     }
-    alive = {i.id: i for i in snap.indexes_by_id.values() if i.status is not IndexStatus.STOPPING}
-    assert dict(snap.index_names) == {(i.schema_id, i.name): i.id for i in alive.values()}
-    assert not set(snap.index_names) & set(snap.table_names), "tables and indexes share names"
+    alive = {
+        i.id: i for i in version.indexes_by_id.values() if i.status is not IndexStatus.STOPPING
+    }
+    assert dict(version.index_names) == {(i.schema_id, i.name): i.id for i in alive.values()}
+    assert not set(version.index_names) & set(version.table_names), "tables and indexes share names"
     # The case-free key maps, kept up entry by entry, equal those derived
     # afresh from the name maps (as a decoded snapshot gets them), and no
     # two names in one parent differ only by case.
-    compared = [f.name for f in dataclasses.fields(snap) if f.compare]
-    derived = CatalogVersion(**{name: getattr(snap, name) for name in compared})
+    compared = [f.name for f in dataclasses.fields(version) if f.compare]
+    derived = CatalogVersion(**{name: getattr(version, name) for name in compared})
     for keys in ("schema_keys", "table_keys", "index_keys", "zone_keys"):
-        assert getattr(snap, keys) == getattr(derived, keys), keys
-    assert snap.name_collisions() == []
-    assert set(snap.table_indexes) == set(snap.tables_by_id)
-    if snap.default_zone_id is not None:
-        assert snap.default_zone_id in snap.zones_by_id
-    for z in snap.zones_by_id.values():
+        assert getattr(version, keys) == getattr(derived, keys), keys
+    assert version.name_collisions() == []
+    assert set(version.table_indexes) == set(version.tables_by_id)
+    if version.default_zone_id is not None:
+        assert version.default_zone_id in version.zones_by_id
+    for z in version.zones_by_id.values():
         assert 1 <= z.partitions <= 65000 and z.replicas >= 1 and z.storage_profiles
         low, high = quorum_bounds(z.replicas)
         assert low <= z.quorum_size <= high
         assert 0 < z.update_version <= v
-    for s in snap.schemas_by_id.values():
+    for s in version.schemas_by_id.values():
         assert 0 < s.update_version <= v
-    for t in snap.tables_by_id.values():
-        assert t.schema_id in snap.schemas_by_id
-        zone = snap.zones_by_id.get(t.zone_id)
+    for t in version.tables_by_id.values():
+        assert t.schema_id in version.schemas_by_id
+        zone = version.zones_by_id.get(t.zone_id)
         assert zone is not None and t.storage_profile in zone.storage_profiles
-        owned = [i for i in snap.indexes_by_id.values() if i.table_id == t.id]
-        assert sorted(snap.table_indexes[t.id]) == sorted(i.id for i in owned)
+        owned = [i for i in version.indexes_by_id.values() if i.table_id == t.id]
+        assert sorted(version.table_indexes[t.id]) == sorted(i.id for i in owned)
         if t.primary_key_index_id is None:
             assert t.primary_key == () and not [i for i in owned if i.primary_key]
         else:
-            pk = snap.indexes_by_id[t.primary_key_index_id]
+            pk = version.indexes_by_id[t.primary_key_index_id]
             assert pk.primary_key and pk.status is IndexStatus.AVAILABLE
             assert pk.name == f"{t.name}_PK" and pk.table_id == t.id
             assert pk.columns == t.primary_key
@@ -277,17 +279,17 @@ def check_snapshot(snap: CatalogVersion) -> None:
             if index.unique:
                 assert set(t.colocation) <= set(index.columns)
         assert 0 < t.created_version <= t.update_version <= v and t.table_version >= 1
-    for i in snap.indexes_by_id.values():
-        assert i.table_id in snap.tables_by_id
+    for i in version.indexes_by_id.values():
+        assert i.table_id in version.tables_by_id
         assert 0 < i.created_version <= i.update_version <= v
     every = [
-        *snap.schemas_by_id,
-        *snap.zones_by_id,
-        *snap.tables_by_id,
-        *snap.indexes_by_id,
+        *version.schemas_by_id,
+        *version.zones_by_id,
+        *version.tables_by_id,
+        *version.indexes_by_id,
     ]
     assert len(every) == len(set(every)), "object ids are unique across kinds"
-    assert all(0 <= i < snap.object_id_gen for i in every)
+    assert all(0 <= i < version.object_id_gen for i in every)
 
 
 class CatalogMachine(RuleBasedStateMachine):
@@ -389,21 +391,21 @@ class CatalogMachine(RuleBasedStateMachine):
         columns=st.sampled_from([("A",), ("B",), ("B", "A")]),
     )
     def valid_index(self, data: st.DataObject, name: str, columns: tuple[str, ...]) -> None:
-        snap = self.cat.catalog()
-        t = data.draw(st.sampled_from(snap.tables()))
-        schema = snap.schema_by_id(t.schema_id)
+        version = self.cat.catalog()
+        t = data.draw(st.sampled_from(version.tables()))
+        schema = version.schema_by_id(t.schema_id)
         assert schema is not None
         self._execute([CreateIndex(name=name, table=t.name, schema=schema.name, columns=columns)])
 
     @rule(data=st.data())
     def on_existing_table(self, data: st.DataObject) -> None:
         """A column, index or rename command aimed at a table that exists."""
-        snap = self.cat.catalog()
-        tables = snap.tables()
+        version = self.cat.catalog()
+        tables = version.tables()
         if not tables:
             return
         t = data.draw(st.sampled_from(tables))
-        schema = snap.schema_by_id(t.schema_id)
+        schema = version.schema_by_id(t.schema_id)
         assert schema is not None
         names = [c.name for c in t.columns]
         some = st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True).map(tuple)
@@ -513,13 +515,13 @@ class CatalogMachine(RuleBasedStateMachine):
 
     @invariant()
     def ids_are_never_reused(self) -> None:
-        snap = self.cat.catalog()
+        version = self.cat.catalog()
         current: dict[int, str] = {}
         for kind, ids in (
-            ("schema", snap.schemas_by_id),
-            ("zone", snap.zones_by_id),
-            ("table", snap.tables_by_id),
-            ("index", snap.indexes_by_id),
+            ("schema", version.schemas_by_id),
+            ("zone", version.zones_by_id),
+            ("table", version.tables_by_id),
+            ("index", version.indexes_by_id),
         ):
             for object_id in ids:
                 assert object_id not in current, f"id {object_id} used twice"

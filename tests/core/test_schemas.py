@@ -91,9 +91,9 @@ def test_drop_schema_cascade_drops_tables_and_indexes_in_one_version(cat: Catalo
     apply(cat, CreateIndex(name="J", table="T", columns=("A",), schema="S"))
     apply(cat, DropIndex("J", schema="S"))  # REGISTERED: removed at once
     apply(cat, table("KEEP"))
-    snap = cat.catalog()
-    doomed_tables = {t.id for t in snap.tables("S")}
-    doomed_indexes = {i.id for i in snap.indexes() if i.table_id in doomed_tables}
+    version = cat.catalog()
+    doomed_tables = {t.id for t in version.tables("S")}
+    doomed_indexes = {i.id for i in version.indexes() if i.table_id in doomed_tables}
     assert len(doomed_tables) == 2 and len(doomed_indexes) == 3  # two pk indexes + I
 
     apply(cat, DropSchema("S", cascade=True))

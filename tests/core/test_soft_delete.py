@@ -94,17 +94,17 @@ def test_a_soft_deleted_table_is_gone_by_name_and_there_by_id(cat: Catalog) -> N
     live = cat.catalog().table("T")
     assert live is not None
     version = cat.sql("DROP TABLE T WITH (RESERVE = '1h')").version
-    snap = cat.catalog()
-    dropped = snap.table_by_id(live.id)
+    at = cat.catalog()
+    dropped = at.table_by_id(live.id)
     assert dropped is not None and dropped.soft_deleted and is_soft_deleted(dropped)
     assert dropped.reserve_ms == 3_600_000 and dropped.update_version == version
-    assert snap.tables_by_id[live.id] is dropped
-    assert snap.table("T") is None
-    assert [t.name for t in snap.tables()] == ["KEEP"]
-    assert snap.soft_deleted_tables() == [dropped]
-    assert snap.index("T_BY_V") is None and snap.index("T_PK") is None
-    assert {i.name for i in snap.indexes()} == {"KEEP_PK"}
-    assert {i.name for i in snap.indexes(live.id)} == {"T_PK", "T_BY_V"}  # by id: still there
+    assert at.tables_by_id[live.id] is dropped
+    assert at.table("T") is None
+    assert [t.name for t in at.tables()] == ["KEEP"]
+    assert at.soft_deleted_tables() == [dropped]
+    assert at.index("T_BY_V") is None and at.index("T_PK") is None
+    assert {i.name for i in at.indexes()} == {"KEEP_PK"}
+    assert {i.name for i in at.indexes(live.id)} == {"T_PK", "T_BY_V"}  # by id: still there
     assert [r[1] for r in cat.sql("SHOW TABLES").rows] == ["KEEP"]
     assert all(r[1] != "T" for r in cat.sql("SHOW INDEXES").rows)
     assert cat.sql("SHOW SCHEMAS").rows[0][2] == 1
@@ -171,17 +171,19 @@ def test_recover_brings_the_table_and_its_indexes_back(cat: Catalog) -> None:
     assert before is not None
     cat.sql("DROP TABLE T WITH (RESERVE = '15m')")
     cat.sql("RECOVER TABLE T")
-    snap = cat.catalog()
-    back = snap.table("T")
+    version = cat.catalog()
+    back = version.table("T")
     assert back is not None and not back.soft_deleted and back.reserve_ms == 0
     assert back.id == before.id and back.columns == before.columns
-    assert snap.index("T_BY_V") is not None and snap.index("T_PK") is not None
-    diff = cat.diff(snap.version - 2, snap.version - 1)
+    assert version.index("T_BY_V") is not None and version.index("T_PK") is not None
+    diff = cat.diff(version.version - 2, version.version - 1)
     assert [(c.name, {f.field for f in c.fields}) for c in diff.changed] == [
         ("PUBLIC.T", {"soft_deleted", "dropped_at", "reserve_ms"})
     ]
-    assert cat.describe(snap.version - 1).endswith("dropped table PUBLIC.T, recoverable for 15min")
-    assert cat.describe(snap.version).endswith("recovered table PUBLIC.T")
+    assert cat.describe(version.version - 1).endswith(
+        "dropped table PUBLIC.T, recoverable for 15min"
+    )
+    assert cat.describe(version.version).endswith("recovered table PUBLIC.T")
 
 
 def test_recover_as_another_name_frees_the_old_one(cat: Catalog) -> None:
@@ -193,11 +195,11 @@ def test_recover_as_another_name_frees_the_old_one(cat: Catalog) -> None:
     err = expect_error(cat, AlreadyExistsError, RecoverTable("T", new_name="TAKEN"))
     assert "TAKEN" in err.message
     cat.sql("RECOVER TABLE T AS T_OLD; CREATE TABLE T (ID BIGINT NOT NULL PRIMARY KEY)")
-    snap = cat.catalog()
-    old, new = snap.table("T_OLD"), snap.table("T")
+    version = cat.catalog()
+    old, new = version.table("T_OLD"), version.table("T")
     assert old is not None and old.id == first.id
     assert new is not None and new.id != first.id
-    assert snap.index("T_OLD_PK") is not None and snap.index("T_PK") is not None
+    assert version.index("T_OLD_PK") is not None and version.index("T_PK") is not None
 
 
 def test_recover_and_purge_refuse_what_is_not_soft_deleted(cat: Catalog) -> None:
@@ -218,9 +220,9 @@ def test_a_purge_removes_it_for_good_and_frees_its_names(cat: Catalog) -> None:
     table_id = cat.catalog().table("T").id  # type: ignore[union-attr]
     cat.sql("DROP TABLE T WITH (RESERVE = '2d')")
     cat.sql("PURGE TABLE T")
-    snap = cat.catalog()
-    assert snap.table_by_id(table_id) is None
-    assert snap.indexes(table_id) == [] and len(snap.indexes_by_id) == 0
+    version = cat.catalog()
+    assert version.table_by_id(table_id) is None
+    assert version.indexes(table_id) == [] and len(version.indexes_by_id) == 0
     cat.sql("CREATE TABLE T (ID BIGINT NOT NULL PRIMARY KEY, V INT); CREATE INDEX T_BY_V ON T (V)")
     again = cat.catalog().table("T")
     assert again is not None and again.id > table_id
@@ -277,8 +279,8 @@ def test_a_replace_drops_at_once_whatever_the_default(tmp_path: Path) -> None:
         err = rejected(cat, [DropTable("T"), table("T", col("V"))], AlreadyExistsError)
         assert err.context.get("rule") == "soft-deleted-name"
         cat.execute([DropTable("T", reserve_s=0), table("T", col("V"))])
-        snap = cat.catalog()
-        assert snap.soft_deleted_tables() == [] and snap.table("T") is not None
+        version = cat.catalog()
+        assert version.soft_deleted_tables() == [] and version.table("T") is not None
 
 
 # -- time --------------------------------------------------------------------------
@@ -311,8 +313,12 @@ def test_the_periodic_purge_removes_only_expired_tables(timed: Catalog, wall: Wa
     wall.ms += 61_000
     purged = purge_expired_tables(timed)
     assert [t.id for t in purged] == [a]
-    snap = timed.catalog()
-    assert a not in snap.tables_by_id and b in snap.tables_by_id and snap.table("C") is not None
+    version = timed.catalog()
+    assert (
+        a not in version.tables_by_id
+        and b in version.tables_by_id
+        and version.table("C") is not None
+    )
     assert purge_expired_tables(timed) == []
     wall.ms += 3_600_000
     assert [t.id for t in purge_expired_tables(timed)] == [b]
@@ -346,10 +352,10 @@ def test_the_node_default_is_recorded_in_the_entry(tmp_path: Path) -> None:
         hard.sql("DROP TABLE B")
         keeper.catch_up()
         for node in (keeper, hard):
-            snap = node.catalog()
-            a = snap.soft_deleted_table("A")
+            version = node.catalog()
+            a = version.soft_deleted_table("A")
             assert a is not None and a.reserve_ms == 3_600_000
-            assert len(snap.tables_by_id) == 1  # B is gone for good
+            assert len(version.tables_by_id) == 1  # B is gone for good
         assert encode(keeper.catalog()) == encode(hard.catalog())
         hard.sql("RECOVER TABLE A")
         keeper.catch_up()
@@ -403,16 +409,16 @@ _STEPS = st.lists(
 
 
 def _check(cat: Catalog, model: _Model) -> None:
-    snap = cat.catalog()
-    assert {t.name: t.id for t in snap.tables()} == model.live
-    assert {t.name: t.id for t in snap.soft_deleted_tables()} == {
+    version = cat.catalog()
+    assert {t.name: t.id for t in version.tables()} == model.live
+    assert {t.name: t.id for t in version.soft_deleted_tables()} == {
         n: i for n, (i, _) in model.dropped.items()
     }
     for name, (table_id, _) in model.dropped.items():
-        assert snap.table(name) is None
-        found = snap.table_by_id(table_id)
+        assert version.table(name) is None
+        found = version.table_by_id(table_id)
         assert found is not None and found.soft_deleted
-    assert set(snap.tables_by_id) <= model.ids
+    assert set(version.tables_by_id) <= model.ids
 
 
 @settings(
@@ -546,14 +552,14 @@ def test_a_failed_purge_leaves_a_consistent_catalog(wall: WallClock, mode: str) 
             purge_expired_tables(cat)
         store.mode = None
         cat.catch_up()
-        snap = cat.catalog()
+        version = cat.catalog()
         if mode == "lost":  # nothing happened: the table waits for the next purge
-            assert snap.soft_deleted_table("T") is not None
+            assert version.soft_deleted_table("T") is not None
             assert [t.id for t in purge_expired_tables(cat)] == [table_id]
         else:  # it happened: the next purge finds nothing left to do
-            assert table_id not in snap.tables_by_id
+            assert table_id not in version.tables_by_id
             assert purge_expired_tables(cat) == []
-        snap = cat.catalog()
-        assert table_id not in snap.tables_by_id and len(snap.indexes_by_id) == 0
+        version = cat.catalog()
+        assert table_id not in version.tables_by_id and len(version.indexes_by_id) == 0
         with Catalog(UpdateLog(store), clock=HybridClock(wall), node_name="replay") as other:
-            assert encode(other.catalog()) == encode(snap)
+            assert encode(other.catalog()) == encode(version)

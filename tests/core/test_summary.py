@@ -144,10 +144,10 @@ def test_write_unordered_in_words(cat: Catalog) -> None:
 
 def test_index_status_steps_in_words(cat: Catalog) -> None:
     cat.sql("CREATE INDEX BY_CUSTOMER ON SALES.ORDERS (CUSTOMER)")
-    snapshot = cat.catalog()
-    index = snapshot.index("BY_CUSTOMER", "SALES")
+    version = cat.catalog()
+    index = version.index("BY_CUSTOMER", "SALES")
     assert index is not None
-    names = Names(snapshot, snapshot)
+    names = Names(version, version)
     assert describe_entry(IndexBuildStarted(index.id), names) == (
         "started building index BY_CUSTOMER"
     )
@@ -167,13 +167,13 @@ class PartitionSpecSet(UpdateEntry):
 
 
 def test_an_entry_without_its_own_words_still_reads_as_words(cat: Catalog) -> None:
-    snapshot = cat.catalog()
-    table = snapshot.table("ORDERS", "SALES")
+    version = cat.catalog()
+    table = version.table("ORDERS", "SALES")
     assert table is not None
     update = VersionedUpdate(
-        snapshot.version, 0, 0, (ObjectIdsReserved(1), PartitionSpecSet(table.id))
+        version.version, 0, 0, (ObjectIdsReserved(1), PartitionSpecSet(table.id))
     )
-    assert summarize_update(update, snapshot, snapshot) == "partition spec set: SALES.ORDERS"
+    assert summarize_update(update, version, version) == "partition spec set: SALES.ORDERS"
 
 
 def test_every_entry_kind_has_its_own_words() -> None:
@@ -208,11 +208,11 @@ def _committed(table_id: int, operation: str, *counts: int) -> TableDataCommitte
 def test_data_commits_in_words(
     cat: Catalog, operation: str, counts: tuple[int, ...], words: str
 ) -> None:
-    snapshot = cat.catalog()
-    table = snapshot.table("ORDERS", "SALES")
+    version = cat.catalog()
+    table = version.table("ORDERS", "SALES")
     assert table is not None
     entry = _committed(table.id, operation, *counts)
-    assert describe_entry(entry, Names(snapshot, snapshot)) == words
+    assert describe_entry(entry, Names(version, version)) == words
 
 
 def test_a_data_commit_names_a_table_the_version_dropped(cat: Catalog) -> None:

@@ -66,12 +66,12 @@ def _statement(draw: st.DrawFn) -> str:
     )
 
 
-def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
+def _expected_tables(version: almanac.CatalogVersion) -> list[dict[str, Any]]:
     """SYSTEM.TABLES as the catalog's objects say, written without the SHOW code."""
     rows = []
-    for t in cat.tables():
-        schema = cat.schemas_by_id[t.schema_id]
-        zone = cat.zones_by_id[t.zone_id]
+    for t in version.tables():
+        schema = version.schemas_by_id[t.schema_id]
+        zone = version.zones_by_id[t.zone_id]
         rows.append(
             {
                 "SCHEMA": schema.name,
@@ -95,10 +95,10 @@ def _expected_tables(cat: almanac.CatalogVersion) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["SCHEMA"], r["NAME"]))
 
 
-def _expected_columns(cat: almanac.CatalogVersion) -> list[tuple[Any, ...]]:
+def _expected_columns(version: almanac.CatalogVersion) -> list[tuple[Any, ...]]:
     rows = []
-    for t in cat.tables():
-        schema = cat.schemas_by_id[t.schema_id].name
+    for t in version.tables():
+        schema = version.schemas_by_id[t.schema_id].name
         for position, c in enumerate(t.columns, start=1):
             key = t.primary_key.index(c.name) + 1 if c.name in t.primary_key else None
             rows.append((schema, t.name, t.id, position, c.name, c.nullable, key, c.id))
@@ -124,14 +124,14 @@ def test_tables_and_columns_describe_every_version(statements: list[str]) -> Non
                 cat.sql(statement)
             except CatalogError:
                 continue  # a refused statement changes nothing: checked below all the same
-            snap = cat.catalog()
+            at = cat.catalog()
             tables = system_table(cat, "SYSTEM.TABLES")
             columns = system_table(cat, "system.columns")
             assert tables.schema == arrow_schema("SYSTEM.TABLES")
             assert columns.schema == arrow_schema("SYSTEM.COLUMNS")
-            assert tables.to_pylist() == _expected_tables(snap)
-            assert _columns_seen(columns) == _expected_columns(snap)
-            seen[snap.version] = (tables, columns)
+            assert tables.to_pylist() == _expected_tables(at)
+            assert _columns_seen(columns) == _expected_columns(at)
+            seen[at.version] = (tables, columns)
         for version, (tables, columns) in seen.items():
             assert system_table(cat, "SYSTEM.TABLES", version=version).equals(tables)
             assert system_table(cat, "SYSTEM.COLUMNS", version=version).equals(columns)

@@ -49,8 +49,8 @@ def test_create_table_with_pk_index_and_default_zone(cat: Catalog) -> None:
     before = cat.catalog()
     assert before.default_zone is None and before.zones() == []
     result = apply(cat, table("T", col("A"), col("B", ColumnType.STRING)))
-    snap = cat.catalog()
-    t = snap.table("T")
+    version = cat.catalog()
+    t = version.table("T")
     assert t is not None
     assert [c.id for c in t.columns] == [0, 1, 2]
     assert [c.name for c in t.columns] == ["ID", "A", "B"]
@@ -59,20 +59,20 @@ def test_create_table_with_pk_index_and_default_zone(cat: Catalog) -> None:
     assert t.table_version == 1
     assert t.properties == TableProperties()
     assert t.created_version == t.update_version == result.version
-    public = snap.schema("PUBLIC")
+    public = version.schema("PUBLIC")
     assert public is not None and t.schema_id == public.id
 
     assert t.primary_key_index_id is not None
-    pk = snap.index_by_id(t.primary_key_index_id)
+    pk = version.index_by_id(t.primary_key_index_id)
     assert pk is not None
     assert pk.name == "T_PK"
-    assert snap.index("T_PK") == pk
+    assert version.index("T_PK") == pk
     assert pk.primary_key and pk.unique
     assert pk.status is IndexStatus.AVAILABLE
     assert pk.table_id == t.id and pk.columns == ("ID",)
-    assert snap.indexes(t.id) == [pk]
+    assert version.indexes(t.id) == [pk]
 
-    zone = snap.default_zone
+    zone = version.default_zone
     assert zone is not None
     assert zone.name == "Default"
     assert zone.update_version == result.version
@@ -86,29 +86,29 @@ def test_second_table_reuses_the_default_zone(cat: Catalog) -> None:
     apply(cat, table("T"))
     zones = cat.catalog().zones()
     apply(cat, table("U"))
-    snap = cat.catalog()
-    assert snap.zones() == zones
-    u = snap.table("U")
+    version = cat.catalog()
+    assert version.zones() == zones
+    u = version.table("U")
     assert u is not None and u.zone_id == zones[0].id
 
 
 def test_table_without_zone_goes_to_the_current_default_zone(cat: Catalog) -> None:
     apply(cat, CreateZone(name="Z"), SetDefaultZone("Z"))
     apply(cat, table("T"))
-    snap = cat.catalog()
-    zone = snap.zone("Z")
-    t = snap.table("T")
+    version = cat.catalog()
+    zone = version.zone("Z")
+    t = version.table("T")
     assert zone is not None and t is not None
     assert t.zone_id == zone.id
-    assert snap.zone("Default") is None
+    assert version.zone("Default") is None
 
 
 def test_table_in_a_named_zone(cat: Catalog) -> None:
     apply(cat, CreateZone(name="Z", storage_profiles=("fast", "slow")))
     apply(cat, table("T", zone="Z"))
-    snap = cat.catalog()
-    zone = snap.zone("Z")
-    t = snap.table("T")
+    version = cat.catalog()
+    zone = version.zone("Z")
+    t = version.table("T")
     assert zone is not None and t is not None
     assert t.zone_id == zone.id
     assert t.storage_profile == "fast"
@@ -124,11 +124,11 @@ def test_table_in_a_missing_schema_fails(cat: Catalog) -> None:
 
 def test_table_in_another_schema(cat: Catalog) -> None:
     apply(cat, CreateSchema("S"), table("T", schema="S"), table("T"))
-    snap = cat.catalog()
-    in_s = snap.table("T", "S")
-    in_public = snap.table("T")
+    version = cat.catalog()
+    in_s = version.table("T", "S")
+    in_public = version.table("T")
     assert in_s is not None and in_public is not None and in_s.id != in_public.id
-    assert snap.index("T_PK", "S") is not None and snap.index("T_PK") is not None
+    assert version.index("T_PK", "S") is not None and version.index("T_PK") is not None
 
 
 # -- create: storage profile ----------------------------------------------------
@@ -362,13 +362,13 @@ def test_drop_table_removes_it_and_all_its_indexes(cat: Catalog) -> None:
     assert build is not None
     apply(cat, StartBuildingIndex(build.id))
     apply(cat, table("OTHER", col("A")), CreateIndex(name="OI", table="OTHER", columns=("A",)))
-    snap = cat.catalog()
-    t = snap.table("T")
+    version = cat.catalog()
+    t = version.table("T")
     assert t is not None
-    owned = {i.id for i in snap.indexes(t.id)}
-    statuses = {i.status for i in snap.indexes(t.id)}
+    owned = {i.id for i in version.indexes(t.id)}
+    statuses = {i.status for i in version.indexes(t.id)}
     assert statuses == set(IndexStatus) and len(owned) == 4
-    others = {i.id for i in snap.indexes()} - owned
+    others = {i.id for i in version.indexes()} - owned
 
     apply(cat, DropTable("T"))
     after = cat.catalog()
@@ -404,18 +404,18 @@ def test_rename_table_renames_its_pk_index_and_keeps_ids(cat: Catalog) -> None:
     old = cat.catalog().table("T")
     assert old is not None
     result = apply(cat, RenameTable("T", "U"))
-    snap = cat.catalog()
-    new = snap.table("U")
+    version = cat.catalog()
+    new = version.table("U")
     assert new is not None
-    assert snap.table("T") is None
+    assert version.table("T") is None
     assert new.id == old.id
     assert new.columns == old.columns
     assert new.primary_key_index_id == old.primary_key_index_id
     assert new.table_version == old.table_version, "a rename does not bump table_version"
     assert new.update_version == result.version
-    pk = snap.index("U_PK")
+    pk = version.index("U_PK")
     assert pk is not None and pk.id == old.primary_key_index_id
-    assert snap.index("T_PK") is None
+    assert version.index("T_PK") is None
 
 
 def test_rename_table_stamps_the_pk_index_update_version(cat: Catalog) -> None:
@@ -453,9 +453,9 @@ def test_rename_table_when_the_new_pk_name_is_taken(cat: Catalog) -> None:
 def test_rename_table_to_its_own_pk_index_name(cat: Catalog) -> None:
     apply(cat, table("T"))
     apply(cat, RenameTable("T", "T_PK"))
-    snap = cat.catalog()
-    assert snap.table("T_PK") is not None
-    assert snap.index("T_PK_PK") is not None
+    version = cat.catalog()
+    assert version.table("T_PK") is not None
+    assert version.index("T_PK_PK") is not None
 
 
 def test_rename_table_to_its_own_name_is_a_noop(cat: Catalog) -> None:
@@ -542,8 +542,8 @@ def test_an_existing_zone_named_default_is_made_the_default(cat: Catalog) -> Non
     zone = cat.catalog().zone("Default")
     assert zone is not None and cat.catalog().default_zone is None
     apply(cat, table("T"))
-    snap = cat.catalog()
-    assert snap.zones() == [zone]
-    assert snap.default_zone == zone
-    t = snap.table("T")
+    version = cat.catalog()
+    assert version.zones() == [zone]
+    assert version.default_zone == zone
+    t = version.table("T")
     assert t is not None and t.zone_id == zone.id

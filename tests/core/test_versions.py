@@ -74,9 +74,9 @@ def test_a_batch_makes_one_version(cat: Catalog) -> None:
     assert result.version == 2
     assert result.applied == (True, True, True)
     assert result.skipped == ()
-    snap = cat.catalog()
-    assert snap.schema("A") is not None and snap.schema("B") is not None
-    assert snap.table("T", "A") is not None
+    version = cat.catalog()
+    assert version.schema("A") is not None and version.schema("B") is not None
+    assert version.table("T", "A") is not None
     assert cat.catalog(1).schema("A") is None
 
 
@@ -91,12 +91,12 @@ def test_later_commands_see_earlier_ones(cat: Catalog) -> None:
         SetDefaultZone("Z"),
         AlterZone(name="Z", replicas=3),
     )
-    snap = cat.catalog()
-    t = snap.table("T", "S")
+    version = cat.catalog()
+    t = version.table("T", "S")
     assert t is not None and [c.name for c in t.columns] == ["ID", "A", "B"]
-    assert snap.index("I", "S") is not None
-    zone = snap.zone("Z")
-    assert zone is not None and zone.replicas == 3 and snap.default_zone == zone
+    assert version.index("I", "S") is not None
+    zone = version.zone("Z")
+    assert zone is not None and zone.replicas == 3 and version.default_zone == zone
 
 
 def test_a_failing_command_discards_the_whole_batch(cat: Catalog) -> None:
@@ -220,8 +220,13 @@ def test_update_version_records_the_last_touch(cat: Catalog) -> None:
     v_zone = apply(cat, CreateZone(name="Z")).version
     v_index = apply(cat, CreateIndex(name="I", table="T", schema="S", columns=("A",))).version
     v_alter = apply(cat, AddColumns(table="T", schema="S", columns=(col("B"),))).version
-    snap = cat.catalog()
-    s, t, z, i = snap.schema("S"), snap.table("T", "S"), snap.zone("Z"), snap.index("I", "S")
+    version = cat.catalog()
+    s, t, z, i = (
+        version.schema("S"),
+        version.table("T", "S"),
+        version.zone("Z"),
+        version.index("I", "S"),
+    )
     assert s is not None and t is not None and z is not None and i is not None
     assert s.update_version == v_schema
     assert t.update_version == v_alter and t.created_version == v_table
@@ -231,15 +236,15 @@ def test_update_version_records_the_last_touch(cat: Catalog) -> None:
 
 def test_object_ids_come_from_one_generator(cat: Catalog) -> None:
     apply(cat, CreateSchema("S"), CreateZone(name="Z"), table("T"), CreateSchema("R"))
-    snap = cat.catalog()
+    version = cat.catalog()
     ids = (
-        [s.id for s in snap.schemas()]
-        + [z.id for z in snap.zones()]
-        + [t.id for t in snap.tables()]
-        + [i.id for i in snap.indexes()]
+        [s.id for s in version.schemas()]
+        + [z.id for z in version.zones()]
+        + [t.id for t in version.tables()]
+        + [i.id for i in version.indexes()]
     )
     assert sorted(ids) == list(range(len(ids)))
-    assert snap.object_id_gen == len(ids)
+    assert version.object_id_gen == len(ids)
 
 
 def test_no_version_is_made_by_a_validation_error_after_an_id_was_taken(cat: Catalog) -> None:
@@ -377,12 +382,12 @@ class _Racing(Command):
         self.name = name
         self.bases: list[int] = []
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        self.bases.append(cat.version)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        self.bases.append(version.version)
         if self.races > 0:
             self.races -= 1
             self.other.execute([CreateSchema(f"{self.name}_RIVAL_{self.races}")])
-        return CreateSchema(self.name).validate(cat)
+        return CreateSchema(self.name).validate(version)
 
 
 def _two_nodes(backend: str, directory: Path, max_attempts: int) -> tuple[Catalog, Catalog]:

@@ -263,10 +263,10 @@ def test_renamed_default_zone_stays_default(cat: Catalog) -> None:
     apply(cat, table("T"))
     apply(cat, RenameZone("Default", "Main"))
     apply(cat, table("U"))
-    snap = cat.catalog()
-    assert snap.default_zone == _zone(cat, "Main")
-    assert snap.zone("Default") is None
-    assert len(snap.zones()) == 1
+    version = cat.catalog()
+    assert version.default_zone == _zone(cat, "Main")
+    assert version.zone("Default") is None
+    assert len(version.zones()) == 1
 
 
 # -- default ---------------------------------------------------------------------------

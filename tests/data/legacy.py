@@ -191,11 +191,11 @@ class OldWriter:
         operation: str = "append",
     ) -> Written:
         self.node.catch_up()
-        snapshot = self.node.catalog()
-        table = snapshot.table(name, schema)
+        at = self.node.catalog()
+        table = at.table(name, schema)
         assert table is not None
         rows = conform(data, table)
-        partitions = table_partitions(snapshot, table)
+        partitions = table_partitions(at, table)
         warehouse = self.data.warehouse
         write_id = new_write_id()
         write_dir = f"{old_table_dir(warehouse, schema, name)}/{write_id}"
@@ -226,13 +226,13 @@ class OldWriter:
         parent = self.states.get(table.id)
         clock = self.node.clock
         if parent is None:
-            sid, commit_time, version, origin = 1, clock.now(), snapshot.version, None
+            sid, commit_time, version, origin = 1, clock.now(), at.version, None
             merged, state = tuple(new), logical
         else:
             record, prior, prior_files = parent
             sid = record.snapshot_id + 1
             commit_time = clock.update(record.commit_time)
-            version = max(snapshot.version, record.catalog_version)
+            version = max(at.version, record.catalog_version)
             origin = record.origin
             append = operation == "append"
             merged = (prior_files if append else ()) + tuple(new)

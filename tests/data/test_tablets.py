@@ -478,8 +478,8 @@ def test_colocated_tables_share_tablets(cat: Catalog) -> None:
         zone="Z",
     )
     data = TableData.for_catalog(cat)
-    snap = cat.catalog()
-    customers, orders = snap.table("CUSTOMERS"), snap.table("ORDERS")
+    version = cat.catalog()
+    customers, orders = version.table("CUSTOMERS"), version.table("ORDERS")
     assert customers is not None and orders is not None
     keys = list(range(100))
     placed: list[dict[int, int]] = []

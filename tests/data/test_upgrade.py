@@ -113,8 +113,8 @@ def _expected(
 ) -> list[dict[str, object]] | None:
     """The rows the old format read: the schema at the version (None if the
     table did not exist), the newest snapshot at or before it, by column id."""
-    snap = cat.catalog(version) if version is not None else cat.catalog_at(timestamp or 0)
-    table = snap.table(chain.name, chain.schema)
+    at = cat.catalog(version) if version is not None else cat.catalog_at(timestamp or 0)
+    table = at.table(chain.name, chain.schema)
     if table is None:
         return None
     chosen = None

@@ -31,8 +31,8 @@ def table(name: str, schema: str = "PUBLIC") -> almanac.CreateTable:
     )
 
 
-def digest(snapshot: CatalogVersion) -> str:
-    return hashlib.sha256(encode_catalog(snapshot)).hexdigest()
+def digest(version: CatalogVersion) -> str:
+    return hashlib.sha256(encode_catalog(version)).hexdigest()
 
 
 def replay_store(store: Metastore) -> CatalogVersion:

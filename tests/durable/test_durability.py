@@ -92,12 +92,12 @@ def test_corrupted_entry_refuses_start_and_overwrites_nothing(tmp_path: Path) ->
 def test_schema_sync_waits_for_activation_plus_skew() -> None:
     with almanac.connect("memory://", delay_ms=80, max_clock_skew_ms=40) as cat:
         result = cat.execute([table("T")])
-        snap = cat.catalog(result.version)
+        version = cat.catalog(result.version)
         update = cat.history()[-1]
-        assert snap.activation_time >= update.commit_time + (80 << 16)
-        assert cat.clock.now() > snap.activation_time + (40 << 16)
+        assert version.activation_time >= update.commit_time + (80 << 16)
+        assert cat.clock.now() > version.activation_time + (40 << 16)
         assert cat.catalog_at(update.commit_time).version == result.version - 1
-        assert cat.catalog_at(snap.activation_time).version == result.version
+        assert cat.catalog_at(version.activation_time).version == result.version
 
 
 def test_metadata_completeness_on_another_node(tmp_path: Path) -> None:

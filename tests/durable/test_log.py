@@ -71,8 +71,8 @@ def test_lost_race_revalidates_and_retries(store: Metastore) -> None:
         b.log.append = racing_append  # type: ignore[method-assign]
         result = b.execute([table("FROM_B")])
         assert result.version == 4
-        snap = b.catalog()
-        assert snap.table("FROM_A") is not None and snap.table("FROM_B") is not None
+        version = b.catalog()
+        assert version.table("FROM_A") is not None and version.table("FROM_B") is not None
         assert b.catalog(3).table("FROM_A") is not None and b.catalog(3).table("FROM_B") is None
 
 
@@ -138,8 +138,8 @@ def test_snapshot_never_passes_a_pinned_version(store: Metastore) -> None:
         for i in range(10):
             cat.execute([table(f"T{i}")])
         assert other.catalog_ready(11, timeout=10)
-        with other.pin(4) as snap:
-            assert snap.version == 4
+        with other.pin(4) as pinned:
+            assert pinned.version == 4
             assert cat.checkpoint_log() == 4
             assert other.catalog(4).version == 4
         assert cat.checkpoint_log() == 11
@@ -232,10 +232,10 @@ class _Follower:
         self.delivered.append(("update", update.version))
 
     def on_checkpoint(
-        self, snapshot: almanac.CatalogVersion, token: int, requests: tuple[object, ...] = ()
+        self, version: almanac.CatalogVersion, token: int, requests: tuple[object, ...] = ()
     ) -> None:
-        self.latest_version = snapshot.version
-        self.delivered.append(("checkpoint", snapshot.version))
+        self.latest_version = version.version
+        self.delivered.append(("checkpoint", version.version))
 
     def on_truncate(self, earliest: int) -> None:
         pass

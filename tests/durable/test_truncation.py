@@ -412,10 +412,10 @@ def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it() -> None:
         original = cat.log.truncate
 
         def pin_first(
-            snapshot: almanac.CatalogVersion, pins_revision: int, requests: tuple[Any, ...] = ()
+            version: almanac.CatalogVersion, pins_revision: int, requests: tuple[Any, ...] = ()
         ) -> bool:
             reader.log.pin(10)  # after checkpoint_log read the pins
-            return original(snapshot, pins_revision, requests)
+            return original(version, pins_revision, requests)
 
         cat.log.truncate = pin_first  # type: ignore[method-assign]
         assert cat.checkpoint_log(200) == 0

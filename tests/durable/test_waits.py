@@ -118,8 +118,8 @@ def test_a_pin_that_keeps_losing_to_checkpoints_times_out(cat: Catalog) -> None:
             pass
     finally:
         store.txn = original  # type: ignore[method-assign]
-    with cat.pin(1, timeout=10) as snapshot:
-        assert snapshot.version == 1
+    with cat.pin(1, timeout=10) as pinned:
+        assert pinned.version == 1
 
 
 def test_a_writer_section_held_by_another_thread_times_out(cat: Catalog) -> None:

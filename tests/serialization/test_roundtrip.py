@@ -116,27 +116,27 @@ def test_typed_update_helpers(update: e.VersionedUpdate) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(snap=snapshots)
-def test_typed_snapshot_helpers(snap: CatalogVersion) -> None:
-    back = decode_catalog(encode_catalog(snap))
-    assert back == snap
+@given(version=snapshots)
+def test_typed_snapshot_helpers(version: CatalogVersion) -> None:
+    back = decode_catalog(encode_catalog(version))
+    assert back == version
     for field in ("schemas_by_id", "table_names", "table_indexes", "zone_names"):
         assert isinstance(getattr(back, field), Map)
 
 
 @settings(max_examples=40, deadline=None)
-@given(snap=snapshots, data=st.data())
+@given(version=snapshots, data=st.data())
 def test_map_insertion_order_does_not_change_the_bytes(
-    snap: CatalogVersion, data: st.DataObject
+    version: CatalogVersion, data: st.DataObject
 ) -> None:
     """Two nodes that built equal maps in different orders must agree byte for byte."""
     reordered: dict[str, Any] = {}
     for field in ("schemas_by_id", "tables_by_id", "index_names", "zone_names"):
-        items = list(getattr(snap, field).items())
+        items = list(getattr(version, field).items())
         reordered[field] = Map(data.draw(st.permutations(items)))
-    other = snap.evolve(**reordered)
-    assert other == snap
-    assert encode_catalog(other) == encode_catalog(snap)
+    other = version.evolve(**reordered)
+    assert other == version
+    assert encode_catalog(other) == encode_catalog(version)
 
 
 def test_table_indexes_keep_their_order() -> None:

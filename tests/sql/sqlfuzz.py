@@ -799,12 +799,12 @@ class Fuzzer:
     @staticmethod
     def check_catalog(cat: Catalog) -> str | None:
         """The whole catalog survives a serialization round trip."""
-        snapshot = cat.catalog()
+        version = cat.catalog()
         try:
-            if decode_catalog(encode_catalog(snapshot)) != snapshot:
-                return f"catalog version {snapshot.version} changes in a serialization round trip"
+            if decode_catalog(encode_catalog(version)) != version:
+                return f"catalog version {version.version} changes in a serialization round trip"
         except CatalogError as exc:
-            return f"catalog version {snapshot.version} does not round-trip: {exc}"
+            return f"catalog version {version.version} does not round-trip: {exc}"
         return None
 
     @staticmethod

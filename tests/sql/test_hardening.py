@@ -141,9 +141,9 @@ def test_the_largest_values_commands_accept_are_stored(cat: Catalog) -> None:
         "ALTER TABLE t SET (MIN_STALE_ROWS=9223372036854775807);"
         "ALTER TABLE t ADD COLUMN w BIGINT DEFAULT -9223372036854775808"
     )
-    snapshot = cat.catalog()
-    zone = snapshot.zone("Y")
-    table = snapshot.table("T")
+    version = cat.catalog()
+    zone = version.zone("Y")
+    table = version.table("T")
     assert zone is not None and zone.replicas == 2**31 - 1
     assert table is not None and table.properties.min_stale_rows == 2**63 - 1
     assert table.columns[-1].default == ConstantDefault(-(2**63))

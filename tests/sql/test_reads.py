@@ -52,10 +52,10 @@ def rows(cat: Catalog, text: str) -> list[tuple[object, ...]]:
 
 
 def test_show_schemas_tables_and_zones(cat: Catalog) -> None:
-    snap = cat.catalog()
-    u, p = snap.table("U", "S"), snap.table("P")
-    z, default = snap.zone("Z"), snap.zone("Default")
-    s = snap.schema("S")
+    version = cat.catalog()
+    u, p = version.table("U", "S"), version.table("P")
+    z, default = version.zone("Z"), version.zone("Default")
+    s = version.schema("S")
     assert u and p and z and default and s
     assert cat.sql("SHOW SCHEMAS").columns == ("NAME", "ID", "TABLES")
     assert rows(cat, "SHOW SCHEMAS") == [("PUBLIC", 0, 1), ("S", s.id, 1)]
@@ -81,8 +81,8 @@ def test_show_schemas_tables_and_zones(cat: Catalog) -> None:
 
 
 def test_show_indexes_spells_key_columns_as_create_index_takes_them(cat: Catalog) -> None:
-    snap = cat.catalog()
-    u, p, i = snap.table("U", "S"), snap.table("P"), snap.index("I", "S")
+    version = cat.catalog()
+    u, p, i = version.table("U", "S"), version.table("P"), version.index("I", "S")
     assert u and p and i
     every = rows(cat, "SHOW INDEXES")
     assert every == [

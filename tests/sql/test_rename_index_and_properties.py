@@ -55,9 +55,9 @@ def test_both_end_to_end() -> None:
     with almanac.connect("memory://") as cat:
         cat.sql("CREATE TABLE T (ID INT PRIMARY KEY, V INT); CREATE INDEX I ON T (V)")
         cat.sql("ALTER INDEX I RENAME TO J; ALTER TABLE T SET (MIN_STALE_ROWS=7)")
-        snap = cat.catalog()
-        table = snap.table("T")
-        assert snap.index("I") is None and snap.index("J") is not None
+        version = cat.catalog()
+        table = version.table("T")
+        assert version.index("I") is None and version.index("J") is not None
         assert table is not None and table.properties.min_stale_rows == 7
         with pytest.raises(almanac.ValidationError, match="non-negative"):
             cat.sql("ALTER TABLE T SET (MIN_STALE_ROWS=-1)")

@@ -44,8 +44,8 @@ def test_a_script_is_one_version(cat: Catalog) -> None:
         """
     ).version
     assert version == before + 1
-    snap = cat.catalog()
-    table = snap.table("ORDERS", "APP")
+    at = cat.catalog()
+    table = at.table("ORDERS", "APP")
     assert table is not None
     assert [(c.name, c.type, c.nullable) for c in table.columns] == [
         ("ID", ColumnType.UUID, False),
@@ -63,10 +63,10 @@ def test_a_script_is_one_version(cat: Catalog) -> None:
     assert table.primary_key_collations == (Collation.ASC_NULLS_LAST, Collation.DESC_NULLS_FIRST)
     assert table.colocation == ("REGION",)
     assert table.storage_profile == "hdd"
-    zone = snap.zone("HOT")
+    zone = at.zone("HOT")
     assert zone is not None and table.zone_id == zone.id
     assert (zone.partitions, zone.replicas, zone.storage_profiles) == (4, 3, ("ssd", "hdd"))
-    index = snap.index("ORDERS_PLACED", "APP")
+    index = at.index("ORDERS_PLACED", "APP")
     assert index is not None
     assert (index.kind, index.columns) == (IndexKind.HASH, ("PLACED",))
 
@@ -131,13 +131,13 @@ def test_zone_lifecycle(cat: Catalog) -> None:
         ALTER ZONE "Ha" SET DEFAULT;
         """
     )
-    snap = cat.catalog()
-    default = snap.zone("Default")
+    version = cat.catalog()
+    default = version.zone("Default")
     assert default is not None
     assert (default.replicas, default.scale_up_seconds) == (3, 10)
-    assert snap.zone("HA") == snap.zone("Ha")  # renamed: any spelling finds it
-    assert snap.default_zone is not None and snap.default_zone.name == "Ha"
-    assert snap.default_zone.consistency_mode is ConsistencyMode.HA
+    assert version.zone("HA") == version.zone("Ha")  # renamed: any spelling finds it
+    assert version.default_zone is not None and version.default_zone.name == "Ha"
+    assert version.default_zone.consistency_mode is ConsistencyMode.HA
     cat.sql('ALTER ZONE "Default" SET DEFAULT; DROP ZONE IF EXISTS "Ha"; DROP ZONE IF EXISTS x')
     assert [z.name for z in cat.catalog().zones()] == ["Default"]
 
@@ -147,8 +147,8 @@ def test_drop_statements(cat: Catalog) -> None:
         "CREATE SCHEMA s; CREATE TABLE s.t (id INT PRIMARY KEY, v INT); CREATE INDEX i ON s.t (v)"
     )
     cat.sql("DROP INDEX s.i; DROP TABLE IF EXISTS s.t; DROP TABLE IF EXISTS s.nope")
-    snap = cat.catalog()
-    assert snap.table("T", "S") is None
+    version = cat.catalog()
+    assert version.table("T", "S") is None
     cat.sql("CREATE TABLE s.u (id INT PRIMARY KEY)")
     cat.sql("DROP SCHEMA s CASCADE")
     assert cat.catalog().schema("S") is None

@@ -211,8 +211,8 @@ def _do_get(location: str, ticket: bytes) -> pa.Table:
 
 def test_do_get_streams_exactly_the_rows_of_its_bucket(cluster: Cluster) -> None:
     table_id = cluster.table_id("T")
-    snap = cluster.cat.catalog()
-    table = snap.table("T")
+    version = cluster.cat.catalog()
+    table = version.table("T")
     assert table is not None
     everything = read_table(cluster.cat, "T")
     buckets = tablets_of(everything, table, 4)
@@ -220,7 +220,7 @@ def test_do_get_streams_exactly_the_rows_of_its_bucket(cluster: Cluster) -> None
     assert route is not None
     seen = 0
     for tablet in route.tablets:
-        ticket = TabletTicket(table_id, tablet.id, snap.version).encode()
+        ticket = TabletTicket(table_id, tablet.id, version.version).encode()
         expected = everything.filter(pa.array(buckets == tablet.partition))
         assert expected.num_rows > 0
         for name in tablet.replicas:

@@ -76,7 +76,7 @@ class Command:
         clock, its defaults); most commands need nothing and return themselves."""
         return self
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         raise TypeError(f"{type(self).__name__} does not define validate()")
 
 
@@ -84,8 +84,8 @@ class IdAllocator:
     """Hands out object ids from the snapshot's generator; ``entries`` prepends
     the generator update so a replay reserves the same ids."""
 
-    def __init__(self, cat: CatalogVersion) -> None:
-        self._next = cat.object_id_gen
+    def __init__(self, version: CatalogVersion) -> None:
+        self._next = version.object_id_gen
         self._count = 0
 
     def next(self) -> int:
@@ -193,35 +193,37 @@ def check_text(what: str, value: str, **context: object) -> None:
         )
 
 
-def require_schema(cat: CatalogVersion, name: str) -> Schema:
-    schema = cat.schema(name)
+def require_schema(version: CatalogVersion, name: str) -> Schema:
+    schema = version.schema(name)
     if schema is None:
         raise NotFoundError(f"Schema '{name}' does not exist", kind="schema", name=name)
     return schema
 
 
-def find_table(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool) -> Table | None:
+def find_table(
+    version: CatalogVersion, schema: str, name: str, *, missing_ok: bool
+) -> Table | None:
     """The table, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
-    if missing_ok and cat.schema(schema) is None:
+    if missing_ok and version.schema(schema) is None:
         return None
-    require_schema(cat, schema)
-    table = cat.table(name, schema)
+    require_schema(version, schema)
+    table = version.table(name, schema)
     if table is None and not missing_ok:
-        raise table_not_found(cat, schema, name)
+        raise table_not_found(version, schema, name)
     return table
 
 
-def require_table(cat: CatalogVersion, schema: str, name: str) -> Table:
-    table = find_table(cat, schema, name, missing_ok=True)
+def require_table(version: CatalogVersion, schema: str, name: str) -> Table:
+    table = find_table(version, schema, name, missing_ok=True)
     if table is None:
-        raise table_not_found(cat, schema, name)
+        raise table_not_found(version, schema, name)
     return table
 
 
-def table_not_found(cat: CatalogVersion, schema: str, name: str) -> NotFoundError:
+def table_not_found(version: CatalogVersion, schema: str, name: str) -> NotFoundError:
     """ "Does not exist", saying so when a soft-deleted table holds the name."""
     full = qualified(schema, name)
-    dropped = cat.soft_deleted_table(name, schema)
+    dropped = version.soft_deleted_table(name, schema)
     if dropped is None:
         return NotFoundError(f"Table '{full}' does not exist", kind="table", name=full)
     return NotFoundError(
@@ -240,12 +242,14 @@ def reserve_text(table: Table) -> str:
     return f"dropped in catalog version {table.update_version}, reserved until {when}"
 
 
-def find_index(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool) -> Index | None:
+def find_index(
+    version: CatalogVersion, schema: str, name: str, *, missing_ok: bool
+) -> Index | None:
     """The alive index, or ``None`` when it (or its schema) is missing and ``missing_ok``."""
-    if missing_ok and cat.schema(schema) is None:
+    if missing_ok and version.schema(schema) is None:
         return None
-    require_schema(cat, schema)
-    index = cat.index(name, schema)
+    require_schema(version, schema)
+    index = version.index(name, schema)
     if index is None and not missing_ok:
         raise NotFoundError(
             f"Index '{qualified(schema, name)}' does not exist",
@@ -255,22 +259,22 @@ def find_index(cat: CatalogVersion, schema: str, name: str, *, missing_ok: bool)
     return index
 
 
-def require_index_id(cat: CatalogVersion, index_id: int) -> Index:
-    index = cat.index_by_id(index_id)
+def require_index_id(version: CatalogVersion, index_id: int) -> Index:
+    index = version.index_by_id(index_id)
     if index is None:
         raise NotFoundError(f"Index with id {index_id} does not exist", kind="index", id=index_id)
     return index
 
 
-def find_zone(cat: CatalogVersion, name: str, *, missing_ok: bool) -> Zone | None:
-    zone = cat.zone(name)
+def find_zone(version: CatalogVersion, name: str, *, missing_ok: bool) -> Zone | None:
+    zone = version.zone(name)
     if zone is None and not missing_ok:
         raise NotFoundError(f"Zone '{name}' does not exist", kind="zone", name=name)
     return zone
 
 
 def taken_by(
-    cat: CatalogVersion,
+    version: CatalogVersion,
     kind: NameKind,
     name: str,
     schema_id: int | None = None,
@@ -280,7 +284,7 @@ def taken_by(
     """The id of an object whose name equals ``name`` without regard to case
     (names are unique that way within their parent), ``ignore`` left out:
     what a create or rename collides with."""
-    for object_id in cat.holders(kind, name, schema_id):
+    for object_id in version.holders(kind, name, schema_id):
         if object_id != ignore:
             return object_id
     return None
@@ -295,7 +299,7 @@ def already_exists(kind: str, name: str, existing: str) -> AlreadyExistsError:
 
 
 def ensure_relation_name_free(
-    cat: CatalogVersion,
+    version: CatalogVersion,
     schema: Schema,
     name: str,
     *,
@@ -306,9 +310,9 @@ def ensure_relation_name_free(
     regard to case; a soft-deleted table keeps its name and its indexes'
     names taken."""
     full = qualified(schema.name, name)
-    table_id = taken_by(cat, "table", name, schema.id, ignore=ignore_table)
+    table_id = taken_by(version, "table", name, schema.id, ignore=ignore_table)
     if table_id is not None:
-        table = cat.tables_by_id[table_id]
+        table = version.tables_by_id[table_id]
         if table.soft_deleted:
             raise AlreadyExistsError(
                 f"Table name '{full}' is reserved by a soft-deleted table "
@@ -319,9 +323,9 @@ def ensure_relation_name_free(
                 rule="soft-deleted-name",
             )
         raise already_exists("Table", full, qualified(schema.name, table.name))
-    index_id = taken_by(cat, "index", name, schema.id, ignore=ignore_index)
+    index_id = taken_by(version, "index", name, schema.id, ignore=ignore_index)
     if index_id is not None:
-        owner = cat.tables_by_id.get(cat.indexes_by_id[index_id].table_id)
+        owner = version.tables_by_id.get(version.indexes_by_id[index_id].table_id)
         if owner is not None and owner.soft_deleted:
             raise AlreadyExistsError(
                 f"Index name '{full}' is reserved by an index of soft-deleted table "
@@ -331,7 +335,7 @@ def ensure_relation_name_free(
                 name=full,
                 rule="soft-deleted-name",
             )
-        existing = cat.indexes_by_id[index_id].name
+        existing = version.indexes_by_id[index_id].name
         raise already_exists("Index", full, qualified(schema.name, existing))
 
 

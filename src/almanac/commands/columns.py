@@ -65,8 +65,8 @@ class AddColumns(Command):
     if_column_not_exists: bool = False
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -123,15 +123,15 @@ class DropColumns(Command):
     if_column_exists: bool = False
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
         if not self.columns:
             raise ValidationError(f"No columns to drop from table '{full}'", table=full)
         check_column_names(full, list(self.columns), lookup=True)
-        alive = [i for i in cat.indexes(table.id) if i.status.alive and not i.primary_key]
+        alive = [i for i in version.indexes(table.id) if i.status.alive and not i.primary_key]
         names: list[str] = []
         for given in self.columns:
             found = table.column(given)
@@ -195,8 +195,8 @@ class AlterColumn(Command):
     drop_default: bool = False
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -326,8 +326,8 @@ class EvolveColumn(Command):
     new: Column
     schema: str = DEFAULT_SCHEMA
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=False)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=False)
         assert table is not None  # not missing_ok: find_table raised
         full = qualified(self.schema, table.name)
         old = table.column(self.column)
@@ -408,8 +408,8 @@ class AlterField(Command):
     comment: str | None = None
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -449,7 +449,7 @@ class AlterField(Command):
         new = self._changed(full, top, self.path[1:], top.name, table.next_column_id)
         return EvolveColumn(
             table=table.name, column=top.name, new=new, schema=self.schema
-        ).validate(cat)
+        ).validate(version)
 
     def _changed(
         self, full: str, column: Column, rest: tuple[str, ...], path: str, next_id: int
@@ -572,8 +572,8 @@ class RenameColumn(Command):
     if_column_exists: bool = False
     if_table_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.table, missing_ok=self.if_table_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.table, missing_ok=self.if_table_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -598,7 +598,7 @@ class RenameColumn(Command):
         uses.append(("the colocation columns", old.name in table.colocation))
         uses += [
             (f"index '{index.name}'", old.name in index.columns)
-            for index in cat.indexes(table.id)
+            for index in version.indexes(table.id)
             if index.status.alive and not index.primary_key
         ]
         for what, used in uses:

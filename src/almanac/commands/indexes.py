@@ -73,18 +73,18 @@ class CreateIndex(Command):
     collations: tuple[Collation, ...] | None = None
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Index", self.name)
-        schema = require_schema(cat, self.schema)
+        schema = require_schema(version, self.schema)
         full = qualified(self.schema, self.name)
-        existing = taken_by(cat, "index", self.name, schema.id)
-        found = None if existing is None else cat.indexes_by_id[existing]
-        if found is not None and not cat.tables_by_id[found.table_id].soft_deleted:
+        existing = taken_by(version, "index", self.name, schema.id)
+        found = None if existing is None else version.indexes_by_id[existing]
+        if found is not None and not version.tables_by_id[found.table_id].soft_deleted:
             if self.if_not_exists:
                 return []
             raise already_exists("Index", full, qualified(schema.name, found.name))
-        table = require_table(cat, self.schema, self.table)
-        ensure_relation_name_free(cat, schema, self.name)
+        table = require_table(version, self.schema, self.table)
+        ensure_relation_name_free(version, schema, self.name)
         tname = qualified(self.schema, table.name)
         columns = tuple(_defined(table, c) for c in self.columns)
         if not columns:
@@ -134,10 +134,10 @@ class CreateIndex(Command):
             collations = tuple(self.collations)
         status = (
             IndexStatus.AVAILABLE
-            if table.created_version == cat.version
+            if table.created_version == version.version
             else IndexStatus.REGISTERED
         )
-        ids = IdAllocator(cat)
+        ids = IdAllocator(version)
         index = Index(
             id=ids.next(),
             name=self.name,
@@ -161,8 +161,8 @@ class DropIndex(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        index = find_index(version, self.schema, self.name, missing_ok=self.if_exists)
         if index is None:
             return []
         _refuse_primary_key(index, self.schema, "dropped")
@@ -178,14 +178,14 @@ class RenameIndex(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Index", self.new_name)
-        index = find_index(cat, self.schema, self.name, missing_ok=self.if_exists)
+        index = find_index(version, self.schema, self.name, missing_ok=self.if_exists)
         if index is None or index.name == self.new_name:
             return []
         _refuse_primary_key(index, self.schema, "renamed (rename its table instead)")
-        schema = require_schema(cat, self.schema)
-        ensure_relation_name_free(cat, schema, self.new_name, ignore_index=index.id)
+        schema = require_schema(version, self.schema)
+        ensure_relation_name_free(version, schema, self.new_name, ignore_index=index.id)
         return [IndexRenamed(index.id, self.new_name)]
 
 
@@ -195,8 +195,8 @@ class _IndexTransition(Command):
     source: ClassVar[IndexStatus]
     action: ClassVar[str]
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        index = require_index_id(cat, self.index_id)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        index = require_index_id(version, self.index_id)
         if index.status is not self.source:
             raise ValidationError(
                 f"Cannot {self.action} index '{index.name}' (id {index.id}): it is "

@@ -189,8 +189,8 @@ def tablet_field(table: Table, partitions: int) -> PartitionField | None:
     return None
 
 
-def _tablet(cat: CatalogVersion, table: Table) -> PartitionField | None:
-    zone = cat.zones_by_id.get(table.zone_id)
+def _tablet(version: CatalogVersion, table: Table) -> PartitionField | None:
+    zone = version.zones_by_id.get(table.zone_id)
     return None if zone is None else tablet_field(table, zone.partitions)
 
 
@@ -295,12 +295,12 @@ class SetPartitionSpec(Command):
     default: bool = True
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
-        fields = _spec_fields(table, full, self.fields, _tablet(cat, table))
+        fields = _spec_fields(table, full, self.fields, _tablet(version, table))
         return _spec_entries(table, fields, self.default)
 
 
@@ -316,8 +316,8 @@ class EvolvePartitionSpec(Command):
     schema: str = DEFAULT_SCHEMA
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)
@@ -328,7 +328,7 @@ class EvolvePartitionSpec(Command):
         kept = [
             PartitionFieldDef(source_path(table, f.source_id), f.transform, f.name) for f in current
         ]
-        added = _spec_fields(table, full, [*kept, *self.add], _tablet(cat, table))[len(kept) :]
+        added = _spec_fields(table, full, [*kept, *self.add], _tablet(version, table))[len(kept) :]
         return _spec_entries(table, [*current, *added], True)
 
 
@@ -393,8 +393,8 @@ class SetSortOrder(Command):
     default: bool = True
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, table.name)

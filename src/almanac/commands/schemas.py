@@ -36,9 +36,9 @@ def _check_not_reserved(name: str, action: str) -> None:
 _RESERVED_KEYS = frozenset(name_key(name) for name in RESERVED_SCHEMAS)
 
 
-def drop_table_entries(cat: CatalogVersion, table_id: int) -> list[UpdateEntry]:
+def drop_table_entries(version: CatalogVersion, table_id: int) -> list[UpdateEntry]:
     """A table goes with all its indexes (STOPPING ones included)."""
-    removes: list[UpdateEntry] = [IndexRemoved(i) for i in cat.table_indexes.get(table_id, ())]
+    removes: list[UpdateEntry] = [IndexRemoved(i) for i in version.table_indexes.get(table_id, ())]
     return [*removes, TableDropped(table_id)]
 
 
@@ -47,15 +47,15 @@ class CreateSchema(Command):
     name: str
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name)
         _check_not_reserved(self.name, "created")
-        existing = taken_by(cat, "schema", self.name)
+        existing = taken_by(version, "schema", self.name)
         if existing is not None:
             if self.if_not_exists:
                 return []
-            raise already_exists("Schema", self.name, cat.schemas_by_id[existing].name)
-        ids = IdAllocator(cat)
+            raise already_exists("Schema", self.name, version.schemas_by_id[existing].name)
+        ids = IdAllocator(version)
         return ids.entries(SchemaCreated(Schema(id=ids.next(), name=self.name)))
 
 
@@ -65,7 +65,7 @@ class DropSchema(Command):
     if_exists: bool = False
     cascade: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Schema", self.name, lookup=True)
         _check_not_reserved(self.name, "dropped")
         if name_key(self.name) == name_key(DEFAULT_SCHEMA):
@@ -75,10 +75,10 @@ class DropSchema(Command):
                 name=self.name,
                 rule="default",
             )
-        if self.if_exists and cat.schema(self.name) is None:
+        if self.if_exists and version.schema(self.name) is None:
             return []
-        schema = require_schema(cat, self.name)
-        tables = [t for t in cat.tables_by_id.values() if t.schema_id == schema.id]
+        schema = require_schema(version, self.name)
+        tables = [t for t in version.tables_by_id.values() if t.schema_id == schema.id]
         if tables and not self.cascade:
             tables.sort(key=lambda t: (t.soft_deleted, t.id))
             example = f"'{self.name}.{tables[0].name}'" + (
@@ -93,6 +93,6 @@ class DropSchema(Command):
             )
         entries: list[UpdateEntry] = []
         for table in sorted(tables, key=lambda t: t.id):
-            entries.extend(drop_table_entries(cat, table.id))
+            entries.extend(drop_table_entries(version, table.id))
         entries.append(SchemaDropped(schema.id))
         return entries

@@ -181,18 +181,18 @@ class CreateTable(Command):
     partitioned_by: tuple[PartitionFieldDef, ...] = ()
     ordered_by: tuple[SortFieldDef, ...] = ()
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.name)
-        schema = require_schema(cat, self.schema)
+        schema = require_schema(version, self.schema)
         full = qualified(self.schema, self.name)
-        existing = taken_by(cat, "table", self.name, schema.id)
-        if existing is not None and not cat.tables_by_id[existing].soft_deleted:
+        existing = taken_by(version, "table", self.name, schema.id)
+        if existing is not None and not version.tables_by_id[existing].soft_deleted:
             if self.if_not_exists:
                 return []
             raise already_exists(
-                "Table", full, qualified(schema.name, cat.tables_by_id[existing].name)
+                "Table", full, qualified(schema.name, version.tables_by_id[existing].name)
             )
-        ensure_relation_name_free(cat, schema, self.name)
+        ensure_relation_name_free(version, schema, self.name)
 
         if not self.columns:
             raise ValidationError(f"Table '{full}' needs at least one column", table=full)
@@ -206,7 +206,7 @@ class CreateTable(Command):
         by_name = {c.name: c for c in self.columns}
         check_primary_key(full, pk, by_name)
         if pk:
-            ensure_relation_name_free(cat, schema, pk_index_name(self.name))
+            ensure_relation_name_free(version, schema, pk_index_name(self.name))
         collations = pk_collations(full, pk, self.primary_key_kind, self.primary_key_collations)
         colocation = pk if self.colocation is None else spelled_as_defined(self.colocation, defined)
         if self.colocation is not None and not colocation:
@@ -217,7 +217,7 @@ class CreateTable(Command):
             _check_key_list(full, "colocation columns", colocation, set(by_name), "does not exist")
         _check_properties(full, self.properties)
 
-        ids = IdAllocator(cat)
+        ids = IdAllocator(version)
         columns, next_column_id = assign_ids(self.columns, 0)
         for column in columns:
             check_default(full, column, column.default, primary_key=column.name in pk)
@@ -226,15 +226,15 @@ class CreateTable(Command):
 
         zone_entries: list[UpdateEntry] = []
         if self.zone is not None:
-            zone = cat.zone(self.zone)
+            zone = version.zone(self.zone)
             if zone is None:
                 raise NotFoundError(
                     f"Zone '{self.zone}' does not exist", kind="zone", name=self.zone
                 )
-        elif cat.default_zone is not None:
-            zone = cat.default_zone
+        elif version.default_zone is not None:
+            zone = version.default_zone
         else:
-            zone = cat.zone(DEFAULT_ZONE_NAME)
+            zone = version.zone(DEFAULT_ZONE_NAME)
             if zone is None:
                 zone = new_zone(ids.next(), DEFAULT_ZONE_NAME)
                 zone_entries.append(ZoneCreated(zone))
@@ -350,8 +350,8 @@ class SetPrimaryKey(Command):
     primary_key_collations: tuple[Collation, ...] | None = None
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         full = qualified(self.schema, self.name)
@@ -377,8 +377,8 @@ class SetPrimaryKey(Command):
                 depends=", ".join(table.colocation),
             )
         colocation = table.colocation if table.bucketed else pk
-        for owned in cat.table_indexes.get(table.id, ()):
-            index = cat.indexes_by_id[owned]
+        for owned in version.table_indexes.get(table.id, ()):
+            index = version.indexes_by_id[owned]
             missing = [c for c in colocation if c not in index.columns]
             if index.unique and not index.primary_key and index.status.alive and missing:
                 raise ValidationError(
@@ -389,15 +389,15 @@ class SetPrimaryKey(Command):
                     index=index.name,
                     rule="primary-key-in-use",
                 )
-        schema = require_schema(cat, self.schema)
+        schema = require_schema(version, self.schema)
         entries: list[UpdateEntry] = []
         if table.primary_key_index_id is not None:
             entries.append(IndexRemoved(table.primary_key_index_id))
-        ids = IdAllocator(cat)
+        ids = IdAllocator(version)
         index_id = ids.next() if pk else None
         if pk:
             ensure_relation_name_free(
-                cat, schema, pk_index_name(table.name), ignore_index=table.primary_key_index_id
+                version, schema, pk_index_name(table.name), ignore_index=table.primary_key_index_id
             )
         entries.append(PrimaryKeySet(table.id, pk, self.primary_key_kind, collations, index_id))
         if index_id is None:
@@ -436,16 +436,16 @@ class DropTable(Command):
             at=context.now,
         )
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         full = qualified(self.schema, self.name)
         reserve = 0.0 if self.reserve_s is None else self.reserve_s
         reserve = check_reserve(reserve, f"The reserve of DROP TABLE '{full}'")
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         if reserve == 0:
-            return drop_table_entries(cat, table.id)
-        at = cat.activation_time if self.at is None else self.at
+            return drop_table_entries(version, table.id)
+        at = version.activation_time if self.at is None else self.at
         return [TableSoftDropped(table.id, at, _reserve_ms(reserve))]
 
 
@@ -462,12 +462,12 @@ class RecoverTable(Command):
     def bind(self, context: CommitContext) -> RecoverTable:
         return replace(self, at=context.now)
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        schema = require_schema(cat, self.schema)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        schema = require_schema(version, self.schema)
         full = qualified(self.schema, self.name)
-        table = cat.soft_deleted_table(self.name, self.schema)
+        table = version.soft_deleted_table(self.name, self.schema)
         if table is None:
-            if cat.table(self.name, self.schema) is not None:
+            if version.table(self.name, self.schema) is not None:
                 raise ValidationError(
                     f"Table '{full}' is not soft-deleted; only a soft-deleted table can be "
                     "recovered",
@@ -480,7 +480,7 @@ class RecoverTable(Command):
                 kind="table",
                 name=full,
             )
-        at = cat.activation_time if self.at is None else self.at
+        at = version.activation_time if self.at is None else self.at
         end = table.purge_at
         if end is not None and at > end:
             raise ValidationError(
@@ -497,7 +497,9 @@ class RecoverTable(Command):
                 [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
             )
             for name in names:
-                ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
+                ensure_relation_name_free(
+                    version, schema, name, ignore_index=own_pk, ignore_table=own
+                )
             entries.append(TableRenamed(table.id, self.new_name))
         return entries
 
@@ -518,16 +520,16 @@ class PurgeTable(Command):
     def bind(self, context: CommitContext) -> PurgeTable:
         return replace(self, at=context.now)
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         full = qualified(self.schema, self.name)
-        if self.if_exists and cat.schema(self.schema) is None:
+        if self.if_exists and version.schema(self.schema) is None:
             return []
-        require_schema(cat, self.schema)
-        table = cat.soft_deleted_table(self.name, self.schema)
+        require_schema(version, self.schema)
+        table = version.soft_deleted_table(self.name, self.schema)
         if table is None:
             if self.if_exists:
                 return []
-            if cat.table(self.name, self.schema) is not None:
+            if version.table(self.name, self.schema) is not None:
                 raise ValidationError(
                     f"Table '{full}' is not soft-deleted; only a soft-deleted table can be "
                     "purged (DROP TABLE it)",
@@ -535,11 +537,11 @@ class PurgeTable(Command):
                     rule="not-soft-deleted",
                 )
             raise NotFoundError(f"No soft-deleted table '{full}' to purge", kind="table", name=full)
-        at = cat.activation_time if self.at is None else self.at
+        at = version.activation_time if self.at is None else self.at
         end = table.purge_at
         if self.expired_only and end is not None and at <= end:
             return []
-        return drop_table_entries(cat, table.id)
+        return drop_table_entries(version, table.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,37 +556,39 @@ class RenameTable(Command):
     if_exists: bool = False
     new_schema: str | None = None
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Table", self.new_name)
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
-        target = require_schema(cat, self.schema if self.new_schema is None else self.new_schema)
+        target = require_schema(
+            version, self.schema if self.new_schema is None else self.new_schema
+        )
         if target.id != table.schema_id:
-            return self._move(cat, table, target)
+            return self._move(version, table, target)
         if table.name == self.new_name:
             return []
-        schema = require_schema(cat, self.schema)
+        schema = require_schema(version, self.schema)
         # The table's own primary-key index is renamed by the same entry, so
         # its current name does not block either new name, nor does the
         # table's own name a change of case.
         own_pk, own = table.primary_key_index_id, table.id
         names = [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
         for name in names:
-            ensure_relation_name_free(cat, schema, name, ignore_index=own_pk, ignore_table=own)
+            ensure_relation_name_free(version, schema, name, ignore_index=own_pk, ignore_table=own)
         return [TableRenamed(table.id, self.new_name)]
 
-    def _move(self, cat: CatalogVersion, table: Table, target: Schema) -> list[UpdateEntry]:
+    def _move(self, version: CatalogVersion, table: Table, target: Schema) -> list[UpdateEntry]:
         """Every name the table brings must be free in ``target``: its own,
         its primary-key index's new one, and its alive indexes' names."""
         own_pk = table.primary_key_index_id
         names = [self.new_name] if own_pk is None else [self.new_name, pk_index_name(self.new_name)]
-        for index_id in cat.table_indexes.get(table.id, ()):
-            index = cat.indexes_by_id[index_id]
+        for index_id in version.table_indexes.get(table.id, ()):
+            index = version.indexes_by_id[index_id]
             if index.id != own_pk and index.status.alive:
                 names.append(index.name)
         for name in names:
-            ensure_relation_name_free(cat, target, name)
+            ensure_relation_name_free(version, target, name)
         return [TableMoved(table.id, target.id, self.new_name)]
 
 
@@ -596,8 +600,8 @@ class SetTableProperties(Command):
     min_stale_rows: int | None = None
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        table = find_table(cat, self.schema, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        table = find_table(version, self.schema, self.name, missing_ok=self.if_exists)
         if table is None:
             return []
         props = table.properties

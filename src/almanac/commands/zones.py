@@ -184,14 +184,14 @@ class CreateZone(Command):
     consistency_mode: ConsistencyMode | None = None
     if_not_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Zone", self.name)
-        existing = taken_by(cat, "zone", self.name)
+        existing = taken_by(version, "zone", self.name)
         if existing is not None:
             if self.if_not_exists:
                 return []
-            raise already_exists("Zone", self.name, cat.zones_by_id[existing].name)
-        ids = IdAllocator(cat)
+            raise already_exists("Zone", self.name, version.zones_by_id[existing].name)
+        ids = IdAllocator(version)
         zone = new_zone(
             ids.next(),
             self.name,
@@ -222,8 +222,8 @@ class AlterZone(Command):
     consistency_mode: ConsistencyMode | None = None
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        zone = find_zone(cat, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        zone = find_zone(version, self.name, missing_ok=self.if_exists)
         if zone is None:
             return []
         if self.partitions is not None and self.partitions != zone.partitions:
@@ -260,7 +260,7 @@ class AlterZone(Command):
             updated = replace(updated, node_filter=self.node_filter)
         if self.storage_profiles is not None:
             profiles = _check_profiles(zone.name, self.storage_profiles)
-            for table in cat.tables_by_id.values():
+            for table in version.tables_by_id.values():
                 if table.zone_id == zone.id and table.storage_profile not in profiles:
                     raise ValidationError(
                         f"Storage profile '{table.storage_profile}' of zone '{zone.name}' is "
@@ -280,14 +280,14 @@ class RenameZone(Command):
     new_name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
         check_name("Zone", self.new_name)
-        zone = find_zone(cat, self.name, missing_ok=self.if_exists)
+        zone = find_zone(version, self.name, missing_ok=self.if_exists)
         if zone is None or self.new_name == zone.name:
             return []
-        existing = taken_by(cat, "zone", self.new_name, ignore=zone.id)
+        existing = taken_by(version, "zone", self.new_name, ignore=zone.id)
         if existing is not None:
-            raise already_exists("Zone", self.new_name, cat.zones_by_id[existing].name)
+            raise already_exists("Zone", self.new_name, version.zones_by_id[existing].name)
         return [ZoneAltered(replace(zone, name=self.new_name))]
 
 
@@ -296,9 +296,9 @@ class SetDefaultZone(Command):
     name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        zone = find_zone(cat, self.name, missing_ok=self.if_exists)
-        if zone is None or cat.default_zone_id == zone.id:
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        zone = find_zone(version, self.name, missing_ok=self.if_exists)
+        if zone is None or version.default_zone_id == zone.id:
             return []
         return [DefaultZoneSet(zone.id)]
 
@@ -308,21 +308,21 @@ class DropZone(Command):
     name: str
     if_exists: bool = False
 
-    def validate(self, cat: CatalogVersion) -> list[UpdateEntry]:
-        zone = find_zone(cat, self.name, missing_ok=self.if_exists)
+    def validate(self, version: CatalogVersion) -> list[UpdateEntry]:
+        zone = find_zone(version, self.name, missing_ok=self.if_exists)
         if zone is None:
             return []
-        if cat.default_zone_id == zone.id:
+        if version.default_zone_id == zone.id:
             raise ValidationError(
                 f"Zone '{zone.name}' is the default zone and cannot be dropped",
                 zone=zone.name,
                 rule="default-zone",
             )
         users = sorted(
-            (t for t in cat.tables_by_id.values() if t.zone_id == zone.id), key=lambda t: t.id
+            (t for t in version.tables_by_id.values() if t.zone_id == zone.id), key=lambda t: t.id
         )
         if users:
-            schema = cat.schema_by_id(users[0].schema_id)
+            schema = version.schema_by_id(users[0].schema_id)
             where = f"{schema.name}." if schema else ""
             held = " (soft-deleted: purge it first)" if users[0].soft_deleted else ""
             raise ValidationError(

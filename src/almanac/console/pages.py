@@ -129,37 +129,37 @@ def _render(template: str, chrome: Chrome | None, **values: object) -> str:
     return _environment().get_template(template).render(chrome=chrome, **values)
 
 
-def render_tree(snapshot: CatalogVersion, chrome: Chrome) -> str:
-    """Schemas, each with its tables, and the zones, at ``snapshot``."""
+def render_tree(version: CatalogVersion, chrome: Chrome) -> str:
+    """Schemas, each with its tables, and the zones, at ``version``."""
     by_schema: dict[int, list[Table]] = {}
-    for table in snapshot.tables():  # one pass, however many schemas
+    for table in version.tables():  # one pass, however many schemas
         by_schema.setdefault(table.schema_id, []).append(table)
     schemas: list[tuple[Schema, list[Table]]] = [
         (schema, sorted(by_schema.get(schema.id, ()), key=lambda t: t.name))
-        for schema in sorted(snapshot.schemas(), key=lambda s: s.name)
+        for schema in sorted(version.schemas(), key=lambda s: s.name)
     ]
     return _render(
         "tree.html",
         chrome,
-        snapshot=snapshot,
+        version=version,
         schemas=schemas,
-        zones=snapshot.zones(),
-        default_zone=snapshot.default_zone,
-        activated=iso(snapshot.activation_time),
+        zones=version.zones(),
+        default_zone=version.default_zone,
+        activated=iso(version.activation_time),
     )
 
 
 def render_table(
-    snapshot: CatalogVersion, schema: Schema, table: Table, data: DataSnapshots, chrome: Chrome
+    version: CatalogVersion, schema: Schema, table: Table, data: DataSnapshots, chrome: Chrome
 ) -> str:
     """One table: columns, primary key, indexes, zone and data snapshots."""
-    zone: Zone | None = snapshot.zone_by_id(table.zone_id)
+    zone: Zone | None = version.zone_by_id(table.zone_id)
     return _render(
         "table.html",
         chrome,
         schema=schema,
         table=table,
-        indexes=snapshot.indexes(table.id),
+        indexes=version.indexes(table.id),
         zone=zone,
         data=data,
     )

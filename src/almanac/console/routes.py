@@ -116,8 +116,8 @@ def _history_table(request: Request) -> tuple[str, str] | None:
     return request.query_params.get("schema") or "PUBLIC", table
 
 
-def _schema_of(snapshot: CatalogVersion, schema_id: int) -> str:
-    schema = snapshot.schemas_by_id.get(schema_id)
+def _schema_of(version: CatalogVersion, schema_id: int) -> str:
+    schema = version.schemas_by_id.get(schema_id)
     return schema.name if schema is not None else f"#{schema_id}"
 
 
@@ -226,10 +226,10 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         latest = max(cat.latest_version, version)
         return Chrome(version, latest, first_version(), pinned, auth=tokens is not None)
 
-    def snapshot_of(request: Request) -> tuple[CatalogVersion, Chrome]:
+    def version_of(request: Request) -> tuple[CatalogVersion, Chrome]:
         version = _int_param(request, "version")
-        snapshot = cat.catalog(version)
-        return snapshot, chrome(snapshot.version, version is not None)
+        at = cat.catalog(version)
+        return at, chrome(at.version, version is not None)
 
     def respond(request: Request, build: Callable[[], str]) -> Response:
         """The page ``build`` makes, after the log-in check; a ``CatalogError``
@@ -252,8 +252,8 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
     @pages.get("/", response_class=HTMLResponse)
     def tree(request: Request) -> Response:
         def build() -> str:
-            snapshot, frame = snapshot_of(request)
-            return render_tree(snapshot, frame)
+            version, frame = version_of(request)
+            return render_tree(version, frame)
 
         return respond(request, build)
 
@@ -263,19 +263,19 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
 
     def table_page(request: Request) -> str:
         schema_name, table_name = _table_names(request)
-        snapshot, frame = snapshot_of(request)
-        schema = snapshot.schema(schema_name)
-        found = snapshot.table(table_name, schema_name)
+        version, frame = version_of(request)
+        schema = version.schema(schema_name)
+        found = version.table(table_name, schema_name)
         if schema is None or found is None:
             raise NotFoundError(
                 f"Table {schema_name}.{table_name} does not exist at catalog version "
-                f"{snapshot.version}",
+                f"{version.version}",
                 schema=schema_name,
                 table=table_name,
-                version=snapshot.version,
+                version=version.version,
             )
-        upto = snapshot.version if frame.pinned else None
-        return render_table(snapshot, schema, found, table_data(cat, found.id, upto), frame)
+        upto = version.version if frame.pinned else None
+        return render_table(version, schema, found, table_data(cat, found.id, upto), frame)
 
     @pages.get("/history", response_class=HTMLResponse)
     def history(request: Request) -> Response:
@@ -292,12 +292,12 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
             older = since - 1 if since > first else None
             table = None
         else:
-            snapshot = cat.catalog(before)
-            table = require_table(snapshot, *named)
+            version = cat.catalog(before)
+            table = require_table(version, *named)
             infos = list(history_infos(cat, before, HISTORY_PAGE, table.id))
             full = len(infos) == HISTORY_PAGE and infos[-1].version > first
             older = infos[-1].version - 1 if full else None
-            named = (_schema_of(snapshot, table.schema_id), table.name)
+            named = (_schema_of(version, table.schema_id), table.name)
         views = [version_view(cat, info) for info in infos]
         rows = [HistoryRow(v["version"], v["activated_at"], v["node"], v["summary"]) for v in views]
         newer = min(before + HISTORY_PAGE, latest) if before < latest else None

@@ -352,14 +352,14 @@ def plan_scan(
     point = ReadPoint(version=version, timestamp=ts)
     if point.latest:
         cat.catch_up()  # the latest stored version: its data may be newer than this node's
-    snap = point.resolve(cat)
-    table = snap.table(name, schema)
+    at = point.resolve(cat)
+    table = at.table(name, schema)
     if table is None:
         raise NotFoundError(
-            f"Table '{schema}.{name}' does not exist at catalog version {snap.version}",
+            f"Table '{schema}.{name}' does not exist at catalog version {at.version}",
             kind="table",
             name=f"{schema}.{name}",
-            version=snap.version,
+            version=at.version,
         )
     if isinstance(filters, str | bytes) or not isinstance(filters, Sequence):
         raise ValidationError(
@@ -367,15 +367,15 @@ def plan_scan(
             f"{type(filters).__name__} {filters!r:.80}"
         )
     checked = [(p, _check_predicate(table, p)) for p in filters]
-    current = data.snapshot_at(table.id, version=snap)
+    current = data.snapshot_at(table.id, version=at)
     if ref is not None and ref != MAIN_REF:
-        current = _at_ref(data, f"{schema}.{name}", current, ref, snap.version)
+        current = _at_ref(data, f"{schema}.{name}", current, ref, at.version)
     files = () if current is None else current.files
     specs = data.iceberg.spec_fields(current.metadata) if checked and current else {}
     kept = tuple(
         f for f in files if all(may_match(p, c, f, specs.get(f.spec_id, ())) for p, c in checked)
     )
-    return ScanPlan(table, kept, len(files), current, snap.version, tuple(filters))
+    return ScanPlan(table, kept, len(files), current, at.version, tuple(filters))
 
 
 def _at_ref(

@@ -505,15 +505,15 @@ def tablets_of(data: pa.Table, table: Table, partitions: int) -> I32Array:
     return _zero_nulls(arr, _to_buckets(hashed, partitions))
 
 
-def table_partitions(snapshot: CatalogVersion, table: Table) -> int:
+def table_partitions(version: CatalogVersion, table: Table) -> int:
     """The partition count of the table's zone in that catalog version."""
-    check.instance(snapshot, CatalogVersion, "Parameter 'snapshot' of table_partitions")
+    check.instance(version, CatalogVersion, "Parameter 'snapshot' of table_partitions")
     check.instance(table, Table, "Parameter 'table' of table_partitions")
-    zone = snapshot.zone_by_id(table.zone_id)
+    zone = version.zone_by_id(table.zone_id)
     if zone is None:
         raise CatalogError(
             f"Zone {table.zone_id} of table '{table.name}' does not exist in catalog version "
-            f"{snapshot.version}",
+            f"{version.version}",
             table=table.name,
         )
     return zone.partitions

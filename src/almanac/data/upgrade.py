@@ -197,18 +197,18 @@ def _shape(cat: Catalog, table_id: int, version: int) -> CommitShape | None:
     log was truncated past it; None if the table is not there (dropped).
     The shape has no colocation, so its Iceberg spec is unpartitioned."""
     try:
-        snapshot = cat.catalog(version)
+        at = cat.catalog(version)
     except VersionNotFoundError:
-        snapshot = cat.catalog(cat.earliest_version)
-    table = snapshot.table_by_id(table_id)
+        at = cat.catalog(cat.earliest_version)
+    table = at.table_by_id(table_id)
     if table is None:
         return None
     unpartitioned: Table = table.evolve(colocation=())
     return CommitShape(
         unpartitioned,
-        table_partitions(snapshot, table),
-        snapshot.version,
-        snapshot.activation_time,
+        table_partitions(at, table),
+        at.version,
+        at.activation_time,
     )
 
 

@@ -39,8 +39,8 @@ __all__ = [
 STAGE_TTL_S = 600.0
 
 
-def _table(snapshot: CatalogVersion, name: str, schema: str) -> Table:
-    table = snapshot.table(name, schema)
+def _table(version: CatalogVersion, name: str, schema: str) -> Table:
+    table = version.table(name, schema)
     if table is None:
         raise NotFoundError(
             f"Table '{schema}.{name}' does not exist", kind="table", name=f"{schema}.{name}"
@@ -65,10 +65,10 @@ def write_table(
     check.string(operation, "Parameter 'operation' of write_table")
     store = TableData.for_catalog(cat)
     cat.catch_up()  # DDL another node finished is there "now", followed or not
-    snapshot = cat.catalog()
-    table = _table(snapshot, name, schema)
+    version = cat.catalog()
+    table = _table(version, name, schema)
     rows = conform(data, table)
-    shape = CommitShape.of(snapshot, table)
+    shape = CommitShape.of(version, table)
     write_id = new_write_id()
     write_dir = store.warehouse.write_dir(table.id, write_id)
     lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)

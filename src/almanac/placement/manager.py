@@ -101,8 +101,8 @@ class PassResult:
     problems: tuple[str, ...]
 
 
-def _qualified(snapshot: CatalogVersion, table: Table) -> str:
-    schema = snapshot.schemas_by_id.get(table.schema_id)
+def _qualified(version: CatalogVersion, table: Table) -> str:
+    schema = version.schemas_by_id.get(table.schema_id)
     return f"{schema.name if schema else table.schema_id}.{table.name}"
 
 
@@ -239,7 +239,7 @@ class PlacementManager:
         # version this catch-up applies, so no new table looks dropped.
         read = {kv.key: kv for kv in store.range(ROUTE_PREFIX).kvs}
         self.catalog.catch_up()
-        snapshot = self.catalog.catalog()
+        version = self.catalog.catalog()
         # A damaged record is reported and left alone (never overwritten);
         # the rest of placement goes on without it.
         damaged: list[str] = []
@@ -291,12 +291,12 @@ class PlacementManager:
             batch.clear()
 
         seen_deleted: set[int] = set()
-        for table_id in sorted(set(routes) | set(snapshot.tables_by_id.keys())):
+        for table_id in sorted(set(routes) | set(version.tables_by_id.keys())):
             route = routes.get(table_id)
             kv = read.get(route_key(table_id))
             if route is None and kv is not None:
                 continue  # damaged: in the problems already
-            new = self._next(snapshot, table_id, route, view)
+            new = self._next(version, table_id, route, view)
             if new is not None and new.state is TabletState.DELETED:
                 seen_deleted.add(table_id)
                 if self._cleanable(new, reports, now):
@@ -328,22 +328,22 @@ class PlacementManager:
 
     def _next(
         self,
-        snapshot: CatalogVersion,
+        version: CatalogVersion,
         table_id: int,
         route: TableRoute | None,
         view: PassView,
     ) -> TableRoute | None:
-        new = follow_catalog(snapshot, table_id, route, view.now)
-        table = snapshot.table_by_id(table_id)
+        new = follow_catalog(version, table_id, route, view.now)
+        table = version.table_by_id(table_id)
         if new is None or table is None:
             return new
-        zone = snapshot.zone_by_id(table.zone_id)
+        zone = version.zone_by_id(table.zone_id)
         if zone is None:
             return new
         try:
             matches = node_filter(zone.node_filter)
         except NodeFilterError as exc:
-            view.problems.append(f"Table {_qualified(snapshot, table)}: {exc}")
+            view.problems.append(f"Table {_qualified(version, table)}: {exc}")
             return new
         return step_route(new, zone, matches, table.storage_profile, view)
 
@@ -402,13 +402,13 @@ class PlacementManager:
         compares, ops, _ = merge_writes(writes).parts()
         return HookWork(compares, ops)
 
-    def _await_servers(self, snapshot: CatalogVersion, created: list[int]) -> None:
+    def _await_servers(self, version: CatalogVersion, created: list[int]) -> None:
         servers = read_servers(self._store)
         if not servers:
             return  # no tablet servers at all: tablets wait PREPARING
         deadline = time.monotonic() + self.settings.create_wait_s
         while True:
-            problem = self._limit_problem(snapshot, created, servers)
+            problem = self._limit_problem(version, created, servers)
             if problem is None:
                 return
             if time.monotonic() >= deadline:
@@ -422,35 +422,35 @@ class PlacementManager:
             servers = read_servers(self._store)
 
     def _limit_problem(
-        self, snapshot: CatalogVersion, created: list[int], servers: dict[str, ServerInfo]
+        self, version: CatalogVersion, created: list[int], servers: dict[str, ServerInfo]
     ) -> str | None:
         for table_id in created:
-            table = snapshot.table_by_id(table_id)
-            zone = None if table is None else snapshot.zone_by_id(table.zone_id)
+            table = version.table_by_id(table_id)
+            zone = None if table is None else version.zone_by_id(table.zone_id)
             if table is None or zone is None or is_soft_deleted(table):
                 continue
             try:
                 matches = node_filter(zone.node_filter)
             except NodeFilterError as exc:
                 raise ValidationError(
-                    f"Table {_qualified(snapshot, table)} cannot be placed: {exc}",
-                    table=_qualified(snapshot, table),
+                    f"Table {_qualified(version, table)} cannot be placed: {exc}",
+                    table=_qualified(version, table),
                     zone=zone.name,
                     rule="supported node filters",
                 ) from None
             fit = [s for s in servers.values() if eligible(s, matches, table.storage_profile)]
             if zone.replicas > len(fit):
                 return (
-                    f"Table {_qualified(snapshot, table)} needs {zone.replicas} replicas "
+                    f"Table {_qualified(version, table)} needs {zone.replicas} replicas "
                     f"(zone '{zone.name}'), but only {len(fit)} live tablet servers match its "
                     f"filter {zone.node_filter!r} and storage profile '{table.storage_profile}'"
                     " (rule: replicas <= live servers)"
                 )
         demand = 0
-        for table in snapshot.tables_by_id.values():
-            zone = snapshot.zone_by_id(table.zone_id)
+        for table in version.tables_by_id.values():
+            zone = version.zone_by_id(table.zone_id)
             if zone is not None and not is_soft_deleted(table):
-                demand += partitions_of(snapshot, table) * zone.replicas
+                demand += partitions_of(version, table) * zone.replicas
         cap = self.settings.max_tablets_per_server * len(servers)
         if demand > cap:
             return (

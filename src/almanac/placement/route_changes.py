@@ -38,10 +38,10 @@ HOSTED = frozenset({TabletState.CREATING, TabletState.RUNNING, TabletState.SOFT_
 DELETED or REPLACED tablet leaves the indexes, and its servers drop it."""
 
 
-def partitions_of(snapshot: CatalogVersion, table: Table) -> int:
+def partitions_of(version: CatalogVersion, table: Table) -> int:
     """The table's tablet count: its zone's partitions (``data.tablets``
     buckets rows the same way; placement does not need the data extras)."""
-    zone = snapshot.zone_by_id(table.zone_id)
+    zone = version.zone_by_id(table.zone_id)
     return 1 if zone is None else zone.partitions
 
 
@@ -94,23 +94,23 @@ def _recovered(route: TableRoute, now: float) -> TableRoute:
 
 
 def follow_catalog(
-    snapshot: CatalogVersion, table_id: int, route: TableRoute | None, now: float
+    version: CatalogVersion, table_id: int, route: TableRoute | None, now: float
 ) -> TableRoute | None:
-    """The route the catalog's ``snapshot`` wants for ``table_id``, given
+    """The route catalog ``version`` wants for ``table_id``, given
     the stored ``route``: the single mapping from a table's catalog state to
     its route state (created → PREPARING tablets, one per partition;
     dropped → DELETED; soft-deleted → SOFT_DELETED; recovered → back to
     being assigned; altered → the new target table version). Returns
     ``route`` itself when nothing changes, None for no route at all."""
-    table = snapshot.table_by_id(table_id)
+    table = version.table_by_id(table_id)
     if table is None:
         if route is None or route.state is TabletState.DELETED:
             return route
-        if table_id >= snapshot.object_id_gen:
+        if table_id >= version.object_id_gen:
             return route  # a table newer than the snapshot, not a dropped one
         return _bump(_all(route, TabletState.DELETED), route)
     if route is None:
-        made = _fresh(table_id, table.table_version, partitions_of(snapshot, table))
+        made = _fresh(table_id, table.table_version, partitions_of(version, table))
         return _all(made, TabletState.SOFT_DELETED) if is_soft_deleted(table) else made
     if route.state is TabletState.DELETED:
         return route  # ids are never reused: a deleted route stays deleted

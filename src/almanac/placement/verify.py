@@ -33,7 +33,7 @@ def placement_problems(cat: Catalog, *, complete: bool = True) -> list[str]:
     indexes = read_server_indexes(store)
     tombstones = {kv.key[len(TOMBSTONE_PREFIX) :] for kv in store.range(TOMBSTONE_PREFIX).kvs}
     cat.catch_up()
-    snapshot = cat.catalog()
+    version = cat.catalog()
     problems: list[str] = []
     wanted: dict[str, set[tuple[int, int]]] = {}
     for table_id, route in routes.items():
@@ -47,9 +47,9 @@ def placement_problems(cat: Catalog, *, complete: bool = True) -> list[str]:
                 problems.append(f"{where}: PREPARING tablet {t.id} has replicas")
             if t.state in (TabletState.CREATING, TabletState.RUNNING) and t.leader is None:
                 problems.append(f"{where}: {t.state} tablet {t.id} has no leader")
-        table = snapshot.table_by_id(table_id)
+        table = version.table_by_id(table_id)
         if table is None:
-            if route.state is not TabletState.DELETED and table_id < snapshot.object_id_gen:
+            if route.state is not TabletState.DELETED and table_id < version.object_id_gen:
                 problems.append(f"{where} is {route.state}, but the table was dropped")
             continue
         if route.state is TabletState.DELETED:
@@ -62,10 +62,10 @@ def placement_problems(cat: Catalog, *, complete: bool = True) -> list[str]:
                 f"{table.table_version}"
             )
         live = sorted(t.partition for t in route.tablets if t.state is not TabletState.REPLACED)
-        if live != list(range(partitions_of(snapshot, table))):
+        if live != list(range(partitions_of(version, table))):
             problems.append(f"{where} covers partitions {live}")
     if complete:
-        for table in snapshot.tables_by_id.values():
+        for table in version.tables_by_id.values():
             if table.id not in routes:
                 problems.append(f"Table {table.id} ({table.name}) has no route")
     for server in sorted(set(indexes) | set(wanted)):

@@ -76,9 +76,9 @@ def decode_update(data: bytes | bytearray | memoryview) -> VersionedUpdate:
     return REGISTRY.decode(_bytes(data, "Parameter 'data' of decode_update"), VersionedUpdate)
 
 
-def encode_catalog(snapshot: CatalogVersion) -> bytes:
+def encode_catalog(version: CatalogVersion) -> bytes:
     return REGISTRY.encode(
-        check.instance(snapshot, CatalogVersion, "Parameter 'snapshot' of encode_catalog")
+        check.instance(version, CatalogVersion, "Parameter 'snapshot' of encode_catalog")
     )
 
 

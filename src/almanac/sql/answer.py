@@ -32,14 +32,14 @@ def run_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
         return SqlResult(second, DIFF_COLUMNS, diff_rows(source.diff(first, second)))
     if statement.kind in _SYSTEM_READS:
         return _system_read(statement, source)
-    cat = statement.as_of.resolve(source)
+    version = statement.as_of.resolve(source)
     if statement.kind == "SHOW HISTORY":
         table_id = None
         if statement.table is not None:
-            table_id = require_table(cat, statement.schema or "", statement.table).id
-        rows = history_rows(source, cat.version, statement.limit, table_id)
-        return SqlResult(cat.version, HISTORY_COLUMNS, rows)
-    return answer(statement, cat)
+            table_id = require_table(version, statement.schema or "", statement.table).id
+        rows = history_rows(source, version.version, statement.limit, table_id)
+        return SqlResult(version.version, HISTORY_COLUMNS, rows)
+    return answer(statement, version)
 
 
 _SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")

@@ -126,11 +126,11 @@ class ReadSource(Protocol):
         ...
 
 
-def answer(statement: ReadStatement, cat: CatalogVersion) -> SqlResult:
+def answer(statement: ReadStatement, version: CatalogVersion) -> SqlResult:
     """The answer to a ``SHOW``/``DESCRIBE`` of one catalog version (not the
     history, the diff nor the system tables: ``almanac.sql.answer`` routes those)."""
     columns, rows = _ANSWERS[statement.kind]
-    return SqlResult(cat.version, columns, rows(cat, statement))
+    return SqlResult(version.version, columns, rows(version, statement))
 
 
 # -- the catalog's objects ------------------------------------------------------------
@@ -138,74 +138,76 @@ def answer(statement: ReadStatement, cat: CatalogVersion) -> SqlResult:
 SCHEMA_COLUMNS = ("NAME", "ID", "TABLES")
 
 
-def show_schemas(cat: CatalogVersion) -> Rows:
+def show_schemas(version: CatalogVersion) -> Rows:
     """Schemas by name, with how many tables each holds."""
     counts: dict[int, int] = {}
-    for t in cat.tables():
+    for t in version.tables():
         counts[t.schema_id] = counts.get(t.schema_id, 0) + 1
     return tuple(
-        (s.name, s.id, counts.get(s.id, 0)) for s in sorted(cat.schemas(), key=lambda s: s.name)
+        (s.name, s.id, counts.get(s.id, 0)) for s in sorted(version.schemas(), key=lambda s: s.name)
     )
 
 
 TABLE_COLUMNS = ("SCHEMA", "NAME", "ID", "TABLE_VERSION", "ZONE", "COLUMNS", "PRIMARY_KEY")
 
 
-def show_tables(cat: CatalogVersion, schema: str | None) -> Rows:
+def show_tables(version: CatalogVersion, schema: str | None) -> Rows:
     """Tables by schema and name, of one schema when ``schema`` is given
     (``NotFoundError`` if it does not exist)."""
-    tables = cat.tables() if schema is None else cat.tables(require_schema(cat, schema).name)
+    tables = (
+        version.tables() if schema is None else version.tables(require_schema(version, schema).name)
+    )
     return tuple(
         (
-            _schema_name(cat, t.schema_id),
+            _schema_name(version, t.schema_id),
             t.name,
             t.id,
             t.table_version,
-            _zone_name(cat, t.zone_id),
+            _zone_name(version, t.zone_id),
             len(t.columns),
             ", ".join(t.primary_key),
         )
-        for t in sorted(tables, key=lambda t: (_schema_name(cat, t.schema_id), t.name))
+        for t in sorted(tables, key=lambda t: (_schema_name(version, t.schema_id), t.name))
     )
 
 
 DROPPED_COLUMNS = ("SCHEMA", "NAME", "ID", "DROP_VERSION", "DROPPED_AT", "RESERVED_UNTIL")
 
 
-def show_dropped_tables(cat: CatalogVersion, schema: str | None) -> Rows:
+def show_dropped_tables(version: CatalogVersion, schema: str | None) -> Rows:
     """Soft-deleted tables by schema and name (of one schema when given),
     with when each went and until when RECOVER TABLE can bring it back."""
     if schema is None:
-        tables = cat.soft_deleted_tables()
+        tables = version.soft_deleted_tables()
     else:
-        tables = cat.soft_deleted_tables(require_schema(cat, schema).name)
+        tables = version.soft_deleted_tables(require_schema(version, schema).name)
     return tuple(
         (
-            _schema_name(cat, t.schema_id),
+            _schema_name(version, t.schema_id),
             t.name,
             t.id,
             t.update_version,
             iso_utc(t.dropped_at or 0),
             iso_utc(t.purge_at or 0),
         )
-        for t in sorted(tables, key=lambda t: (_schema_name(cat, t.schema_id), t.name))
+        for t in sorted(tables, key=lambda t: (_schema_name(version, t.schema_id), t.name))
     )
 
 
 INDEX_COLUMNS = ("SCHEMA", "TABLE", "NAME", "ID", "KIND", "UNIQUE", "COLUMNS", "STATUS")
 
 
-def show_indexes(cat: CatalogVersion, table: tuple[str, str] | None) -> Rows:
+def show_indexes(version: CatalogVersion, table: tuple[str, str] | None) -> Rows:
     """Indexes (primary keys and STOPPING ones included) by schema, table and
     name; of one ``(schema, table)`` when given (``NotFoundError`` if missing)."""
     if table is None:
-        indexes = cat.indexes()
+        indexes = version.indexes()
     else:
-        indexes = cat.indexes(require_table(cat, table[0], table[1]).id)
+        indexes = version.indexes(require_table(version, table[0], table[1]).id)
     rows = []
     for i in indexes:
-        owner = cat.tables_by_id.get(i.table_id)
-        schema, table_name = _schema_name(cat, i.schema_id), owner.name if owner else ""
+        owner = version.tables_by_id.get(i.table_id)
+        schema, table_name = _schema_name(version, i.schema_id), owner.name if owner else ""
         row = (schema, table_name, i.name, i.id, i.kind.name, i.unique, _key_columns(i))
         rows.append(((schema, table_name, i.name, i.id), (*row, i.status.name)))
     return tuple(row for _, row in sorted(rows))
@@ -224,7 +226,7 @@ ZONE_COLUMNS = (
 )
 
 
-def show_zones(cat: CatalogVersion) -> Rows:
+def show_zones(version: CatalogVersion) -> Rows:
     """Zones by name; ``STORAGE_PROFILES`` as ``CREATE ZONE`` takes them."""
     return tuple(
         (
@@ -234,22 +236,22 @@ def show_zones(cat: CatalogVersion) -> Rows:
             z.replicas,
             ",".join(z.storage_profiles),
             z.node_filter,
-            z.id == cat.default_zone_id,
+            z.id == version.default_zone_id,
             z.quorum_size,
             z.consistency_mode.name,
         )
-        for z in sorted(cat.zones(), key=lambda z: z.name)
+        for z in sorted(version.zones(), key=lambda z: z.name)
     )
 
 
 DESCRIBE_COLUMNS = ("NAME", "TYPE", "NULLABLE", "DEFAULT", "PRIMARY_KEY", "ID", "COMMENT")
 
 
-def describe_table(cat: CatalogVersion, schema: str, name: str) -> Rows:
+def describe_table(version: CatalogVersion, schema: str, name: str) -> Rows:
     """One row per column, in table order: ``TYPE`` and ``DEFAULT`` as SQL
     text the dialect reads back, ``PRIMARY_KEY`` the column's 1-based place
     in the key (``None`` outside it), ``COMMENT`` its doc."""
-    return column_rows(require_table(cat, schema, name))
+    return column_rows(require_table(version, schema, name))
 
 
 def column_rows(table: Table) -> Rows:
@@ -290,33 +292,35 @@ def _collated(column: str, collation: Collation) -> str:
     return text
 
 
-def _schema_name(cat: CatalogVersion, schema_id: int) -> str:
-    schema = cat.schemas_by_id.get(schema_id)
+def _schema_name(version: CatalogVersion, schema_id: int) -> str:
+    schema = version.schemas_by_id.get(schema_id)
     return schema.name if schema is not None else f"#{schema_id}"
 
 
-def _zone_name(cat: CatalogVersion, zone_id: int) -> str | None:
-    zone = cat.zones_by_id.get(zone_id)
+def _zone_name(version: CatalogVersion, zone_id: int) -> str | None:
+    zone = version.zones_by_id.get(zone_id)
     return zone.name if zone is not None else None
 
 
 _Answer = Callable[[CatalogVersion, ReadStatement], Rows]
 
 
-def _tables_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
-    return show_tables(cat, s.schema)
+def _tables_answer(version: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_tables(version, s.schema)
 
 
-def _dropped_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
-    return show_dropped_tables(cat, s.schema)
+def _dropped_answer(version: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_dropped_tables(version, s.schema)
 
 
-def _indexes_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
-    return show_indexes(cat, None if s.schema is None or s.table is None else (s.schema, s.table))
+def _indexes_answer(version: CatalogVersion, s: ReadStatement) -> Rows:
+    return show_indexes(
+        version, None if s.schema is None or s.table is None else (s.schema, s.table)
+    )
 
 
-def _describe_answer(cat: CatalogVersion, s: ReadStatement) -> Rows:
-    return describe_table(cat, s.schema or "", s.table or "")  # both set (__post_init__)
+def _describe_answer(version: CatalogVersion, s: ReadStatement) -> Rows:
+    return describe_table(version, s.schema or "", s.table or "")  # both set (__post_init__)
 
 
 _ANSWERS: dict[str, tuple[tuple[str, ...], _Answer]] = {

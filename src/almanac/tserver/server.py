@@ -443,22 +443,22 @@ class TabletServer:
         if threshold is None:
             return 0
         done = 0
-        snap = self.catalog.catalog()
+        version = self.catalog.catalog()
         for key, local in sorted(self.hosted().items()):
             try:
-                done += self._compact(snap, key, local, threshold)
+                done += self._compact(version, key, local, threshold)
             except CatalogError as exc:  # a damaged route, a lost store: next round
                 _log.warning("Compaction of tablet %d of table %d failed: %s", key[1], key[0], exc)
         return done
 
     def _compact(
-        self, snap: CatalogVersion, key: tuple[int, int], local: LocalTablet, threshold: int
+        self, version: CatalogVersion, key: tuple[int, int], local: LocalTablet, threshold: int
     ) -> int:
         table_id, tablet_id = key
         route = read_route(self._store, table_id)
         tablet = None if route is None else route.tablet(tablet_id)
-        table = snap.table_by_id(table_id)
-        schema = None if table is None else snap.schema_by_id(table.schema_id)
+        table = version.table_by_id(table_id)
+        schema = None if table is None else version.schema_by_id(table.schema_id)
         if tablet is None or tablet.leader != self.name or table is None or schema is None:
             return 0
         current = self._data.current(table_id)
