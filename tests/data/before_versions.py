@@ -45,9 +45,8 @@ def append(cat: Catalog, ids: Sequence[int], name: str = "T") -> DataSnapshot:
     )
     with data.store.exclusive(COMMIT_SECTION_TIMEOUT_S):
         parent = data.current_record(table.id)
-        floor = (
-            shape.activated_at if parent is None else max(parent.commit_time, shape.activated_at)
-        )
+        activated = version.activation_time
+        floor = activated if parent is None else max(parent.commit_time, activated)
         # That release's stamp: the version written against, at the commit's
         # own time (``_stamp`` at cae65ec); ``commit_ops`` stamps a record
         # with the number and activation time of the version it is given.

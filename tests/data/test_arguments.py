@@ -128,7 +128,6 @@ def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
         (lambda: CommitShape(table, 0, version), "'partitions' of CommitShape"),
         (lambda: CommitShape(table, 4, bad("1")), "'catalog_version' of CommitShape"),
         (lambda: CommitShape(table, 4, -5), "'catalog_version' of CommitShape"),
-        (lambda: CommitShape(table, 4, version, bad("x")), "'activated_at' of CommitShape"),
     ]
     data = TableData.for_catalog(cat)
     write_id = new_write_id()

@@ -190,7 +190,7 @@ def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) ->
     version = _ahead(cat)
     later = version.activation_time
     assert later > cat.clock.now()
-    shape = CommitShape(table, zone_tablets(cat, table), version.version, activated_at=later)
+    shape = CommitShape(table, zone_tablets(cat, table), version.version)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     data.stage(write_id, write_dir, ttl_s=60)

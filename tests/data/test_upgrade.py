@@ -140,7 +140,7 @@ def _read(
 
 
 def _check_every_read(cat: Catalog, chain: Chain) -> None:
-    for version in range(cat.earliest_version, cat.latest_version + 1):
+    for version in range(max(cat.earliest_version, 1), cat.latest_version + 1):
         assert _read(cat, chain, version=version) == _expected(cat, chain, version=version)
     times = {cat.catalog(v).activation_time for v in range(1, cat.latest_version + 1)}
     for written in chain.written:

@@ -212,17 +212,24 @@ class TableData:
         """Every kept snapshot, oldest first."""
         return [self.load(r) for r in self.records(table_id)]
 
-    def record_at(self, table_id: int, at: CatalogVersion) -> Record | None:
+    def record_at(
+        self, table_id: int, at: CatalogVersion, *, timestamp: int | None = None
+    ) -> Record | None:
         """The record of the table's data at catalog version ``at``: the
         snapshot that version pins (``CatalogVersion.data_snapshot``), or, for
         a table whose data commits were not catalog versions yet then (data
-        written before they were), the newest record stamped at or before it.
-        None when the table had no data then; ``SnapshotExpiredError`` when
-        that data was expired. Every reader goes through here, so a read at a
-        version, at a time and at the latest agree on the rows."""
+        written before they were), the newest record stamped at or before it
+        (with ``timestamp``, the instant ``at`` was resolved from: the newest
+        committed by then, as such data was always read by time). None when
+        the table had no data then; ``SnapshotExpiredError`` when that data
+        was expired. Every reader goes through here, so a read at a version,
+        at a time and at the latest agree on the rows."""
         pinned = at.data_snapshot(table_id)
         if pinned is None:
-            return select_record(self.records(table_id), version=at.version)
+            records = self.records(table_id)
+            if timestamp is not None:
+                return select_record(records, timestamp=timestamp)
+            return select_record(records, version=at.version)
         record = self.record(table_id, pinned)
         if record is None:
             raise SnapshotExpiredError(
@@ -230,7 +237,7 @@ class TableData:
                 f"snapshot {pinned}) was expired",
                 table_id=table_id,
                 version=at.version,
-                timestamp=None,
+                timestamp=timestamp,
             )
         return record
 
@@ -242,21 +249,22 @@ class TableData:
         timestamp: int | None = None,
     ) -> DataSnapshot | None:
         """The table's data at a catalog version (a ``CatalogVersion``, or its
-        number) or at a hybrid ``timestamp`` (exactly one), by ``record_at``: a
+        number) or at a hybrid ``timestamp`` (exactly one; both when the
+        version is the one the timestamp resolved to), by ``record_at``: a
         number or a time is first resolved to the catalog version this node
         holds for it (``VersionNotFoundError`` when it holds none), so a read
         at a time sees what a read at the version active then sees. A
         ``TableData`` without a catalog node picks by the records' stamps."""
-        if (version is None) == (timestamp is None):
-            raise ValidationError("Give exactly one of version and timestamp")
         if isinstance(version, CatalogVersion):
-            record = self.record_at(table_id, version)
+            record = self.record_at(table_id, version, timestamp=timestamp)
+        elif (version is None) == (timestamp is None):
+            raise ValidationError("Give exactly one of version and timestamp")
         elif self.catalog is not None:
             if timestamp is None:
                 at = self.catalog.catalog(version)
             else:
                 at = self.catalog.catalog_at(timestamp)
-            record = self.record_at(table_id, at)
+            record = self.record_at(table_id, at, timestamp=timestamp)
         else:
             record = select_record(self.records(table_id), version=version, timestamp=timestamp)
         return None if record is None else self.load(record)

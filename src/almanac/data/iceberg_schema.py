@@ -305,23 +305,19 @@ def same_spec(a: IcebergPartitionSpec, b: IcebergPartitionSpec) -> bool:
 @dataclass(frozen=True, slots=True)
 class CommitShape:
     """What a data commit writes against: the catalog table (schema and
-    partition column), its tablet count, the catalog version, and that
-    version's activation time (a commit is never stamped before it, so a
-    read by timestamp never pairs the rows with an older schema)."""
+    partition column), its tablet count and the catalog version. (The
+    commit is stamped with the version that publishes it, which activates
+    after this one.)"""
 
     table: Table
     partitions: int
     catalog_version: int
-    activated_at: int = 0
 
     def __post_init__(self) -> None:
         check.instance(self.table, Table, "Field 'table' of CommitShape")
         check.integer(self.partitions, "Field 'partitions' of CommitShape", lo=1, hi=2**31 - 1)
         check.integer(self.catalog_version, "Field 'catalog_version' of CommitShape", lo=0)
-        check.integer(self.activated_at, "Field 'activated_at' of CommitShape", lo=0)
 
     @staticmethod
     def of(version: CatalogVersion, table: Table) -> CommitShape:
-        return CommitShape(
-            table, table_partitions(version, table), version.version, version.activation_time
-        )
+        return CommitShape(table, table_partitions(version, table), version.version)

@@ -367,7 +367,7 @@ def plan_scan(
             f"{type(filters).__name__} {filters!r:.80}"
         )
     checked = [(p, _check_predicate(table, p)) for p in filters]
-    current = data.snapshot_at(table.id, version=at)
+    current = data.snapshot_at(table.id, version=at, timestamp=ts)
     if ref is not None and ref != MAIN_REF:
         current = _at_ref(data, f"{schema}.{name}", current, ref, at.version)
     files = () if current is None else current.files

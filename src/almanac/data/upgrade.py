@@ -204,12 +204,7 @@ def _shape(cat: Catalog, table_id: int, version: int) -> CommitShape | None:
     if table is None:
         return None
     unpartitioned: Table = table.evolve(colocation=())
-    return CommitShape(
-        unpartitioned,
-        table_partitions(at, table),
-        at.version,
-        at.activation_time,
-    )
+    return CommitShape(unpartitioned, table_partitions(at, table), at.version)
 
 
 @dataclass
