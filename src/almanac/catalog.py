@@ -1,25 +1,28 @@
-"""A catalog node: executes commands into new versions and serves every
-version it has applied, by number or by time.
+"""A catalog node: the public front of one node's view of a catalog.
 
-Every version reaches the node through its update log, its own commits
-included, so the committing node and every other node build each version
-with the same function from the same stored entries.
+A node is a few parts with one-way data flow, each in its own module: the
+``Committer`` (``almanac.committer``) turns a batch of commands into the
+next version in the update log; the log delivers every version, its own
+commits included, to the node's ``AppliedVersions`` (``almanac.versions``),
+so the committing node and every other node build each version with the
+same function from the same stored entries; those hand each version's
+events to the ``Dispatcher`` (``almanac.dispatch``), which runs the
+listeners and marks the version ready. ``Catalog`` checks arguments,
+waits for what a call promises (readiness, schema sync; ``execute_async``'s
+waits run on the ``Settler``), and checkpoints the log through the
+``Checkpointer`` (``almanac.retention``).
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import dataclasses
 import datetime as dt
 import logging
 import os
-import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -32,42 +35,18 @@ from almanac.catalog_types import (
     VersionInfo,
 )
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
-from almanac.commands.base import Command, CommitContext
-from almanac.commands.preview import command_batch, preview
+from almanac.clock import HybridClock, physical_ms
+from almanac.commands.base import Command
+from almanac.commands.preview import command_batch
 from almanac.commands.tables import check_reserve
-from almanac.descriptors import Schema
+from almanac.committer import Attachment, Committed, Committer, commit_initial, seconds_left
 from almanac.diff import CatalogDiff, diff_catalogs
 from almanac.dispatch import Dispatcher
-from almanac.entries import (
-    ObjectIdsReserved,
-    SchemaCreated,
-    TableDataCommitted,
-    VersionedUpdate,
-    activation_time,
-    apply_entries,
-    apply_update,
-)
-from almanac.errors import (
-    CatalogError,
-    ConflictError,
-    CorruptLogError,
-    NotFoundError,
-    VersionNotFoundError,
-    WaitTimeoutError,
-)
-from almanac.events import Event, EventType, Listener, ListenerFailure
+from almanac.entries import VersionedUpdate
+from almanac.errors import CatalogError, WaitTimeoutError
+from almanac.events import EventType, Listener, ListenerFailure
 from almanac.log import KEY_PINS, UpdateLog
-from almanac.metastore import (
-    Compare,
-    Delete,
-    DeleteRange,
-    Get,
-    Metastore,
-    Op,
-    Put,
-    Range,
-)
+from almanac.metastore import Compare, Metastore
 from almanac.nodes import (
     NODE_TTL_S,
     NodeInfo,
@@ -76,22 +55,12 @@ from almanac.nodes import (
     default_node_name,
     list_nodes,
 )
-from almanac.requests import (
-    DEFAULT_REQUEST_WINDOW_S,
-    RequestIndex,
-    RequestRecord,
-    carried,
-    check_request_id,
-    forget,
-    horizon,
-    record_of,
-    remember,
-    request_digest,
-)
+from almanac.requests import DEFAULT_REQUEST_WINDOW_S, RequestRecord, check_request_id
+from almanac.retention import Checkpointer
 from almanac.schema_sync import MEMORY_DEFAULTS, SchemaSync
 from almanac.settler import ExecuteFuture, Settler
 from almanac.sql.results import SqlResult
-from almanac.summary import CHECKPOINT_SUMMARY, summarize_update
+from almanac.versions import AppliedVersions
 
 __all__ = [
     "Catalog",
@@ -102,53 +71,8 @@ __all__ = [
     "VersionInfo",
 ]
 
-DEFAULT_MAX_ATTEMPTS = 10
-"""The retry cap of data commits (``almanac.data``); catalog commits retry
-until ``commit_timeout_s`` instead, unless given ``max_attempts``."""
 DEFAULT_COMMIT_TIMEOUT_S = 60.0
-_BACKOFF_FIRST_S = 0.001
-_BACKOFF_MAX_S = 0.05
 _log = logging.getLogger("almanac.catalog")
-
-
-class _Versions:
-    """The versions a node holds. Appended in place; replaced whole on
-    truncation, so a reader that took a reference sees a consistent list."""
-
-    __slots__ = ("activations", "catalogs", "earliest", "requests", "tokens", "updates")
-
-    def __init__(self, base: CatalogVersion, token: int, requests: RequestIndex) -> None:
-        self.earliest = base.version
-        self.catalogs = [base]
-        self.activations = [base.activation_time]
-        self.updates: list[VersionedUpdate | None] = [None]
-        self.tokens = [token]
-        # The request ids of the available versions, and of older ones still
-        # inside the request window; updated before the catalog it belongs
-        # to is appended, so it is never older than the latest catalog.
-        self.requests = requests
-
-    def trimmed(self, earliest: int, oldest_request: int) -> _Versions:
-        cut = earliest - self.earliest
-        out = _Versions.__new__(_Versions)
-        out.earliest = earliest
-        out.catalogs = self.catalogs[cut:]
-        out.activations = self.activations[cut:]
-        out.updates = [None, *self.updates[cut + 1 :]]
-        out.tokens = self.tokens[cut:]
-        out.requests = forget(self.requests, earliest, oldest_request)
-        return out
-
-
-Attachment = Callable[
-    [CatalogVersion, CatalogVersion],
-    HookWork
-    | tuple[Sequence[Compare], Sequence[Op]]
-    | tuple[Sequence[Compare], Sequence[Op], Sequence[TableDataCommitted]],
-]
-"""``attach(base, new)`` returns extra compares and writes for a version's
-transaction, the data commits they publish (entries of the same version) and
-a ``finish(ok)`` to run after the attempt: a ``HookWork`` (or a bare tuple)."""
 
 
 class Catalog:
@@ -179,14 +103,12 @@ class Catalog:
         committed here that names none (0: drop at once); each drop stores
         the reserve it got, so nodes with other defaults still agree."""
         check.number(node_ttl_s, "Parameter 'node_ttl_s' of Catalog", positive=True)
-        self.soft_delete_reserve_s = check_reserve(
+        soft_delete_reserve_s = check_reserve(
             soft_delete_reserve_s, "Parameter 'soft_delete_reserve_s' of Catalog"
         )
-        """The reserve (seconds) of a DROP TABLE committed here that names none."""
-        self.request_window_s = check.number(
+        request_window_s = check.number(
             request_window_s, "Parameter 'request_window_s' of Catalog", lo=0, hi=2**40
         )
-        """How long (seconds) a request id outlives the truncation of its version."""
         name = (
             default_node_name()
             if node_name is None
@@ -194,31 +116,23 @@ class Catalog:
         )
         self.target = target
         """How another process names this catalog (``connect(target)`` opens it)."""
-        self.sync = sync
-        self.retention = retention
-        self.max_attempts = max_attempts
-        """A cap on commit attempts (None: retry until ``commit_timeout_s``)."""
-        self.commit_timeout_s = commit_timeout_s
-        """How long ``execute`` may try to commit (writer section included)
-        when it is given no timeout of its own."""
         self.root = root
         self._clock = clock or HybridClock()
         self._log = log
-        self._apply_lock = threading.RLock()
+        # One condition for applying, dispatching and waiting: see almanac.versions.
         self._cond = threading.Condition()
-        self._state = _Versions(CatalogVersion.empty(), 0, RequestIndex())
         self._events = Dispatcher(self._cond)
+        self._versions = AppliedVersions(self._clock, self._cond, self._events, request_window_s)
+        self._checkpoints = Checkpointer(log, self._versions, self._clock, retention)
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
-        self._commits = 0
-        self._hooks: list[CommitHook] = []
         self._closers: list[Callable[[], None]] = []
-        self._settler: Settler[_Committed, ExecuteResult] = Settler(self._settle)
+        self._settler: Settler[Committed, ExecuteResult] = Settler(self._settle)
         self._node: NodeRegistration | None = None
         try:
-            log.start(self)
+            log.start(self._versions)
             if self.latest_version == 0:
-                self._commit_initial(name)
+                commit_initial(log, self._versions, self._clock, name, commit_timeout_s)
             if not log.store.read_only:  # a reader of a read-only store leaves no trace
                 self._node = NodeRegistration(
                     log.store,
@@ -227,11 +141,23 @@ class Catalog:
                     ttl_s=node_ttl_s,
                     fallback=node_name is None,
                 )
+                self._versions.registration = self._node
         except BaseException:
             log.close()
             raise
         self.node_name = name if self._node is None else self._node.name
         """This node's name among the live nodes of the catalog."""
+        self._committer = Committer(
+            log,
+            self._versions,
+            self._clock,
+            sync=sync,
+            node_name=self.node_name,
+            check_open=self._check_open,
+            max_attempts=max_attempts,
+            commit_timeout_s=commit_timeout_s,
+            soft_delete_reserve_s=soft_delete_reserve_s,
+        )
         _log.info(
             "Node '%s' opened catalog %s at version %d", self.node_name, target, self.latest_version
         )
@@ -244,6 +170,63 @@ class Catalog:
                 kind,
                 ", ".join(repr(name) for name in names),
             )
+
+    # -- settings (read by the parts on every call) ---------------------------
+
+    @property
+    def sync(self) -> SchemaSync:
+        """Activation delay and clock skew: when a version is visible."""
+        return self._committer.sync
+
+    @sync.setter
+    def sync(self, value: SchemaSync) -> None:
+        self._committer.sync = value
+
+    @property
+    def retention(self) -> RetentionPolicy | None:
+        """When this node checkpoints its log by itself (None: never)."""
+        return self._checkpoints.policy
+
+    @retention.setter
+    def retention(self, value: RetentionPolicy | None) -> None:
+        self._checkpoints.policy = value
+
+    @property
+    def max_attempts(self) -> int | None:
+        """A cap on commit attempts (None: retry until ``commit_timeout_s``)."""
+        return self._committer.max_attempts
+
+    @max_attempts.setter
+    def max_attempts(self, value: int | None) -> None:
+        self._committer.max_attempts = value
+
+    @property
+    def commit_timeout_s(self) -> float:
+        """How long ``execute`` may try to commit (writer section included)
+        when it is given no timeout of its own."""
+        return self._committer.commit_timeout_s
+
+    @commit_timeout_s.setter
+    def commit_timeout_s(self, value: float) -> None:
+        self._committer.commit_timeout_s = value
+
+    @property
+    def soft_delete_reserve_s(self) -> float:
+        """The reserve (seconds) of a DROP TABLE committed here that names none."""
+        return self._committer.soft_delete_reserve_s
+
+    @soft_delete_reserve_s.setter
+    def soft_delete_reserve_s(self, value: float) -> None:
+        self._committer.soft_delete_reserve_s = value
+
+    @property
+    def request_window_s(self) -> float:
+        """How long (seconds) a request id outlives the truncation of its version."""
+        return self._versions.request_window_s
+
+    @request_window_s.setter
+    def request_window_s(self, value: float) -> None:
+        self._versions.request_window_s = value
 
     # -- reading -------------------------------------------------------------
 
@@ -263,12 +246,11 @@ class Catalog:
 
     @property
     def latest_version(self) -> int:
-        state = self._state
-        return state.earliest + len(state.catalogs) - 1
+        return self._versions.latest_version
 
     @property
     def earliest_version(self) -> int:
-        return self._state.earliest
+        return self._versions.earliest_version
 
     @property
     def clock(self) -> HybridClock:
@@ -281,68 +263,20 @@ class Catalog:
     def catalog(self, version: int | None = None) -> CatalogVersion:
         """The latest version, or exactly ``version``."""
         check.optional_int(version, "Parameter 'version' of Catalog.catalog")
-        state = self._state
-        if version is None:
-            return state.catalogs[-1]
-        offset = version - state.earliest
-        if 0 <= offset < len(state.catalogs):
-            return state.catalogs[offset]
-        if offset < 0 and version >= 0:
-            raise VersionNotFoundError(
-                f"Catalog version {version} is no longer available; the earliest available "
-                f"version is {state.earliest}",
-                version=version,
-                earliest=state.earliest,
-            )
-        raise VersionNotFoundError(
-            f"Catalog version {version} does not exist; the latest version is "
-            f"{state.earliest + len(state.catalogs) - 1}",
-            version=version,
-            earliest=state.earliest,
-        )
+        return self._versions.catalog(version)
 
     def catalog_at(self, timestamp: int | dt.datetime) -> CatalogVersion:
         """The newest version whose activation time is at or before ``timestamp``
         (a hybrid timestamp, or an aware datetime; a naive one is refused)."""
         ts = check.timestamp(timestamp, "Parameter 'timestamp' of Catalog.catalog_at")
-        state = self._state
-        i = bisect.bisect_right(state.activations, ts) - 1
-        if i < 0:
-            raise VersionNotFoundError(
-                f"No available catalog version was active at timestamp {ts}; the earliest "
-                f"available version is {state.earliest}",
-                version=-1,
-                earliest=state.earliest,
-            )
-        return state.catalogs[i]
+        return self._versions.catalog_at(ts)
 
     def history(self, since: int = 1) -> list[VersionInfo]:
         """What each available version changed, oldest first. After a
         checkpoint the earliest version is listed too, with no entries: the
         checkpoint keeps the catalog it made, not what its version changed."""
         check.integer(since, "Parameter 'since' of Catalog.history")
-        state = self._state
-        out = []
-        if state.updates[0] is None and state.earliest >= max(since, 1):
-            at = state.activations[0]
-            checkpoint = VersionedUpdate(
-                version=state.earliest, commit_time=at, delay_ms=0, entries=()
-            )
-            out.append(VersionInfo(state.earliest, at, at, checkpoint))
-        # Versions are stored by offset from the earliest, so a stream asking
-        # for what is new reads only that, however long the kept log.
-        for offset in range(max(since - state.earliest, 0), len(state.updates)):
-            update = state.updates[offset]
-            if update is not None and update.version >= since:
-                out.append(
-                    VersionInfo(
-                        update.version,
-                        update.commit_time,
-                        state.activations[offset],
-                        update,
-                    )
-                )
-        return out
+        return self._versions.history(since)
 
     def diff(self, v1: int, v2: int) -> CatalogDiff:
         """What changed from version ``v1`` to version ``v2``, object by object
@@ -425,179 +359,15 @@ class Catalog:
             check.callable_(attach, "Parameter 'attach' of Catalog.execute")
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.execute")
         request_id = check_request_id(request_id, "Parameter 'request_id' of Catalog.execute")
-        return self._settle(self._commit(batch, attach, timeout, request_id))
+        return self._settle(self._committer.commit(batch, attach, timeout, request_id))
 
-    def _commit(
-        self,
-        batch: Sequence[Command],
-        attach: Attachment | None,
-        timeout: float | None,
-        request_id: str | None = None,
-    ) -> ExecuteResult | _Committed:
-        """The commit of ``execute``; the waits after it are ``_settle``'s."""
-        digest = b"" if request_id is None else request_digest(batch)
-        started = time.monotonic()
-        commit_deadline = started + (self.commit_timeout_s if timeout is None else timeout)
-        wait_deadline = None if timeout is None else started + timeout
-        seen = self.latest_version
-        store = self._log.store
-        attempts = 0
-        backoff = _BACKOFF_FIRST_S
-        while True:
-            attempts += 1
-            self._check_open()
-            with contextlib.ExitStack() as section:
-                try:
-                    section.enter_context(store.exclusive(_left(commit_deadline)))
-                except WaitTimeoutError as exc:
-                    limit = self.commit_timeout_s if timeout is None else timeout
-                    raise WaitTimeoutError(
-                        f"The commit did not get the store's writer section within {limit} s: "
-                        f"{exc.message}",
-                        awaited="writer section",
-                        timeout=limit,
-                    ) from None
-                # A store that serialises its writers is read inside the
-                # section, so the commit cannot lose. An optimistic store is
-                # not read first on the first attempt: the compare-and-swap
-                # checks the base anyway, and the follower keeps it fresh.
-                read_first = store.serializes_writers or attempts > 1
-                if read_first:
-                    self._log.catch_up(self)
-                base = self.catalog()
-                bound = self._bind(batch)
-                if request_id is not None:
-                    # After every catch-up, and before every append: a version
-                    # this id made (here or anywhere) is in the index by now,
-                    # since the index is never older than ``base``.
-                    known = self._state.requests.get(request_id)
-                    if known is not None:
-                        return self._replayed(known, digest, attempts, wait_deadline, timeout)
-                try:
-                    planned = preview(base, bound)
-                except CatalogError as exc:
-                    if not read_first:
-                        self._log.catch_up(self)
-                        if self.latest_version != base.version:
-                            continue  # judged on a stale catalog: judge again
-                    raise self._explain_race(exc, bound, seen, base) from None
-                commit_time = self._clock.now()
-                # A version of data commits alone changes no schema a reader
-                # could be planning with, so it does not wait out the
-                # schema-sync delay (see ``DATA_ONLY``).
-                data_only = all(isinstance(e, TableDataCommitted) for e in planned.entries)
-                update = VersionedUpdate(
-                    version=base.version + 1,
-                    commit_time=commit_time,
-                    delay_ms=0 if data_only else self.sync.delay_ms,
-                    entries=planned.entries,
-                    node=self.node_name,
-                    request_id=request_id,
-                    request_digest=digest,
-                    applied=planned.applied,
-                )
-                made = planned.catalog.evolve(activation_time=activation_time(base, update))
-                works: list[HookWork] = []
-                if attach is not None and (planned.entries or not batch):
-                    works.append(_attachment(attach(base, made)))
-                token = None
-                try:
-                    extra = tuple(e for work in works for e in work.entries)
-                    for entry in extra:
-                        target = made.tables_by_id.get(entry.table_id)
-                        if target is None or target.soft_deleted:
-                            raise NotFoundError(
-                                f"Table id {entry.table_id} does not exist at catalog version "
-                                f"{made.version}: it was dropped before its data commit "
-                                "published; nothing was committed",
-                                kind="table",
-                                name=str(entry.table_id),
-                            )
-                    if extra:
-                        made = apply_entries(made, extra)
-                        update = dataclasses.replace(update, entries=(*update.entries, *extra))
-                    if not update.entries:
-                        if not read_first:
-                            self._log.catch_up(self)
-                            if self.latest_version != base.version:
-                                continue  # "nothing to do" holds only on the latest
-                        return ExecuteResult(base.version, planned.applied, created=False)
-                    new = apply_update(base, update, made)
-                    works += self._hook_work(base, new, update)
-                    compares = [c for work in works for c in work.compares]
-                    ops = [op for work in works for op in work.ops]
-                    token = self._log.append(update, extra_compares=compares, extra_ops=ops)
-                finally:
-                    for work in works:
-                        work.finished(token is not None)
-                if token is not None:
-                    self._apply(update, token, base, new)
-                    break
-                self._log.catch_up(self)  # the winner's version, before anything else
-            if attach is not None and self._log.latest_version() < update.version:
-                raise ConflictError(
-                    "The commit was refused: a condition attached to it no longer holds",
-                    attempts=attempts,
-                )
-            now = time.monotonic()
-            if (self.max_attempts is not None and attempts >= self.max_attempts) or (
-                now >= commit_deadline
-            ):
-                raise ConflictError(
-                    f"Gave up committing after {attempts} attempts in {now - started:.1f} s: "
-                    "another writer committed a new version before each attempt",
-                    attempts=attempts,
-                )
-            if read_first and not store.serializes_writers:
-                # Optimistic store: back off with full jitter so that the
-                # racing writers spread out, never past the deadline (a first
-                # attempt on an unread base retries at once).
-                time.sleep(min(random.uniform(0, backoff), max(commit_deadline - now, 0)))
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
-        # From the base it was committed on, not by looking the version up: a
-        # checkpoint on another thread (a listener's, say) may already have
-        # trimmed it away, and the commit still succeeded.
-        activation = activation_time(base, update)
-        data_only = all(isinstance(e, TableDataCommitted) for e in update.entries)
-        visible = activation if data_only else self.sync.visible_everywhere_at(activation)
-        result = ExecuteResult(update.version, planned.applied, created=True)
-        return _Committed(result, visible, wait_deadline, timeout)
-
-    def _bind(self, batch: Sequence[Command]) -> list[Command]:
-        """The batch with what this node decides filled in: its time now and
-        its defaults (see ``Command.bind``), taken afresh on every attempt."""
-        context = CommitContext(self._clock.now(), self.soft_delete_reserve_s)
-        return [command.bind(context) for command in batch]
-
-    def _replayed(
-        self,
-        known: RequestRecord,
-        digest: bytes,
-        attempts: int,
-        deadline: float | None,
-        timeout: float | None,
-    ) -> _Committed:
-        """The original result of a request already committed; it waits for
-        what the original waited for, in case it is that recent."""
-        if known.digest != digest:
-            raise ConflictError(
-                f"Request id {known.request_id!r} was already used for other commands "
-                f"(catalog version {known.version}); a request id names one request",
-                attempts=attempts,
-                request_id=known.request_id,
-                version=known.version,
-            )
-        visible = self.sync.visible_everywhere_at(known.activation_time)
-        result = ExecuteResult(known.version, known.applied, created=True)
-        return _Committed(result, visible, deadline, timeout, counts=False)
-
-    def _settle(self, done: ExecuteResult | _Committed) -> ExecuteResult:
+    def _settle(self, done: ExecuteResult | Committed) -> ExecuteResult:
         """Wait until a committed version is ready here and visible everywhere."""
         if isinstance(done, ExecuteResult):
             return done  # nothing committed: nothing to wait for
         version = done.result.version
         self._await_ready(version, done.deadline, done.timeout)
-        if not self._clock.wait_until(done.visible, _left(done.deadline)):
+        if not self._clock.wait_until(done.visible, seconds_left(done.deadline)):
             raise WaitTimeoutError(
                 f"Catalog version {version} was committed, but this node's clock did not "
                 f"pass its activation plus the maximum clock skew (schema sync) within "
@@ -607,8 +377,8 @@ class Catalog:
                 version=version,
                 committed=True,
             )
-        if done.counts:
-            self._after_commit()
+        if done.counts and self._checkpoints.count_commit():
+            self.apply_retention()
         return done.result
 
     def execute_async(
@@ -646,8 +416,8 @@ class Catalog:
                 return
             self._events.mark_for_listener(for_listener)
             try:
-                done = self._commit(batch, None, timeout, request_id)
-                if isinstance(done, _Committed) and not for_listener:
+                done = self._committer.commit(batch, None, timeout, request_id)
+                if isinstance(done, Committed) and not for_listener:
                     # The waits go to the settling thread: this worker is
                     # free for the next commit, so waits overlap however
                     # many executes are in flight.
@@ -682,155 +452,30 @@ class Catalog:
             return run_read(parsed, self)
         return SqlResult(self.execute(parsed, request_id=request_id).version)
 
-    def _explain_race(
-        self, exc: CatalogError, batch: Sequence[Command], seen: int, base: CatalogVersion
-    ) -> CatalogError:
-        """When the batch was valid at the version this node had when
-        ``execute`` was called and only the versions committed since make it
-        fail, say so in the error: what the other writer changed."""
-        if base.version <= seen:
-            return exc
-        try:
-            preview(self.catalog(seen), batch)
-        except CatalogError:
-            return exc  # it fails on its own, race or not
-        changes = "; ".join(self._describe(v) for v in range(seen + 1, base.version + 1))
-        exc.message = (
-            f"{exc.message} (another writer committed first: {changes})" if changes else exc.message
-        )
-        exc.args = (exc.message,)
-        exc.context["concurrent_versions"] = tuple(range(seen + 1, base.version + 1))
-        return exc
-
     def describe(self, version: int) -> str:
         """What one available version changed, naming the objects (for logs)."""
         check.integer(version, "Parameter 'version' of Catalog.describe")
         self.catalog(version)
-        return self._describe(version)
+        return self._versions.describe(version)
 
-    def _describe(self, version: int) -> str:
-        """What one version changed, naming the objects, for error messages."""
-        state = self._state
-        offset = version - state.earliest
-        update = state.updates[offset] if 0 <= offset < len(state.updates) else None
-        if update is None:
-            if version == state.earliest and version >= 1:
-                return f"version {version}: {CHECKPOINT_SUMMARY}"
-            return f"version {version}"
-        after = self.catalog(version)
-        before = self.catalog(version - 1) if version - 1 >= self.earliest_version else after
-        return f"version {version}: " + summarize_update(update, before, after)
-
-    def _commit_initial(self, node: str) -> None:
-        with self._log.store.exclusive(self.commit_timeout_s):
-            self._log.catch_up(self)
-            if self.latest_version > 0:
-                return
-            update = VersionedUpdate(
-                version=1,
-                commit_time=self._clock.now(),
-                delay_ms=0,
-                entries=(ObjectIdsReserved(1), SchemaCreated(Schema(id=0, name=DEFAULT_SCHEMA))),
-                node=node,
-            )
-            token = self._log.append(update)
-            if token is not None:
-                self.on_update(update, token)
-                return
-        self._log.catch_up(self)  # an optimistic store: another node won the race
-
-    def _await_ready(self, version: int, deadline: float | None, timeout: float | None) -> None:
-        """Wait for the readiness of a version this node just committed."""
-        try:
-            self.catalog_ready(version, _left(deadline))
-        except WaitTimeoutError:
-            raise WaitTimeoutError(
-                f"Catalog version {version} was committed, but its listeners (or those of an "
-                f"earlier version) were not done within {timeout} s",
-                awaited="catalog version ready",
-                timeout=timeout,
-                version=version,
-                committed=True,
-            ) from None
-
-    # -- applying (called by the update log, in version order) ---------------
+    # -- applying (the update log delivers to the node's AppliedVersions) ------
 
     def on_update(self, update: VersionedUpdate, token: int) -> None:
         """Apply one version; versions already applied are ignored."""
-        self._apply(update, token)
-
-    def _apply(
-        self,
-        update: VersionedUpdate,
-        token: int,
-        base: CatalogVersion | None = None,
-        new: CatalogVersion | None = None,
-    ) -> None:
-        """``on_update``; a committer passes the catalog it built from ``base``,
-        used when ``base`` is still the latest here, so it is built once."""
-        with self._apply_lock:
-            state = self._state
-            latest = state.earliest + len(state.catalogs) - 1
-            if update.version <= latest:
-                return
-            if update.version != latest + 1:
-                raise CorruptLogError(
-                    f"Update log skipped from version {latest} to {update.version}",
-                    version=update.version,
-                )
-            last = state.catalogs[-1]
-            snapshot = new if new is not None and last is base else apply_update(last, update)
-            self._clock.update(update.commit_time)
-            events = [
-                Event(entry.event_type, update.version, token, entry.object_id(), entry)
-                for entry in update.entries
-                if entry.event_type is not None
-            ]
-            record = record_of(update, snapshot.activation_time)
-            with self._cond:
-                if record is not None:
-                    state.requests = remember(state.requests, (record,))
-                state.catalogs.append(snapshot)
-                state.activations.append(snapshot.activation_time)
-                state.updates.append(update)
-                state.tokens.append(token)
-                self._deliver_locked(update.version, events)
-                self._cond.notify_all()
-
-    def _deliver_locked(self, version: int, events: list[Event]) -> None:
-        """Note the version as seen and hand its events to the dispatcher
-        (caller holds ``_cond``)."""
-        if self._node is not None:
-            self._node.saw(version)
-        self._events.deliver_locked(version, events)
+        self._versions.on_update(update, token)
 
     def on_checkpoint(
         self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
     ) -> None:
         """Start from (or jump to) a stored checkpoint of the whole catalog,
         with the request ids it carries."""
-        with self._apply_lock:
-            if snapshot.version <= self.latest_version:
-                self.on_truncate(snapshot.version)
-                return
-            oldest = self._oldest_request()
-            known = remember(self._state.requests, requests)
-            with self._cond:
-                self._state = _Versions(snapshot, token, forget(known, snapshot.version, oldest))
-                self._deliver_locked(snapshot.version, [])
-                self._cond.notify_all()
+        self._versions.on_checkpoint(snapshot, token, requests)
 
     def on_truncate(self, earliest: int) -> None:
         """Forget versions older than ``earliest``; the log no longer has them."""
-        with self._apply_lock:
-            state = self._state
-            if earliest > state.earliest and earliest <= self.latest_version:
-                self._state = state.trimmed(earliest, self._oldest_request())
+        self._versions.on_truncate(earliest)
 
-    def _oldest_request(self) -> int:
-        """The activation time before which a truncated version's request id
-        is forgotten: now minus the request window."""
-        return horizon(self._clock.now(), self.request_window_s)
+    # -- waits -----------------------------------------------------------------
 
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
@@ -887,7 +532,7 @@ class Catalog:
         after = self.sync.complete_after(ts)
         gap_s = (physical_ms(after) - physical_ms(self._clock.now())) / 1000
         if (timeout is not None and gap_s > timeout) or not self._clock.wait_until(
-            after, _left(deadline)
+            after, seconds_left(deadline)
         ):
             raise WaitTimeoutError(
                 f"Metadata completeness at timestamp {ts} needs this node's clock to pass "
@@ -898,8 +543,22 @@ class Catalog:
                 timestamp=ts,
             )
         self._check_open()
-        self._log.catch_up(self)
+        self._log.catch_up(self._versions)
         return True
+
+    def _await_ready(self, version: int, deadline: float | None, timeout: float | None) -> None:
+        """Wait for the readiness of a version this node just committed."""
+        try:
+            self.catalog_ready(version, seconds_left(deadline))
+        except WaitTimeoutError:
+            raise WaitTimeoutError(
+                f"Catalog version {version} was committed, but its listeners (or those of an "
+                f"earlier version) were not done within {timeout} s",
+                awaited="catalog version ready",
+                timeout=timeout,
+                version=version,
+                committed=True,
+            ) from None
 
     # -- log checkpoints--------------------------------------------------------
 
@@ -910,29 +569,7 @@ class Catalog:
         what an interrupted earlier checkpoint left behind."""
         check.optional_int(version, "Parameter 'version' of Catalog.checkpoint_log")
         self._check_open()
-        target = self.latest_version if version is None else version
-        self.catalog(target)
-        oldest_pin, pins_revision = self._log.oldest_pinned()
-        if oldest_pin is not None:
-            target = min(target, oldest_pin)
-        if target <= self.earliest_version:
-            self._log.finish_truncation()
-            return self.earliest_version
-        requests = carried(self._state.requests, target, self._oldest_request())
-        if self._log.truncate(self.catalog(target), pins_revision, requests):
-            self.on_truncate(target)
-            token = self._state.tokens[0]
-            with contextlib.suppress(CatalogError):
-                self._log.store.compact(min(token, self._log.store.revision))
-        return max(self.earliest_version, self._log.earliest_version())
-
-    def _after_commit(self) -> None:
-        policy = self.retention
-        if policy is None:
-            return
-        self._commits += 1
-        if self._commits % policy.check_every == 0:
-            self.apply_retention()
+        return self._checkpoints.checkpoint(self.latest_version if version is None else version)
 
     def apply_retention(self) -> int:
         """Checkpoint the log as far as this node's ``retention`` allows (and
@@ -940,22 +577,7 @@ class Catalog:
         runs it itself every ``check_every`` of its commits; a node that
         only follows (``almanac node``) calls it on a schedule."""
         self._check_open()
-        policy = self.retention
-        if policy is None:
-            return self.earliest_version
-        latest = self.latest_version
-        target = latest
-        if policy.keep_versions is not None:
-            target = min(target, latest - policy.keep_versions + 1)
-        if policy.keep_seconds is not None:
-            horizon_ms = physical_ms(self._clock.now()) - int(policy.keep_seconds * 1000)
-            state = self._state
-            last_ts = ((horizon_ms + 1) << LOGICAL_BITS) - 1  # the horizon's whole millisecond
-            cutoff = bisect.bisect_right(state.activations, last_ts)
-            target = min(target, state.earliest + max(cutoff - 1, 0))
-        if target > self.earliest_version:
-            return self.checkpoint_log(target)
-        return self.earliest_version
+        return self._checkpoints.apply()
 
     # -- events --------------------------------------------------------------
 
@@ -992,7 +614,7 @@ class Catalog:
         of a hook that fails makes the attempt retry, like a lost race."""
         check.callable_(hook, "Parameter 'hook' of Catalog.add_commit_hook")
         with self._cond:
-            self._hooks.append(hook)
+            self._committer.hooks.append(hook)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` first thing in ``close`` (to stop a layer's threads)."""
@@ -1008,7 +630,7 @@ class Catalog:
     def catch_up(self) -> None:
         """Apply every version stored so far, on this thread, before returning."""
         self._check_open()
-        self._log.catch_up(self)
+        self._log.catch_up(self._versions)
 
     def oldest_pinned(self) -> tuple[int | None, Compare]:
         """The oldest pinned version (None if none) and a compare that holds
@@ -1024,22 +646,6 @@ class Catalog:
         return self._log.store
 
     # -- lifecycle -----------------------------------------------------------
-
-    def _hook_work(
-        self, base: CatalogVersion, new: CatalogVersion, update: VersionedUpdate
-    ) -> list[HookWork]:
-        works: list[HookWork] = []
-        try:
-            for hook in list(self._hooks):
-                work = hook(base, new, update)
-                if work is not None:
-                    check.instance(work, HookWork, "The result of a commit hook")
-                    works.append(work)
-        except BaseException:
-            for work in works:
-                work.finished(False)
-            raise
-        return works
 
     def _check_open(self) -> None:
         if self._closed:
@@ -1080,52 +686,3 @@ class Catalog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (never negative), None for no deadline."""
-    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Committed:
-    """A version ``execute`` committed, and what it waits for before returning."""
-
-    result: ExecuteResult
-    visible: int
-    """The hybrid time after which every node's clock has passed activation."""
-    deadline: float | None
-    timeout: float | None
-    counts: bool = True
-    """Whether it counts as this node's commit for retention (not a replay)."""
-
-
-def _attachment(result: object) -> HookWork:
-    """What an ``attach`` callback returned, checked: a ``HookWork``, or
-    ``(compares, ops)`` / ``(compares, ops, entries)``."""
-    what = "The result of the 'attach' callback of Catalog.execute"
-    if isinstance(result, HookWork):
-        parts: tuple[object, ...] = (result.compares, result.ops, result.entries)
-    elif isinstance(result, tuple | list) and len(result) in (2, 3):
-        parts = (*result, ()) if len(result) == 2 else tuple(result)
-    else:
-        raise check.fail(what, "a HookWork, (compares, ops) or (compares, ops, entries)", result)
-    compares = check.sequence_of(
-        parts[0],
-        f"The compares of {check.lower_first(what)}",
-        lambda v, w: check.instance(v, Compare, w),
-    )
-    ops = check.sequence_of(parts[1], f"The ops of {check.lower_first(what)}", _op)
-    entries = check.sequence_of(
-        parts[2],
-        f"The entries of {check.lower_first(what)}",
-        lambda v, w: check.instance(v, TableDataCommitted, w),
-    )
-    finish = result.finish if isinstance(result, HookWork) else None
-    return HookWork(compares, ops, finish, entries)
-
-
-def _op(value: object, what: str) -> Op:
-    if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
-        raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
-    return value

@@ -140,6 +140,15 @@ class CatalogVersion:
     zone_keys: Map[str, _Held] = field(default=_DERIVE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Every version ``evolve`` makes carries its key maps over: that case
+        # is told apart inline, since every entry applied (replay) runs this.
+        if (
+            self.schema_keys is not _DERIVE
+            and self.table_keys is not _DERIVE
+            and self.index_keys is not _DERIVE
+            and self.zone_keys is not _DERIVE
+        ):
+            return
         for names, keys in _NAME_FIELDS.values():
             if getattr(self, keys) is _DERIVE:
                 object.__setattr__(self, keys, _key_map(getattr(self, names)))

@@ -125,7 +125,9 @@ MODULES_NOT_SWEPT = {
     "almanac.read_point": "how front ends parse a read point; reached through system_table and SQL",
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
     "almanac.catalog_types": _EXPORTED,
+    "almanac.committer": _INTERNAL,
     "almanac.dispatch": _INTERNAL,
+    "almanac.retention": _INTERNAL,
     "almanac.settler": _INTERNAL,
     "almanac.table_names": "the table names Flight takes, reached through it",
     "almanac.system_rows": "re-exported by almanac.system_tables, which is swept",
@@ -143,6 +145,7 @@ MODULES_NOT_SWEPT = {
     "almanac.sse": _INTERNAL,
     "almanac.summary": _INTERNAL,
     "almanac.tserver": "tablet servers: tests/tserver/test_arguments.py",
+    "almanac.versions": _INTERNAL,
 }
 """Every other module of the package, and why the fuzzer does not sweep it."""
 

@@ -6,6 +6,7 @@ reachable by its exact spelling, and only an ambiguous spelling is refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -263,3 +264,24 @@ def test_case_only_twin_columns_of_an_old_table_stay_reachable(cat: Catalog) -> 
     with pytest.raises(AmbiguousNameError, match=r"'AB' and 'ab'") as err:
         old.column("Ab")
     assert err.value.context["matches"] == ["AB", "ab"]
+
+
+def _derived_fields() -> list[str]:
+    """The key maps a version derives from its by-name maps when left at their default."""
+    fields = {f.name: f for f in dataclasses.fields(CatalogVersion)}
+    sentinel = fields["schema_keys"].default
+    return [name for name, f in fields.items() if f.default is sentinel]
+
+
+@pytest.mark.parametrize("derived", _derived_fields())
+def test_a_key_map_left_out_is_derived_and_the_others_carried(cat: Catalog, derived: str) -> None:
+    cat.sql("CREATE ZONE Z WITH (PARTITIONS = 2); CREATE SCHEMA S")
+    cat.sql("CREATE TABLE S.T (ID BIGINT PRIMARY KEY, V INT); CREATE INDEX I ON S.T (V)")
+    snap = cat.catalog()
+    default = {f.name: f.default for f in dataclasses.fields(CatalogVersion)}[derived]
+    made = snap.evolve(version=snap.version + 1, **{derived: default})
+    kept = getattr(made, derived)
+    assert kept is not default and kept == getattr(snap, derived)
+    assert kept, f"{derived} of a catalog holding one of each is empty"
+    for other in set(_derived_fields()) - {derived}:
+        assert getattr(made, other) is getattr(snap, other)
