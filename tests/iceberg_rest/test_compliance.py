@@ -6,6 +6,7 @@ what the catalog cannot express is a 400 that changes nothing."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,51 @@ def test_stage_create_makes_a_table_only_when_its_transaction_commits(
     cat.catch_up()
     assert cat.latest_version == version + 1, "a staged create commits as one version"
     assert cat.catalog().table("CTAS", "STAGE") is not None
+
+
+def test_staged_creates_each_start_from_empty_metadata_of_their_own(
+    admin: RestCatalog, http: Client
+) -> None:
+    """Every staged create (Spark's CTAS) builds its table from nothing: its
+    own uuid and update time, and nothing of an earlier one's properties,
+    schema or snapshots, though they all start from one empty metadata."""
+    admin.create_namespace("FRESH")
+    loaded = []
+    for name, properties in (("A", {"only.a": "1"}), ("B", {"only.b": "2"})):
+        before = int(time.time() * 1000)
+        with admin.create_table_transaction(("FRESH", name), SCHEMA, properties=properties) as tx:
+            tx.append(batch([(1, "a", 1)]))
+        table = admin.load_table(("FRESH", name))
+        assert table.metadata.last_updated_ms >= before
+        loaded.append(table.metadata)
+    a, b = loaded
+    assert a.table_uuid != b.table_uuid
+    assert "only.a" not in b.properties and b.properties["only.b"] == "2"
+    assert len(a.snapshots) == len(b.snapshots) == 1
+    assert [len(m.schemas) for m in loaded] == [1, 1]
+    # a staged create that names no uuid (pyiceberg's always does) still gets its own
+    for name in ("C", "D"):
+        body = {"name": name, "schema": _schema_json(SCHEMA), "stage-create": True}
+        staged = TableResponse.model_validate_json(
+            _post(http(ADMIN_TOKEN), "/v1/namespaces/FRESH/tables", body).text
+        ).metadata
+        commit = {
+            "requirements": [{"type": "assert-create"}],
+            "updates": [
+                {"action": "upgrade-format-version", "format-version": 2},
+                {"action": "add-schema", "schema": _schema_json(staged.schema())},
+                {"action": "set-current-schema", "schema-id": -1},
+                {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+                {"action": "set-default-spec", "spec-id": -1},
+                {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+                {"action": "set-default-sort-order", "sort-order-id": -1},
+                {"action": "set-location", "location": staged.location},
+            ],
+        }
+        made = _post(http(ADMIN_TOKEN), f"/v1/namespaces/FRESH/tables/{name}", commit)
+        assert made.status_code == 200, made.text
+    uuids = {admin.load_table(("FRESH", n)).metadata.table_uuid for n in "ABCD"}
+    assert len(uuids) == 4
 
 
 def test_a_new_table_names_zstd_unless_its_create_names_a_codec(
