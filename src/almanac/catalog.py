@@ -465,11 +465,11 @@ class Catalog:
         self._versions.on_update(update, token)
 
     def on_checkpoint(
-        self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
+        self, version: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
     ) -> None:
         """Start from (or jump to) a stored checkpoint of the whole catalog,
         with the request ids it carries."""
-        self._versions.on_checkpoint(snapshot, token, requests)
+        self._versions.on_checkpoint(version, token, requests)
 
     def on_truncate(self, earliest: int) -> None:
         """Forget versions older than ``earliest``; the log no longer has them."""

@@ -249,19 +249,19 @@ class AppliedVersions:
         self._events.deliver_locked(version, events)
 
     def on_checkpoint(
-        self, snapshot: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
+        self, version: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
     ) -> None:
         """Start from (or jump to) a stored checkpoint of the whole catalog,
         with the request ids it carries."""
         with self._apply_lock:
-            if snapshot.version <= self.latest_version:
-                self.on_truncate(snapshot.version)
+            if version.version <= self.latest_version:
+                self.on_truncate(version.version)
                 return
             oldest = self.oldest_request()
             known = remember(self._state.requests, requests)
             with self._cond:
-                self._state = _Versions(snapshot, token, forget(known, snapshot.version, oldest))
-                self._deliver_locked(snapshot.version, [])
+                self._state = _Versions(version, token, forget(known, version.version, oldest))
+                self._deliver_locked(version.version, [])
                 self._cond.notify_all()
 
     def on_truncate(self, earliest: int) -> None:
