@@ -118,4 +118,3 @@ def test_a_writer_killed_around_its_transaction_leaves_version_and_rows_together
     with where.connect() as again:
         assert ids_of(read_table(again, "T")) == sorted([*expected, 3])
         _consistent(again, "T")
-
