@@ -44,6 +44,8 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
+    pointer_unchanged,
+    record_unchanged,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -439,6 +441,14 @@ def _expire(
                 more = data.repoint(current, rewritten[0], hold)
                 compares += more[0]
                 ops += more[1]
+            elif as_version:
+                # The version names ``current`` as the table's data: without
+                # a rewrite to compare it, an append landing meanwhile would
+                # be hidden from every read at that version and after.
+                compares += [
+                    pointer_unchanged(data.store, table_id, current.snapshot_id),
+                    record_unchanged(data.store, current),
+                ]
             if as_version:
                 entry = TableDataCommitted(
                     table_id,
