@@ -101,6 +101,11 @@ class HookWork:
                 _log.exception("A commit hook's finish callback failed")
 
 
+MAX_METADATA_LOCATION = 4096
+"""The longest ``metadata.json`` location a data commit names: the entry is
+kept by every node for every version in its log, and replayed on every open."""
+
+
 def check_data_entries(entries: object, what: str) -> None:
     """The data commits of one version, checked as user input (``execute``'s
     attach is public): well typed, in range, a known operation, and at most
@@ -115,6 +120,13 @@ def check_data_entries(entries: object, what: str) -> None:
         where = f"of TableDataCommitted of table id {entry.table_id}"
         check.integer(entry.snapshot_id, f"Field 'snapshot_id' {where}", lo=1)
         check.string(entry.metadata, f"Field 'metadata' {where}", nonblank=True)
+        if len(entry.metadata) > MAX_METADATA_LOCATION:
+            raise ValidationError(
+                f"Field 'metadata' {where} must be a location of at most "
+                f"{MAX_METADATA_LOCATION} characters, got {len(entry.metadata):,}",
+                table_id=entry.table_id,
+                rule="metadata-location-length",
+            )
         for name in ("rows_added", "rows_removed", "files_added", "files_removed"):
             check.integer(getattr(entry, name), f"Field '{name}' {where}", lo=0)
         if entry.operation not in DATA_OPERATIONS:

@@ -63,6 +63,7 @@ BAD_FIELDS: list[tuple[str, dict[str, Any]]] = [
     ("no metadata", {"metadata": None}),
     ("blank metadata", {"metadata": ""}),
     ("surrogate metadata", {"metadata": "\ud800"}),
+    ("huge metadata", {"metadata": "m" * 10_000_000}),
     ("unknown operation", {"operation": "frob"}),
     ("table id as text", {"table_id": _AS_TEXT}),
 ]
