@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from almanac import _check as check
 from almanac.catalog_version import CatalogVersion
-from almanac.entries import TableDataCommitted, VersionedUpdate
+from almanac.entries import DATA_OPERATIONS, TableDataCommitted, VersionedUpdate
 from almanac.errors import ValidationError
 from almanac.metastore import Compare, Op
 
@@ -90,12 +90,59 @@ class HookWork:
     finish: Callable[[bool], None] | None = None
     entries: Sequence[TableDataCommitted] = ()
 
+    def __post_init__(self) -> None:
+        check_data_entries(self.entries, "The entries of a HookWork")
+
     def finished(self, ok: bool) -> None:
         if self.finish is not None:
             try:
                 self.finish(ok)
             except Exception:
                 _log.exception("A commit hook's finish callback failed")
+
+
+MAX_METADATA_LOCATION = 4096
+"""The longest ``metadata.json`` location a data commit names: the entry is
+kept by every node for every version in its log, and replayed on every open."""
+
+
+def check_data_entries(entries: object, what: str) -> None:
+    """The data commits of one version, checked as user input (``execute``'s
+    attach is public): well typed, in range, a known operation, and at most
+    one per table, since a version pins one data snapshot per table. A bad
+    one would otherwise fail in the serializer, or be committed and pin a
+    snapshot that no reader can find."""
+    seen: set[int] = set()
+    for entry in check.sequence_of(
+        entries, what, lambda v, w: check.instance(v, TableDataCommitted, w)
+    ):
+        check.check_fields(entry)
+        where = f"of TableDataCommitted of table id {entry.table_id}"
+        check.integer(entry.snapshot_id, f"Field 'snapshot_id' {where}", lo=1)
+        check.string(entry.metadata, f"Field 'metadata' {where}", nonblank=True)
+        if len(entry.metadata) > MAX_METADATA_LOCATION:
+            raise ValidationError(
+                f"Field 'metadata' {where} must be a location of at most "
+                f"{MAX_METADATA_LOCATION} characters, got {len(entry.metadata):,}",
+                table_id=entry.table_id,
+                rule="metadata-location-length",
+            )
+        for name in ("rows_added", "rows_removed", "files_added", "files_removed"):
+            check.integer(getattr(entry, name), f"Field '{name}' {where}", lo=0)
+        if entry.operation not in DATA_OPERATIONS:
+            raise check.fail(
+                f"Field 'operation' {where}",
+                f"one of {', '.join(DATA_OPERATIONS)}",
+                entry.operation,
+            )
+        if entry.table_id in seen:
+            raise ValidationError(
+                f"TableDataCommitted of table id {entry.table_id} appears twice in one version; "
+                "a version commits one data snapshot per table",
+                table_id=entry.table_id,
+                rule="one-data-commit-per-table",
+            )
+        seen.add(entry.table_id)
 
 
 CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]

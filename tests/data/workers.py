@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -102,3 +103,51 @@ def retain_and_clean_until(target: str, gate: str, keep: int) -> int:
             assert not report.errors, report.errors
             runs += 1
     return runs
+
+
+def commit_and_hang_at(target: str, warehouse: str, table_name: str, gate: str, point: str) -> None:
+    """Commit one row (id 777) as ``write_table`` does and hang, reporting the
+    files written on ``<gate>/written``, at ``point``: ``"attach"`` (inside the
+    catalog commit, its metadata written, before the metastore transaction)
+    or ``"published"`` (the transaction committed, before this node applied
+    the version or the write released its lease)."""
+    import almanac
+    from almanac.catalog_types import HookWork
+    from almanac.catalog_version import CatalogVersion
+    from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
+
+    def report_and_hang(written: list[str]) -> NoReturn:
+        Path(gate, "written.tmp").write_text("\n".join(written))
+        Path(gate, "written.tmp").rename(Path(gate, "written"))
+        while True:
+            time.sleep(1)
+
+    with almanac.connect(target, warehouse=warehouse, delay_ms=0) as cat:
+        data = TableData.for_catalog(cat)
+        version = cat.catalog()
+        table = version.table(table_name)
+        assert table is not None
+        write_id = new_write_id()
+        write_dir = data.warehouse.write_dir(table.id, write_id)
+        data.stage(write_id, write_dir, ttl_s=3.0)
+        shape = CommitShape.of(version, table)
+        files = write_files(
+            data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
+        )
+
+        def attach(_base: CatalogVersion, new: CatalogVersion) -> HookWork:
+            parent = data.current_record(table.id)
+            work, snapshot = data.commit_ops(
+                shape, write_id, files, operation="append", parent=parent, at=new
+            )
+            written = [snapshot.metadata, *(f.path for f in files)]
+            if point == "attach":
+                report_and_hang(written)
+
+            def finish(ok: bool) -> None:
+                assert ok
+                report_and_hang(written)
+
+            return dataclasses.replace(work, finish=finish)
+
+        cat.execute([], attach=attach)

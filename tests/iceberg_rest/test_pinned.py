@@ -124,6 +124,18 @@ def test_a_version_not_available_is_refused_clearly(http: Client, cat: Catalog) 
         assert error["type"] == "NoSuchWarehouseException", other
 
 
+@pytest.mark.parametrize("version", ["0", "9223372036854775808", "99999999999999999999999"])
+def test_a_version_no_catalog_can_hold_is_refused_as_missing(http: Client, version: str) -> None:
+    """``v0`` is not an empty catalog and a number past 64 bits is not an
+    argument error: both are versions that do not exist, as a future one is."""
+    client = http(ADMIN_TOKEN)
+    error = spec_error(client.get("/v1/config", params={"warehouse": f"@v{version}"}), 404)
+    assert error["type"] == "NoSuchWarehouseException"
+    assert f"Catalog version {version} does not exist" in error["message"]
+    error = spec_error(client.get(f"/v1/v{version}/namespaces"), 400)
+    assert f"Catalog version {version} does not exist" in error["message"]
+
+
 def test_a_pin_keeps_the_version_through_a_checkpoint_and_without_one_it_goes(
     tmp_path: Path,
 ) -> None:

@@ -861,8 +861,13 @@ def adopted_entry(record: Record, metadata: TableMetadata) -> TableDataCommitted
         operation = "delete"
 
     def count(key: str) -> int:
-        value = summary.get(key, "0") if current is not None and operation != REFS else "0"
-        return int(value) if str(value).isdigit() else 0
+        """The summary's count, or 0 for one that is not plain ASCII decimal
+        in the 64-bit range the log stores: the client writes it as free
+        text, and its bookkeeping must not refuse its commit."""
+        value = str(summary.get(key, "0") if current is not None and operation != REFS else "0")
+        if not (value.isascii() and value.isdigit()) or len(value) > 19:
+            return 0
+        return int(value) if int(value) <= check.INT64_MAX else 0
 
     return TableDataCommitted(
         record.table_id,

@@ -44,6 +44,7 @@ from almanac.data.snapshots import (
     DataSnapshot,
     Record,
     decode_record,
+    pointer_unchanged,
     snapshot_key,
     snapshot_prefix,
     table_key,
@@ -372,6 +373,26 @@ def _attached(
     return HookWork(compares, ops, None, (entry,))
 
 
+def _attached_latest(
+    data: TableData,
+    compares: list[Compare],
+    ops: list[Op],
+    entry: TableDataCommitted,
+    _base: CatalogVersion,
+    _new: CatalogVersion,
+) -> HookWork:
+    """An expiry that rewrites no ``metadata.json`` names the table's data as
+    it is when the version commits (read inside the commit, and required
+    unchanged): naming the snapshot it planned on would hide an append that
+    landed meanwhile from every read at that version and after."""
+    latest = data.current_record(entry.table_id)
+    if latest is None:
+        raise ConflictError(f"Table {entry.table_id} lost its data during an expiry", attempts=1)
+    named = dataclasses.replace(entry, snapshot_id=latest.snapshot_id, metadata=latest.metadata)
+    guard = pointer_unchanged(data.store, entry.table_id, latest.snapshot_id)
+    return HookWork([*compares, guard], ops, None, (named,))
+
+
 def _expire_unread(
     cat: Catalog, data: TableData, table_id: int, report: JanitorReport
 ) -> list[DataSnapshot]:
@@ -447,8 +468,11 @@ def _expire(
                     current.metadata if rewritten is None else rewritten[0],
                     files_removed=len(removed),
                 )
+                attach = functools.partial(_attached, compares, ops, entry)
+                if rewritten is None:
+                    attach = functools.partial(_attached_latest, data, compares, ops, entry)
                 try:
-                    cat.execute([], attach=functools.partial(_attached, compares, ops, entry))
+                    cat.execute([], attach=attach)
                     ok = True
                 except ConflictError:
                     ok = False

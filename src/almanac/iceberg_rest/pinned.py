@@ -23,12 +23,14 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from almanac.errors import ReadOnlyCatalogError
+from almanac import _check as check
+from almanac.errors import ReadOnlyCatalogError, VersionNotFoundError
 
 __all__ = [
     "PINNED",
     "WRITABLE",
     "Pinned",
+    "check_pinned",
     "pinned_of",
     "pinned_prefix",
     "pinned_warehouse",
@@ -60,10 +62,24 @@ def split_warehouse(asked: str) -> tuple[str, int | None]:
     return match["warehouse"], int(match["version"])
 
 
+def check_pinned(version: int) -> int:
+    """``version`` if a catalog could hold it: versions run from 1 within 64
+    bits, so ``v0`` (the empty catalog before the first version) and a number
+    past 64 bits are versions that do not exist, not an empty catalog or an
+    argument error."""
+    if not 1 <= version <= check.INT64_MAX:
+        raise VersionNotFoundError(
+            f"Catalog version {version} does not exist: versions start at 1"
+            + ("" if version < 1 else " and fit in 64 bits"),
+            version=version,
+        )
+    return version
+
+
 def pinned_of(request: Request) -> int | None:
     """The version a request's path is pinned at; None at the latest."""
     value = request.path_params.get("pinned")
-    return value if isinstance(value, int) else None
+    return check_pinned(value) if isinstance(value, int) else None
 
 
 Pinned = Annotated[int | None, Depends(pinned_of)]

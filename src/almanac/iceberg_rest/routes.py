@@ -57,7 +57,14 @@ from almanac.iceberg_rest.models import (
     RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 )
-from almanac.iceberg_rest.pinned import PINNED, WRITABLE, Pinned, pinned_prefix, split_warehouse
+from almanac.iceberg_rest.pinned import (
+    PINNED,
+    WRITABLE,
+    Pinned,
+    check_pinned,
+    pinned_prefix,
+    split_warehouse,
+)
 from almanac.iceberg_rest.plan import created, one_namespace, plan
 from almanac.iceberg_rest.properties import (
     GC_ENABLED,
@@ -564,7 +571,7 @@ def _check_version(cat: Catalog, warehouse: str, pinned: int) -> None:
     """The spec's 404 NoSuchWarehouse for a pin on a version this node does
     not hold (truncated by a checkpoint, or not made yet)."""
     try:
-        cat.catalog(pinned)
+        cat.catalog(check_pinned(pinned))
     except VersionNotFoundError as exc:
         raise NotFoundError(
             f"Warehouse '{warehouse}' is not served here: {exc.message}",
