@@ -37,7 +37,9 @@ def test_a_writer_killed_before_its_swap_leaves_nothing_visible(tmp_path: Path) 
         before = cat.latest_version
     ctx = multiprocessing.get_context("spawn")
     child = ctx.Process(
-        target=workers.commit_then_hang, args=(target, "T", str(gate), 10.0), daemon=True
+        target=workers.commit_and_hang_at,
+        args=(target, None, "T", str(gate), "attach", 10.0),
+        daemon=True,
     )
     child.start()
     deadline = time.monotonic() + GUARD_S

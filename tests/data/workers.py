@@ -33,42 +33,6 @@ def tablets(table: Table, data: pa.Table, partitions: int) -> list[int]:
     return [int(t) for t in tablets_of(data, table, partitions)]
 
 
-def commit_then_hang(target: str, table_name: str, gate: str, ttl_s: float) -> None:
-    """Stage a write and write its files, then commit them as every data
-    commit does (``Catalog.execute`` with the commit attached), and inside
-    that commit, once its Iceberg metadata is written, report the files on
-    ``<gate>/written`` and wait to be killed before the metastore
-    transaction that would make the catalog version."""
-    from almanac.catalog_version import CatalogVersion
-    from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
-
-    with connect(target) as cat:
-        data = TableData.for_catalog(cat)
-        version = cat.catalog()
-        table = version.table(table_name)
-        assert table is not None
-        write_id = new_write_id()
-        write_dir = data.warehouse.write_dir(table.id, write_id)
-        data.stage(write_id, write_dir, ttl_s=ttl_s)
-        shape = CommitShape.of(version, table)
-        files = write_files(
-            data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
-        )
-
-        def attach(_base: CatalogVersion, new: CatalogVersion) -> NoReturn:
-            parent = data.current_record(table.id)
-            _, snapshot = data.commit_ops(
-                shape, write_id, files, operation="append", parent=parent, at=new
-            )
-            written = [snapshot.metadata, *(f.path for f in files)]
-            Path(gate, "written.tmp").write_text("\n".join(written))
-            Path(gate, "written.tmp").rename(Path(gate, "written"))
-            while True:
-                time.sleep(1)
-
-        cat.execute([], attach=attach)
-
-
 def clean_until(target: str, table_name: str, gate: str, expire: bool) -> int:
     """Run the janitor with no grace (and, with ``expire``, expire every old
     data snapshot) in a loop until ``<gate>/stop`` exists; the runs made."""
@@ -105,12 +69,20 @@ def retain_and_clean_until(target: str, gate: str, keep: int) -> int:
     return runs
 
 
-def commit_and_hang_at(target: str, warehouse: str, table_name: str, gate: str, point: str) -> None:
+def commit_and_hang_at(
+    target: str,
+    warehouse: str | None,
+    table_name: str,
+    gate: str,
+    point: str,
+    ttl_s: float = 3.0,
+) -> None:
     """Commit one row (id 777) as ``write_table`` does and hang, reporting the
     files written on ``<gate>/written``, at ``point``: ``"attach"`` (inside the
     catalog commit, its metadata written, before the metastore transaction)
     or ``"published"`` (the transaction committed, before this node applied
-    the version or the write released its lease)."""
+    the version or the write released its lease). ``warehouse`` None: the
+    catalog's own; ``ttl_s``: the write's staging lease."""
     import almanac
     from almanac.catalog_types import HookWork
     from almanac.catalog_version import CatalogVersion
@@ -122,14 +94,19 @@ def commit_and_hang_at(target: str, warehouse: str, table_name: str, gate: str, 
         while True:
             time.sleep(1)
 
-    with almanac.connect(target, warehouse=warehouse, delay_ms=0) as cat:
+    opened = (
+        connect(target)
+        if warehouse is None
+        else almanac.connect(target, warehouse=warehouse, delay_ms=0)
+    )
+    with opened as cat:
         data = TableData.for_catalog(cat)
         version = cat.catalog()
         table = version.table(table_name)
         assert table is not None
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        data.stage(write_id, write_dir, ttl_s=3.0)
+        data.stage(write_id, write_dir, ttl_s=ttl_s)
         shape = CommitShape.of(version, table)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir
