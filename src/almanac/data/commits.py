@@ -22,8 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.fs as pafs
 from pyiceberg.table.metadata import TableMetadata
 
 from almanac import _check as check
@@ -31,9 +29,15 @@ from almanac.catalog import Catalog
 from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
-from almanac.data.arrow import arrow_type
 from almanac.data.deletes import live_rows
-from almanac.data.files import DataFile, checksum_in_name
+from almanac.data.file_checks import (
+    check_files_belong,
+    check_files_exist,
+    check_tablets,
+    files_arg,
+    unique,
+)
+from almanac.data.files import DataFile
 from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.snapshots import (
@@ -53,7 +57,6 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
-from almanac.data.tablets import partition_column, tablets_of
 from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
 from almanac.entries import TableDataCommitted
 from almanac.errors import (
@@ -294,9 +297,9 @@ class TableData:
         check_shape(shape)
         check.string(write_id, "Parameter 'write_id' of TableData.commit", nonblank=True)
         check.integer(max_attempts, "Parameter 'max_attempts' of TableData.commit", lo=1)
-        files = _files(files, "TableData.commit")
+        files = files_arg(files, "TableData.commit")
         table_id = shape.table.id
-        replaces = _files(replaces, "TableData.commit", "replaces")
+        replaces = files_arg(replaces, "TableData.commit", "replaces")
         cat = self._catalog()
         made: list[DataSnapshot] = []
         done: list[DataSnapshot] = []
@@ -409,8 +412,8 @@ class TableData:
         check_shape(shape)
         check.string(write_id, "Parameter 'write_id' of TableData.commit_ops", nonblank=True)
         table_id = shape.table.id
-        new = _files(files, "TableData.commit_ops")
-        old = _unique(_files(replaces, "TableData.commit_ops", "replaces"))
+        new = files_arg(files, "TableData.commit_ops")
+        old = unique(files_arg(replaces, "TableData.commit_ops", "replaces"))
         if (operation == "replace") != bool(old):
             raise ValidationError(
                 f"A data commit to table {table_id} names the files it replaces exactly when "
@@ -436,9 +439,9 @@ class TableData:
                 write_id=write_id,
             )
         self._check_shape_fits(shape)
-        self._check_files_belong(table_id, write_id, staging.value.decode(), new)
-        self._check_tablets(shape, new)
-        self._check_files_exist(write_id, new)
+        check_files_belong(self.warehouse, table_id, write_id, staging.value.decode(), new)
+        check_tablets(shape, new)
+        check_files_exist(self.warehouse, write_id, new)
         if parent is not None:
             self.iceberg.check_current(parent.metadata, parent.write_id)
         snapshot_id, commit_time, version, origin = self._stamp(parent, at)
@@ -447,7 +450,7 @@ class TableData:
             self.warehouse.table_dir(table_id),
             None if parent is None else parent.metadata,
             shape,
-            _unique(new),
+            unique(new),
             replace_all=operation == "overwrite",
             write_id=write_id,
             snapshot_version=version,
@@ -480,7 +483,7 @@ class TableData:
             metadata,
             rows_added=sum(f.rows for f in new),
             rows_removed=kept if old else sum(f.rows for f in removed),
-            files_added=len(_unique(new)),
+            files_added=len(unique(new)),
             files_removed=len(removed),
         )
 
@@ -648,111 +651,6 @@ class TableData:
                 version=shape.catalog_version,
             )
 
-    def _check_tablets(self, shape: CommitShape, files: tuple[DataFile, ...]) -> None:
-        """Each file's tablet is a bucket of the shape's ``bucket[N]``, and the
-        smallest and largest partition keys it holds (its statistics) fall in
-        that bucket: files bucketed for another tablet count would be skipped
-        by every Iceberg reader's key filter."""
-        column = partition_column(shape.table)
-        found = self._bound_tablets(shape, files) if column is not None else {}
-        for f in files:
-            if not 0 <= f.partition < shape.partitions:
-                raise WriteStateError(
-                    f"Data file '{f.path}' is in tablet {f.partition}, but table "
-                    f"'{shape.table.name}' has {shape.partitions} tablets",
-                    path=f.path,
-                )
-            if column is not None and f.path in found:
-                self._refuse_misplaced(shape, column.name, f, found[f.path])
-
-    @staticmethod
-    def _bound_tablets(shape: CommitShape, files: tuple[DataFile, ...]) -> dict[str, list[int]]:
-        """The tablets of each file's smallest and largest partition key, in
-        one bucket computation for all files (a commit may carry thousands);
-        bounds that cannot be rebuilt prove nothing and are left out."""
-        column = partition_column(shape.table)
-        assert column is not None
-        kind = arrow_type(column)
-        checked: list[DataFile] = []
-        bounds: list[object] = []
-        for f in files:
-            stats = f.stats.get(column.id)
-            if stats is None or stats.min is None or stats.max is None:
-                continue
-            try:
-                pa.array([stats.min, stats.max], kind)
-            except (pa.ArrowException, TypeError, ValueError, OverflowError):
-                continue
-            checked.append(f)
-            bounds += [stats.min, stats.max]
-        if not checked:
-            return {}
-        keys = pa.table({column.name: pa.array(bounds, kind)})
-        tablets = tablets_of(keys, shape.table, shape.partitions).tolist()
-        return {f.path: tablets[2 * i : 2 * i + 2] for i, f in enumerate(checked)}
-
-    @staticmethod
-    def _refuse_misplaced(
-        shape: CommitShape, column: str, file: DataFile, tablets: list[int]
-    ) -> None:
-        found = set(tablets)
-        if found != {file.partition}:
-            raise WriteStateError(
-                f"Data file '{file.path}' holds keys of column '{column}' that belong "
-                f"to tablets {sorted(found)} of the {shape.partitions} of table "
-                f"'{shape.table.name}', not to its tablet {file.partition}; it was written "
-                "for another tablet count",
-                path=file.path,
-            )
-
-    def _check_files_belong(
-        self, table_id: int, write_id: str, write_dir: str, files: tuple[DataFile, ...]
-    ) -> None:
-        """A write publishes only files in its own directory of the table: a
-        file of another write would vanish when that write aborts, one of
-        another table when that table is purged."""
-        expected = self.warehouse.write_dir(table_id, write_id)
-        if write_dir != expected:
-            raise WriteStateError(
-                f"Write {write_id} was staged in '{write_dir}', not in the directory of "
-                f"table {table_id} ('{expected}'); it cannot commit to that table",
-                write_id=write_id,
-                table_id=table_id,
-            )
-        for f in files:
-            inside = f.path.startswith(f"{write_dir}/")
-            if not inside or "/../" in f.path or "/./" in f.path:
-                raise WriteStateError(
-                    f"Data file '{f.path}' is not in the directory of write {write_id} "
-                    f"('{write_dir}'); a write commits only the files it wrote",
-                    write_id=write_id,
-                    path=f.path,
-                )
-
-    def _check_files_exist(self, write_id: str, files: tuple[DataFile, ...]) -> None:
-        """A write whose files are gone (collected, deleted by hand) must not
-        publish a snapshot that every later read would fail on; nor one whose
-        recorded size or checksum is not the file's (readers verify both)."""
-        if not files:
-            return
-        infos = self.warehouse.fs.get_file_info([f.path for f in files])
-        for f, info in zip(files, infos, strict=True):
-            if info.type != pafs.FileType.File:
-                raise WriteStateError(
-                    f"Data file '{info.path}' of write {write_id} is missing from the "
-                    "warehouse; the write cannot commit",
-                    write_id=write_id,
-                    path=info.path,
-                )
-            if info.size != f.size or f.checksum != checksum_in_name(f.path):
-                raise ValidationError(
-                    f"Data file '{f.path}' of write {write_id} is recorded with {f.size} bytes "
-                    f"and checksum {f.checksum}, but holds {info.size} bytes and its name "
-                    f"records checksum {checksum_in_name(f.path)}; the write cannot commit",
-                    write_id=write_id,
-                    path=f.path,
-                )
-
     # -- staging ---------------------------------------------------------------
 
     def hold(self, table_id: int, *, ttl_s: float = HOLD_TTL_S) -> Hold:
@@ -886,26 +784,3 @@ def check_shape(shape: object) -> None:
         raise ValidationError(
             f"A data commit needs a CommitShape (CommitShape.of(version, table)), not {shape!r}"
         )
-
-
-def _files(files: object, where: str, name: str = "files") -> tuple[DataFile, ...]:
-    """``files`` as a tuple of ``DataFile``, or a ``ValidationError``."""
-    if isinstance(files, str | bytes) or not isinstance(files, Sequence):
-        raise ValidationError(
-            f"Parameter '{name}' of {where} must be a sequence of DataFile, got "
-            f"{type(files).__name__}"
-        )
-    for f in files:
-        if not isinstance(f, DataFile):
-            raise ValidationError(f"Not a DataFile: {f!r}")
-    return tuple(files)
-
-
-def _unique(files: tuple[DataFile, ...]) -> tuple[DataFile, ...]:
-    seen: set[str] = set()
-    out: list[DataFile] = []
-    for f in files:
-        if f.path not in seen:
-            seen.add(f.path)
-            out.append(f)
-    return tuple(out)
