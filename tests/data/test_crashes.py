@@ -88,22 +88,11 @@ def test_appends_racing_a_janitor_with_no_grace_lose_no_row(tmp_path: Path, expi
     with connect(target) as cat:
         create(cat)
         append(cat, [0])
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(3) as pool:
-        cleaner = pool.apply_async(workers.clean_until, (target, "T", str(gate), expire))
-        appenders = pool.starmap_async(
-            workers.append_many, [(target, "T", tag, 15, str(gate)) for tag in (1, 2)]
-        )
-        deadline = time.monotonic() + GUARD_S
-        while len(list(gate.glob("ready-*"))) < 3:
-            assert time.monotonic() < deadline, "the workers never started"
-            assert not cleaner.ready() and not appenders.ready()
-            time.sleep(0.01)
-        (gate / "go").touch()
-        appenders.get(timeout=GUARD_S)
-        (gate / "stop").touch()
-        assert cleaner.get(timeout=GUARD_S) >= 1
-    expected = [0, *(tag * 10_000 + i for tag in (1, 2) for i in range(15))]
+    runs = workers.appenders_beside(
+        target, gate, workers.clean_until, (target, "T", str(gate), expire), GUARD_S
+    )
+    assert runs >= 1
+    expected = workers.APPENDED
     with connect(target) as cat:
         assert ids_of(read_table(cat, "T")) == sorted(expected)
         report = run_janitor(cat, grace_s=0)

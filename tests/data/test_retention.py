@@ -6,8 +6,6 @@ version reads."""
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-import time
 from pathlib import Path
 
 import pytest
@@ -131,27 +129,15 @@ def test_appends_racing_retention_and_the_janitor_lose_nothing_a_kept_version_re
     target = str(tmp_path / "data")
     gate = tmp_path / "gate"
     gate.mkdir()
-    ctx = multiprocessing.get_context("spawn")
     with connect(target) as cat:
         table = create(cat)
         write_table(cat, "T", rows([0]))
-        with ctx.Pool(3) as pool:
-            cleaner = pool.apply_async(workers.retain_and_clean_until, (target, str(gate), 3))
-            appenders = pool.starmap_async(
-                workers.append_many, [(target, "T", tag, 15, str(gate)) for tag in (1, 2)]
-            )
-            deadline = time.monotonic() + GUARD_S
-            while len(list(gate.glob("ready-*"))) < 3:
-                assert time.monotonic() < deadline, "the workers never started"
-                assert not cleaner.ready() and not appenders.ready()
-                time.sleep(0.01)
-            (gate / "go").touch()
-            appenders.get(timeout=GUARD_S)
-            (gate / "stop").touch()
-            assert cleaner.get(timeout=GUARD_S) >= 1
+        runs = workers.appenders_beside(
+            target, gate, workers.retain_and_clean_until, (target, str(gate), 3), GUARD_S
+        )
+        assert runs >= 1
         cat.catch_up()
-        expected = [0, *(tag * 10_000 + i for tag in (1, 2) for i in range(15))]
-        assert ids_of(read_table(cat, "T")) == sorted(expected)
+        assert ids_of(read_table(cat, "T")) == sorted(workers.APPENDED)
         assert run_janitor(cat, grace_s=0).errors == {}
         first, last = cat.earliest_version, cat.latest_version
         assert first > 2, "retention trimmed data versions"
@@ -162,5 +148,5 @@ def test_appends_racing_retention_and_the_janitor_lose_nothing_a_kept_version_re
             for info in cat.history(first + 1)
         ]
         assert [b - a for a, b in itertools.pairwise(reads)] == added
-        assert reads[-1] == len(expected)
+        assert reads[-1] == len(workers.APPENDED)
         _iceberg_reads_every_listed_snapshot(target)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -128,3 +130,30 @@ def commit_and_hang_at(
             return dataclasses.replace(work, finish=finish)
 
         cat.execute([], attach=attach)
+
+
+APPENDED = [0, *(tag * 10_000 + i for tag in (1, 2) for i in range(15))]
+"""The rows of a table holding row 0 once ``appenders_beside`` ran."""
+
+
+def appenders_beside(
+    target: str, gate: Path, cleaner: Callable[..., int], args: tuple[object, ...], guard_s: float
+) -> int:
+    """Run two processes appending 15 rows each to table ``T`` (``append_many``)
+    beside a third running ``cleaner(*args)`` until ``<gate>/stop``, all
+    started together on ``<gate>/go``; the cleaner's count of runs."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        cleaning = pool.apply_async(cleaner, args)
+        appending = pool.starmap_async(
+            append_many, [(target, "T", tag, 15, str(gate)) for tag in (1, 2)]
+        )
+        deadline = time.monotonic() + guard_s
+        while len(list(gate.glob("ready-*"))) < 3:
+            assert time.monotonic() < deadline, "the workers never started"
+            assert not cleaning.ready() and not appending.ready()
+            time.sleep(0.01)
+        (gate / "go").touch()
+        appending.get(timeout=guard_s)
+        (gate / "stop").touch()
+        return int(cleaning.get(timeout=guard_s))
