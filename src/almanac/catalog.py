@@ -324,8 +324,8 @@ class Catalog:
         cannot serialise its writers a lost race is validated again and
         retried with jittered backoff until ``commit_timeout_s`` (or
         ``max_attempts``), then ``ConflictError``. Returns once the version is
-        applied here, its listeners are done, and it is visible everywhere
-        (activation plus clock skew).
+        ready here (applied; unless made of data commits alone, its
+        listeners done) and visible everywhere (activation plus clock skew).
 
         ``timeout`` bounds the whole call; ``WaitTimeoutError`` says what was
         awaited, and whether the version was committed before time ran out.
@@ -480,8 +480,9 @@ class Catalog:
     def catalog_ready(
         self, version: int, timeout: float | None = 30.0, *, applied_only: bool = False
     ) -> bool:
-        """Wait until ``version`` is applied here and its listeners (and those
-        of every earlier version) are done; only applied, with
+        """Wait until ``version`` is ready here: applied, and unless it is
+        made of data commits alone, its listeners (and those of every
+        earlier version) done (see ``almanac.dispatch``); only applied, with
         ``applied_only``. Returns True; raises ``WaitTimeoutError`` when that
         takes longer than ``timeout`` seconds, ``CatalogError`` when the node
         closes or stops following its log first.
@@ -497,7 +498,9 @@ class Catalog:
         applied = applied_only or self._events.inside_listener()
 
         def reached() -> bool:
-            return (self.latest_version if applied else self._events.ready) >= version
+            if applied:
+                return self.latest_version >= version
+            return self._events.ready_locked(version)
 
         with self._cond:
             done = self._cond.wait_for(
@@ -505,12 +508,12 @@ class Catalog:
             )
             if done and reached():
                 return True
-            latest, ready = self.latest_version, self._events.ready
+            latest, heard = self.latest_version, self._events.heard
         self._check_open()
         what = "applied" if applied else "ready (applied, its listeners done)"
         raise WaitTimeoutError(
             f"Catalog version {version} was not {what} on this node within {timeout} s "
-            f"(applied: {latest}, ready: {ready})",
+            f"(applied: {latest}, listeners done: {heard})",
             awaited="catalog version " + ("applied" if applied else "ready"),
             timeout=timeout,
             version=version,

@@ -33,6 +33,7 @@ from almanac.entries import (
     activation_time,
     apply_entries,
     apply_update,
+    data_only,
 )
 from almanac.errors import CatalogError, ConflictError, NotFoundError, WaitTimeoutError
 from almanac.log import UpdateLog
@@ -157,12 +158,11 @@ class Committer:
                 commit_time = self._clock.now()
                 # A version of data commits alone changes no schema a reader
                 # could be planning with, so it does not wait out the
-                # schema-sync delay (see ``DATA_ONLY``).
-                data_only = all(isinstance(e, TableDataCommitted) for e in planned.entries)
+                # schema-sync delay (see ``data_only``).
                 update = VersionedUpdate(
                     version=base.version + 1,
                     commit_time=commit_time,
-                    delay_ms=0 if data_only else self.sync.delay_ms,
+                    delay_ms=0 if data_only(planned.entries) else self.sync.delay_ms,
                     entries=planned.entries,
                     node=self.node_name,
                     request_id=request_id,
@@ -231,8 +231,9 @@ class Committer:
         # checkpoint on another thread (a listener's, say) may already have
         # trimmed it away, and the commit still succeeded.
         activation = activation_time(base, update)
-        data_only = all(isinstance(e, TableDataCommitted) for e in update.entries)
-        visible = activation if data_only else self.sync.visible_everywhere_at(activation)
+        visible = (
+            activation if data_only(update.entries) else self.sync.visible_everywhere_at(activation)
+        )
         result = ExecuteResult(update.version, planned.applied, created=True)
         return Committed(result, visible, wait_deadline, timeout)
 

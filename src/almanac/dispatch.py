@@ -1,14 +1,21 @@
 """Delivering a node's events: one thread fires each applied version's
-events in version order, then marks the version ready.
+events in version order, and decides when a version is *ready*.
 
-A version is *ready* once it is applied and the listeners of it and of
-every earlier version returned; ``Catalog.catalog_ready`` and ``execute``
-wait for that. Listeners never run on the thread that follows the log nor
-inside a commit, so a listener may run DDL of its own.
+The rule, here only (``ready_locked``): a version of data commits alone
+(``entries.data_only``: what ``write_table``, an overwrite, a compaction,
+a REST commit or ``expire_data`` make) is ready once it is applied; any
+other version once it is applied and the listeners of it and of every
+earlier version returned. ``Catalog.catalog_ready`` and ``execute`` wait
+for that. A data version changes no schema anyone plans with, and its
+listeners only observe: a writer held by one (in its commit section, for
+as long as its timeout) would tie data throughput to the slowest
+listener. Its listeners still run in version order, so a later DDL
+version is not ready before they returned.
 
-The dispatcher shares its node's condition variable: applying a version
-and queueing its events happen under one lock, so readiness never runs
-ahead of application.
+Listeners never run on the thread that follows the log nor inside a
+commit, so a listener may run DDL of its own. The dispatcher shares its
+node's condition variable: applying a version and queueing its events
+happen under one lock, so readiness never runs ahead of application.
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ class Dispatcher:
     def __init__(self, cond: threading.Condition) -> None:
         self._cond = cond
         self._listeners = Listeners()
-        self.ready = 0
+        self.heard = 0
         """The newest version whose listeners (and all earlier ones') are done."""
-        # Versions whose events wait for the thread, in order.
+        # Versions whose events wait for the thread, in order, and those of
+        # them made of data commits alone (ready already).
         self._pending: deque[tuple[int, list[Event]]] = deque()
+        self._pending_data: set[int] = set()
         self._thread: threading.Thread | None = None
         self._closed = False
         # Set on a worker thread running an execute_async a listener submitted.
@@ -46,13 +55,22 @@ class Dispatcher:
     def failures(self) -> list[ListenerFailure]:
         return list(self._listeners.failures)
 
-    def deliver_locked(self, version: int, events: list[Event]) -> None:
-        """Queue a version's events (the caller holds the condition), or mark
-        it ready at once when nobody listens and nothing is queued before it."""
+    def ready_locked(self, version: int) -> bool:
+        """Whether ``version`` is ready here (the caller holds the condition):
+        applied, and either made of data commits alone or heard by the
+        listeners of it and of every earlier version."""
+        return version <= self.heard or version in self._pending_data
+
+    def deliver_locked(self, version: int, events: list[Event], *, data_only: bool) -> None:
+        """Queue an applied version's events (the caller holds the condition),
+        or mark it heard at once when nobody listens and nothing is queued
+        before it. ``data_only``: the version is made of data commits alone."""
         if not self._pending and not self._listeners.wants(events):
-            self.ready = max(self.ready, version)
+            self.heard = max(self.heard, version)
             return
         self._pending.append((version, events))
+        if data_only:
+            self._pending_data.add(version)
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="almanac-listeners", daemon=True)
             self._thread.start()
@@ -68,7 +86,8 @@ class Dispatcher:
             self._listeners.fire(events)
             with self._cond:
                 self._pending.popleft()
-                self.ready = max(self.ready, version)
+                self._pending_data.discard(version)
+                self.heard = max(self.heard, version)
                 self._cond.notify_all()
 
     def inside_listener(self) -> bool:

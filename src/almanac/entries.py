@@ -67,6 +67,7 @@ __all__ = [
     "activation_time",
     "apply_entries",
     "apply_update",
+    "data_only",
     "pk_index_name",
 ]
 
@@ -798,6 +799,15 @@ class VersionedUpdate:
     request_id: str | None = None
     request_digest: bytes = b""
     applied: tuple[bool, ...] = ()
+
+
+def data_only(entries: Iterable[UpdateEntry]) -> bool:
+    """Whether ``entries`` are data commits alone, no DDL (true of none: a
+    batch of no commands plans none, and what its attach adds is data). A
+    version of them changes no schema anyone plans with: it has no
+    schema-sync delay and is ready once applied, without waiting for its
+    listeners (see ``almanac.dispatch``)."""
+    return all(isinstance(entry, TableDataCommitted) for entry in entries)
 
 
 def activation_time(base: CatalogVersion, update: VersionedUpdate) -> int:

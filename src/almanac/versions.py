@@ -20,7 +20,7 @@ from almanac.catalog_types import VersionInfo
 from almanac.catalog_version import CatalogVersion
 from almanac.clock import HybridClock
 from almanac.dispatch import Dispatcher
-from almanac.entries import VersionedUpdate, apply_update
+from almanac.entries import VersionedUpdate, apply_update, data_only
 from almanac.errors import CorruptLogError, VersionNotFoundError
 from almanac.events import Event
 from almanac.nodes import NodeRegistration
@@ -238,15 +238,15 @@ class AppliedVersions:
                 state.activations.append(snapshot.activation_time)
                 state.updates.append(update)
                 state.tokens.append(token)
-                self._deliver_locked(update.version, events)
+                self._deliver_locked(update.version, events, data_only=data_only(update.entries))
                 self._cond.notify_all()
 
-    def _deliver_locked(self, version: int, events: list[Event]) -> None:
+    def _deliver_locked(self, version: int, events: list[Event], data_only: bool) -> None:
         """Note the version as seen and hand its events to the dispatcher
         (caller holds the condition)."""
         if self.registration is not None:
             self.registration.saw(version)
-        self._events.deliver_locked(version, events)
+        self._events.deliver_locked(version, events, data_only=data_only)
 
     def on_checkpoint(
         self, version: CatalogVersion, token: int, requests: tuple[RequestRecord, ...] = ()
@@ -261,7 +261,8 @@ class AppliedVersions:
             known = remember(self._state.requests, requests)
             with self._cond:
                 self._state = _Versions(version, token, forget(known, version.version, oldest))
-                self._deliver_locked(version.version, [])
+                # A jump over versions that may hold DDL: not data alone.
+                self._deliver_locked(version.version, [], data_only=False)
                 self._cond.notify_all()
 
     def on_truncate(self, earliest: int) -> None:
