@@ -3,11 +3,11 @@ events in version order, and decides when a version is *ready*.
 
 The rule, here only (``ready_locked``): a version of data commits alone
 (``entries.data_only``: what ``write_table``, an overwrite, a compaction,
-a REST commit or ``expire_data`` make) is ready once it is applied; any
-other version once it is applied and the listeners of it and of every
-earlier version returned. ``Catalog.catalog_ready`` and ``execute`` wait
-for that. A data version changes no schema anyone plans with, and its
-listeners only observe: a writer held by one (in its commit section, for
+a REST commit or ``expire_data`` make) is ready once it is applied and
+every earlier DDL version is ready; any other version once it is applied
+and the listeners of it and of every earlier version returned.
+``Catalog.catalog_ready`` and ``execute`` wait for that. A data version
+changes no schema anyone plans with, and its listeners only observe: a writer held by one (in its commit section, for
 as long as its timeout) would tie data throughput to the slowest
 listener. Its listeners still run in version order, so a later DDL
 version is not ready before they returned.
@@ -36,10 +36,11 @@ class Dispatcher:
         self._listeners = Listeners()
         self.heard = 0
         """The newest version whose listeners (and all earlier ones') are done."""
-        # Versions whose events wait for the thread, in order, and those of
-        # them made of data commits alone (ready already).
+        # Versions whose events wait for the thread, in order; those of them
+        # made of data commits alone; and the others, in order.
         self._pending: deque[tuple[int, list[Event]]] = deque()
         self._pending_data: set[int] = set()
+        self._pending_ddl: deque[int] = deque()
         self._thread: threading.Thread | None = None
         self._closed = False
         # Set on a worker thread running an execute_async a listener submitted.
@@ -57,9 +58,14 @@ class Dispatcher:
 
     def ready_locked(self, version: int) -> bool:
         """Whether ``version`` is ready here (the caller holds the condition):
-        applied, and either made of data commits alone or heard by the
-        listeners of it and of every earlier version."""
-        return version <= self.heard or version in self._pending_data
+        heard by the listeners of it and of every earlier version, or made of
+        data commits alone, applied, and no earlier DDL version still unheard
+        (so a ready version means every DDL up to it is ready too)."""
+        if version <= self.heard:
+            return True
+        if version not in self._pending_data:
+            return False
+        return not self._pending_ddl or self._pending_ddl[0] > version
 
     def deliver_locked(self, version: int, events: list[Event], *, data_only: bool) -> None:
         """Queue an applied version's events (the caller holds the condition),
@@ -71,6 +77,8 @@ class Dispatcher:
         self._pending.append((version, events))
         if data_only:
             self._pending_data.add(version)
+        else:
+            self._pending_ddl.append(version)
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="almanac-listeners", daemon=True)
             self._thread.start()
@@ -87,6 +95,8 @@ class Dispatcher:
             with self._cond:
                 self._pending.popleft()
                 self._pending_data.discard(version)
+                if self._pending_ddl and self._pending_ddl[0] == version:
+                    self._pending_ddl.popleft()
                 self.heard = max(self.heard, version)
                 self._cond.notify_all()
 

@@ -138,3 +138,49 @@ def test_catalog_ready_of_a_data_version_returns_while_its_listener_is_stuck(
         finally:
             stuck.release.set()
         assert stuck.heard == [(EventType.DATA_COMMIT, version)]
+
+
+def test_a_data_version_after_a_ddl_version_waits_for_the_ddl_listener(
+    tmp_path: Path,
+) -> None:
+    """Ready never runs ahead of DDL: a data version committed while an
+    earlier DDL version's listener is stuck is applied but not ready (a
+    caller waiting on it could otherwise see the DDL's effects before its
+    listeners did), and becomes ready once that listener returned."""
+    entered = threading.Event()
+    release = threading.Event()
+
+    def stuck_on_ddl(event: Event) -> None:
+        entered.set()
+        release.wait(PATIENCE)
+
+    with connect(str(tmp_path / "data")) as cat:
+        create(cat)
+        cat.listen(EventType.ZONE_CREATE, stuck_on_ddl)
+        outcome: list[object] = []
+
+        def run(step: object) -> None:
+            try:
+                outcome.append(step() if callable(step) else step)
+            except Exception as exc:
+                outcome.append(exc)
+
+        ddl = threading.Thread(
+            target=run, args=(lambda: cat.execute([CreateZone(name="Z")]).version,)
+        )
+        data = threading.Thread(target=run, args=(lambda: append(cat, [1]).catalog_version,))
+        try:
+            ddl.start()
+            assert entered.wait(PATIENCE)
+            ddl_version = cat.latest_version
+            data.start()
+            data_version = ddl_version + 1
+            assert cat.catalog_ready(data_version, timeout=PATIENCE, applied_only=True)
+            assert not _ready_now(cat, ddl_version)
+            assert not _ready_now(cat, data_version)
+        finally:
+            release.set()
+            ddl.join(PATIENCE)
+            data.join(PATIENCE)
+        assert sorted(outcome) == [ddl_version, data_version]  # type: ignore[type-var]
+        assert _ready_now(cat, data_version)
