@@ -7,10 +7,11 @@ a REST commit or ``expire_data`` make) is ready once it is applied and
 every earlier DDL version is ready; any other version once it is applied
 and the listeners of it and of every earlier version returned.
 ``Catalog.catalog_ready`` and ``execute`` wait for that. A data version
-changes no schema anyone plans with, and its listeners only observe: a writer held by one (in its commit section, for
-as long as its timeout) would tie data throughput to the slowest
-listener. Its listeners still run in version order, so a later DDL
-version is not ready before they returned.
+changes no schema anyone plans with, and its listeners only observe: a
+writer held by one (in its commit section, for as long as its timeout)
+would tie data throughput to the slowest listener. Its listeners still run
+in version order, so a later DDL version is not ready before they
+returned.
 
 Listeners never run on the thread that follows the log nor inside a
 commit, so a listener may run DDL of its own. The dispatcher shares its

@@ -1,13 +1,14 @@
 """Catalog events: what listeners learn after a version is registered.
 
-Events fire in entry order once the new snapshot is readable, so a listener
-may call ``catalog(event.version)``. A version with DDL is *ready* only
-after its listeners and those of every earlier version returned; a version
-of data commits alone (``DATA_COMMIT`` events only) is ready once applied
-and every earlier DDL version is ready, its own listeners still called in
-version order: a data commit changes no schema anyone plans with, and a
-listener observes, so it must not hold a writer up (see ``almanac.dispatch``). A failing listener is logged and
-recorded, never allowed to block the version or the listeners after it.
+Events fire in entry order once the new snapshot is readable, so a
+listener may call ``catalog(event.version)``. A version with DDL is
+*ready* only after its listeners and those of every earlier version
+returned; a version of data commits alone (``DATA_COMMIT`` events only) is
+ready once applied and every earlier DDL version is ready, its own
+listeners still called in version order: a data commit changes no schema
+anyone plans with, and a listener observes, so it must not hold a writer
+up (see ``almanac.dispatch``). A failing listener is logged and recorded,
+never allowed to block the version or the listeners after it.
 
 Listeners run on one dispatcher thread per catalog node, version after
 version in order, never on the thread that follows the log nor inside a
