@@ -22,7 +22,7 @@ from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
 from almanac.data.commits import TableData
-from almanac.data.iceberg import WRITE_ID_PROPERTY
+from almanac.data.iceberg_schema import WRITE_ID_PROPERTY
 from almanac.data.snapshots import decode_record, snapshot_key, write_key
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.errors import refused
