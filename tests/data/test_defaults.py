@@ -212,7 +212,7 @@ _ICEBERG_TYPES: dict[ColumnType, IcebergType] = {
     ColumnType.TIME: TimeType(),
     ColumnType.TIMESTAMP: TimestampType(),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
-    ColumnType.UUID: StringType(),  # stored as its text, as almanac.data.iceberg maps it
+    ColumnType.UUID: StringType(),  # stored as its text, as almanac.data.iceberg_schema maps it
 }
 _VALUES: dict[ColumnType, tuple[object, object]] = {
     ColumnType.BOOLEAN: (True, False),

@@ -16,7 +16,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, write_table
-from almanac.data.iceberg import IcebergFiles
+from almanac.data.iceberg_write import IcebergFiles
 
 from .tables import SCHEMA, batch
 

@@ -38,8 +38,8 @@ from almanac.data.file_checks import (
     unique,
 )
 from almanac.data.files import DataFile
-from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
+from almanac.data.iceberg_write import IcebergFiles
 from almanac.data.snapshots import (
     OPERATIONS,
     REFS,

@@ -180,7 +180,7 @@ def may_match(
 ) -> bool:
     """False only when the file's statistics, or its partition values for
     ``fields`` (the fields of the Iceberg spec it was written under, see
-    ``IcebergFiles.spec_fields``), prove no row satisfies ``predicate``."""
+    ``IcebergReader.spec_fields``), prove no row satisfies ``predicate``."""
     if not _stats_may_match(predicate, column, file):
         return False
     for at, f in enumerate(fields):

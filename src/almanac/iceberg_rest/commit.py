@@ -17,9 +17,7 @@ from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.expired import mark
-from almanac.data.iceberg import (
-    CATALOG_VERSION_PROPERTY,
-)
+from almanac.data.iceberg_schema import CATALOG_VERSION_PROPERTY
 from almanac.data.snapshots import (
     pointer_unchanged,
 )

@@ -51,12 +51,10 @@ from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import TableData
 from almanac.data.deletes import check_delete_file
-from almanac.data.iceberg import (
-    TABLE_ID_PROPERTY,
-    WRITE_ID_PROPERTY,
-)
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
+    TABLE_ID_PROPERTY,
+    WRITE_ID_PROPERTY,
     layout_properties,
 )
 from almanac.data.snapshots import (
