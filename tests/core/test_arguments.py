@@ -222,7 +222,7 @@ def test_other_entry_points_check_their_arguments(cat: Catalog) -> None:
 def test_pin_of_a_missing_version_is_refused_before_pinning(cat: Catalog) -> None:
     with pytest.raises(almanac.VersionNotFoundError), cat.pin(99):
         pass
-    assert cat.log.oldest_pinned()[0] is None
+    assert cat.oldest_pinned()[0] is None
 
 
 # --------------------------------------------------------------------------- found by the fuzzer
