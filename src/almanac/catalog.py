@@ -45,7 +45,8 @@ from almanac.dispatch import Dispatcher
 from almanac.entries import VersionedUpdate
 from almanac.errors import CatalogError, WaitTimeoutError
 from almanac.events import EventType, Listener, ListenerFailure
-from almanac.log import KEY_PINS, UpdateLog
+from almanac.log import UpdateLog
+from almanac.log_truncation import KEY_PINS, PIN_LEASE_TTL_S, VersionPins
 from almanac.metastore import Compare, Metastore
 from almanac.nodes import (
     NODE_TTL_S,
@@ -91,18 +92,21 @@ class Catalog:
         target: str = "memory://",
         node_name: str | None = None,
         node_ttl_s: float = NODE_TTL_S,
+        pin_ttl_s: float = PIN_LEASE_TTL_S,
         request_window_s: float = DEFAULT_REQUEST_WINDOW_S,
         soft_delete_reserve_s: float = 0.0,
     ) -> None:
         """``node_name`` names this node among the live nodes of the catalog
         (default ``<hostname>-<pid>``); a name a live node holds is refused
         with ``AlreadyExistsError``. ``node_ttl_s``: how long the node's key
-        outlives a crash of its process. ``request_window_s``: how long a
+        outlives a crash of its process, ``pin_ttl_s`` how long its pins do
+        (see ``pin``). ``request_window_s``: how long a
         request id stays known once a checkpoint truncated its version (see
         ``execute``). ``soft_delete_reserve_s``: the reserve of a DROP TABLE
         committed here that names none (0: drop at once); each drop stores
         the reserve it got, so nodes with other defaults still agree."""
         check.number(node_ttl_s, "Parameter 'node_ttl_s' of Catalog", positive=True)
+        check.number(pin_ttl_s, "Parameter 'pin_ttl_s' of Catalog", positive=True)
         soft_delete_reserve_s = check_reserve(
             soft_delete_reserve_s, "Parameter 'soft_delete_reserve_s' of Catalog"
         )
@@ -123,7 +127,8 @@ class Catalog:
         self._cond = threading.Condition()
         self._events = Dispatcher(self._cond)
         self._versions = AppliedVersions(self._clock, self._cond, self._events, request_window_s)
-        self._checkpoints = Checkpointer(log, self._versions, self._clock, retention)
+        self._pins = VersionPins(log.store, ttl_s=pin_ttl_s)
+        self._checkpoints = Checkpointer(log, self._pins, self._versions, self._clock, retention)
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
         self._closers: list[Callable[[], None]] = []
@@ -300,11 +305,11 @@ class Catalog:
         self._check_open()
         target = self.latest_version if version is None else version
         self.catalog(target)
-        handle = self._log.pin(target, timeout=timeout)
+        handle = self._pins.pin(target, timeout=timeout)
         try:
             yield self.catalog(target)
         finally:
-            self._log.unpin(handle)
+            self._pins.unpin(handle)
 
     # -- writing -------------------------------------------------------------
 
@@ -639,7 +644,7 @@ class Catalog:
         """The oldest pinned version (None if none) and a compare that holds
         while no pin was taken or released since: a transaction that deletes
         what pinned versions read rides it, so a new pin is never raced."""
-        oldest, revision = self._log.oldest_pinned()
+        oldest, revision = self._pins.oldest_pinned()
         return oldest, Compare.mod_revision(KEY_PINS, "==", revision)
 
     @property
@@ -677,6 +682,7 @@ class Catalog:
         if self._node is not None:
             self._node.close()
             _log.info("Node '%s' closed", self._node.name)
+        self._pins.close()
         self._log.close()
 
     def __enter__(self) -> Catalog:

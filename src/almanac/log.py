@@ -14,29 +14,17 @@ Keys:
   version whose key may still lie below the checkpoint version;
 * ``catalog.id`` - the catalog's UUID, on stores that keep an identity record
   beside them (SQLite; see ``almanac.identity``);
-* ``catalog.pin.{lease}.{n}`` - a version some reader holds, attached to the
-  reader's lease so that a dead process stops pinning once the lease expires;
-* ``catalog.pins`` - bumped whenever a pin is added, so that a checkpoint can
-  tell in its compare-and-swap that no new pin raced it.
+* ``catalog.pin.{lease}.{n}`` and ``catalog.pins`` - the versions readers
+  hold against truncation (see ``almanac.log_truncation``).
 
 Appending version N is one transaction: "if ``catalog.version`` is N-1, put
 ``catalog.update.{N}`` and set ``catalog.version`` to N", plus whatever extra
 operations the caller rides along (placement, data commits).
 
-Truncation. A checkpoint at S is one transaction, guarded by the pins and
-by the previous checkpoint version: it writes the whole catalog of S under
-``catalog.update.{S}`` and moves ``catalog.snapshot.version`` to S. From that
-revision on nothing below S is readable or pinnable, so deleting the older
-keys can take as many transactions as the metastore's cap on transaction
-size (``Metastore.max_txn_ops``, 128 on etcd) needs. The first transaction
-deletes what fits beside its own writes; if more remains, it records the
-first version left in ``catalog.truncating``, later transactions delete the
-rest in batches, and the last one removes the marker, unless another
-checkpoint rewrote it meanwhile (that one then owns the cleanup). A crash
-between batches leaves keys below the checkpoint and the marker: they are
-never read, the node opens as usual, and the next ``checkpoint_log`` deletes
-them. One range delete would need keys that sort numerically, which the
-existing ``catalog.update.{N}`` keys of stored catalogs do not.
+Truncation (``almanac.log_truncation``) makes version S the checkpoint and
+deletes the keys below it, in batches when there are many; a truncation cut
+short leaves keys below the checkpoint version, from ``catalog.truncating``
+on, that are never read and that the next checkpoint deletes.
 
 Integrity. Every entry is checked on every read (start, catch-up, follow):
 its frame checksum, that it holds exactly its key's version, and that it is
@@ -58,13 +46,9 @@ bit flip never turns a frame into something read as legacy: see
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from almanac.catalog_version import CatalogVersion
@@ -74,35 +58,30 @@ from almanac.errors import (
     CatalogIdentityError,
     CompactedError,
     CorruptLogError,
-    LeaseNotFoundError,
     MetastoreError,
     MetastoreUnavailableError,
-    VersionNotFoundError,
-    WaitTimeoutError,
 )
 from almanac.identity import IdentityRecord, identity_path_for, new_catalog_id, parse_catalog_id
-from almanac.leases import LeaseKeeper
 from almanac.log_format import (
-    frame_checkpoint,
+    encode_number,
     frame_update,
     parse_number,
     read_checkpoint,
     read_entry,
+    stored_number,
 )
-from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put, SqliteMetastore, Watch
+from almanac.metastore import Compare, KeyValue, Metastore, Op, Put, SqliteMetastore, Watch
 from almanac.requests import Checkpoint, RequestRecord
 
 __all__ = [
     "KEY_ID",
-    "KEY_PINS",
     "KEY_CHECKPOINT_VERSION",
     "KEY_TRUNCATING",
     "KEY_VERSION",
-    "PIN_PREFIX",
     "UPDATE_PREFIX",
     "LogFollower",
     "UpdateLog",
-    "VersionPin",
+    "leftovers_from",
     "update_key",
 ]
 
@@ -110,12 +89,9 @@ KEY_VERSION = "catalog.version"
 KEY_CHECKPOINT_VERSION = "catalog.snapshot.version"
 KEY_TRUNCATING = "catalog.truncating"
 UPDATE_PREFIX = "catalog.update."
-PIN_PREFIX = "catalog.pin."
-KEY_PINS = "catalog.pins"
 KEY_ID = "catalog.id"
 _PREFIX = "catalog."
 
-PIN_LEASE_TTL_S = 10.0
 _CATCH_UP_BY_KEY = 32
 """A node at most this many versions behind catches up key by key."""
 
@@ -126,20 +102,12 @@ def update_key(version: int) -> str:
     return f"{UPDATE_PREFIX}{version}"
 
 
-def _int(kv: KeyValue | None) -> int:
-    return 0 if kv is None else parse_number(kv)
-
-
 def _version_of(key: str) -> int:
     """N for a canonical ``catalog.update.{N}`` with N >= 1, else -1."""
     suffix = key[len(UPDATE_PREFIX) :]
     if suffix.isdigit() and suffix.isascii() and not suffix.startswith("0"):
         return int(suffix)
     return -1
-
-
-def _encode_int(value: int) -> bytes:
-    return str(value).encode("ascii")
 
 
 class LogFollower(Protocol):
@@ -157,14 +125,6 @@ class LogFollower(Protocol):
     def latest_version(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class VersionPin:
-    """A version held by a reader; checkpoints never truncate past it."""
-
-    version: int
-    key: str
-
-
 class UpdateLog:
     """The catalog's update log on a metastore; one per node."""
 
@@ -173,7 +133,6 @@ class UpdateLog:
         store: Metastore,
         *,
         owns_store: bool = True,
-        pin_ttl_s: float = PIN_LEASE_TTL_S,
         identity: IdentityRecord | bool = True,
     ) -> None:
         """``identity``: the record checked against the store on start (see
@@ -189,15 +148,10 @@ class UpdateLog:
         else:
             self.identity = identity or None
         self._follower: LogFollower | None = None
-        self.pin_ttl_s = pin_ttl_s
         self._owns_store = owns_store
         self._watch: Watch | None = None
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
-        self._lease = 0
-        self._lease_lock = threading.Lock()
-        self._keepalive: LeaseKeeper | None = None
-        self._pin_seq = itertools.count()
         self.failure: BaseException | None = None
 
     # -- reading and following -------------------------------------------
@@ -373,7 +327,7 @@ class UpdateLog:
                         follower.on_update(value, event.revision)
                         applied = value.version
                 elif key == KEY_CHECKPOINT_VERSION and event.kv.value:
-                    follower.on_truncate(_int(event.kv))
+                    follower.on_truncate(stored_number(event.kv))
             except CompactedError:
                 # History we had not read yet was compacted: re-read the state.
                 watch.close()
@@ -424,199 +378,24 @@ class UpdateLog:
         compares = [
             Compare.absent(KEY_VERSION)
             if n == 1
-            else Compare.value(KEY_VERSION, "==", _encode_int(n - 1)),
+            else Compare.value(KEY_VERSION, "==", encode_number(n - 1)),
             *extra_compares,
         ]
         ops: list[Op] = [
             Put(update_key(n), frame_update(update)),
-            Put(KEY_VERSION, _encode_int(n)),
+            Put(KEY_VERSION, encode_number(n)),
         ]
         if n == 1:
-            ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(0)))
+            ops.append(Put(KEY_CHECKPOINT_VERSION, encode_number(0)))
         ops.extend(extra_ops)
         result = self.store.txn(compares, ops)
         return result.revision if result.succeeded else None
 
     def latest_version(self) -> int:
-        return _int(self.store.get(KEY_VERSION))
+        return stored_number(self.store.get(KEY_VERSION))
 
     def earliest_version(self) -> int:
-        return _int(self.store.get(KEY_CHECKPOINT_VERSION))
-
-    # -- pins and checkpoints-----------------------------------------------
-
-    def _pin_lease(self) -> int:
-        with self._lease_lock:
-            if self._lease == 0:
-                self._lease = lease = self.store.grant_lease(self.pin_ttl_s)
-
-                keeper = LeaseKeeper(
-                    self.pin_ttl_s,
-                    "almanac-pin-lease",
-                    on_error=lambda exc: self._renewal_failed(lease, exc),
-                )
-
-                def renew() -> None:
-                    if self._lease != lease or self._closed.is_set():
-                        keeper.stop()  # a newer lease has its own keeper
-                    else:
-                        self.store.keep_alive(lease)
-
-                keeper.add(renew)
-                self._keepalive = keeper.start()
-            return self._lease
-
-    def _drop_lease(self, lease: int) -> None:
-        """Forget a lease that expired (the process was paused past its TTL,
-        or cut off): its pins are gone, the next pin takes a new lease."""
-        with self._lease_lock:
-            if self._lease == lease:
-                self._lease = 0
-
-    def _renewal_failed(self, lease: int, exc: CatalogError) -> bool:
-        if isinstance(exc, MetastoreUnavailableError):
-            # A cluster between leaders, or briefly out of reach: the
-            # lease outlives a few missed renewals, so keep trying.
-            _log.warning("Could not renew the lease of this node's version pins: %s", exc)
-            return True
-        if not self._closed.is_set():
-            _log.error("Lost the lease that holds this node's version pins: %s", exc)
-        self._drop_lease(lease)
-        return False
-
-    def pin(self, version: int, timeout: float | None = None) -> VersionPin:
-        """Hold ``version`` against truncation, in every process sharing the
-        store; ``WaitTimeoutError`` if checkpoints kept racing it for
-        ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            lease = self._pin_lease()
-            key = f"{PIN_PREFIX}{lease}.{next(self._pin_seq)}"
-            snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
-            earliest = _int(snap_kv)
-            if version < earliest:
-                raise VersionNotFoundError(
-                    f"Catalog version {version} is no longer available; the earliest "
-                    f"available version is {earliest}",
-                    version=version,
-                    earliest=earliest,
-                )
-            guard = (
-                Compare.absent(KEY_CHECKPOINT_VERSION)
-                if snap_kv is None
-                else Compare.mod_revision(KEY_CHECKPOINT_VERSION, "==", snap_kv.mod_revision)
-            )
-            ops: list[Op] = [
-                Put(key, _encode_int(version), lease=lease),
-                Put(KEY_PINS, key.encode()),
-            ]
-            try:
-                if self.store.txn([guard], ops).succeeded:
-                    return VersionPin(version, key)
-            except LeaseNotFoundError:
-                self._drop_lease(lease)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeoutError(
-                    f"Pinning catalog version {version} did not succeed within {timeout} s: "
-                    "checkpoints kept moving the earliest version",
-                    awaited="version pin",
-                    timeout=timeout,
-                    version=version,
-                )
-
-    def unpin(self, pin: VersionPin) -> None:
-        if not self._closed.is_set():
-            self.store.delete(pin.key)
-
-    def oldest_pinned(self) -> tuple[int | None, int]:
-        """The oldest pinned version (None if none) and the pins key's mod revision."""
-        result = self.store.range(PIN_PREFIX)
-        pins_kv = self.store.get(KEY_PINS, revision=result.revision)
-        versions = [_int(kv) for kv in result.kvs]
-        return (min(versions) if versions else None), (pins_kv.mod_revision if pins_kv else 0)
-
-    def truncate(
-        self,
-        version: CatalogVersion,
-        pins_revision: int,
-        requests: tuple[RequestRecord, ...] = (),
-    ) -> bool:
-        """Make version ``version.version`` the checkpoint (the whole catalog,
-        and the ``requests`` it carries past the versions it replaces) and
-        delete the older entries; False, changing nothing, if another
-        checkpoint or a pin (taken or released since the pins key had
-        ``pins_revision``) raced it. The caller has checked the pins in the
-        same read that gave ``pins_revision``.
-
-        The deletions past the first transaction follow in batches; if one
-        fails, the checkpoint stands and the next call of
-        :meth:`finish_truncation` (every checkpoint makes one) deletes the rest.
-        """
-        s = version.version
-        snap_kv = self.store.get(KEY_CHECKPOINT_VERSION)
-        earliest = _int(snap_kv)
-        if s <= earliest:
-            return False
-        marker = self.store.get(KEY_TRUNCATING)
-        low = max(earliest, 1) if marker is None else _truncating(marker, earliest)
-        victims = [update_key(v) for v in range(low, s)]
-        cap = self.store.max_txn_ops
-        room = len(victims) if cap is None else max(cap - 3, 0)
-        first, rest = victims[:room], victims[room:]
-        compares = [
-            Compare.mod_revision(KEY_PINS, "==", pins_revision),
-            Compare.value(KEY_CHECKPOINT_VERSION, "==", _encode_int(earliest))
-            if snap_kv is not None
-            else Compare.absent(KEY_CHECKPOINT_VERSION),
-            Compare.exists(update_key(s)),
-            Compare.absent(KEY_TRUNCATING)
-            if marker is None
-            else Compare.mod_revision(KEY_TRUNCATING, "==", marker.mod_revision),
-        ]
-        ops: list[Op] = [Put(update_key(s), frame_checkpoint(version, requests))]
-        ops.extend(Delete(key) for key in first)
-        if rest:
-            ops.append(Put(KEY_TRUNCATING, _encode_int(low)))
-        elif marker is not None:
-            ops.append(Delete(KEY_TRUNCATING))
-        ops.append(Put(KEY_CHECKPOINT_VERSION, _encode_int(s)))
-        result = self.store.txn(compares, ops)
-        if not result.succeeded:
-            return False
-        if rest:
-            self._delete_leftovers(rest, result.revision)
-        return True
-
-    def finish_truncation(self) -> None:
-        """Delete what an interrupted truncation left below the checkpoint."""
-        marker = self.store.get(KEY_TRUNCATING)
-        if marker is None:
-            return
-        earliest = self.earliest_version()
-        low = _truncating(marker, earliest)
-        self._delete_leftovers([update_key(v) for v in range(low, earliest)], marker.mod_revision)
-
-    def _delete_leftovers(self, keys: Sequence[str], marker_revision: int) -> None:
-        """Delete ``keys`` (all below the checkpoint version) in batches that
-        fit the store's cap; the last batch also removes ``catalog.truncating``
-        if it still has ``marker_revision``. A failure is logged, not raised:
-        the checkpoint stands, and the marker says what is left."""
-        cap = self.store.max_txn_ops
-        size = max(len(keys) if cap is None else cap - 1, 1)
-        try:
-            for start in range(0, max(len(keys), 1), size):
-                batch = [Delete(key) for key in keys[start : start + size]]
-                if start + size < len(keys):
-                    self.store.txn((), batch)
-                    continue
-                unchanged = Compare.mod_revision(KEY_TRUNCATING, "==", marker_revision)
-                self.store.txn([unchanged], [*batch, Delete(KEY_TRUNCATING)], batch)
-        except (CatalogError, MetastoreError) as exc:
-            _log.warning(
-                "Deleting the log entries below the checkpoint stopped (%s); "
-                "the next checkpoint deletes the rest",
-                exc,
-            )
+        return stored_number(self.store.get(KEY_CHECKPOINT_VERSION))
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -631,12 +410,6 @@ class UpdateLog:
         if self.identity is not None and self._follower is not None and self.failure is None:
             self.identity.seen(self._follower.latest_version)
             self.identity.flush_quietly()
-        if self._keepalive is not None:
-            self._keepalive.stop()
-        with self._lease_lock:
-            if self._lease:
-                with contextlib.suppress(MetastoreError):
-                    self.store.revoke_lease(self._lease)
         if self._owns_store:
             self.store.close()
 
@@ -644,10 +417,10 @@ class UpdateLog:
 def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
     """(latest, checkpoint version), once the log keys form one contiguous run."""
     version_kv = by_key.get(KEY_VERSION)
-    latest = _int(version_kv)
-    earliest = _int(by_key.get(KEY_CHECKPOINT_VERSION))
+    latest = stored_number(version_kv)
+    earliest = stored_number(by_key.get(KEY_CHECKPOINT_VERSION))
     marker = by_key.get(KEY_TRUNCATING)
-    leftover_from = earliest if marker is None else _truncating(marker, earliest)
+    leftover_from = earliest if marker is None else leftovers_from(marker, earliest)
     present: list[int] = []
     for key in by_key:
         if key.startswith(UPDATE_PREFIX):
@@ -701,7 +474,7 @@ def _check_layout(by_key: dict[str, KeyValue]) -> tuple[int, int]:
     return latest, earliest
 
 
-def _truncating(marker: KeyValue, earliest: int) -> int:
+def leftovers_from(marker: KeyValue, earliest: int) -> int:
     """The first version an unfinished truncation may have left, checked."""
     low = parse_number(marker)
     if not 1 <= low < earliest:

@@ -60,6 +60,7 @@ __all__ = [
     "KIND_UPDATE",
     "LEGACY_PREFIXES",
     "LogEntry",
+    "encode_number",
     "frame",
     "frame_checkpoint",
     "frame_update",
@@ -67,6 +68,7 @@ __all__ = [
     "parse_number",
     "read_checkpoint",
     "read_entry",
+    "stored_number",
 ]
 
 FRAME_MAGIC: Final = b"\xa1\x4d\xc3\x7e"
@@ -215,3 +217,13 @@ def parse_number(kv: KeyValue) -> int:
         f"Metastore key '{kv.key}' holds {bytes(value[:32])!r}, not a version number",
         key=kv.key,
     )
+
+
+def stored_number(kv: KeyValue | None) -> int:
+    """``parse_number`` of a key that may not be stored yet: 0 then."""
+    return 0 if kv is None else parse_number(kv)
+
+
+def encode_number(value: int) -> bytes:
+    """A count or version the way ``parse_number`` reads it back."""
+    return str(value).encode("ascii")

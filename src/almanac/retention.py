@@ -14,6 +14,7 @@ from almanac.catalog_types import RetentionPolicy
 from almanac.clock import LOGICAL_BITS, HybridClock, physical_ms
 from almanac.errors import CatalogError
 from almanac.log import UpdateLog
+from almanac.log_truncation import VersionPins, finish_truncation, truncate
 from almanac.versions import AppliedVersions
 
 __all__ = ["Checkpointer"]
@@ -25,11 +26,13 @@ class Checkpointer:
     def __init__(
         self,
         log: UpdateLog,
+        pins: VersionPins,
         versions: AppliedVersions,
         clock: HybridClock,
         policy: RetentionPolicy | None,
     ) -> None:
         self._log = log
+        self._pins = pins
         self._versions = versions
         self._clock = clock
         self.policy = policy
@@ -39,14 +42,14 @@ class Checkpointer:
         """``Catalog.checkpoint_log`` at ``target``, which must be available."""
         versions = self._versions
         versions.catalog(target)
-        oldest_pin, pins_revision = self._log.oldest_pinned()
+        oldest_pin, pins_revision = self._pins.oldest_pinned()
         if oldest_pin is not None:
             target = min(target, oldest_pin)
         if target <= versions.earliest_version:
-            self._log.finish_truncation()
+            finish_truncation(self._log)
             return versions.earliest_version
         requests = versions.carried_requests(target)
-        if self._log.truncate(versions.catalog(target), pins_revision, requests):
+        if truncate(self._log, versions.catalog(target), pins_revision, requests):
             versions.on_truncate(target)
             token = versions.earliest_token
             with contextlib.suppress(CatalogError):

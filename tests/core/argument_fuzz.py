@@ -121,6 +121,7 @@ MODULES_NOT_SWEPT = {
     "almanac.identity": _INTERNAL,
     "almanac.log": _INTERNAL,
     "almanac.log_format": _INTERNAL,
+    "almanac.log_truncation": _INTERNAL,
     "almanac.leases": _INTERNAL,
     "almanac.read_point": "how front ends parse a read point; reached through system_table and SQL",
     "almanac.metastore": "the store interface under the catalog: tests/metastore",

@@ -34,6 +34,8 @@ from almanac import (
 )
 from almanac.descriptors import Schema
 from almanac.entries import SchemaCreated
+from almanac.log import UpdateLog
+from almanac.metastore import MemoryMetastore
 
 from .support import col, table
 
@@ -222,7 +224,16 @@ def test_other_entry_points_check_their_arguments(cat: Catalog) -> None:
 def test_pin_of_a_missing_version_is_refused_before_pinning(cat: Catalog) -> None:
     with pytest.raises(almanac.VersionNotFoundError), cat.pin(99):
         pass
-    assert cat.log.oldest_pinned()[0] is None
+    assert cat.oldest_pinned()[0] is None
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, "10", True])
+def test_a_node_refuses_a_pin_lease_ttl_that_is_not_a_positive_number(bad: Any) -> None:
+    with MemoryMetastore() as store:
+        refused(
+            lambda: Catalog(UpdateLog(store, owns_store=False), pin_ttl_s=bad),
+            "Parameter 'pin_ttl_s' of Catalog",
+        )
 
 
 # --------------------------------------------------------------------------- found by the fuzzer

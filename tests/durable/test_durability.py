@@ -127,8 +127,8 @@ def test_pins_of_a_killed_process_expire(tmp_path: Path) -> None:
         "from almanac.catalog import Catalog\n"
         "from almanac.log import UpdateLog\n"
         "from almanac.metastore import SqliteMetastore\n"
-        f"c = Catalog(UpdateLog(SqliteMetastore({str(tmp_path / 'data' / 'catalog.db')!r}),"
-        " pin_ttl_s=1.0))\n"
+        f"c = Catalog(UpdateLog(SqliteMetastore({str(tmp_path / 'data' / 'catalog.db')!r})),"
+        " pin_ttl_s=1.0)\n"
         "cm = c.pin(3); cm.__enter__(); print('pinned', flush=True); sys.stdin.readline()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import almanac
+import almanac.retention
 from almanac.catalog import Catalog
 from almanac.entries import VersionedUpdate
 from almanac.errors import CorruptLogError, MetastoreError, VersionNotFoundError
@@ -29,6 +30,7 @@ from almanac.log import (
     update_key,
 )
 from almanac.log_format import frame_update
+from almanac.log_truncation import VersionPins, truncate
 from almanac.metastore import (
     Compare,
     Delete,
@@ -205,7 +207,11 @@ def test_pins_taken_between_batches_are_never_truncated(
 ) -> None:
     store = capped
     load(store, long_log[:900])
-    with node(store) as cat, node(store) as reader:
+    with (
+        node(store) as cat,
+        node(store) as reader,
+        contextlib.closing(VersionPins(store)) as pins,  # another process's
+    ):
         assert reader.catalog_ready(900, timeout=30)
         held: list[int] = []
         refused: list[int] = []
@@ -213,7 +219,7 @@ def test_pins_taken_between_batches_are_never_truncated(
         def pin_some() -> None:
             for version in (1, 399, 400, 650, 900):
                 try:
-                    pin = reader.log.pin(version, timeout=10)
+                    pin = pins.pin(version, timeout=10)
                 except VersionNotFoundError:
                     refused.append(version)
                 else:
@@ -404,20 +410,23 @@ def test_a_process_killed_between_batches_leaves_a_log_that_opens(
         store.close()
 
 
-def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it() -> None:
+def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     store = MemoryMetastore(max_txn_ops=CAP)
     load(store, make_updates(300))
-    with node(store) as cat, node(store) as reader:
-        assert reader.catalog_ready(300, timeout=30)
-        original = cat.log.truncate
+    with node(store) as cat, contextlib.closing(VersionPins(store)) as pins:
 
         def pin_first(
-            version: almanac.CatalogVersion, pins_revision: int, requests: tuple[Any, ...] = ()
+            log: UpdateLog,
+            version: almanac.CatalogVersion,
+            pins_revision: int,
+            requests: tuple[Any, ...] = (),
         ) -> bool:
-            reader.log.pin(10)  # after checkpoint_log read the pins
-            return original(version, pins_revision, requests)
+            pins.pin(10)  # after checkpoint_log read the pins
+            return truncate(log, version, pins_revision, requests)
 
-        cat.log.truncate = pin_first  # type: ignore[method-assign]
+        monkeypatch.setattr(almanac.retention, "truncate", pin_first)
         assert cat.checkpoint_log(200) == 0
         assert log_versions(store) == list(range(1, 301))
 

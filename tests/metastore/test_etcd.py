@@ -354,7 +354,7 @@ def test_pins_outlive_an_outage_longer_than_the_call_bound(
 ) -> None:
     with LocalEtcd(1, fsync=False) as cluster:
         store = EtcdMetastore(cluster.endpoints, namespace=namespace, timeout_s=0.5)
-        cat = almanac.Catalog(UpdateLog(store, pin_ttl_s=2.0))
+        cat = almanac.Catalog(UpdateLog(store), pin_ttl_s=2.0)
         try:
             with cat.pin(1):
                 lease = int(store.range("catalog.pin.").kvs[0].lease)
