@@ -56,6 +56,22 @@ def _stage_and_write(
     return data, write_id, write_dir, list(files)
 
 
+def test_a_node_has_one_table_data_and_a_catalog_without_a_warehouse_none(cat: Catalog) -> None:
+    """``for_catalog`` finds the protocol the node's data plane attached (the
+    same object every time, its staging leases with it; one built by hand
+    does not replace it), and names a catalog without a warehouse."""
+    data = TableData.for_catalog(cat)
+    assert TableData.for_catalog(cat) is data
+    assert data.catalog is cat
+    assert (data.staging.store, data.staging.warehouse) == (data.store, data.warehouse)
+    by_hand = TableData(data.store, data.warehouse)
+    assert by_hand.catalog is None and TableData.for_catalog(cat) is data
+    bare = almanac.connect("memory://")
+    with bare, pytest.raises(CatalogError, match="has no warehouse for table data") as info:
+        TableData.for_catalog(bare)
+    assert "connect(..., warehouse=...)" in str(info.value)
+
+
 def test_append_then_overwrite(cat: Catalog) -> None:
     table = create(cat)
     first = append(cat, [1, 2, 3])

@@ -7,9 +7,9 @@ adds), then publishes it: its transaction compares ``data.table.<id>`` with
 the parent it read (so two commits never both build on one parent),
 requires ``data.write.<write_id>`` to be absent (so a write applies once)
 and its staging key to be the one under its live lease. Every commit is
-staged: the janitor collects nothing of a table while a staging lease under
-it lives, and a write whose lease expired (its files may be gone) can never
-publish.
+staged (``staging``): the janitor collects nothing of a table while a
+staging lease under it lives, and a write whose lease expired (its files
+may be gone) can never publish.
 """
 
 from __future__ import annotations
