@@ -38,7 +38,7 @@ def append(cat: Catalog, ids: Sequence[int], name: str = "T") -> DataSnapshot:
     assert table is not None
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60)
+    data.staging.stage(write_id, write_dir, ttl_s=60)
     shape = CommitShape.of(version, table)
     files = write_files(
         data.warehouse, table, shape.partitions, conform(rows(list(ids)), table), write_dir

@@ -261,7 +261,7 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
         shape = CommitShape.of(base, table)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        lease = data.stage(write_id, write_dir, ttl_s=60.0)
+        lease = data.staging.stage(write_id, write_dir, ttl_s=60.0)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows(range(10)), table), write_dir
         )
@@ -275,7 +275,7 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
             base.version,
             ahead.activation_time,
         )
-        data.release(lease)
+        data.staging.release(lease)
         assert cat.latest_version == base.version
         # Read at the version it was written against, as before.
         assert ids_of(read_table(cat, "T", version=base.version)) == list(range(10))

@@ -108,7 +108,7 @@ def commit_and_hang_at(
         assert table is not None
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        data.stage(write_id, write_dir, ttl_s=ttl_s)
+        data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
         shape = CommitShape.of(version, table)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir

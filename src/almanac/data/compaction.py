@@ -171,7 +171,7 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
     table = plan.table
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     try:
         written: list[DataFile] = []
         for group in plan.groups:
@@ -185,13 +185,13 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
                 max_rows_per_file=_ONE_FILE,
                 tablet=group[0].partition,
             )
-            data.keep_alive(lease)
+            data.staging.keep_alive(lease)
         return data.commit(plan.shape, write_id, written, operation="replace", replaces=plan.files)
     except BaseException:
-        data.abort(write_id, write_dir)
+        data.staging.abort(write_id, write_dir)
         raise
     finally:
-        data.release(lease)
+        data.staging.release(lease)
 
 
 def compact(

@@ -34,7 +34,7 @@ from almanac import _check as check
 from almanac.catalog import Catalog
 from almanac.catalog_types import HookWork
 from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.data.commits import ABORTED, TableData, select_record
+from almanac.data.commits import TableData, select_record
 from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
@@ -50,6 +50,7 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
+from almanac.data.staging import ABORTED
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
 from almanac.entries import TableDataCommitted
@@ -451,7 +452,7 @@ def _expire(
         if data.record(table_id, current.snapshot_id) is None:
             continue
         expired = _expired_ids(data, removed, kept)
-        hold = data.hold(table_id)
+        hold = data.staging.hold(table_id)
         rewritten: tuple[str, list[str]] | None = None
         ok = False
         try:
@@ -479,7 +480,7 @@ def _expire(
             else:
                 ok = data.store.txn(compares, ops).succeeded
         finally:
-            data.release(hold.lease)
+            data.staging.release(hold.lease)
             if not ok and rewritten is not None:
                 data.iceberg.remove(rewritten[1])
         if not ok:

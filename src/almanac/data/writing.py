@@ -71,15 +71,15 @@ def write_table(
     shape = CommitShape.of(version, table)
     write_id = new_write_id()
     write_dir = store.warehouse.write_dir(table.id, write_id)
-    lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    lease = store.staging.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     try:
         files = write_files(store.warehouse, table, shape.partitions, rows, write_dir)
         result = store.commit(shape, write_id, files, operation=operation)
     except BaseException:
-        store.abort(write_id, write_dir)
+        store.staging.abort(write_id, write_dir)
         raise
     finally:
-        store.release(lease)
+        store.staging.release(lease)
     return result
 
 
@@ -121,7 +121,7 @@ def commit_table_as(
     partitions = table_partitions(planned.catalog, table)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=ttl_s)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
     made: list[DataSnapshot] = []
     files: tuple[DataFile, ...] = ()
 
@@ -154,10 +154,10 @@ def commit_table_as(
         result = cat.execute(commands, attach=attach)
     except BaseException:
         with contextlib.suppress(CatalogError):
-            data.abort(write_id, write_dir)
+            data.staging.abort(write_id, write_dir)
         raise
     finally:
-        data.release(lease)
+        data.staging.release(lease)
     return result, made[-1]
 
 

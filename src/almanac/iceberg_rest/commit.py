@@ -123,7 +123,7 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
         ) from exc
     finally:
         for lease in leases:
-            data.release(lease)
+            data.staging.release(lease)
     return True
 
 
@@ -211,7 +211,7 @@ def _publish(
             # metadata.json of the same snapshot, as an ALTER's schema does
             # (a commit answers a new metadata location); the hold keeps the
             # janitor off it.
-            hold = data.hold(table_id)
+            hold = data.staging.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
                 data.warehouse.table_dir(table_id),
