@@ -38,7 +38,7 @@ from almanac.data.file_checks import (
 )
 from almanac.data.files import DataFile
 from almanac.data.iceberg_schema import CommitShape
-from almanac.data.iceberg_write import IcebergFiles
+from almanac.data.iceberg_write import IcebergWriter
 from almanac.data.snapshots import (
     OPERATIONS,
     REFS,
@@ -130,7 +130,7 @@ class TableData:
         self.store = store
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
-        self.iceberg = IcebergFiles()
+        self.iceberg = IcebergWriter()
         self.staging = Staging(store, warehouse)
         """The staging leases of this catalog's writes and holds."""
         self.versions: Callable[[int], CatalogVersion | None] | None = None

@@ -58,7 +58,7 @@ from almanac.data.iceberg_schema import (
 )
 from almanac.errors import CatalogError, ConflictError
 
-__all__ = ["IcebergFiles"]
+__all__ = ["IcebergWriter"]
 
 _Layout = TypeVar("_Layout", IcebergSpec, IcebergSortOrder)
 
@@ -273,7 +273,7 @@ class _ReplaceFiles(_RewriteFiles):
         return Summary(Operation.REPLACE, **totals)
 
 
-class IcebergFiles(IcebergReader):
+class IcebergWriter(IcebergReader):
     """Reading (``IcebergReader``) and writing Iceberg metadata in one
     warehouse: every ``metadata.json`` written here is cached as read."""
 

@@ -4,7 +4,7 @@ Before table data moved onto Apache Iceberg, a snapshot record named a JSON
 manifest (``<root>/<schema>/<table>/_manifests/<tid>-<sid>-<uuid>.json``)
 listing the snapshot's whole file set with tagged statistics. ``upgrade_warehouse``
 replays each such chain, oldest first, as Iceberg snapshots written by the
-new core (``IcebergFiles.write_commit``): an append for the files a record
+new core (``IcebergWriter.write_commit``): an append for the files a record
 added when it removed none, else an overwrite with its whole file set. The
 data files stay where they are (an Iceberg data file may live anywhere),
 except those whose old path would lie under a table-id directory of the new
