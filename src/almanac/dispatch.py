@@ -21,12 +21,57 @@ happen under one lock, so readiness never runs ahead of application.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 
-from almanac.events import Event, EventType, Listener, ListenerFailure, Listeners
+from almanac.events import Event, EventType, Listener, ListenerFailure
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "Listeners"]
+
+# The logger keeps its documented name: a listener's failure is an event's.
+_log = logging.getLogger("almanac.events")
+
+
+class Listeners:
+    """Per-type subscriptions; safe to (un)subscribe while events are delivered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_type: dict[EventType, tuple[Listener, ...]] = {}
+        self.failures: list[ListenerFailure] = []
+
+    def add(self, event_type: EventType, listener: Listener) -> None:
+        with self._lock:
+            self._by_type[event_type] = (*self._by_type.get(event_type, ()), listener)
+
+    def remove(self, event_type: EventType, listener: Listener) -> None:
+        with self._lock:
+            current = self._by_type.get(event_type, ())
+            self._by_type[event_type] = tuple(x for x in current if x != listener)
+
+    def wants(self, events: list[Event]) -> bool:
+        """Whether any current listener subscribes to one of ``events``."""
+        by_type = self._by_type
+        return any(by_type.get(event.type) for event in events)
+
+    def fire(self, events: list[Event]) -> None:
+        for event in events:
+            for listener in self._by_type.get(event.type, ()):
+                try:
+                    listener(event)
+                except BaseException as exc:
+                    # BaseException too: a listener's SystemExit or
+                    # KeyboardInterrupt must not end the dispatcher thread,
+                    # or no later version of this node would become ready.
+                    _log.exception(
+                        "Listener %r failed on %s of version %d",
+                        listener,
+                        event.type.value,
+                        event.version,
+                    )
+                    with self._lock:
+                        self.failures.append(ListenerFailure(event, listener, exc))
 
 
 class Dispatcher:

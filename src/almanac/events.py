@@ -1,5 +1,9 @@
 """Catalog events: what listeners learn after a version is registered.
 
+This module holds the values (an event, its type, a listener's failure) and
+the JSON an event travels as; the registry that calls listeners, on its
+thread, is the node's dispatcher (``almanac.dispatch``).
+
 Events fire in entry order once the new snapshot is readable, so a
 listener may call ``catalog(event.version)``. A version with DDL is
 *ready* only after its listeners and those of every earlier version
@@ -22,8 +26,6 @@ version being delivered and later ones (see ``Catalog.catalog_ready``).
 from __future__ import annotations
 
 import enum
-import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,9 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from almanac.entries import UpdateEntry
 
-__all__ = ["Event", "EventType", "Listener", "ListenerFailure", "Listeners", "event_json"]
-
-_log = logging.getLogger("almanac.events")
+__all__ = ["Event", "EventType", "Listener", "ListenerFailure", "event_json"]
 
 
 DATA_COMMIT_FIELDS = (
@@ -90,12 +90,11 @@ def event_json(entry: UpdateEntry) -> dict[str, Any]:
     ``data_commit``, a data commit's snapshot, metadata, operation and counts
     (``None`` for every other event), so a listener elsewhere learns what
     changed without reading the table."""
-    from almanac.entries import TableDataCommitted
-
     event_type = entry.event_type
     assert event_type is not None, "only entries with an event type are events"
     data = None
-    if isinstance(entry, TableDataCommitted):
+    # Only a data commit's entry (``TableDataCommitted``) has this type.
+    if event_type is EventType.DATA_COMMIT:
         data = {name: getattr(entry, name) for name in DATA_COMMIT_FIELDS}
     return {"type": event_type.value, "object_id": entry.object_id(), "data_commit": data}
 
@@ -105,44 +104,3 @@ class ListenerFailure:
     event: Event
     listener: Listener
     error: BaseException
-
-
-class Listeners:
-    """Per-type subscriptions; safe to (un)subscribe while events are delivered."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_type: dict[EventType, tuple[Listener, ...]] = {}
-        self.failures: list[ListenerFailure] = []
-
-    def add(self, event_type: EventType, listener: Listener) -> None:
-        with self._lock:
-            self._by_type[event_type] = (*self._by_type.get(event_type, ()), listener)
-
-    def remove(self, event_type: EventType, listener: Listener) -> None:
-        with self._lock:
-            current = self._by_type.get(event_type, ())
-            self._by_type[event_type] = tuple(x for x in current if x != listener)
-
-    def wants(self, events: list[Event]) -> bool:
-        """Whether any current listener subscribes to one of ``events``."""
-        by_type = self._by_type
-        return any(by_type.get(event.type) for event in events)
-
-    def fire(self, events: list[Event]) -> None:
-        for event in events:
-            for listener in self._by_type.get(event.type, ()):
-                try:
-                    listener(event)
-                except BaseException as exc:
-                    # BaseException too: a listener's SystemExit or
-                    # KeyboardInterrupt must not end the dispatcher thread,
-                    # or no later version of this node would become ready.
-                    _log.exception(
-                        "Listener %r failed on %s of version %d",
-                        listener,
-                        event.type.value,
-                        event.version,
-                    )
-                    with self._lock:
-                        self.failures.append(ListenerFailure(event, listener, exc))

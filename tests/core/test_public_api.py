@@ -93,7 +93,6 @@ NOT_EXPORTED = {
     "almanac.datatypes.default_params": "a type rule the commands apply",
     "almanac.datatypes.python_value_fits": "a type rule the commands apply",
     "almanac.datatypes.validate_params": "a type rule the commands apply",
-    "almanac.events.Listeners": "the catalog's listener registry",
     "almanac.events.event_json": "the JSON form of an event, for the HTTP API and the CLI",
     "almanac.remote.error_from_reply": "how the remote client reads a server's error reply",
     "almanac.targets.MAX_TIMEOUT_S": "the bound parse_target and the etcd store check",
