@@ -15,7 +15,7 @@ import pyarrow as pa
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, CreateTable, Event, EventType
 from almanac.data import create_table_as, write_table
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.waiting import PATIENCE, wait_for
 
 _T = TypeVar("_T")

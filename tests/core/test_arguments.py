@@ -32,10 +32,10 @@ from almanac import (
     TableProperties,
     ValidationError,
 )
-from almanac.descriptors import Schema
-from almanac.entries import SchemaCreated
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
+from almanac.model.descriptors import Schema
+from almanac.model.entries import SchemaCreated
+from almanac.node.log import UpdateLog
 
 from .support import col, table
 
@@ -323,7 +323,8 @@ def test_messages_read_like_the_rule_errors() -> None:
 
 
 def test_hybrid_clock_constants_agree() -> None:
-    from almanac import _check, clock
+    from almanac import _check
+    from almanac.model import clock
 
     assert _check._LOGICAL_BITS == clock.LOGICAL_BITS
 

@@ -148,8 +148,8 @@ def test_the_data_package_has_no_cycle_among_its_own_modules() -> None:
 
 def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones() -> None:
     graph, packages = import_graph()
-    # ``almanac.catalog`` imports the SQL layer inside ``Catalog.sql`` only.
-    assert "almanac.sql.parsing" in graph["almanac.catalog"]
+    # ``almanac.node.catalog`` imports the SQL layer inside ``Catalog.sql`` only.
+    assert "almanac.sql.parsing" in graph["almanac.node.catalog"]
     assert packages["almanac.sql.parsing"] == "almanac.sql"
     assert packages["almanac"] == "almanac"
     # A cycle made only of deferred imports is found.
@@ -164,7 +164,7 @@ def test_flight_and_the_data_plane_load_without_spark() -> None:
     import sys
 
     probe = (
-        "import sys, almanac, almanac.flight, almanac.data, almanac.system_tables; "
+        "import sys, almanac, almanac.tserver.client, almanac.data, almanac.system_tables; "
         "print(sorted(m for m in ('pyspark', 'py4j') if m in sys.modules))"
     )
     done = subprocess.run(

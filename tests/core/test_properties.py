@@ -56,7 +56,7 @@ from almanac import (
     SetTableProperties,
     StartBuildingIndex,
 )
-from almanac.entries import apply_update
+from almanac.model.entries import apply_update
 
 from .support import ID
 

@@ -1,4 +1,4 @@
-"""One read point for every front end (``almanac.read_point``)."""
+"""One read point for every front end (``almanac.model.read_point``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import almanac
 from almanac.errors import ValidationError, VersionNotFoundError
-from almanac.read_point import ReadPoint, parse_instant, read_point
+from almanac.model.read_point import ReadPoint, parse_instant, read_point
 
 
 def test_a_read_point_names_a_version_an_instant_or_the_latest() -> None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from almanac import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.data import CommitShape, DataSnapshot, TableData, conform, new_write_id, write_files
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S
-from almanac.log import KEY_CHECKPOINT_VERSION, update_key
-from almanac.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
 from almanac.metastore import Compare, Put
-from almanac.requests import Checkpoint
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.request_ids import Checkpoint
+from almanac.node.log import KEY_CHECKPOINT_VERSION, update_key
+from almanac.node.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
 from almanac.serialization.catalogs import _write_snapshot_v1
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import _PROTOCOL_HEADER, REGISTRY

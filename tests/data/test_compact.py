@@ -44,8 +44,8 @@ from almanac.data import (
 )
 from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.snapshots import DataSnapshot
-from almanac.descriptors import Table
 from almanac.errors import SnapshotExpiredError
+from almanac.model.descriptors import Table
 from tests.data import workers
 from tests.data.support import append, connect, create, rows, table_data
 

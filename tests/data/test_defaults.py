@@ -36,7 +36,7 @@ import almanac
 from almanac import Catalog, ColumnType, ConstantDefault, DataError, FunctionDefault
 from almanac.data import Predicate, TableData, plan_scan, read_table, write_table
 from almanac.data.arrow import column_defaults, column_fill
-from almanac.descriptors import Column
+from almanac.model.descriptors import Column
 from tests.data.support import connect, own_files
 
 BACKENDS = ("memory", "sqlite")

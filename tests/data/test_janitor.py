@@ -21,7 +21,7 @@ from almanac.data import (
     write_files,
     write_table,
 )
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 
 

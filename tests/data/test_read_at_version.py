@@ -20,7 +20,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.clock import LOGICAL_BITS
+from almanac.access.targets import STORE_FILE, parse_target
 from almanac.data import (
     CommitShape,
     TableData,
@@ -33,22 +33,22 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.plane import attach_data_plane
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import (
     CatalogError,
     SnapshotExpiredError,
     ValidationError,
     VersionNotFoundError,
 )
-from almanac.etcd_local import LocalEtcd
-from almanac.flight import read_table as flight_read
-from almanac.log import UpdateLog
 from almanac.metastore import Metastore, SqliteMetastore, Watch, WatchEvent
 from almanac.metastore.etcd import EtcdMetastore
+from almanac.model.clock import LOGICAL_BITS
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from almanac.placement import TabletState, read_reports, read_route
-from almanac.schema_sync import SchemaSync
 from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
-from almanac.targets import STORE_FILE, parse_target
+from almanac.tserver.client import read_table as flight_read
 from tests.data.support import create, ids_of, rows
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import wait_for

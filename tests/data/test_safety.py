@@ -23,8 +23,6 @@ from almanac import (
     ValidationError,
     WriteStateError,
 )
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
     DataFile,
@@ -38,8 +36,10 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.snapshots import DataSnapshot, encode_record, snapshot_key
-from almanac.entries import ObjectIdsReserved, VersionedUpdate
 from almanac.iceberg import load_table
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import ObjectIdsReserved, VersionedUpdate
+from almanac.node.catalog_types import HookWork
 from tests.data.support import append, create, data_keys, ids_of, rows, zone_tablets
 
 

@@ -45,8 +45,6 @@ from almanac import (
     DropTable,
     NotFoundError,
 )
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
     TableData,
@@ -58,7 +56,9 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.writing import STAGE_TTL_S
-from almanac.entries import TableDataCommitted
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog_types import HookWork
 from tests.data.support import connect
 
 NAMES = ("A", "B", "C")

@@ -86,9 +86,9 @@ def commit_and_hang_at(
     the version or the write released its lease). ``warehouse`` None: the
     catalog's own; ``ttl_s``: the write's staging lease."""
     import almanac
-    from almanac.catalog_types import HookWork
-    from almanac.catalog_version import CatalogVersion
     from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
+    from almanac.model.catalog_version import CatalogVersion
+    from almanac.node.catalog_types import HookWork
 
     def report_and_hang(written: list[str]) -> NoReturn:
         Path(gate, "written.tmp").write_text("\n".join(written))

@@ -16,21 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import almanac
-import almanac.retention
-from almanac.catalog import Catalog
-from almanac.entries import VersionedUpdate
+import almanac.node.retention
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import CorruptLogError, MetastoreError, VersionNotFoundError
-from almanac.etcd_local import LocalEtcd
-from almanac.log import (
-    KEY_CHECKPOINT_VERSION,
-    KEY_TRUNCATING,
-    KEY_VERSION,
-    UPDATE_PREFIX,
-    UpdateLog,
-    update_key,
-)
-from almanac.log_format import frame_update
-from almanac.log_truncation import VersionPins, truncate
 from almanac.metastore import (
     Compare,
     Delete,
@@ -42,7 +30,19 @@ from almanac.metastore import (
     TxnResult,
 )
 from almanac.metastore.etcd import EtcdMetastore
-from almanac.schema_sync import SchemaSync
+from almanac.model.entries import VersionedUpdate
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.catalog import Catalog
+from almanac.node.log import (
+    KEY_CHECKPOINT_VERSION,
+    KEY_TRUNCATING,
+    KEY_VERSION,
+    UPDATE_PREFIX,
+    UpdateLog,
+    update_key,
+)
+from almanac.node.log_format import frame_update
+from almanac.node.log_truncation import VersionPins, truncate
 from tests.durable.helpers import child, digest, table
 from tests.metastore.helpers import make_store
 
@@ -426,7 +426,7 @@ def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it(
             pins.pin(10)  # after checkpoint_log read the pins
             return truncate(log, version, pins_revision, requests)
 
-        monkeypatch.setattr(almanac.retention, "truncate", pin_first)
+        monkeypatch.setattr(almanac.node.retention, "truncate", pin_first)
         assert cat.checkpoint_log(200) == 0
         assert log_versions(store) == list(range(1, 301))
 

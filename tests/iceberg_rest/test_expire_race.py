@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, write_table
 from almanac.data.iceberg_write import IcebergWriter
+from almanac.node.catalog import Catalog
 
 from .tables import SCHEMA, batch
 

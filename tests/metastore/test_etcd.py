@@ -15,9 +15,8 @@ import pytest
 from aetcd import rpc
 
 import almanac
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import CompactedError, InvalidArgumentError, MetastoreUnavailableError
-from almanac.etcd_local import LocalEtcd
-from almanac.log import UpdateLog
 from almanac.metastore import (
     Compare,
     Delete,
@@ -32,6 +31,7 @@ from almanac.metastore import (
     open_metastore,
 )
 from almanac.metastore.etcd import EtcdMetastore
+from almanac.node.log import UpdateLog
 from tests.waiting import PATIENCE
 
 from .helpers import cas_increment, wait_until

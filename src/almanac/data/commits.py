@@ -24,10 +24,6 @@ from collections.abc import Callable, Sequence
 from pyiceberg.table.metadata import TableMetadata
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
-from almanac.clock import HybridClock
 from almanac.data.deletes import live_rows
 from almanac.data.file_checks import (
     check_files_belong,
@@ -58,7 +54,6 @@ from almanac.data.snapshots import (
 )
 from almanac.data.staging import ABORTED, Hold, Staging
 from almanac.data.warehouse import Warehouse, new_write_id
-from almanac.entries import TableDataCommitted
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -67,6 +62,11 @@ from almanac.errors import (
     WriteStateError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.clock import HybridClock
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "CommitShape", "TableData", "select_record"]
 

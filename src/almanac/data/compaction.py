@@ -23,8 +23,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.arrow import arrow_schema, output_schema
 from almanac.data.commits import CommitShape, TableData
 from almanac.data.files import DataFile, write_files
@@ -32,8 +30,10 @@ from almanac.data.reading import read_file
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import new_write_id
 from almanac.data.writing import STAGE_TTL_S
-from almanac.descriptors import Table
 from almanac.errors import DataError, NotFoundError, ValidationError
+from almanac.model.catalog_version import DEFAULT_SCHEMA
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 __all__ = [
     "DEFAULT_TARGET_FILE_MB",

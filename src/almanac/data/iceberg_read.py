@@ -35,7 +35,7 @@ from almanac.data.iceberg_schema import (
 )
 from almanac.data.tablets import tablet_position
 from almanac.errors import CatalogError, CorruptLogError
-from almanac.partitioning import PartitionField
+from almanac.model.partitioning import PartitionField
 
 __all__ = ["IcebergReader", "MetadataFiles"]
 

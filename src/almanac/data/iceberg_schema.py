@@ -54,13 +54,13 @@ from pyiceberg.types import (
 )
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import column_defaults
 from almanac.data.tablets import partition_column, table_partitions, tablet_column
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, Table
 from almanac.errors import DataError
-from almanac.partitioning import FIRST_FIELD_ID, PartitionField
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, Table
+from almanac.model.partitioning import FIRST_FIELD_ID, PartitionField
 
 __all__ = [
     "CATALOG_VERSION_PROPERTY",

@@ -31,9 +31,6 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.data.commits import TableData, select_record
 from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
@@ -53,7 +50,6 @@ from almanac.data.snapshots import (
 from almanac.data.staging import ABORTED
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
-from almanac.entries import TableDataCommitted
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -62,6 +58,10 @@ from almanac.errors import (
     VersionNotFoundError,
 )
 from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 

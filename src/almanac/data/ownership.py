@@ -12,9 +12,9 @@ import pyarrow.fs as pafs
 from almanac.data.snapshots import SNAPSHOT_PREFIX, STAGING_PREFIX
 from almanac.data.warehouse import Warehouse
 from almanac.errors import CorruptLogError
-from almanac.identity import new_catalog_id, parse_catalog_id
-from almanac.log import KEY_ID
 from almanac.metastore import Compare, Metastore, Put
+from almanac.node.identity import new_catalog_id, parse_catalog_id
+from almanac.node.log import KEY_ID
 
 __all__ = ["catalog_id", "claim_warehouse"]
 

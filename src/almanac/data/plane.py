@@ -12,16 +12,16 @@ import weakref
 
 import pyarrow.fs as pafs
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.ownership import claim_warehouse
 from almanac.data.warehouse import Warehouse
-from almanac.entries import TableRecovered, VersionedUpdate
 from almanac.errors import CatalogError, ValidationError
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableRecovered, VersionedUpdate
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["DataPlane", "attach_data_plane", "warehouse_of"]
 
@@ -56,7 +56,7 @@ class DataPlane:
         the warehouse: a purged table's data goes by the janitor's rule for
         dropped tables."""
         from almanac.data.janitor import run_janitor
-        from almanac.soft_delete import purge_expired_tables
+        from almanac.node.soft_delete import purge_expired_tables
 
         while not self._stop.wait(interval_s):
             try:

@@ -39,7 +39,6 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from almanac import _check as check
-from almanac.catalog import Catalog
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.iceberg_schema import CommitShape
@@ -56,9 +55,10 @@ from almanac.data.snapshots import (
 )
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import STAGED_MARKER, new_write_id
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, DeleteRange, KeyValue, Op, Put
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 __all__ = ["UpgradeReport", "convert_table", "legacy_tables", "upgrade_warehouse"]
 

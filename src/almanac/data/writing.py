@@ -11,9 +11,6 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import ExecuteResult, HookWork
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview
 from almanac.data.arrow import check_rows
@@ -23,9 +20,12 @@ from almanac.data.files import DataFile, write_files
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import new_write_id
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import ExecuteResult, HookWork
 
 __all__ = [
     "STAGE_TTL_S",

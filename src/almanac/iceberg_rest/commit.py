@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.expired import mark
 from almanac.data.iceberg_schema import CATALOG_VERSION_PROPERTY
@@ -22,7 +19,6 @@ from almanac.data.snapshots import (
     pointer_unchanged,
 )
 from almanac.data.sweep import Sweep, read_sweep
-from almanac.entries import TableDataCommitted
 from almanac.errors import ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
@@ -30,6 +26,10 @@ from almanac.iceberg_rest.mapping import (
 )
 from almanac.iceberg_rest.plan import Change
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["commit"]
 
