@@ -51,6 +51,7 @@ class DataPlane:
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
         cat.add_commit_hook(self._recover_hook)
+        cat.set_data_commit_check(self.data.check_published)
         cat.on_close(self.close)
         if janitor_interval_s is not None:
             self._janitor = threading.Thread(
