@@ -16,7 +16,13 @@ from almanac import Catalog, ConflictError, ValidationError
 from almanac.catalog_types import HookWork
 from almanac.catalog_version import CatalogVersion
 from almanac.data import read_table
-from almanac.data.snapshots import Record, encode_pointer, snapshot_key, table_key
+from almanac.data.snapshots import (
+    Record,
+    encode_pointer,
+    pointer_unchanged,
+    snapshot_key,
+    table_key,
+)
 from almanac.entries import TableDataCommitted
 from almanac.metastore import Delete, Put
 from tests.data.support import append, connect, create, ids_of, table_data
@@ -191,6 +197,28 @@ def test_an_entry_naming_the_current_snapshot_commits(tmp_path: Path) -> None:
         result = cat.execute([], attach=_attaching(dataclasses.replace(named, operation="refs")))
         assert result.created
         _nothing_changed(cat, target, result.version, table.id)
+
+
+def test_work_planned_on_a_state_that_changed_is_a_conflict(tmp_path: Path) -> None:
+    """An expiry that read the chain before an append landed names the
+    snapshot that was current then; its own compare on the pointer fails,
+    so it is a ``ConflictError`` (plan again), as its transaction says,
+    not a ``ValidationError``."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1])
+        planned = _current(cat, table.id)
+        guard = pointer_unchanged(cat.metastore, table.id, planned.snapshot_id)
+        append(cat, [2])
+        before = cat.latest_version
+        named = _entry(table.id, snapshot_id=planned.snapshot_id, metadata=planned.metadata)
+        stale = HookWork(
+            compares=[guard], entries=(dataclasses.replace(named, operation="expire"),)
+        )
+        with pytest.raises(ConflictError, match=f"data.table.{table.id}"):
+            cat.execute([], attach=lambda _base, _new: stale)
+        _nothing_changed(cat, target, before, table.id)
 
 
 def test_a_named_snapshot_that_stops_being_current_before_the_transaction_commits_nothing(

@@ -601,47 +601,65 @@ class TableData:
         metadata) gets back compares that hold it until the transaction. A
         version pinning a snapshot without a record would make the table
         unreadable at it, reported as expired. The catalog's committer calls
-        this on what an ``execute(attach=...)`` callback returns."""
+        this on what an ``execute(attach=...)`` callback returns.
+
+        Work planned on a state that changed since (an expiry that read the
+        chain before an append landed) fails its own compares: that is a
+        ``ConflictError``, as its transaction would have said, so the
+        caller plans again."""
         compares: list[Compare] = []
-        for entry in work.entries:
-            record_key = snapshot_key(entry.table_id, entry.snapshot_id)
-            raw, held = self._after(work.ops, record_key)
-            if raw is None:
-                raise _unpublished(
-                    entry,
-                    "its transaction leaves no record of that snapshot (it publishes none, "
-                    "and none is stored)",
-                    "data-commit-published",
-                )
-            try:
-                record = decode_record(record_key, raw)
-            except CatalogError as exc:
-                raise _unpublished(
-                    entry, f"its record is unreadable ({exc})", "data-commit-record"
-                ) from None
-            if record.metadata != entry.metadata:
-                raise _unpublished(
-                    entry,
-                    f"its record names metadata '{record.metadata}', not '{entry.metadata}'",
-                    "data-commit-metadata",
-                )
-            pointer_key = table_key(entry.table_id)
-            pointer, pointer_held = self._after(work.ops, pointer_key)
-            try:
-                current = None if pointer is None else decode_pointer(pointer_key, pointer)
-            except CatalogError as exc:
-                raise _unpublished(
-                    entry, f"the table's pointer is unreadable ({exc})", "data-commit-current"
-                ) from None
-            if current != entry.snapshot_id:
-                now = "no snapshot" if current is None else f"snapshot {current}"
-                raise _unpublished(
-                    entry,
-                    f"the table's current data after its transaction would be {now}",
-                    "data-commit-current",
-                )
-            compares += [c for c in (held, pointer_held) if c is not None]
+        try:
+            for entry in work.entries:
+                compares += self._check_entry(entry, work.ops)
+        except ValidationError:
+            stale = next((c for c in work.compares if not c.holds(self.store.get(c.key))), None)
+            if stale is None:
+                raise
+            raise ConflictError(
+                "The commit was refused: a condition attached to it no longer holds "
+                f"(key '{stale.key}' changed since its data commits were planned)",
+                attempts=1,
+            ) from None
         return compares
+
+    def _check_entry(self, entry: TableDataCommitted, ops: Sequence[Op]) -> list[Compare]:
+        record_key = snapshot_key(entry.table_id, entry.snapshot_id)
+        raw, held = self._after(ops, record_key)
+        if raw is None:
+            raise _unpublished(
+                entry,
+                "its transaction leaves no record of that snapshot (it publishes none, "
+                "and none is stored)",
+                "data-commit-published",
+            )
+        try:
+            record = decode_record(record_key, raw)
+        except CatalogError as exc:
+            raise _unpublished(
+                entry, f"its record is unreadable ({exc})", "data-commit-record"
+            ) from None
+        if record.metadata != entry.metadata:
+            raise _unpublished(
+                entry,
+                f"its record names metadata '{record.metadata}', not '{entry.metadata}'",
+                "data-commit-metadata",
+            )
+        pointer_key = table_key(entry.table_id)
+        pointer, pointer_held = self._after(ops, pointer_key)
+        try:
+            current = None if pointer is None else decode_pointer(pointer_key, pointer)
+        except CatalogError as exc:
+            raise _unpublished(
+                entry, f"the table's pointer is unreadable ({exc})", "data-commit-current"
+            ) from None
+        if current != entry.snapshot_id:
+            now = "no snapshot" if current is None else f"snapshot {current}"
+            raise _unpublished(
+                entry,
+                f"the table's current data after its transaction would be {now}",
+                "data-commit-current",
+            )
+        return [c for c in (held, pointer_held) if c is not None]
 
     def _after(self, ops: Sequence[Op], key: str) -> tuple[bytes | None, Compare | None]:
         """The value ``ops`` leave at ``key``, or the stored one when they
