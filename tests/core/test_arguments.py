@@ -34,7 +34,8 @@ from almanac import (
 )
 from almanac.metastore import MemoryMetastore
 from almanac.model.descriptors import Schema
-from almanac.model.entries import SchemaCreated
+from almanac.model.entries import SchemaCreated, TableDataCommitted
+from almanac.node.catalog_types import HookWork
 from almanac.node.log import UpdateLog
 
 from .support import col, table
@@ -280,6 +281,26 @@ def test_what_attach_returns_is_checked(cat: Catalog) -> None:
         "must be a TableDataCommitted",
     )
     assert cat.latest_version == 1
+
+
+def test_a_data_commit_on_a_catalog_without_a_data_plane_is_refused() -> None:
+    """No warehouse, so nothing can publish a data snapshot: an attached
+    entry would pin one no reader can find."""
+    with almanac.connect("memory://") as cat:
+        cat.execute(
+            [CreateTable(name="T", columns=(col("ID", nullable=False),), primary_key=("ID",))]
+        )
+        before = cat.latest_version
+        made = cat.catalog().table("T")
+        assert made is not None
+        entry = TableDataCommitted(made.id, 1, "append", "m.metadata.json")
+        refused(
+            lambda: cat.execute([], attach=lambda base, new: HookWork(entries=(entry,))),
+            f"table id {made.id} names data snapshot 1",
+            "no data plane",
+        )
+        assert cat.latest_version == before
+        assert cat.catalog().data_snapshot(made.id) is None
 
 
 # --------------------------------------------------------------------------- connect and policies

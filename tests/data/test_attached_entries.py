@@ -5,13 +5,23 @@ version, no change to any table's data, and the log still opens."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from almanac import Catalog, CatalogError, ValidationError
+from almanac import Catalog, ConflictError, ValidationError
 from almanac.data import read_table
+from almanac.data.snapshots import (
+    Record,
+    encode_pointer,
+    pointer_unchanged,
+    snapshot_key,
+    table_key,
+)
+from almanac.metastore import Delete, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
@@ -99,11 +109,6 @@ def test_two_entries_for_one_table_in_one_version_are_refused(tmp_path: Path) ->
         _nothing_changed(cat, target, before, table.id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Catalog._commit trusts an attached entry to name a snapshot its ops "
-    "publish; checking that needs the attach work's ops in the data plane's commit hook",
-)
 def test_an_entry_naming_a_snapshot_its_transaction_does_not_publish_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -115,6 +120,133 @@ def test_an_entry_naming_a_snapshot_its_transaction_does_not_publish_is_refused(
         table = create(cat)
         append(cat, [1, 2])
         before = cat.latest_version
-        with pytest.raises(CatalogError):
+        with pytest.raises(ValidationError, match=f"table id {table.id} names data snapshot 7"):
             cat.execute([], attach=_attaching(_entry(table.id, snapshot_id=7)))
         _nothing_changed(cat, target, before, table.id)
+
+
+def _current(cat: Catalog, table_id: int) -> Record:
+    record = table_data(cat).current_record(table_id)
+    assert record is not None
+    return record
+
+
+def _older(cat: Catalog, table_id: int) -> HookWork:
+    first = table_data(cat).records(table_id)[0]
+    return HookWork(
+        entries=(_entry(table_id, snapshot_id=first.snapshot_id, metadata=first.metadata),)
+    )
+
+
+def _other_metadata(cat: Catalog, table_id: int) -> HookWork:
+    return HookWork(entries=(_entry(table_id, snapshot_id=_current(cat, table_id).snapshot_id),))
+
+
+def _deleting_its_record(cat: Catalog, table_id: int) -> HookWork:
+    now = _current(cat, table_id)
+    return HookWork(
+        ops=[Delete(snapshot_key(table_id, now.snapshot_id))],
+        entries=(_entry(table_id, snapshot_id=now.snapshot_id, metadata=now.metadata),),
+    )
+
+
+def _moving_the_pointer_away(cat: Catalog, table_id: int) -> HookWork:
+    now = _current(cat, table_id)
+    return HookWork(
+        ops=[Put(table_key(table_id), encode_pointer(table_id, now.snapshot_id - 1))],
+        entries=(_entry(table_id, snapshot_id=now.snapshot_id, metadata=now.metadata),),
+    )
+
+
+UNPUBLISHED: list[tuple[str, Callable[[Catalog, int], HookWork], str]] = [
+    ("an older snapshot", _older, "current data after its transaction would be snapshot 2"),
+    ("other metadata", _other_metadata, "names metadata"),
+    ("its record deleted", _deleting_its_record, "leaves no record"),
+    ("the pointer moved away", _moving_the_pointer_away, "would be snapshot 1"),
+]
+
+
+@pytest.mark.parametrize(("label", "work", "why"), UNPUBLISHED, ids=[u[0] for u in UNPUBLISHED])
+def test_an_entry_its_transaction_leaves_unrecorded_or_not_current_is_refused(
+    tmp_path: Path, label: str, work: Callable[[Catalog, int], HookWork], why: str
+) -> None:
+    """The snapshot a version pins must be recorded and the table's current
+    one once the transaction ran, with the metadata the entry names: else
+    readers at the version and Iceberg readers of the table disagree."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1])
+        append(cat, [2])
+        before = cat.latest_version
+        built = work(cat, table.id)
+        with pytest.raises(ValidationError, match=why):
+            cat.execute([], attach=lambda _base, _new: built)
+        _nothing_changed(cat, target, before, table.id)
+
+
+def test_an_entry_naming_the_current_snapshot_commits(tmp_path: Path) -> None:
+    """A ref move, an expiry or new metadata names the snapshot the table
+    already has: the check lets it through, and the version reads it."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        now = _current(cat, table.id)
+        named = _entry(table.id, snapshot_id=now.snapshot_id, metadata=now.metadata)
+        result = cat.execute([], attach=_attaching(dataclasses.replace(named, operation="refs")))
+        assert result.created
+        _nothing_changed(cat, target, result.version, table.id)
+
+
+def test_work_planned_on_a_state_that_changed_is_a_conflict(tmp_path: Path) -> None:
+    """An expiry that read the chain before an append landed names the
+    snapshot that was current then; its own compare on the pointer fails,
+    so it is a ``ConflictError`` (plan again), as its transaction says,
+    not a ``ValidationError``."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1])
+        planned = _current(cat, table.id)
+        guard = pointer_unchanged(cat.metastore, table.id, planned.snapshot_id)
+        append(cat, [2])
+        before = cat.latest_version
+        named = _entry(table.id, snapshot_id=planned.snapshot_id, metadata=planned.metadata)
+        stale = HookWork(
+            compares=[guard], entries=(dataclasses.replace(named, operation="expire"),)
+        )
+        with pytest.raises(ConflictError, match=f"data.table.{table.id}"):
+            cat.execute([], attach=lambda _base, _new: stale)
+        _nothing_changed(cat, target, before, table.id)
+
+
+def test_a_named_snapshot_that_stops_being_current_before_the_transaction_commits_nothing(
+    tmp_path: Path,
+) -> None:
+    """What the check read holds until the transaction: a commit that moves
+    the table's pointer between the check and the transaction (forced here
+    by a commit hook, which runs in between) makes the attempt fail."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1])
+        append(cat, [1, 2])
+        before = cat.latest_version
+        now = _current(cat, table.id)
+        store = cat.metastore
+        moved: list[bool] = []
+
+        def race(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
+            if not moved:
+                moved.append(True)
+                store.put(table_key(table.id), encode_pointer(table.id, now.snapshot_id - 1))
+            return None
+
+        cat.add_commit_hook(race)
+        named = _entry(table.id, snapshot_id=now.snapshot_id, metadata=now.metadata)
+        with pytest.raises(ConflictError):
+            cat.execute([], attach=_attaching(named))
+        assert moved
+        assert cat.latest_version == before
+        assert cat.catalog().data_snapshot(table.id) == now.snapshot_id

@@ -43,6 +43,7 @@ class DataPlane:
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
         cat.add_commit_hook(self._recover_hook)
+        cat.set_data_commit_check(self.data.check_published)
         cat.on_close(self.close)
         self.data.attach(cat)
         if janitor_interval_s is not None:

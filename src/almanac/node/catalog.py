@@ -41,6 +41,7 @@ from almanac.model.request_ids import DEFAULT_REQUEST_WINDOW_S, RequestRecord, c
 from almanac.model.schema_sync import MEMORY_DEFAULTS, SchemaSync
 from almanac.node.catalog_types import (
     CommitHook,
+    DataCommitCheck,
     ExecuteResult,
     HookWork,
     RetentionPolicy,
@@ -66,6 +67,7 @@ from almanac.sql.results import SqlResult
 __all__ = [
     "Catalog",
     "CommitHook",
+    "DataCommitCheck",
     "ExecuteResult",
     "HookWork",
     "RetentionPolicy",
@@ -345,8 +347,11 @@ class Catalog:
         so the caller keeps or removes what it wrote for it. It is called
         again on every attempt, with ``new`` the version the commands make.
         A batch of no commands with an attach makes a version of its data
-        commits alone. When one of its compares fails, nothing is written
-        and ``ConflictError`` is raised.
+        commits alone. Each data commit must name a snapshot its writes
+        publish, or the table's current one, as the data plane checks
+        (``set_data_commit_check``); else ``ValidationError``. When one of
+        its compares fails, nothing is written and ``ConflictError`` is
+        raised.
 
         ``request_id`` (1 to 128 printable ASCII characters) makes the call
         idempotent: when a version was already committed under that id, on
@@ -623,6 +628,18 @@ class Catalog:
         check.callable_(hook, "Parameter 'hook' of Catalog.add_commit_hook")
         with self._cond:
             self._committer.hooks.append(hook)
+
+    def set_data_commit_check(self, check_entries: DataCommitCheck) -> None:
+        """Let ``check_entries(work)`` judge the data commits (``entries``) an
+        ``execute(attach=...)`` callback returns, before the version's
+        transaction: it raises a ``CatalogError`` for one that ``work``'s
+        writes do not publish, and returns compares that keep what it read
+        true until the transaction. The catalog knows nothing of table data:
+        the data plane sets it, and without one an attached entry is
+        refused. A second call replaces the first."""
+        check.callable_(check_entries, "Parameter 'check_entries' of Catalog.set_data_commit_check")
+        with self._cond:
+            self._committer.data_commit_check = check_entries
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` first thing in ``close`` (to stop a layer's threads)."""

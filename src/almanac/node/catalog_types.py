@@ -15,7 +15,14 @@ from almanac.metastore import Compare, Op
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import DATA_OPERATIONS, TableDataCommitted, VersionedUpdate
 
-__all__ = ["CommitHook", "ExecuteResult", "HookWork", "RetentionPolicy", "VersionInfo"]
+__all__ = [
+    "CommitHook",
+    "DataCommitCheck",
+    "ExecuteResult",
+    "HookWork",
+    "RetentionPolicy",
+    "VersionInfo",
+]
 
 _log = logging.getLogger("almanac.catalog")
 
@@ -147,3 +154,7 @@ def check_data_entries(entries: object, what: str) -> None:
 
 CommitHook = Callable[[CatalogVersion, CatalogVersion, VersionedUpdate], "HookWork | None"]
 """``hook(base, new, update)``: see ``Catalog.add_commit_hook``."""
+
+
+DataCommitCheck = Callable[[HookWork], Sequence[Compare]]
+"""``check(work)``: see ``Catalog.set_data_commit_check``."""

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from almanac import _check as check
 from almanac.commands.base import Command, CommitContext
 from almanac.commands.preview import preview
-from almanac.errors import CatalogError, ConflictError, NotFoundError, WaitTimeoutError
+from almanac.errors import (
+    CatalogError,
+    ConflictError,
+    NotFoundError,
+    ValidationError,
+    WaitTimeoutError,
+)
 from almanac.metastore import Compare, Delete, DeleteRange, Get, Op, Put, Range
 from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.model.clock import HybridClock
@@ -38,7 +44,7 @@ from almanac.model.entries import (
 )
 from almanac.model.request_ids import RequestRecord, request_digest
 from almanac.model.schema_sync import SchemaSync
-from almanac.node.catalog_types import CommitHook, ExecuteResult, HookWork
+from almanac.node.catalog_types import CommitHook, DataCommitCheck, ExecuteResult, HookWork
 from almanac.node.log import UpdateLog
 from almanac.node.versions import AppliedVersions
 
@@ -99,6 +105,8 @@ class Committer:
         self.soft_delete_reserve_s = soft_delete_reserve_s
         self.hooks: list[CommitHook] = []
         """Appended to under the node's condition; read as a copy per attempt."""
+        self.data_commit_check: DataCommitCheck | None = None
+        """Checks the data commits an attach returns (the data plane's)."""
 
     def commit(
         self,
@@ -187,6 +195,7 @@ class Committer:
                                 name=str(entry.table_id),
                             )
                     if extra:
+                        works[0] = self._checked(works[0])
                         made = apply_entries(made, extra)
                         update = dataclasses.replace(update, entries=(*update.entries, *extra))
                     if not update.entries:
@@ -236,6 +245,25 @@ class Committer:
         )
         result = ExecuteResult(update.version, planned.applied, created=True)
         return Committed(result, visible, wait_deadline, timeout)
+
+    def _checked(self, work: HookWork) -> HookWork:
+        """The attached work with the compares of the data plane's check of
+        its entries (``Catalog.set_data_commit_check``), which refuses a
+        data commit its writes do not publish. Without a data plane no data
+        commit can be made, so an entry is refused."""
+        check_entries = self.data_commit_check
+        if check_entries is None:
+            first = work.entries[0]
+            raise ValidationError(
+                f"TableDataCommitted of table id {first.table_id} names data snapshot "
+                f"{first.snapshot_id}, but this catalog node has no data plane (no warehouse) "
+                "to check that its transaction publishes it; nothing was committed",
+                table_id=first.table_id,
+                snapshot_id=first.snapshot_id,
+                rule="data-commit-published",
+            )
+        more = check_entries(work)
+        return dataclasses.replace(work, compares=(*work.compares, *more)) if more else work
 
     def _bind(self, batch: Sequence[Command]) -> list[Command]:
         """The batch with what this node decides filled in: its time now and
