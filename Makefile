@@ -47,12 +47,12 @@ browser:
 # removes demo-data/ with the rest.
 demo: setup
 	rm -rf demo-data/demo
-	$(PY) -m almanac.demo demo-data/demo
+	$(PY) -m almanac.dev.demo demo-data/demo
 
 # The same catalog on a real 3-member etcd cluster, with nodes and a failure.
 demo-cluster: setup
 	rm -rf demo-data/cluster
-	$(PY) -m almanac.demo_cluster demo-data/cluster
+	$(PY) -m almanac.dev.demo_cluster demo-data/cluster
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench

@@ -28,9 +28,9 @@ from typing import Any
 import aetcd
 
 import almanac
-from almanac.etcd_local import LocalEtcd
-from almanac.log import KEY_VERSION, update_key
-from almanac.log_format import frame_update
+from almanac.dev.etcd_local import LocalEtcd
+from almanac.node.log import KEY_VERSION, update_key
+from almanac.node.log_format import frame_update
 from workload import create_table
 
 RUNS = 3

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import almanac
 from almanac import ColumnDef, ColumnType
-from almanac.log_format import frame_update
 from almanac.metastore.sqlite import DURABILITY_LEVELS
+from almanac.node.log_format import frame_update
 from sqlite_floor import SqliteFloor
 
 RUNS = 3

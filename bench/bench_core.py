@@ -15,7 +15,7 @@ import almanac
 import timing
 from almanac import ColumnDef, ColumnType
 from almanac.data.iceberg_schema import iceberg_schema
-from almanac.nested import walk
+from almanac.model.nested import walk
 from workload import create_table
 
 REPEATS = 7

@@ -90,7 +90,7 @@ class Table:
         """One staged write of ``files`` one-row files, committed."""
         write_id = new_write_id()
         write_dir = self.data.warehouse.write_dir(self.table.id, write_id)
-        lease = self.data.stage(write_id, write_dir, ttl_s=600)
+        lease = self.data.staging.stage(write_id, write_dir, ttl_s=600)
         made: list[DataFile] = []
         directory = Path(write_dir, f"tablet={self.template.partition}")
         directory.mkdir(exist_ok=True)
@@ -99,7 +99,7 @@ class Table:
             path.write_bytes(self.payload)
             made.append(replace(self.template, path=str(path)))
         self.data.commit(self.shape, write_id, made, operation="append")
-        self.data.release(lease)
+        self.data.staging.release(lease)
 
     def metadata_dir(self) -> Path:
         return Path(self.data.warehouse.metadata_dir(self.table.id))

@@ -48,9 +48,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import almanac
-from almanac.catalog_version import CatalogVersion
 from almanac.data import write_table
-from almanac.log_format import frame_update
+from almanac.model.catalog_version import CatalogVersion
+from almanac.node.log_format import frame_update
 from bench_durable import bare_read_seconds, timed_open
 from sqlite_floor import SqliteFloor
 from workload import create_table
@@ -160,7 +160,7 @@ def bench_writes(root: Path, commits: int, before: Path | None) -> None:
 def build_versions(target: Path, versions: int) -> int:
     """A catalog of one table and ``versions`` data-commit versions after
     its CREATE TABLE (the first a real ``write_table``); its latest version."""
-    from almanac.entries import TableDataCommitted  # not in older sources
+    from almanac.model.entries import TableDataCommitted  # not in older sources
 
     rng = random.Random(22)  # the same log on every build
     with almanac.connect(str(target), delay_ms=0, max_clock_skew_ms=0, durability="normal") as cat:

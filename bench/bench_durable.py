@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import almanac
-from almanac.log import KEY_VERSION, update_key
-from almanac.log_format import frame_update
 from almanac.metastore import Put, SqliteMetastore
+from almanac.node.log import KEY_VERSION, update_key
+from almanac.node.log_format import frame_update
 from workload import create_table
 
 COMMITS = 1500

@@ -13,7 +13,7 @@ import sys
 
 import aetcd
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Compare, Put
 from almanac.metastore.etcd import EtcdMetastore
 from timing import median_seconds

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.tablets.harness import Settings, TabletCluster, route_problems
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore
 from almanac.placement.state import read_routes
 

@@ -1,4 +1,4 @@
-"""``almanac.flight.read_table`` through 3 real tablet servers, next to
+"""``almanac.tserver.client.read_table`` through 3 real tablet servers, next to
 ``pyarrow.dataset`` reading the same Parquet files directly, in one run.
 
 The table has ``--partitions`` tablets spread over three ``almanac
@@ -38,8 +38,8 @@ import almanac
 import timing
 from almanac import ColumnDef, ColumnType, CreateTable, CreateZone
 from almanac.data import TableData, read_table, write_table
-from almanac.flight import read_table as flight_read
 from almanac.placement import TabletState, read_reports
+from almanac.tserver.client import read_table as flight_read
 
 REPEATS = 7
 SERVERS = ("ts1", "ts2", "ts3")
@@ -131,7 +131,7 @@ def main() -> None:
                 f"{local / floor:5.2f}x floor"
             )
             print(
-                f"  almanac.flight.read_table (3 servers): {through * 1000:7.1f} ms  "
+                f"  almanac.tserver.client.read_table (3 servers): {through * 1000:7.1f} ms  "
                 f"{through / floor:5.2f}x floor, {mb / through:.0f} MB/s"
             )
         finally:

@@ -14,9 +14,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-from almanac.catalog_version import CatalogVersion
-from almanac.datatypes import ColumnType
-from almanac.descriptors import (
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
     Collation,
     Column,
     ConsistencyMode,
@@ -29,7 +29,7 @@ from almanac.descriptors import (
     Table,
     Zone,
 )
-from almanac.entries import (
+from almanac.model.entries import (
     DefaultZoneSet,
     IndexCreated,
     ObjectIdsReserved,

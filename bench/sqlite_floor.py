@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from almanac.log import KEY_VERSION, update_key
 from almanac.metastore.sqlite import DURABILITY_LEVELS
+from almanac.node.log import KEY_VERSION, update_key
 
 __all__ = ["SqliteFloor"]
 

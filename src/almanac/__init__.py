@@ -4,10 +4,9 @@ Every DDL change makes a new immutable catalog version; any version can be
 read by number or by time. Start with :func:`connect`.
 """
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import ExecuteResult, RetentionPolicy, VersionInfo
-from almanac.catalog_version import CatalogVersion
-from almanac.clock import HybridClock
+from almanac.access.connection import connect
+from almanac.access.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
+from almanac.access.targets import Target, TargetKind, parse_target
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -46,25 +45,6 @@ from almanac.commands import (
     StartBuildingIndex,
     preview,
 )
-from almanac.connection import connect
-from almanac.datatypes import ColumnType
-from almanac.descriptors import (
-    Collation,
-    Column,
-    ConsistencyMode,
-    ConstantDefault,
-    DefaultValue,
-    FunctionDefault,
-    Index,
-    IndexKind,
-    IndexStatus,
-    Schema,
-    Table,
-    TableProperties,
-    Zone,
-    is_soft_deleted,
-)
-from almanac.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.errors import (
     AccessDeniedError,
     AlreadyExistsError,
@@ -96,14 +76,34 @@ from almanac.errors import (
     WarehouseOwnerError,
     WriteStateError,
 )
-from almanac.events import Event, EventType, Listener, ListenerFailure
-from almanac.nodes import NodeInfo
-from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.clock import HybridClock
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
+    Collation,
+    Column,
+    ConsistencyMode,
+    ConstantDefault,
+    DefaultValue,
+    FunctionDefault,
+    Index,
+    IndexKind,
+    IndexStatus,
+    Schema,
+    Table,
+    TableProperties,
+    Zone,
+    is_soft_deleted,
+)
+from almanac.model.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
+from almanac.model.events import Event, EventType, Listener, ListenerFailure
+from almanac.model.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import ExecuteResult, RetentionPolicy, VersionInfo
+from almanac.node.nodes import NodeInfo
+from almanac.node.soft_delete import expired_tables, purge_expired_tables
 from almanac.placement.settings import PlacementSettings
-from almanac.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
-from almanac.soft_delete import expired_tables, purge_expired_tables
 from almanac.sql.results import Cell, SqlResult
-from almanac.targets import Target, TargetKind, parse_target
 
 __version__ = "0.1.0"
 

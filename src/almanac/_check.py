@@ -59,7 +59,7 @@ __all__ = [
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-_LOGICAL_BITS = 16  # almanac.clock.LOGICAL_BITS (the clock imports this module)
+_LOGICAL_BITS = 16  # almanac.model.clock.LOGICAL_BITS (the clock imports this module)
 _LOGICAL_MASK = (1 << _LOGICAL_BITS) - 1
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

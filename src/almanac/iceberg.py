@@ -10,10 +10,10 @@ from __future__ import annotations
 from pyiceberg.table import StaticTable
 
 from almanac import _check as check
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.connection import connect
+from almanac.access.connection import connect
 from almanac.data.commits import TableData
 from almanac.errors import CatalogError, NotFoundError, ValidationError
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 
 __all__ = ["load_table", "metadata_location"]
 

@@ -14,8 +14,8 @@ import pytest
 
 import almanac
 from almanac.cli import main
-from almanac.clock import to_datetime
-from almanac.summary import CHECKPOINT_SUMMARY
+from almanac.model.clock import to_datetime
+from almanac.model.summary import CHECKPOINT_SUMMARY
 from tests.cli.support import almanac as run
 from tests.cli.support import start
 from tests.durable.helpers import table

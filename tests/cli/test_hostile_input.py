@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import almanac
+from almanac.access.connection import open_catalog
 from almanac.cli import main
 from almanac.cli.reads import MAX_SCRIPT_BYTES
-from almanac.connection import open_catalog
 from tests.cli.support import environment
 from tests.waiting import PATIENCE
 

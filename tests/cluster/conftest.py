@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, open_metastore
 from tests.cluster.harness import RecordingNode
 from tests.durable.helpers import child

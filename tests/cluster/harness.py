@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import TableCreated, VersionedUpdate, apply_update
-from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
-from almanac.log_format import read_entry
 from almanac.metastore import Metastore
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableCreated, VersionedUpdate, apply_update
+from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
+from almanac.node.log_format import read_entry
 from tests.durable.helpers import child, digest, replay_store
 from tests.waiting import PATIENCE
 

@@ -15,8 +15,8 @@ import pyarrow as pa
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, CreateTable, Event, EventType
 from almanac.data import create_table_as, write_table
-from almanac.entries import TableDataCommitted
-from tests.waiting import PATIENCE
+from almanac.model.entries import TableDataCommitted
+from tests.waiting import PATIENCE, wait_for
 
 _T = TypeVar("_T")
 Heard = tuple[int, int, int, str, int, int]
@@ -144,6 +144,13 @@ def test_racing_writers_on_two_nodes_are_heard_in_one_order_everywhere(
         latest = max(a.latest_version, b.latest_version)
         assert a.catalog_ready(latest, timeout=PATIENCE)
         assert b.catalog_ready(latest, timeout=PATIENCE)
+        # A data version is ready once applied, its listeners maybe still
+        # running: wait until both nodes heard every commit.
+        expected = 2 * rounds
+        wait_for(
+            lambda: len(heard["a"]) >= expected and len(heard["b"]) >= expected,
+            "both nodes' listeners to hear every data commit",
+        )
         committed = _committed(a)
         assert len(committed) == 2 * rounds
         assert [c[0] for c in committed] == sorted({c[0] for c in committed})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from almanac import demo_cluster
+from almanac.dev import demo_cluster
 
 
 def test_the_cluster_demo_runs_and_every_node_agrees(

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from almanac import Catalog, EventType
-from almanac.clock import HybridClock
-from almanac.log import UpdateLog
 from almanac.metastore import SqliteMetastore
-from almanac.schema_sync import SchemaSync
+from almanac.model.clock import HybridClock
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from tests.durable.helpers import table
 from tests.waiting import PATIENCE
 

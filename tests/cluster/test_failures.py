@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore
 from tests.cluster.conftest import TIMEOUT_S, Nodes
 from tests.cluster.harness import RecordingNode, audit, read_outcomes

@@ -8,7 +8,7 @@ from collections import Counter
 
 import almanac
 from almanac import EventType
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from tests.cluster.conftest import NodeProcess
 from tests.durable.helpers import digest, race_ddl_workers, table
 from tests.waiting import PATIENCE

@@ -11,9 +11,9 @@ import pytest
 
 import almanac
 from almanac import AlreadyExistsError, Catalog, CorruptLogError, ValidationError
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
-from almanac.nodes import NodeRegistration, list_nodes, node_key
+from almanac.node.log import UpdateLog
+from almanac.node.nodes import NodeRegistration, list_nodes, node_key
 from tests.durable.helpers import table
 from tests.waiting import PATIENCE
 

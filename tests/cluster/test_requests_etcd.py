@@ -13,7 +13,7 @@ import pytest
 
 import almanac
 from almanac import ExecuteResult
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from tests.durable.helpers import table
 from tests.waiting import PATIENCE
 

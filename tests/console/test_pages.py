@@ -41,8 +41,8 @@ from almanac.console.pages import (
     render_tree,
 )
 from almanac.console.routes import diff_rows, table_data
-from almanac.diff import diff_catalogs
 from almanac.errors import ValidationError
+from almanac.model.diff import diff_catalogs
 
 CHROME = Chrome(version=2, latest=3, earliest=1, pinned=False)
 HOSTILE = (

@@ -58,10 +58,10 @@ import almanac.data
 import almanac.serialization
 import almanac.system_tables
 from almanac import Catalog, CatalogError, Command
-from almanac.catalog_version import CatalogVersion
 from almanac.data import CommitShape, Predicate, TableData, Warehouse
-from almanac.descriptors import Column, Table
 from almanac.metastore import Metastore
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Column, Table
 
 INT64 = (-(2**63), 2**63 - 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -90,62 +90,63 @@ SWEPT_MODULES = (
     "almanac.serialization",
     "almanac.system_tables",
     "almanac.iceberg",
-    "almanac.flight",
+    "almanac.tserver.client",
 )
 """The public modules whose ``__all__`` the fuzzer calls."""
 
 _EXPORTED = "its public names are exported from almanac (tests/core/test_public_api.py)"
 _INTERNAL = "the catalog node's own machinery, reached through the swept API"
 MODULES_NOT_SWEPT = {
-    "almanac.catalog": _EXPORTED,
-    "almanac.catalog_version": _EXPORTED,
-    "almanac.clock": _EXPORTED,
+    "almanac.node.catalog": _EXPORTED,
+    "almanac.model.catalog_version": _EXPORTED,
+    "almanac.model.clock": _EXPORTED,
     "almanac.commands": _EXPORTED,
-    "almanac.connection": _EXPORTED,
-    "almanac.datatypes": _EXPORTED,
-    "almanac.descriptors": _EXPORTED,
-    "almanac.diff": _EXPORTED,
+    "almanac.access.connection": _EXPORTED,
+    "almanac.model.datatypes": _EXPORTED,
+    "almanac.model.descriptors": _EXPORTED,
+    "almanac.model.diff": _EXPORTED,
     "almanac.errors": _EXPORTED,
-    "almanac.events": _EXPORTED,
-    "almanac.remote": _EXPORTED,
-    "almanac.soft_delete": _EXPORTED,
-    "almanac.targets": _EXPORTED,
+    "almanac.model.events": _EXPORTED,
+    "almanac.access.remote": _EXPORTED,
+    "almanac.node.soft_delete": _EXPORTED,
+    "almanac.access.targets": _EXPORTED,
     "almanac.cli": "the command line: tests/cli/test_hostile_input.py attacks it",
     "almanac.console": "the web console's routes: tests/console",
-    "almanac.demo": "a demo script",
-    "almanac.demo_cluster": "a demo script",
-    "almanac.disk": _INTERNAL,
-    "almanac.entries": _INTERNAL,
-    "almanac.etcd_local": "starts a local etcd for demos and tests",
+    "almanac.dev.demo": "a demo script",
+    "almanac.dev.demo_cluster": "a demo script",
+    "almanac.metastore.disk": _INTERNAL,
+    "almanac.model.entries": _INTERNAL,
+    "almanac.dev.etcd_local": "starts a local etcd for demos and tests",
     "almanac.iceberg_rest": "HTTP routes: tests/iceberg_rest/test_hostile.py",
-    "almanac.identity": _INTERNAL,
-    "almanac.log": _INTERNAL,
-    "almanac.log_format": _INTERNAL,
-    "almanac.leases": _INTERNAL,
-    "almanac.read_point": "how front ends parse a read point; reached through system_table and SQL",
+    "almanac.node.identity": _INTERNAL,
+    "almanac.node.log": _INTERNAL,
+    "almanac.node.log_format": _INTERNAL,
+    "almanac.node.log_truncation": _INTERNAL,
+    "almanac.node.leases": _INTERNAL,
+    "almanac.model.read_point": "how front ends parse a read point; via system_table and SQL",
     "almanac.metastore": "the store interface under the catalog: tests/metastore",
-    "almanac.catalog_types": _EXPORTED,
-    "almanac.committer": _INTERNAL,
-    "almanac.dispatch": _INTERNAL,
-    "almanac.retention": _INTERNAL,
-    "almanac.settler": _INTERNAL,
-    "almanac.table_names": "the table names Flight takes, reached through it",
-    "almanac.system_rows": "re-exported by almanac.system_tables, which is swept",
-    "almanac.nested": "the rules of nested columns, reached through the commands",
-    "almanac.partitioning": "specs and orders are exported from almanac; transforms via commands",
-    "almanac.names": _INTERNAL,
-    "almanac.nodes": _INTERNAL,
+    "almanac.node.catalog_types": _EXPORTED,
+    "almanac.node.committer": _INTERNAL,
+    "almanac.node.dispatch": _INTERNAL,
+    "almanac.node.retention": _INTERNAL,
+    "almanac.node.settler": _INTERNAL,
+    "almanac.model.table_names": "the table names Flight takes, reached through it",
+    "almanac.access.system_rows": "re-exported by almanac.system_tables, which is swept",
+    "almanac.model.nested": "the rules of nested columns, reached through the commands",
+    "almanac.model.partitioning": "specs and orders are exported; transforms via commands",
+    "almanac.model.names": _INTERNAL,
+    "almanac.node.nodes": _INTERNAL,
     "almanac.placement": "tablet placement state, read through almanac.system_tables",
-    "almanac.requests": _INTERNAL,
-    "almanac.schema_sync": _INTERNAL,
+    "almanac.model.request_ids": _INTERNAL,
+    "almanac.model.schema_sync": _INTERNAL,
     "almanac.server": "the HTTP server: tests/server/test_hostile.py",
     "almanac.spark": "needs a Spark session: tests/spark/test_arguments.py",
-    "almanac.descriptor_sql": _INTERNAL,
+    "almanac.model.descriptor_sql": _INTERNAL,
     "almanac.sql": "reached through Catalog.sql: tests/sql/test_fuzz.py",
-    "almanac.sse": _INTERNAL,
-    "almanac.summary": _INTERNAL,
+    "almanac.access.sse": _INTERNAL,
+    "almanac.model.summary": _INTERNAL,
     "almanac.tserver": "tablet servers: tests/tserver/test_arguments.py",
-    "almanac.versions": _INTERNAL,
+    "almanac.node.versions": _INTERNAL,
 }
 """Every other module of the package, and why the fuzzer does not sweep it."""
 
@@ -192,7 +193,7 @@ NOT_CALLED = {
     "almanac.serialization.Registry": "the registry (REGISTRY); encode and decode are called",
     "almanac.serialization.SerializerInfo": "one registered serializer of the registry",
     "almanac.system_tables.ColumnKind": "a type alias of the system tables' column kinds",
-    "almanac.flight.Progress": "a type alias of read_table's progress callable",
+    "almanac.tserver.client.Progress": "a type alias of read_table's progress callable",
     "almanac.system_tables.SystemRows": "returned by system_rows",
 }
 """Exported names that are not called, and why. Enums and errors are not called either."""
@@ -264,11 +265,20 @@ def label(fn: Callable[..., Any]) -> str:
     return str(getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn))))
 
 
+FLOORS = ("almanac.model", "almanac.node", "almanac.access", "almanac.dev")
+"""Packages that only group modules by floor: each of their modules is
+swept or explained on its own."""
+
+
 def unswept_modules() -> list[str]:
     """Modules of the package that are neither swept nor explained."""
     names = {
         f"almanac.{m.name}" for m in pkgutil.iter_modules(almanac.__path__) if m.name[0] != "_"
     }
+    for floor in FLOORS:
+        names.discard(floor)
+        package = importlib.import_module(floor)
+        names |= {f"{floor}.{m.name}" for m in pkgutil.iter_modules(package.__path__)}
     return sorted(names - set(SWEPT_MODULES) - set(MODULES_NOT_SWEPT))
 
 
@@ -839,9 +849,9 @@ class Fuzzer:
 def data_context(cat: Catalog) -> dict[Any, list[object]]:
     """Live legal values of the data plane's parameters, by annotation: the
     catalog (with a warehouse), its table T with rows, a data file of it..."""
-    from almanac.clock import HybridClock
     from almanac.data import DataFile, conform, new_write_id, plan_scan, write_table
-    from almanac.read_point import ReadPoint
+    from almanac.model.clock import HybridClock
+    from almanac.model.read_point import ReadPoint
     from almanac.serialization import encode_catalog
     from almanac.sql.reads import ReadSource
     from almanac.system_tables import SystemRows, system_rows

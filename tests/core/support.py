@@ -16,7 +16,7 @@ from almanac import (
     CreateTable,
     ExecuteResult,
 )
-from almanac.descriptors import DefaultValue
+from almanac.model.descriptors import DefaultValue
 
 E = TypeVar("E", bound=CatalogError)
 

@@ -32,8 +32,10 @@ from almanac import (
     TableProperties,
     ValidationError,
 )
-from almanac.descriptors import Schema
-from almanac.entries import SchemaCreated
+from almanac.metastore import MemoryMetastore
+from almanac.model.descriptors import Schema
+from almanac.model.entries import SchemaCreated
+from almanac.node.log import UpdateLog
 
 from .support import col, table
 
@@ -222,7 +224,16 @@ def test_other_entry_points_check_their_arguments(cat: Catalog) -> None:
 def test_pin_of_a_missing_version_is_refused_before_pinning(cat: Catalog) -> None:
     with pytest.raises(almanac.VersionNotFoundError), cat.pin(99):
         pass
-    assert cat.log.oldest_pinned()[0] is None
+    assert cat.oldest_pinned()[0] is None
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, "10", True])
+def test_a_node_refuses_a_pin_lease_ttl_that_is_not_a_positive_number(bad: Any) -> None:
+    with MemoryMetastore() as store:
+        refused(
+            lambda: Catalog(UpdateLog(store, owns_store=False), pin_ttl_s=bad),
+            "Parameter 'pin_ttl_s' of Catalog",
+        )
 
 
 # --------------------------------------------------------------------------- found by the fuzzer
@@ -312,7 +323,8 @@ def test_messages_read_like_the_rule_errors() -> None:
 
 
 def test_hybrid_clock_constants_agree() -> None:
-    from almanac import _check, clock
+    from almanac import _check
+    from almanac.model import clock
 
     assert _check._LOGICAL_BITS == clock.LOGICAL_BITS
 

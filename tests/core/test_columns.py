@@ -29,7 +29,7 @@ from almanac import (
     Table,
     ValidationError,
 )
-from almanac.descriptors import Column
+from almanac.model.descriptors import Column
 
 from .support import apply, col, noop, rejected, table
 

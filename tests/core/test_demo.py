@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from almanac import demo
+from almanac.dev import demo
 
 
 def test_a_demo_without_a_directory_removes_its_own(
@@ -40,7 +40,7 @@ def test_a_demo_keeps_the_directory_it_was_given(
 
 def test_makefile_demos_write_under_demo_data_which_clean_removes() -> None:
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
-    assert "$(PY) -m almanac.demo demo-data/demo" in makefile
-    assert "$(PY) -m almanac.demo_cluster demo-data/cluster" in makefile
+    assert "$(PY) -m almanac.dev.demo demo-data/demo" in makefile
+    assert "$(PY) -m almanac.dev.demo_cluster demo-data/cluster" in makefile
     clean = makefile[makefile.index("\nclean:") :]
     assert "demo-data" in clean.splitlines()[2]

@@ -1,4 +1,4 @@
-"""``Catalog.diff`` and ``almanac.diff``: objects matched by id, fields from
+"""``Catalog.diff`` and ``almanac.model.diff``: objects matched by id, fields from
 and to, in either direction, and a JSON form that reads back equal."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from almanac import (
     ValidationError,
     VersionNotFoundError,
 )
-from almanac.diff import diff_catalogs
+from almanac.model.diff import diff_catalogs
 from almanac.serialization import decode_catalog, encode_catalog
 from almanac.sql.reads import diff_rows
 
@@ -299,7 +299,7 @@ def test_added_and_removed_objects_carry_their_definition(cat: Catalog) -> None:
 
 
 def test_values_read_as_text() -> None:
-    from almanac.diff import value_text
+    from almanac.model.diff import value_text
 
     shown = [value_text(v) for v in (None, True, 7, 0.5, "T", "", ("A", "B"), ())]
     assert shown == ["none", "true", "7", "0.5", "T", "''", "A, B", "(empty)"]

@@ -20,8 +20,8 @@ from almanac import (
     Table,
     ValidationError,
 )
-from almanac.descriptors import Column
-from almanac.entries import ColumnAltered
+from almanac.model.descriptors import Column
+from almanac.model.entries import ColumnAltered
 
 from .support import apply, col, rejected, table
 

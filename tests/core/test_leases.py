@@ -1,12 +1,12 @@
-"""The one renewal cadence and the one renewing thread (``almanac.leases``)."""
+"""The one renewal cadence and the one renewing thread (``almanac.node.leases``)."""
 
 from __future__ import annotations
 
 import threading
 
 from almanac.errors import LeaseNotFoundError, MetastoreUnavailableError
-from almanac.leases import LeaseKeeper, Renewal, renew_interval
 from almanac.metastore import MemoryMetastore
+from almanac.node.leases import LeaseKeeper, Renewal, renew_interval
 from tests.waiting import wait_for
 
 

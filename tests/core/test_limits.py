@@ -22,11 +22,11 @@ from almanac import (
     RenameColumn,
     ValidationError,
 )
-from almanac.catalog_version import CatalogVersion
-from almanac.clock import LOGICAL_BITS
 from almanac.commands.base import MAX_COLUMNS, MAX_NAME_BYTES
-from almanac.entries import VersionedUpdate
-from almanac.schema_sync import MAX_CLOCK_SKEW_MS, MAX_DELAY_MS, SchemaSync
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.clock import LOGICAL_BITS
+from almanac.model.entries import VersionedUpdate
+from almanac.model.schema_sync import MAX_CLOCK_SKEW_MS, MAX_DELAY_MS, SchemaSync
 from tests.core.support import apply, col, rejected, table
 
 # -- schema sync settings ----------------------------------------------------------

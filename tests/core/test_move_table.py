@@ -22,8 +22,8 @@ from almanac import (
     RenameTable,
 )
 from almanac.data import read_table, write_table
-from almanac.events import Event
-from almanac.summary import summarize_update
+from almanac.model.events import Event
+from almanac.model.summary import summarize_update
 
 from .support import apply, col, noop, rejected, table
 

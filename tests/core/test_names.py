@@ -18,7 +18,6 @@ from immutables import Map
 
 import almanac
 from almanac import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
     AddColumns,
     ColumnDef,
@@ -31,12 +30,13 @@ from almanac.commands import (
     RenameTable,
     RenameZone,
 )
-from almanac.datatypes import ColumnType
-from almanac.entries import UpdateEntry, VersionedUpdate, apply_entries
 from almanac.errors import AlreadyExistsError, AmbiguousNameError, ValidationError
-from almanac.names import name_key
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.entries import UpdateEntry, VersionedUpdate, apply_entries
+from almanac.model.names import name_key
+from almanac.model.table_names import parse_name, resolve_table
 from almanac.serialization import decode_catalog, encode_catalog
-from almanac.table_names import parse_name, resolve_table
 
 ID = ColumnDef(name="ID", type=ColumnType.INT64, nullable=False)
 

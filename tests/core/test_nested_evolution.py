@@ -11,11 +11,11 @@ import pytest
 
 import almanac
 from almanac import AlterColumn, Catalog, EvolveColumn
-from almanac.datatypes import ColumnType
-from almanac.descriptor_sql import type_sql
-from almanac.descriptors import Column, ConstantDefault
 from almanac.errors import ValidationError
-from almanac.nested import walk
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptor_sql import type_sql
+from almanac.model.descriptors import Column, ConstantDefault
+from almanac.model.nested import walk
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import pytest
 
 import almanac
 from almanac import NotFoundError, ValidationError
+from almanac.access.connection import open_catalog
 from almanac.cli import main
-from almanac.connection import open_catalog
-from almanac.flight import read_table
 from almanac.iceberg import load_table, metadata_location
 from almanac.system_tables import system_table
+from almanac.tserver.client import read_table
 
 READERS: dict[str, Callable[[str], object]] = {
     "open_catalog": lambda t: open_catalog(t, create=False),
@@ -26,7 +26,7 @@ READERS: dict[str, Callable[[str], object]] = {
     "iceberg.load_table": lambda t: load_table(t, "S.T"),
     "iceberg.metadata_location": lambda t: metadata_location(t, "S.T"),
     "system_table": lambda t: system_table(t, "SYSTEM.TABLES"),
-    "flight.read_table": lambda t: read_table(t, "S.T"),
+    "tserver.client.read_table": lambda t: read_table(t, "S.T"),
 }
 
 

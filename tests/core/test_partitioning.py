@@ -27,9 +27,9 @@ from almanac import (
     ValidationError,
     preview,
 )
-from almanac.diff import diff_catalogs
-from almanac.events import Event, EventType
-from almanac.summary import summarize_update
+from almanac.model.diff import diff_catalogs
+from almanac.model.events import Event, EventType
+from almanac.model.summary import summarize_update
 
 from .support import ID, apply, col, noop, rejected
 

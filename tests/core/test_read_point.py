@@ -1,4 +1,4 @@
-"""One read point for every front end (``almanac.read_point``)."""
+"""One read point for every front end (``almanac.model.read_point``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import almanac
 from almanac.errors import ValidationError, VersionNotFoundError
-from almanac.read_point import ReadPoint, parse_instant, read_point
+from almanac.model.read_point import ReadPoint, parse_instant, read_point
 from almanac.server.background import BackgroundServer
 
 

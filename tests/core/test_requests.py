@@ -20,10 +20,10 @@ from almanac import (
     ExecuteResult,
     ValidationError,
 )
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
-from almanac.requests import request_digest
-from almanac.schema_sync import SchemaSync
+from almanac.model.request_ids import request_digest
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from tests.durable.helpers import table
 from tests.waiting import PATIENCE
 

@@ -14,7 +14,7 @@ from almanac import (
     NotFoundError,
     ValidationError,
 )
-from almanac.descriptors import IndexStatus
+from almanac.model.descriptors import IndexStatus
 
 from .support import apply, col, noop, rejected, table
 

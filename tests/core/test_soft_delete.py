@@ -37,8 +37,8 @@ from almanac import (
 )
 from almanac.commands import CommitContext
 from almanac.errors import MetastoreError
-from almanac.log import UpdateLog
 from almanac.metastore import Compare, MemoryMetastore, Op, Put, TxnResult
+from almanac.node.log import UpdateLog
 from almanac.serialization import encode
 
 from .support import col, rejected, table

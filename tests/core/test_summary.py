@@ -10,7 +10,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.entries import (
+from almanac.model.entries import (
     IndexBuildStarted,
     IndexMadeAvailable,
     IndexStopped,
@@ -19,7 +19,12 @@ from almanac.entries import (
     UpdateEntry,
     VersionedUpdate,
 )
-from almanac.summary import Names, describe_entry, entry_kinds_without_wording, summarize_update
+from almanac.model.summary import (
+    Names,
+    describe_entry,
+    entry_kinds_without_wording,
+    summarize_update,
+)
 
 
 @pytest.fixture
@@ -177,7 +182,7 @@ def test_an_entry_without_its_own_words_still_reads_as_words(cat: Catalog) -> No
 
 
 def test_every_entry_kind_has_its_own_words() -> None:
-    """A new entry kind gets one small function in almanac/summary.py
+    """A new entry kind gets one small function in almanac/model/summary.py
     (``@wording(TheEntry)``); until then history shows its class name's words."""
     assert entry_kinds_without_wording() == []
 

@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 import almanac
 from almanac import Catalog, CatalogError, NotFoundError, ValidationError, VersionNotFoundError
-from almanac.clock import to_datetime
-from almanac.descriptor_sql import partition_field_sql, sort_field_sql
+from almanac.access.targets import parse_target
 from almanac.errors import CorruptDataError
+from almanac.model.clock import to_datetime
+from almanac.model.descriptor_sql import partition_field_sql, sort_field_sql
+from almanac.model.summary import CHECKPOINT_SUMMARY
 from almanac.placement import (
     ServerIndex,
     ServerInfo,
@@ -33,9 +35,7 @@ from almanac.placement import (
     server_index_key,
     server_key,
 )
-from almanac.summary import CHECKPOINT_SUMMARY
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
-from almanac.targets import parse_target
 from tests.waiting import wait_for
 
 # -- TABLES / COLUMNS over random DDL ---------------------------------------------------

@@ -45,8 +45,8 @@ from almanac import (
     VersionInfo,
     VersionNotFoundError,
 )
-from almanac.entries import UpdateEntry
-from almanac.log import UpdateLog
+from almanac.model.entries import UpdateEntry
+from almanac.node.log import UpdateLog
 
 from .conftest import open_catalog
 from .support import apply, col, noop, rejected, table

@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from almanac import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.data import CommitShape, DataSnapshot, TableData, conform, new_write_id, write_files
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S
-from almanac.log import KEY_CHECKPOINT_VERSION, update_key
-from almanac.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
 from almanac.metastore import Compare, Put
-from almanac.requests import Checkpoint
-from almanac.serialization.catalogs import _write_snapshot_v1
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.request_ids import Checkpoint
+from almanac.node.log import KEY_CHECKPOINT_VERSION, update_key
+from almanac.node.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
+from almanac.serialization.catalogs import _write_catalog_v1
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import _PROTOCOL_HEADER, REGISTRY
 from tests.data.support import rows
@@ -38,7 +38,7 @@ def append(cat: Catalog, ids: Sequence[int], name: str = "T") -> DataSnapshot:
     assert table is not None
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60)
+    data.staging.stage(write_id, write_dir, ttl_s=60)
     shape = CommitShape.of(version, table)
     files = write_files(
         data.warehouse, table, shape.partitions, conform(rows(list(ids)), table), write_dir
@@ -65,7 +65,7 @@ def _encode_v1(catalog: CatalogVersion) -> bytes:
     w = Writer(_PROTOCOL_HEADER)
     w.u16(REGISTRY.type_id(CatalogVersion))
     w.uvarint(1)
-    _write_snapshot_v1(w, catalog)
+    _write_catalog_v1(w, catalog)
     return bytes(w)
 
 

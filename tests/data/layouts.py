@@ -18,7 +18,7 @@ from almanac.commands.partitions import (
     SetSortOrder,
     SortFieldDef,
 )
-from almanac.partitioning import SortField, SortOrder, default_field_name
+from almanac.model.partitioning import SortField, SortOrder, default_field_name
 
 Fields = Sequence[tuple[str, str]]
 """``(column, transform)`` pairs, as ``PARTITIONED BY`` lists them."""

@@ -24,16 +24,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from almanac import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA
+from almanac.access.connection import open_catalog
 from almanac.commands import Command
-from almanac.connection import open_catalog
 from almanac.data import TableData, Warehouse, conform, new_write_id, table_partitions
 from almanac.data.arrow import FIELD_ID
 from almanac.data.files import DataFile, column_stats
 from almanac.data.snapshots import snapshot_key, table_key, write_key
 from almanac.data.upgrade import convert_table
-from almanac.descriptors import Table
 from almanac.metastore import Compare, Put
+from almanac.model.catalog_version import DEFAULT_SCHEMA
+from almanac.model.descriptors import Table
 from tests.data.support import connect
 
 MANIFEST_FORMAT = 1

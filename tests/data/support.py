@@ -112,13 +112,13 @@ def commit_plain_file(
     assert table is not None
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=60.0)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=60.0)
     path = f"{write_dir}/tablet={like.partition}/{uuid.uuid4().hex}.parquet"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(parquet, path)
     file = DataFile(path, parquet.num_rows, os.path.getsize(path), like.partition, like.stats)
     data.commit(CommitShape.of(cat.catalog(), table), write_id, [file], operation=operation)
-    data.release(lease)
+    data.staging.release(lease)
     return file
 
 

@@ -132,7 +132,7 @@ def test_a_commit_shape_and_a_commit_check_their_fields(cat: Catalog) -> None:
     data = TableData.for_catalog(cat)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=600)
+    data.staging.stage(write_id, write_dir, ttl_s=600)
     files = write_files(
         data.warehouse,
         table,

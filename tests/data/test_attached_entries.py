@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from almanac import Catalog, CatalogError, ValidationError
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data import read_table
-from almanac.entries import TableDataCommitted
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog_types import HookWork
 from tests.data.support import append, connect, create, ids_of, table_data
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType
 from almanac.data import TableData, read_table, run_janitor, write_table
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.data import before_versions as before
 from tests.data.support import connect, create, ids_of, own_files, rows
 

@@ -49,11 +49,27 @@ def _stage_and_write(
     assert table is not None
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=ttl_s)
+    data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(
         data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
     )
     return data, write_id, write_dir, list(files)
+
+
+def test_a_node_has_one_table_data_and_a_catalog_without_a_warehouse_none(cat: Catalog) -> None:
+    """``for_catalog`` finds the protocol the node's data plane attached (the
+    same object every time, its staging leases with it; one built by hand
+    does not replace it), and names a catalog without a warehouse."""
+    data = TableData.for_catalog(cat)
+    assert TableData.for_catalog(cat) is data
+    assert data.catalog is cat
+    assert (data.staging.store, data.staging.warehouse) == (data.store, data.warehouse)
+    by_hand = TableData(data.store, data.warehouse)
+    assert by_hand.catalog is None and TableData.for_catalog(cat) is data
+    bare = almanac.connect("memory://")
+    with bare, pytest.raises(CatalogError, match="has no warehouse for table data") as info:
+        TableData.for_catalog(bare)
+    assert "connect(..., warehouse=...)" in str(info.value)
 
 
 def test_append_then_overwrite(cat: Catalog) -> None:
@@ -85,7 +101,7 @@ def test_commit_is_idempotent_by_write_id(cat: Catalog) -> None:
     once = data.commit(shape, write_id, files, operation="append")
     again = data.commit(shape, write_id, files, operation="append")
     assert once == again
-    assert data.is_committed(write_id)
+    assert data.staging.is_committed(write_id)
     assert [s.snapshot_id for s in data.history(table.id)] == [1]
     assert ids_of(read_table(cat, "T")) == [1, 2]
     other = create(cat, "OTHER")
@@ -180,15 +196,15 @@ def test_a_commit_to_a_table_dropped_meanwhile_commits_nothing(cat: Catalog) -> 
         data.commit(shape, write_id, files, operation="append")
     assert cat.latest_version == before
     assert data.current_record(table.id) is None
-    assert not data.is_committed(write_id)
+    assert not data.staging.is_committed(write_id)
 
 
 def test_abort_removes_staging_and_refuses_late_commit(cat: Catalog) -> None:
     table = create(cat)
     data, write_id, write_dir, files = _stage_and_write(cat, [1])
     assert Path(write_dir).is_dir()
-    data.abort(write_id, write_dir)
-    data.abort(write_id, write_dir)
+    data.staging.abort(write_id, write_dir)
+    data.staging.abort(write_id, write_dir)
     assert not Path(write_dir).exists()
     assert not any(k.startswith("data.staging.") for k in data_keys(cat))
     with pytest.raises(WriteStateError, match="aborted"):
@@ -200,10 +216,10 @@ def test_abort_never_touches_a_committed_write(cat: Catalog) -> None:
     table = create(cat)
     data, write_id, write_dir, files = _stage_and_write(cat, [1])
     data.commit(CommitShape.of(cat.catalog(), table), write_id, files, operation="append")
-    data.abort(write_id, write_dir)
+    data.staging.abort(write_id, write_dir)
     assert ids_of(read_table(cat, "T")) == [1]
     with pytest.raises(WriteStateError, match="already committed or aborted"):
-        data.stage(write_id, write_dir, ttl_s=5)
+        data.staging.stage(write_id, write_dir, ttl_s=5)
 
 
 def test_a_write_whose_lease_expired_cannot_commit(cat: Catalog) -> None:

@@ -44,8 +44,8 @@ from almanac.data import (
 )
 from almanac.data.compaction import plan_compaction, run_compaction
 from almanac.data.snapshots import DataSnapshot
-from almanac.descriptors import Table
 from almanac.errors import SnapshotExpiredError
+from almanac.model.descriptors import Table
 from tests.data import workers
 from tests.data.support import append, connect, create, rows, table_data
 
@@ -234,7 +234,7 @@ def test_replace_commits_name_their_files_and_keep_their_rows(cat: Catalog) -> N
     shape = CommitShape.of(cat.catalog(), table)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60)
+    data.staging.stage(write_id, write_dir, ttl_s=60)
     fewer = write_files(
         data.warehouse, table, shape.partitions, conform(rows([1, 2]), table), write_dir
     )

@@ -19,7 +19,7 @@ import pytest
 import almanac
 from almanac import Catalog
 from almanac.data import TableData, read_table, run_janitor, write_table
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from tests.data import workers
 from tests.data.support import create, data_keys, ids_of, rows
 from tests.waiting import PATIENCE, wait_for

@@ -36,7 +36,7 @@ import almanac
 from almanac import Catalog, ColumnType, ConstantDefault, DataError, FunctionDefault
 from almanac.data import Predicate, TableData, plan_scan, read_table, write_table
 from almanac.data.arrow import column_defaults, column_fill
-from almanac.descriptors import Column
+from almanac.model.descriptors import Column
 from tests.data.support import connect, own_files
 
 BACKENDS = ("memory", "sqlite")
@@ -212,7 +212,7 @@ _ICEBERG_TYPES: dict[ColumnType, IcebergType] = {
     ColumnType.TIME: TimeType(),
     ColumnType.TIMESTAMP: TimestampType(),
     ColumnType.TIMESTAMP_WITH_LOCAL_TIME_ZONE: TimestamptzType(),
-    ColumnType.UUID: StringType(),  # stored as its text, as almanac.data.iceberg maps it
+    ColumnType.UUID: StringType(),  # stored as its text, as almanac.data.iceberg_schema maps it
 }
 _VALUES: dict[ColumnType, tuple[object, object]] = {
     ColumnType.BOOLEAN: (True, False),

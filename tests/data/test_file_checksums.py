@@ -149,7 +149,7 @@ def test_a_commit_refuses_a_file_whose_size_or_checksum_is_not_its_own(cat: Cata
     data = TableData.for_catalog(cat)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60.0)
+    data.staging.stage(write_id, write_dir, ttl_s=60.0)
     (file,) = write_files(data.warehouse, table, 1, conform(rows([1, 2]), table), write_dir)
     shape = CommitShape.of(cat.catalog(), table)
     for wrong in (

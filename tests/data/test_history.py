@@ -16,7 +16,7 @@ import pytest
 import almanac
 from almanac import Catalog, FieldChange, ObjectChange
 from almanac.data import write_table
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.cli.support import almanac as run
 from tests.console.test_pages import parse
 from tests.server.harness import Server

@@ -210,7 +210,7 @@ def test_a_nanosecond_time_file_of_an_older_release_reads_floored(cat: Catalog) 
 
 
 def test_the_staging_writer_is_no_catalog_to_browse() -> None:
-    from almanac.data.iceberg import _StagingWriter
+    from almanac.data.iceberg_write import _StagingWriter
 
     writer = _StagingWriter(PyArrowFileIO(), fresh=True)
     with pytest.raises(CatalogError, match="only stages"):

@@ -20,7 +20,7 @@ from almanac.data import (
     write_files,
     write_table,
 )
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
 from tests.waiting import wait_for
 
@@ -33,7 +33,7 @@ def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, s
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
     if ttl_s is not None:
-        data.stage(write_id, write_dir, ttl_s=ttl_s)
+        data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(
         data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
     )
@@ -64,7 +64,7 @@ def test_janitor_collects_only_dead_uncommitted_writes(cat: Catalog) -> None:
     report = run_janitor(cat, grace_s=0)
     assert report.staging_removed == [unregistered_dir]
     assert Path(live_dir).is_dir(), "a live lease protects a write at any age"
-    TableData.for_catalog(cat).abort(live_id, live_dir)
+    TableData.for_catalog(cat).staging.abort(live_id, live_dir)
     assert not Path(live_dir).exists()
     assert ids_of(read_table(cat, "T")) == [1, 2]
 

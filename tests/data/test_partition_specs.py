@@ -520,7 +520,7 @@ def test_a_write_whose_spec_changed_meanwhile_publishes_nothing(
     old_shape = CommitShape.of(cat.catalog(), table)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=60.0)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=60.0)
     files = write_files(
         data.warehouse, table, old_shape.partitions, conform(_rows(range(10, 20)), table), write_dir
     )
@@ -529,8 +529,8 @@ def test_a_write_whose_spec_changed_meanwhile_publishes_nothing(
     after = write_table(cat, "T", _rows(range(20, 30)))
     with pytest.raises(ConflictError, match="partitioning changed during the write"):
         data.commit(old_shape, write_id, files, operation="append")
-    data.abort(write_id, write_dir)
-    data.release(lease)
+    data.staging.abort(write_id, write_dir)
+    data.staging.release(lease)
     current = data.current(table.id)
     assert current is not None and current.snapshot_id == after.snapshot_id
     assert read_table(cat, "T").sort_by("ID").column("ID").to_pylist() == [

@@ -16,11 +16,11 @@ def test_background_janitor_removes_an_expired_staging_dir(tmp_path: Path) -> No
         data = TableData.for_catalog(cat)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(1, write_id)
-        data.stage(write_id, write_dir, ttl_s=0.5)
+        data.staging.stage(write_id, write_dir, ttl_s=0.5)
         staged = Path(write_dir)
         assert staged.exists()
         wait_for(lambda: not staged.exists(), "the periodic janitor to remove the write")
-        assert not data.is_committed(write_id)
+        assert not data.staging.is_committed(write_id)
 
 
 def test_background_janitor_needs_a_warehouse() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.clock import LOGICAL_BITS
+from almanac.access.targets import STORE_FILE, parse_target
 from almanac.data import (
     CommitShape,
     TableData,
@@ -33,22 +33,22 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.plane import attach_data_plane
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import (
     CatalogError,
     SnapshotExpiredError,
     ValidationError,
     VersionNotFoundError,
 )
-from almanac.etcd_local import LocalEtcd
-from almanac.flight import read_table as flight_read
-from almanac.log import UpdateLog
 from almanac.metastore import Metastore, SqliteMetastore, Watch, WatchEvent
 from almanac.metastore.etcd import EtcdMetastore
+from almanac.model.clock import LOGICAL_BITS
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from almanac.placement import TabletState, read_reports, read_route
-from almanac.schema_sync import SchemaSync
 from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
-from almanac.targets import STORE_FILE, parse_target
+from almanac.tserver.client import read_table as flight_read
 from tests.data.support import create, ids_of, rows
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import wait_for
@@ -261,7 +261,7 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
         shape = CommitShape.of(base, table)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        lease = data.stage(write_id, write_dir, ttl_s=60.0)
+        lease = data.staging.stage(write_id, write_dir, ttl_s=60.0)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows(range(10)), table), write_dir
         )
@@ -275,7 +275,7 @@ def test_a_read_at_a_time_agrees_with_the_version_active_then_over_older_data(
             base.version,
             ahead.activation_time,
         )
-        data.release(lease)
+        data.staging.release(lease)
         assert cat.latest_version == base.version
         # Read at the version it was written against, as before.
         assert ids_of(read_table(cat, "T", version=base.version)) == list(range(10))

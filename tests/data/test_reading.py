@@ -155,7 +155,7 @@ def test_version_reads_pick_the_snapshot_published_at_or_before(cat: Catalog) ->
         assert at is not None
         assert (at.snapshot_id, at.files) == (expected.snapshot_id, expected.files)
     write_id = "0" * 32
-    data.stage(write_id, data.warehouse.write_dir(table.id, write_id), ttl_s=60)
+    data.staging.stage(write_id, data.warehouse.write_dir(table.id, write_id), ttl_s=60)
     late = data.commit(CommitShape.of(cat.catalog(v0), table), write_id, [], operation="append")
     assert late.catalog_version == cat.latest_version == v3 + 1, (
         "a commit is stamped with the version that publishes it, whatever version it was "

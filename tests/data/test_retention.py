@@ -21,8 +21,8 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.snapshots import snapshot_key
-from almanac.entries import TableDataCommitted
 from almanac.iceberg import metadata_location
+from almanac.model.entries import TableDataCommitted
 from tests.data import workers
 from tests.data.support import connect, create, data_keys, ids_of, own_files, rows
 

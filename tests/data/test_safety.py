@@ -22,8 +22,6 @@ from almanac import (
     ValidationError,
     WriteStateError,
 )
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
     DataFile,
@@ -37,8 +35,10 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.snapshots import DataSnapshot, encode_record, snapshot_key
-from almanac.entries import ObjectIdsReserved, VersionedUpdate
 from almanac.iceberg import load_table
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import ObjectIdsReserved, VersionedUpdate
+from almanac.node.catalog_types import HookWork
 from tests.data.support import append, create, data_keys, ids_of, rows, zone_tablets
 from tests.waiting import wait_for
 
@@ -51,7 +51,7 @@ def _staged(
     assert table is not None
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=ttl_s)
+    data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
     files = write_files(
         data.warehouse, table, zone_tablets(cat, table), conform(rows(ids), table), write_dir
     )
@@ -192,7 +192,7 @@ def test_a_commit_is_never_stamped_before_its_version_activates(cat: Catalog) ->
     shape = CommitShape(table, zone_tablets(cat, table), version.version)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    data.stage(write_id, write_dir, ttl_s=60)
+    data.staging.stage(write_id, write_dir, ttl_s=60)
     files = write_files(
         data.warehouse, table, zone_tablets(cat, table), conform(rows([1]), table), write_dir
     )
@@ -251,7 +251,7 @@ def test_a_write_commits_only_the_files_in_its_own_directory(cat: Catalog, tmp_p
         with pytest.raises(WriteStateError, match=fragment):
             data.commit(shape, b_id, files, operation="append")
     assert data_keys(cat) == before
-    data.abort(a_id, a_dir)
+    data.staging.abort(a_id, a_dir)
     assert ids_of(read_table(cat, "T")) == [1]
     data.commit(CommitShape.of(version, t), b_id, b_files, operation="append")
     assert ids_of(read_table(cat, "T")) == [1, 3]
@@ -279,7 +279,7 @@ def test_a_commit_shape_must_match_its_catalog_version(cat: Catalog, tmp_path: P
             data.commit(shape, write_id, files, operation="append")
     wrong_id = new_write_id()
     wrong_dir = data.warehouse.write_dir(table.id, wrong_id)
-    data.stage(wrong_id, wrong_dir, ttl_s=600)
+    data.staging.stage(wrong_id, wrong_dir, ttl_s=600)
     keys = conform(rows(list(range(10, 30))), table)
     wrong = write_files(data.warehouse, table, right.partitions + 3, keys, wrong_dir)
     with pytest.raises(WriteStateError, match="written for another tablet count"):

@@ -50,7 +50,7 @@ from almanac.data.arrow import arrow_type
 from almanac.data.conform import conform
 from almanac.data.tablets import iceberg_hash_values
 from almanac.data.warehouse import new_write_id
-from almanac.descriptors import Column, IndexKind
+from almanac.model.descriptors import Column, IndexKind
 from tests.data import workers
 from tests.data.support import create
 

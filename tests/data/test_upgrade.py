@@ -48,8 +48,8 @@ from almanac.data import (
 from almanac.data.plane import warehouse_of
 from almanac.data.snapshots import decode_record, snapshot_prefix, write_key
 from almanac.data.upgrade import UpgradeReport, convert_table, publish, upgrade_warehouse
-from almanac.descriptors import Table
 from almanac.metastore import Delete
+from almanac.model.descriptors import Table
 from tests.data.legacy import OldWriter, Written, convert_then_die
 from tests.data.legacy import decode_record as decode_old
 from tests.data.support import create, own_files

@@ -45,8 +45,6 @@ from almanac import (
     DropTable,
     NotFoundError,
 )
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data import (
     CommitShape,
     TableData,
@@ -58,7 +56,9 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.writing import STAGE_TTL_S
-from almanac.entries import TableDataCommitted
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog_types import HookWork
 from tests.data.support import connect
 
 NAMES = ("A", "B", "C")
@@ -235,7 +235,7 @@ def append_both(cat: Catalog, batches: Mapping[str, pa.Table]) -> int:
         shape = CommitShape.of(version, table)
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        lease = data.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+        lease = data.staging.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows, table), write_dir
         )
@@ -270,11 +270,11 @@ def append_both(cat: Catalog, batches: Mapping[str, pa.Table]) -> int:
         result = cat.execute([], attach=attach)
     except BaseException:
         for _, write_id, write_dir, _, _ in staged:
-            data.abort(write_id, write_dir)
+            data.staging.abort(write_id, write_dir)
         raise
     finally:
         for _, _, _, lease, _ in staged:
-            data.release(lease)
+            data.staging.release(lease)
     return result.version
 
 

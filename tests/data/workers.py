@@ -86,9 +86,9 @@ def commit_and_hang_at(
     the version or the write released its lease). ``warehouse`` None: the
     catalog's own; ``ttl_s``: the write's staging lease."""
     import almanac
-    from almanac.catalog_types import HookWork
-    from almanac.catalog_version import CatalogVersion
     from almanac.data import CommitShape, TableData, conform, new_write_id, write_files
+    from almanac.model.catalog_version import CatalogVersion
+    from almanac.node.catalog_types import HookWork
 
     def report_and_hang(written: list[str]) -> NoReturn:
         Path(gate, "written.tmp").write_text("\n".join(written))
@@ -108,7 +108,7 @@ def commit_and_hang_at(
         assert table is not None
         write_id = new_write_id()
         write_dir = data.warehouse.write_dir(table.id, write_id)
-        data.stage(write_id, write_dir, ttl_s=ttl_s)
+        data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
         shape = CommitShape.of(version, table)
         files = write_files(
             data.warehouse, table, shape.partitions, conform(rows([777]), table), write_dir

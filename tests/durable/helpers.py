@@ -11,11 +11,11 @@ from pathlib import Path
 
 import almanac
 from almanac import ColumnDef, ColumnType
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate, apply_update
-from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
-from almanac.log_format import read_entry
 from almanac.metastore import Metastore
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import VersionedUpdate, apply_update
+from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, UPDATE_PREFIX, update_key
+from almanac.node.log_format import read_entry
 from almanac.serialization import encode_catalog
 
 

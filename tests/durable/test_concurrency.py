@@ -13,10 +13,10 @@ import pytest
 
 import almanac
 from almanac import Catalog, ConflictError, CreateSchema, Event, EventType
-from almanac.entries import VersionedUpdate
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore
-from almanac.schema_sync import SchemaSync
+from almanac.model.entries import VersionedUpdate
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from tests.durable.helpers import digest, race_ddl_workers, table
 from tests.waiting import PATIENCE
 

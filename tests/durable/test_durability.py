@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import almanac
-from almanac.catalog import Catalog
-from almanac.log import UpdateLog, update_key
 from almanac.metastore import SqliteMetastore
-from almanac.schema_sync import SQLITE_DEFAULTS, SchemaSync
+from almanac.model.schema_sync import SQLITE_DEFAULTS, SchemaSync
+from almanac.node.catalog import Catalog
+from almanac.node.log import UpdateLog, update_key
 from almanac.serialization import encode_catalog
 from tests.durable.helpers import ROOT, child, digest, race_ddl_workers, replay_store, table
 from tests.waiting import wait_for
@@ -125,11 +125,11 @@ def test_pins_of_a_killed_process_expire(tmp_path: Path) -> None:
             cat.execute([table(f"T{i}")])
     script = (
         "import sys\n"
-        "from almanac.catalog import Catalog\n"
-        "from almanac.log import UpdateLog\n"
+        "from almanac.node.catalog import Catalog\n"
+        "from almanac.node.log import UpdateLog\n"
         "from almanac.metastore import SqliteMetastore\n"
-        f"c = Catalog(UpdateLog(SqliteMetastore({str(tmp_path / 'data' / 'catalog.db')!r}),"
-        " pin_ttl_s=1.0))\n"
+        f"c = Catalog(UpdateLog(SqliteMetastore({str(tmp_path / 'data' / 'catalog.db')!r})),"
+        " pin_ttl_s=1.0)\n"
         "cm = c.pin(3); cm.__enter__(); print('pinned', flush=True); sys.stdin.readline()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from almanac import Catalog, CreateSchema
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Put, Watch, WatchEvent
-from almanac.schema_sync import SchemaSync
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from tests.waiting import PATIENCE, wait_for
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)

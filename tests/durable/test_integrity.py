@@ -20,19 +20,19 @@ from pathlib import Path
 import pytest
 
 import almanac
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate
 from almanac.errors import CatalogIdentityError, CorruptLogError, StorageError
-from almanac.log import KEY_CHECKPOINT_VERSION, KEY_ID, KEY_VERSION, UpdateLog, update_key
-from almanac.log_format import (
+from almanac.metastore import SqliteMetastore
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import VersionedUpdate
+from almanac.node.catalog import Catalog
+from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_ID, KEY_VERSION, UpdateLog, update_key
+from almanac.node.log_format import (
     FRAME_MAGIC,
     HEADER_SIZE,
     LEGACY_PREFIXES,
     frame_update,
     read_entry,
 )
-from almanac.metastore import SqliteMetastore
 from almanac.serialization import encode_update
 from tests.durable.helpers import child, digest, table
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import almanac
-from almanac.catalog import Catalog
-from almanac.entries import VersionedUpdate
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, Metastore, SqliteMetastore
-from almanac.schema_sync import SchemaSync
+from almanac.model.entries import VersionedUpdate
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.catalog import Catalog
+from almanac.node.log import UpdateLog
 from tests.durable.helpers import digest, replay_store, table
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)

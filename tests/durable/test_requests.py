@@ -10,10 +10,10 @@ import pytest
 
 import almanac
 from almanac import ExecuteResult
-from almanac.entries import VersionedUpdate
-from almanac.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
 from almanac.metastore import Put, SqliteMetastore, open_metastore
-from almanac.requests import request_digest
+from almanac.model.entries import VersionedUpdate
+from almanac.model.request_ids import request_digest
+from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
 from almanac.serialization import REGISTRY
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import PROTOCOL_VERSION

@@ -16,19 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import almanac
-from almanac.catalog import Catalog
-from almanac.entries import VersionedUpdate
+import almanac.node.retention
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import CorruptLogError, MetastoreError, VersionNotFoundError
-from almanac.etcd_local import LocalEtcd
-from almanac.log import (
-    KEY_CHECKPOINT_VERSION,
-    KEY_TRUNCATING,
-    KEY_VERSION,
-    UPDATE_PREFIX,
-    UpdateLog,
-    update_key,
-)
-from almanac.log_format import frame_update
 from almanac.metastore import (
     Compare,
     Delete,
@@ -40,7 +30,19 @@ from almanac.metastore import (
     TxnResult,
 )
 from almanac.metastore.etcd import EtcdMetastore
-from almanac.schema_sync import SchemaSync
+from almanac.model.entries import VersionedUpdate
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.catalog import Catalog
+from almanac.node.log import (
+    KEY_CHECKPOINT_VERSION,
+    KEY_TRUNCATING,
+    KEY_VERSION,
+    UPDATE_PREFIX,
+    UpdateLog,
+    update_key,
+)
+from almanac.node.log_format import frame_update
+from almanac.node.log_truncation import VersionPins, truncate
 from tests.durable.helpers import child, digest, table
 from tests.metastore.helpers import make_store
 
@@ -205,7 +207,11 @@ def test_pins_taken_between_batches_are_never_truncated(
 ) -> None:
     store = capped
     load(store, long_log[:900])
-    with node(store) as cat, node(store) as reader:
+    with (
+        node(store) as cat,
+        node(store) as reader,
+        contextlib.closing(VersionPins(store)) as pins,  # another process's
+    ):
         assert reader.catalog_ready(900, timeout=30)
         held: list[int] = []
         refused: list[int] = []
@@ -213,7 +219,7 @@ def test_pins_taken_between_batches_are_never_truncated(
         def pin_some() -> None:
             for version in (1, 399, 400, 650, 900):
                 try:
-                    pin = reader.log.pin(version, timeout=10)
+                    pin = pins.pin(version, timeout=10)
                 except VersionNotFoundError:
                     refused.append(version)
                 else:
@@ -404,20 +410,23 @@ def test_a_process_killed_between_batches_leaves_a_log_that_opens(
         store.close()
 
 
-def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it() -> None:
+def test_a_pin_taken_after_the_checkpoint_read_the_pins_stops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     store = MemoryMetastore(max_txn_ops=CAP)
     load(store, make_updates(300))
-    with node(store) as cat, node(store) as reader:
-        assert reader.catalog_ready(300, timeout=30)
-        original = cat.log.truncate
+    with node(store) as cat, contextlib.closing(VersionPins(store)) as pins:
 
         def pin_first(
-            version: almanac.CatalogVersion, pins_revision: int, requests: tuple[Any, ...] = ()
+            log: UpdateLog,
+            version: almanac.CatalogVersion,
+            pins_revision: int,
+            requests: tuple[Any, ...] = (),
         ) -> bool:
-            reader.log.pin(10)  # after checkpoint_log read the pins
-            return original(version, pins_revision, requests)
+            pins.pin(10)  # after checkpoint_log read the pins
+            return truncate(log, version, pins_revision, requests)
 
-        cat.log.truncate = pin_first  # type: ignore[method-assign]
+        monkeypatch.setattr(almanac.node.retention, "truncate", pin_first)
         assert cat.checkpoint_log(200) == 0
         assert log_versions(store) == list(range(1, 301))
 

@@ -14,10 +14,10 @@ import pytest
 
 import almanac
 from almanac import Catalog, CreateSchema, EventType, RetryableError, WaitTimeoutError
-from almanac.clock import from_datetime
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore, SqliteMetastore, TxnResult
-from almanac.schema_sync import MAX_DELAY_MS
+from almanac.model.clock import from_datetime
+from almanac.model.schema_sync import MAX_DELAY_MS
+from almanac.node.log import UpdateLog
 from tests.durable.helpers import table
 
 

@@ -14,9 +14,9 @@ import signal
 import sys
 
 import almanac
-from almanac.catalog import HookWork
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import VersionedUpdate
+from almanac.node.catalog import HookWork
 from tests.durable.helpers import table
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from almanac.catalog import Catalog
-from almanac.log import UpdateLog
 from almanac.metastore import Compare, Delete, Op, SqliteMetastore, TxnResult
-from almanac.schema_sync import SchemaSync
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.catalog import Catalog
+from almanac.node.log import UpdateLog
 
 
 class StoppingStore(SqliteMetastore):

@@ -12,7 +12,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, UnauthorizedError
 
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 from tests.server.harness import Server
 
 from .conftest import ADMIN_TOKEN, READ_TOKEN, rest_catalog, spec_error

@@ -17,7 +17,7 @@ from pyiceberg.exceptions import BadRequestError
 
 from almanac import Catalog, ValidationError, VersionNotFoundError
 from almanac.data import TableData, read_table, run_janitor
-from almanac.soft_delete import expired_tables, purge_expired_tables
+from almanac.node.soft_delete import expired_tables, purge_expired_tables
 from tests.iceberg_rest.conftest import ADMIN_TOKEN, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, arrow_rows, batch, scanned
 from tests.server.harness import Server

@@ -11,8 +11,8 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from almanac import CorruptDataError
-from almanac.catalog import Catalog
 from almanac.data import TableData, read_table
+from almanac.node.catalog import Catalog
 
 from .tables import SCHEMA, arrow_rows, batch
 

@@ -39,9 +39,9 @@ from pyiceberg.types import (
 )
 
 import almanac
-from almanac.catalog import Catalog
 from almanac.data import write_table
 from almanac.iceberg import metadata_location
+from almanac.node.catalog import Catalog
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned

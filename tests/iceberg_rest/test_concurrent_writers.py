@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from almanac.catalog import Catalog
 from almanac.data import read_table
+from almanac.node.catalog import Catalog
 from tests.server.harness import Server
 from tests.waiting import PATIENCE
 

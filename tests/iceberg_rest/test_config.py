@@ -13,8 +13,8 @@ import pytest
 from pyiceberg.catalog.rest import ConfigResponse, RestCatalog
 from pyiceberg.exceptions import RESTError
 
-from almanac.catalog import Catalog
 from almanac.data import TableData
+from almanac.node.catalog import Catalog
 from tests.server.harness import Server
 
 from .conftest import ADMIN_TOKEN, PREFIX, READ_TOKEN, rest_catalog, spec_error

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pytest
 
 import almanac
-from almanac.catalog import Catalog
 from almanac.data import read_table, run_janitor, write_table
 from almanac.data.commits import TableData
 from almanac.iceberg import metadata_location
+from almanac.node.catalog import Catalog
 from tests.server.harness import Server
 from tests.waiting import wait_for
 

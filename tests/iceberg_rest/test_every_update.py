@@ -54,7 +54,7 @@ from pyiceberg.table.update import (
 from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 
 NAMESPACE = "EVERYUPD"
 SCHEMA = Schema(

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, write_table
-from almanac.data.iceberg import IcebergFiles
+from almanac.data.iceberg_write import IcebergWriter
+from almanac.node.catalog import Catalog
 
 from .tables import SCHEMA, batch
 
@@ -37,10 +37,10 @@ def test_an_append_racing_an_expiry_stays_visible_at_the_latest_version(
     data = TableData.for_catalog(cat)
     found = cat.catalog().table("T", NAMESPACE)
     assert found is not None
-    planned = IcebergFiles.write_without
+    planned = IcebergWriter.write_without
     raced: list[int] = []
 
-    def append_meanwhile(self: IcebergFiles, *args: Any) -> Any:
+    def append_meanwhile(self: IcebergWriter, *args: Any) -> Any:
         # Between the expiry's reading of the chain and its commit: a real
         # append through Almanac, on this node.
         if not raced:
@@ -54,7 +54,7 @@ def test_an_append_racing_an_expiry_stays_visible_at_the_latest_version(
             raced.append(write_table(cat, "T", row, NAMESPACE).snapshot_id)
         return planned(self, *args)
 
-    monkeypatch.setattr(IcebergFiles, "write_without", append_meanwhile)
+    monkeypatch.setattr(IcebergWriter, "write_without", append_meanwhile)
     expire_data(cat, "T", NAMESPACE, older_than=cat.clock.now())
     monkeypatch.undo()
     assert raced

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 from almanac.server.app import MAX_BODY_BYTES
 from tests.server.harness import Server
 

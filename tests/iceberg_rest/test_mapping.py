@@ -36,7 +36,6 @@ from pyiceberg.types import (
 
 import almanac
 from almanac import CreateSchema, SetPrimaryKey, ValidationError
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
     Command,
     PartitionFieldDef,
@@ -46,7 +45,6 @@ from almanac.commands import (
     preview,
 )
 from almanac.data.iceberg_schema import iceberg_layout, iceberg_schema
-from almanac.descriptors import Table
 from almanac.iceberg_rest.mapping import (
     check_expressed,
     check_layout,
@@ -54,6 +52,8 @@ from almanac.iceberg_rest.mapping import (
     layout_commands,
     schema_commands,
 )
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Table
 
 EXPRESSIBLE: tuple[IcebergType, ...] = (
     BooleanType(),

@@ -12,8 +12,8 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
 
-from almanac.catalog import Catalog
 from almanac.commands.base import MAX_NAME_BYTES
+from almanac.node.catalog import Catalog
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned

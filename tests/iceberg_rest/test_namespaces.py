@@ -16,7 +16,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError, NoSuchNamespaceError, NoSuchTableError
 
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned

@@ -23,9 +23,9 @@ from pyiceberg.transforms import (
 )
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
-from almanac.catalog import Catalog
-from almanac.descriptors import Table
 from almanac.errors import ValidationError
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -14,9 +14,9 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, NoSuchTableError, RESTError
 
-from almanac.catalog import Catalog
 from almanac.data import TableData
 from almanac.iceberg_rest.pinned import split_warehouse
+from almanac.node.catalog import Catalog
 from tests.server.harness import Server
 from tests.waiting import wait_for
 

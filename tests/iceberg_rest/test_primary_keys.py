@@ -13,9 +13,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from almanac.catalog import Catalog
 from almanac.data import TableData, read_table, table_partitions
 from almanac.data.tablets import file_tablet
+from almanac.node.catalog import Catalog
 
 PLAIN = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("data", pa.string())])
 

@@ -22,10 +22,10 @@ from pyiceberg.types import LongType, StringType
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
 from almanac.data import read_table
-from almanac.datatypes import ColumnType
 from almanac.iceberg import metadata_location
+from almanac.model.datatypes import ColumnType
+from almanac.node.catalog import Catalog
 from almanac.sql.parsing import parse_script
 from tests.server.harness import Server
 from tests.waiting import PATIENCE

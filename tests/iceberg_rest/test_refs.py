@@ -16,13 +16,13 @@ from pyiceberg.table import CommitTableRequest, Table, TableIdentifier
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.update import SetSnapshotRefUpdate
 
-from almanac.catalog import Catalog
 from almanac.data import TableData, expire_data, read_table, run_janitor, write_table
 from almanac.data.snapshots import Record
 from almanac.errors import NotFoundError
 from almanac.iceberg_rest.commit import commit
 from almanac.iceberg_rest.errors import CommitFailedError
 from almanac.iceberg_rest.plan import plan
+from almanac.node.catalog import Catalog
 
 from .conftest import ADMIN_TOKEN, own_server, rest_catalog, spec_error
 from .tables import SCHEMA, Row, arrow_rows, batch, scanned

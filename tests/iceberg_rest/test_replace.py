@@ -40,8 +40,8 @@ from pyiceberg.table.update import (
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
-from almanac.catalog import Catalog
 from almanac.data import TableData, read_table
+from almanac.node.catalog import Catalog
 
 from .test_every_update import check_equal
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from almanac.catalog import Catalog
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
 
 from .tables import SCHEMA, batch, scanned
 

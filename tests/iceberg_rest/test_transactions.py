@@ -21,7 +21,7 @@ from pyiceberg.table.update import (
 from pyiceberg.types import NestedField, StringType
 
 import almanac
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 from almanac.sql.parsing import parse_script
 
 from .conftest import ADMIN_TOKEN, spec_error

@@ -44,13 +44,13 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from almanac.catalog import Catalog
 from almanac.commands import preview
 from almanac.data import DataError, read_table, write_table
-from almanac.descriptor_sql import type_sql
-from almanac.descriptors import Column
-from almanac.diff import CatalogDiff, diff_catalogs
-from almanac.nested import walk
+from almanac.model.descriptor_sql import type_sql
+from almanac.model.descriptors import Column
+from almanac.model.diff import CatalogDiff, diff_catalogs
+from almanac.model.nested import walk
+from almanac.node.catalog import Catalog
 from almanac.sql.parsing import parse_script
 
 _ids = itertools.count(1)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Put, SqliteMetastore
 from almanac.metastore.etcd import EtcdMetastore
 from tests.waiting import PATIENCE

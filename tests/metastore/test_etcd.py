@@ -15,9 +15,8 @@ import pytest
 from aetcd import rpc
 
 import almanac
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.errors import CompactedError, InvalidArgumentError, MetastoreUnavailableError
-from almanac.etcd_local import LocalEtcd
-from almanac.log import UpdateLog
 from almanac.metastore import (
     Compare,
     Delete,
@@ -32,6 +31,7 @@ from almanac.metastore import (
     open_metastore,
 )
 from almanac.metastore.etcd import EtcdMetastore
+from almanac.node.log import UpdateLog
 from tests.waiting import PATIENCE
 
 from .helpers import cas_increment, wait_until
@@ -354,7 +354,7 @@ def test_pins_outlive_an_outage_longer_than_the_call_bound(
 ) -> None:
     with LocalEtcd(1, fsync=False) as cluster:
         store = EtcdMetastore(cluster.endpoints, namespace=namespace, timeout_s=0.5)
-        cat = almanac.Catalog(UpdateLog(store, pin_ttl_s=2.0))
+        cat = almanac.Catalog(UpdateLog(store), pin_ttl_s=2.0)
         try:
             with cat.pin(1):
                 lease = int(store.range("catalog.pin.").kvs[0].lease)

@@ -11,7 +11,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.placement.manager import PlacementManager, attach_placement
 from almanac.placement.settings import PlacementSettings
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from almanac import Catalog, CatalogError, MetastoreError
-from almanac.etcd_local import LocalEtcd
-from almanac.log import UpdateLog
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Compare, MemoryMetastore, Metastore, Op, TxnResult
 from almanac.metastore.etcd import EtcdMetastore
 from almanac.metastore.sqlite import SqliteMetastore
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from almanac.placement import TabletState, read_routes
 from almanac.placement.manager import PlacementManager
 from almanac.placement.verify import verify_placement
-from almanac.schema_sync import SchemaSync
 from tests.placement.conftest import SETTINGS, namespace
 from tests.placement.support import FakeServer, servers
 

@@ -13,7 +13,7 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.placement import LEADER_KEY, TabletState, read_route, read_server_index, route_key
 from almanac.placement.manager import PlacementManager, placement_of
 from almanac.placement.route_changes import route_write

@@ -10,8 +10,9 @@ import threading
 import pytest
 
 from almanac import Catalog, CorruptDataError, ValidationError, WaitTimeoutError
-from almanac.log import UpdateLog
 from almanac.metastore import MemoryMetastore
+from almanac.model.schema_sync import SchemaSync
+from almanac.node.log import UpdateLog
 from almanac.placement import (
     TabletReport,
     TabletState,
@@ -23,7 +24,6 @@ from almanac.placement import (
 from almanac.placement.manager import PlacementManager, attach_placement
 from almanac.placement.settings import PlacementSettings
 from almanac.placement.verify import verify_placement
-from almanac.schema_sync import SchemaSync
 from tests.placement.conftest import SETTINGS
 from tests.placement.support import FakeServer, servers
 

@@ -12,9 +12,9 @@ import sys
 import uvicorn
 
 import almanac
-from almanac.catalog import HookWork
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import VersionedUpdate
+from almanac.node.catalog import HookWork
 from almanac.server import create_app
 
 

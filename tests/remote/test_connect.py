@@ -9,9 +9,9 @@ import pytest
 
 import almanac
 from almanac import EventType, Target, ValidationError, parse_target
-from almanac.connection import open_catalog
+from almanac.access.connection import open_catalog
+from almanac.access.remote import RemoteCatalog
 from almanac.metastore import InvalidArgumentError, open_metastore
-from almanac.remote import RemoteCatalog
 
 
 @pytest.mark.parametrize(

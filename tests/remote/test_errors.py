@@ -9,7 +9,7 @@ import pytest
 
 import almanac
 from almanac import errors
-from almanac.remote import error_from_reply
+from almanac.access.remote import error_from_reply
 from almanac.server.errors import error_body, status_of
 
 URL = "http://127.0.0.1:1"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from almanac import CatalogError, EventType, MetastoreUnavailableError
-from almanac.remote import RemoteCatalog
+from almanac.access.remote import RemoteCatalog
 from tests.waiting import wait_for
 
 Reply = tuple[int, str, bytes]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from almanac.sse import SseMessage, format_sse, parse_sse
+from almanac.access.sse import SseMessage, format_sse, parse_sse
 
 
 def _lines(text: str) -> list[str]:

@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import strategies as st
 from immutables import Map
 
-from almanac import entries as e
-from almanac.catalog_version import CatalogVersion
-from almanac.datatypes import ColumnType
-from almanac.descriptors import (
+from almanac.model import entries as e
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
     Collation,
     Column,
     ConsistencyMode,
@@ -35,8 +35,8 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
-from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
-from almanac.requests import Checkpoint, RequestRecord
+from almanac.model.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from almanac.model.request_ids import Checkpoint, RequestRecord
 from almanac.serialization import encode
 from almanac.serialization.io import INT64_MAX, INT64_MIN
 

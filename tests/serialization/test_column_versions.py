@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import almanac
-from almanac import entries as e
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, ConstantDefault, FunctionDefault
+from almanac.model import entries as e
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, ConstantDefault, FunctionDefault
 from almanac.serialization import REGISTRY, decode, encode
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import PROTOCOL_VERSION

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from almanac import entries as e
-from almanac.descriptors import ConstantDefault, Schema
 from almanac.errors import SerializationError
-from almanac.requests import Checkpoint
+from almanac.model import entries as e
+from almanac.model.descriptors import ConstantDefault, Schema
+from almanac.model.request_ids import Checkpoint
 from almanac.serialization import REGISTRY, decode, decode_catalog, decode_update, encode
 from almanac.serialization.io import Writer
 

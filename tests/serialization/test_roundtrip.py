@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from immutables import Map
 
-from almanac import entries as e
-from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import ConstantDefault
 from almanac.errors import SerializationError
+from almanac.model import entries as e
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import ConstantDefault
 from almanac.serialization import (
     REGISTRY,
     TYPE_IDS,

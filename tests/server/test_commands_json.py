@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import almanac
 from almanac import CatalogError, Command, ValidationError
-from almanac.descriptors import ConstantDefault, FunctionDefault
+from almanac.model.descriptors import ConstantDefault, FunctionDefault
 from almanac.server.commands_json import (
     COMMANDS,
     command_fields,

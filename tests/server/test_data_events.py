@@ -17,7 +17,7 @@ import pytest
 import almanac
 from almanac import Catalog, EventType, RemoteEvent
 from almanac.data import write_table
-from almanac.entries import TableDataCommitted
+from almanac.model.entries import TableDataCommitted
 from tests.cli.support import start
 from tests.waiting import PATIENCE, stdout_lines, wait_for
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from almanac.connection import open_catalog
+from almanac.access.connection import open_catalog
 from almanac.serialization import decode_catalog
 from tests.waiting import PATIENCE, wait_for
 

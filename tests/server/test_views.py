@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import almanac
+from almanac.model.summary import SUMMARY_ENTRIES
 from almanac.server.views import version_view
-from almanac.summary import SUMMARY_ENTRIES
 
 
 def test_a_checkpointed_version_is_summarised_by_its_entries_within_the_bound() -> None:

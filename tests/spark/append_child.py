@@ -36,10 +36,10 @@ def _hold_first_commit(committing: Path, committed: Path, conflicts: list[str]) 
     from pyiceberg.table import CommitTableRequest
 
     import almanac.iceberg_rest.routes as routes
-    from almanac.catalog import Catalog
-    from almanac.catalog_version import CatalogVersion
     from almanac.errors import ConflictError
     from almanac.iceberg_rest.plan import Change, plan
+    from almanac.model.catalog_version import CatalogVersion
+    from almanac.node.catalog import Catalog
 
     def held_plan(cat: Catalog, version: CatalogVersion, request: CommitTableRequest) -> Change:
         if not committing.exists():

@@ -17,7 +17,7 @@ pytest.importorskip("pyspark")
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
+from almanac.node.catalog import Catalog
 
 
 @pytest.fixture(scope="session")

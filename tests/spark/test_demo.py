@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_demo_runs_on_plain_spark_sql(tmp_path: Path) -> None:
     root = tmp_path / "demo-data" / "demo"
     done = subprocess.run(
-        [sys.executable, "-m", "almanac.demo", str(root), "--sf", "0.01"],
+        [sys.executable, "-m", "almanac.dev.demo", str(root), "--sf", "0.01"],
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         cwd=tmp_path,
         capture_output=True,

@@ -21,9 +21,9 @@ import pytest
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
 from almanac.data import read_table
 from almanac.errors import CatalogError, ValidationError
+from almanac.node.catalog import Catalog
 from almanac.spark.runtime import EXTENSIONS, SparkRuntimeError
 from tests.waiting import PATIENCE
 
@@ -412,7 +412,7 @@ def test_add_catalog_reaches_a_server_with_its_token(rt: Any, tmp_path: Path) ->
 
 
 def test_a_catalog_on_etcd(rt: Any, tmp_path: Path) -> None:
-    from almanac.etcd_local import LocalEtcd
+    from almanac.dev.etcd_local import LocalEtcd
 
     warehouse = str(tmp_path / "wh")
     with LocalEtcd(1, fsync=False) as cluster:

@@ -21,8 +21,8 @@ import pytest
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
 from almanac.data import read_table, run_janitor
+from almanac.node.catalog import Catalog
 from tests.waiting import PATIENCE, wait_for
 
 HERE = Path(__file__).resolve().parent
@@ -207,7 +207,7 @@ def test_a_driver_killed_mid_ctas_leaves_no_table_no_version_and_no_files(
 
 
 def test_ctas_on_an_etcd_catalog(rt: Any, tmp_path: Path) -> None:
-    from almanac.etcd_local import LocalEtcd
+    from almanac.dev.etcd_local import LocalEtcd
 
     warehouse = str(tmp_path / "wh")
     with LocalEtcd(1, fsync=False) as cluster:

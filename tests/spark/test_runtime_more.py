@@ -24,8 +24,8 @@ import pytest
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
 from almanac.data import DataSnapshot, TableData, read_table
+from almanac.node.catalog import Catalog
 from tests.spark.test_runtime import (
     _same_rows_in,
     _sql,

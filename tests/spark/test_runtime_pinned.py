@@ -17,9 +17,9 @@ import pytest
 
 import almanac
 import almanac.spark
-from almanac.catalog import Catalog
 from almanac.data import TableData
 from almanac.errors import NotFoundError, ValidationError, VersionNotFoundError
+from almanac.node.catalog import Catalog
 from tests.spark.test_runtime import _almanac_rows, _sql
 
 CAT = "rtp"

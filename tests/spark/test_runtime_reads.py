@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from almanac.catalog import Catalog
 from almanac.data import arrow_schema, read_table, write_table
+from almanac.node.catalog import Catalog
 
 CAT = "reads"
 """The Spark catalog name: the run's session may hold other tests' catalogs."""

@@ -8,8 +8,8 @@ import decimal
 import pytest
 
 from almanac.commands import AlterColumn
-from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, SqlParseError
+from almanac.model.descriptors import ConstantDefault
 from almanac.sql.parsing import parse_script
 
 

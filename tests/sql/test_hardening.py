@@ -23,9 +23,9 @@ from almanac.commands import (
     RenameTable,
     SetTableProperties,
 )
-from almanac.datatypes import ColumnType
-from almanac.descriptors import ConstantDefault
 from almanac.errors import CatalogError, SqlParseError, ValidationError
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import ConstantDefault
 from almanac.sql.dialect import AlmanacParser
 from almanac.sql.parsing import parse_script
 

@@ -14,9 +14,6 @@ import pytest
 
 import almanac
 from almanac import AlterField, Catalog
-from almanac.datatypes import ColumnType
-from almanac.descriptor_sql import type_sql
-from almanac.descriptors import Column, ConstantDefault
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -24,7 +21,10 @@ from almanac.errors import (
     SqlParseError,
     ValidationError,
 )
-from almanac.nested import walk
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptor_sql import type_sql
+from almanac.model.descriptors import Column, ConstantDefault
+from almanac.model.nested import walk
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 
 import almanac
 from almanac import Catalog, EvolveColumn
-from almanac.datatypes import ColumnType
-from almanac.descriptor_sql import type_sql
 from almanac.errors import SqlParseError, ValidationError
-from almanac.nested import walk
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptor_sql import type_sql
+from almanac.model.nested import walk
 
 T = ColumnType
 

@@ -23,9 +23,9 @@ from almanac.commands import (
     RenameZone,
     SetDefaultZone,
 )
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Collation, ConsistencyMode, ConstantDefault, IndexKind
 from almanac.errors import SqlParseError
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Collation, ConsistencyMode, ConstantDefault, IndexKind
 from almanac.sql.parsing import parse_script
 
 INT = ColumnType.INT32

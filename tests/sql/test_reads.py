@@ -20,11 +20,11 @@ from almanac import (
     ValidationError,
     VersionNotFoundError,
 )
-from almanac.clock import to_datetime
-from almanac.read_point import ReadPoint
+from almanac.model.clock import to_datetime
+from almanac.model.read_point import ReadPoint
+from almanac.model.summary import CHECKPOINT_SUMMARY
 from almanac.sql.parsing import parse_script, parse_sql
 from almanac.sql.reads import ReadStatement
-from almanac.summary import CHECKPOINT_SUMMARY
 
 SETUP = [
     "CREATE SCHEMA S; CREATE ZONE Z WITH (PARTITIONS=4, REPLICAS=3, STORAGE_PROFILES='a,b')",
@@ -418,7 +418,7 @@ def test_read_statement_values_refuse_what_no_statement_says(
 
 
 def test_the_summary_of_a_big_script_stays_one_short_line() -> None:
-    from almanac.summary import SUMMARY_ENTRIES
+    from almanac.model.summary import SUMMARY_ENTRIES
 
     count = SUMMARY_ENTRIES + 30
     with almanac.connect("memory://") as catalog:

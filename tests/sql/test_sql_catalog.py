@@ -10,15 +10,15 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.datatypes import ColumnType
-from almanac.descriptors import (
+from almanac.errors import AlreadyExistsError, NotFoundError, SqlParseError, ValidationError
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
     Collation,
     ConsistencyMode,
     ConstantDefault,
     FunctionDefault,
     IndexKind,
 )
-from almanac.errors import AlreadyExistsError, NotFoundError, SqlParseError, ValidationError
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from almanac.commands import AlterColumn, ColumnDef, CreateTable
-from almanac.datatypes import ColumnType
-from almanac.descriptors import ConstantDefault, DefaultValue, FunctionDefault
 from almanac.errors import SqlParseError
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import ConstantDefault, DefaultValue, FunctionDefault
 from almanac.sql.parsing import parse_script
 
 T = ColumnType

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from almanac.etcd_local import LocalEtcd
+from almanac.dev.etcd_local import LocalEtcd
 from tests.spark.conftest import spark
 from tests.tablets.harness import Settings, TabletCluster
 

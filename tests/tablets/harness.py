@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Self
 
 import almanac
-from almanac.catalog import Catalog
-from almanac.etcd_local import LocalEtcd
+from almanac.access.targets import STORE_FILE
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, WatchEvent, WatchEventKind
+from almanac.node.catalog import Catalog
 from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, SERVER_INDEX_PREFIX, server_key
 from almanac.placement.manager import attach_placement
 from almanac.placement.model import (
@@ -46,7 +47,6 @@ from almanac.placement.state import (
     read_routes,
     read_servers,
 )
-from almanac.targets import STORE_FILE
 from tests.durable.helpers import ROOT
 from tests.waiting import PATIENCE, wait_for
 

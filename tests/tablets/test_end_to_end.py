@@ -21,12 +21,12 @@ import almanac.spark
 from almanac.cli import main
 from almanac.data import write_table
 from almanac.data.snapshots import decode_pointer, table_key
-from almanac.flight import read_table
 from almanac.metastore import WatchEventKind
 from almanac.placement.keys import server_key
 from almanac.placement.model import ServerInfo, TableRoute, TabletState
 from almanac.placement.state import read_servers
 from almanac.server.background import BackgroundServer
+from almanac.tserver.client import read_table
 from tests.tablets.harness import (
     PATIENCE,
     RouteAudit,

@@ -21,7 +21,6 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
-from almanac.flight import read_table
 from almanac.placement import (
     ServerInfo,
     Tablet,
@@ -31,6 +30,7 @@ from almanac.placement import (
     server_key,
 )
 from almanac.tserver import TabletServer, TabletServerSettings, TabletTicket
+from almanac.tserver.client import read_table
 from almanac.tserver.instance import INSTANCE_FILE, DataDirLock, decode_instance
 from tests.tserver.harness import place, spread
 

@@ -2,7 +2,7 @@
 processes: a server given tokens (by ``--tokens-file`` or by
 ``$ALMANAC_TOKENS``, as ``almanac serve`` takes them) refuses every call
 without one of them, whatever the RPC; a read or an admin token reads, by
-hand-made ticket and through ``almanac.flight.read_table``. A server binds
+hand-made ticket and through ``almanac.tserver.client.read_table``. A server binds
 to loopback by default and refuses any other address without tokens."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from almanac import Catalog, ColumnDef, ColumnType, CreateTable, CreateZone
 from almanac.cli import main
 from almanac.data import read_table, tablets_of, write_table
 from almanac.errors import AccessDeniedError, ValidationError
-from almanac.flight import read_table as flight_read
 from almanac.placement import TabletState, read_reports, read_route, read_servers
 from almanac.server.auth import ENV_VARIABLE, Tokens
 from almanac.tserver import TabletServerSettings, TabletTicket
+from almanac.tserver.client import read_table as flight_read
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 

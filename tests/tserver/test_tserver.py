@@ -1,6 +1,6 @@
 """Tablet servers as real ``almanac tserver`` processes on a SQLite catalog
 with a warehouse: registration, heartbeats and reports, local tablets,
-Flight reads, ``almanac.flight.read_table``, leader compaction, deletion,
+Flight reads, ``almanac.tserver.client.read_table``, leader compaction, deletion,
 lease loss, kill -9 mid-read and SIGTERM.
 
 One module-scoped cluster (three servers) serves every test; the tests that
@@ -27,7 +27,6 @@ from almanac import Catalog, ColumnDef, ColumnType, CreateTable, CreateZone
 from almanac.cli import main
 from almanac.data import TableData, read_table, tablets_of, write_table
 from almanac.errors import CatalogError, NotFoundError, ValidationError
-from almanac.flight import read_table as flight_read
 from almanac.placement import (
     TabletState,
     read_reports,
@@ -37,6 +36,7 @@ from almanac.placement import (
     server_index_key,
 )
 from almanac.tserver import TabletTicket
+from almanac.tserver.client import read_table as flight_read
 from tests.tserver.harness import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 

@@ -27,10 +27,10 @@ import click
 from almanac._check import INT64_MAX
 
 if TYPE_CHECKING:
-    from almanac.catalog import Catalog
-    from almanac.remote import RemoteCatalog
+    from almanac.access.remote import RemoteCatalog
+    from almanac.access.targets import Target
+    from almanac.node.catalog import Catalog
     from almanac.sql.results import SqlResult
-    from almanac.targets import Target
 
 __all__ = [
     "DEFAULT_STORE",
@@ -186,7 +186,7 @@ def store_option(command: F) -> F:
 def resolve_target(store: str | None) -> Target:
     """The subcommand's ``--store``, else the global one (which falls back to
     ``$ALMANAC_STORE``, then ``./almanac-data``), parsed."""
-    from almanac.targets import parse_target
+    from almanac.access.targets import parse_target
 
     if store is None:
         settings = click.get_current_context().find_object(Settings)
@@ -228,12 +228,12 @@ def open_node(
     target = local_target(store)
     with progress(f"Opening the catalog at {target}"):
         if data:
-            from almanac.connection import connect
+            from almanac.access.connection import connect
 
             # a local target: never remote
             opened: Catalog = connect(target, create=create, **options)
             return opened
-        from almanac.connection import open_catalog
+        from almanac.access.connection import open_catalog
 
         return open_catalog(target, create=create, **options)
 
@@ -250,7 +250,7 @@ def open_remote(store: str | None) -> RemoteCatalog:
     """The catalog server of an ``http(s)://`` store, with the ``--token``
     (checked here, so that a bad one is named as the user gave it), tried
     for ``--timeout`` seconds; on a terminal each wait for it says so."""
-    from almanac.remote import RemoteCatalog, check_token
+    from almanac.access.remote import RemoteCatalog, check_token
 
     settings = click.get_current_context().find_object(Settings) or Settings(DEFAULT_STORE)
     token = settings.token

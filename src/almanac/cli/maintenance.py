@@ -58,7 +58,7 @@ def compact(keep: int | None, keep_seconds: float | None, store: str | None) -> 
     Older versions can no longer be read afterwards; versions a reader pins
     are kept. With both rules, a version goes only when both allow it.
     """
-    from almanac.catalog_types import RetentionPolicy
+    from almanac.node.catalog_types import RetentionPolicy
 
     if keep is None and keep_seconds is None:
         raise click.UsageError("compact needs --keep N or --keep-seconds S")
@@ -152,8 +152,8 @@ def purge(store: str | None) -> int:
     Their data goes with the next janitor run once no kept catalog version
     holds them (as for DROP TABLE).
     """
-    from almanac.clock import to_datetime
-    from almanac.soft_delete import purge_expired_tables
+    from almanac.model.clock import to_datetime
+    from almanac.node.soft_delete import purge_expired_tables
 
     with open_node(store) as cat:
         purged = purge_expired_tables(cat)

@@ -19,7 +19,7 @@ from almanac.cli.app import open_node, store_option
 from almanac.cli.foreground import foreground
 
 if TYPE_CHECKING:
-    from almanac.catalog import Catalog, RetentionPolicy
+    from almanac.node.catalog import Catalog, RetentionPolicy
 
 __all__ = ["node"]
 

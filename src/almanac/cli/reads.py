@@ -341,7 +341,7 @@ def _plain(cell: object) -> str:
     """A ``SHOW DIFF`` value (compact JSON text) as a person reads it; blank for none."""
     import json
 
-    from almanac.diff import value_text
+    from almanac.model.diff import value_text
 
     if not isinstance(cell, str):
         return ""

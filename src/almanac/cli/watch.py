@@ -26,9 +26,9 @@ from almanac.cli.app import int64_at_least, open_node, open_remote, resolve_targ
 from almanac.cli.output import Output
 
 if TYPE_CHECKING:
-    from almanac.catalog import Catalog, VersionInfo
-    from almanac.catalog_version import CatalogVersion
-    from almanac.remote import RemoteCatalog, RemoteVersionInfo
+    from almanac.access.remote import RemoteCatalog, RemoteVersionInfo
+    from almanac.model.catalog_version import CatalogVersion
+    from almanac.node.catalog import Catalog, VersionInfo
 
 __all__ = [
     "DataCommitRecord",
@@ -77,7 +77,7 @@ def version_record(cat: Catalog, info: VersionInfo) -> VersionRecord:
     """One version as JSON: its number, activation time (ISO-8601, UTC),
     node, request id, events and the one-line summary."""
     from almanac.errors import VersionNotFoundError
-    from almanac.events import event_json
+    from almanac.model.events import event_json
     from almanac.sql.reads import iso_utc
 
     try:
@@ -115,7 +115,7 @@ def remote_version_record(info: RemoteVersionInfo) -> VersionRecord:
 
 def _remote_events(info: RemoteVersionInfo) -> list[EventRecord]:
     """The events of a listed version, each data commit with its own event."""
-    from almanac.events import EventType, event_json
+    from almanac.model.events import EventType, event_json
 
     commits = iter(info.data_commits)
     records: list[EventRecord] = []
@@ -144,7 +144,7 @@ def _named(cat: _Watched, version: int, object_id: int) -> str:
     """``PUBLIC.T (#7)``: the object as the version left it, or as the one
     before had it (a drop); ``#7`` once neither is available."""
     from almanac.errors import VersionNotFoundError
-    from almanac.summary import object_name
+    from almanac.model.summary import object_name
 
     for number in (version, version - 1):
         with contextlib.suppress(VersionNotFoundError):

@@ -9,16 +9,17 @@ from dataclasses import dataclass
 from enum import Enum
 
 from almanac._check import check_fields
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion, NameKind
-from almanac.clock import to_datetime
-from almanac.datatypes import (
+from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion, NameKind
+from almanac.model.clock import to_datetime
+from almanac.model.datatypes import (
     ColumnType,
     default_params,
     python_value_fits,
     shown,
     validate_params,
 )
-from almanac.descriptors import (
+from almanac.model.descriptors import (
     FUNCTION_DEFAULTS,
     Column,
     ConstantDefault,
@@ -29,10 +30,9 @@ from almanac.descriptors import (
     Table,
     Zone,
 )
-from almanac.entries import ObjectIdsReserved, UpdateEntry
-from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.names import name_key
-from almanac.nested import assign_ids, check_shape
+from almanac.model.entries import ObjectIdsReserved, UpdateEntry
+from almanac.model.names import name_key
+from almanac.model.nested import assign_ids, check_shape
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -353,7 +353,7 @@ class ColumnDef:
     doc: str | None = None
     fields: tuple[ColumnDef, ...] = ()
     """A STRUCT's fields, a LIST's element or a MAP's key and value (see
-    ``almanac.nested``); their ids are assigned with the column's."""
+    ``almanac.model.nested``); their ids are assigned with the column's."""
 
     def __post_init__(self) -> None:
         check_fields(self)

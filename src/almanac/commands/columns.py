@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
@@ -19,7 +18,9 @@ from almanac.commands.base import (
     qualified,
 )
 from almanac.commands.partitions import check_drop
-from almanac.datatypes import (
+from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import (
     NO_COERCION,
     ColumnType,
     can_widen,
@@ -28,17 +29,16 @@ from almanac.datatypes import (
     python_value_fits,
     validate_params,
 )
-from almanac.descriptors import (
+from almanac.model.descriptors import (
     Column,
     ConstantDefault,
     DefaultValue,
     FunctionDefault,
     initial_default_of,
 )
-from almanac.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
-from almanac.errors import AlreadyExistsError, NotFoundError, ValidationError
-from almanac.names import name_key
-from almanac.nested import check_evolution, check_shape, field_ids, walk
+from almanac.model.entries import ColumnAltered, ColumnsAdded, ColumnsDropped, UpdateEntry
+from almanac.model.names import name_key
+from almanac.model.nested import check_evolution, check_shape, field_ids, walk
 
 __all__ = ["AddColumns", "AlterColumn", "AlterField", "DropColumns", "EvolveColumn", "RenameColumn"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     Command,
@@ -26,8 +25,10 @@ from almanac.commands.base import (
     require_table,
     taken_by,
 )
-from almanac.descriptors import Collation, Index, IndexKind, IndexStatus, Table
-from almanac.entries import (
+from almanac.errors import ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Collation, Index, IndexKind, IndexStatus, Table
+from almanac.model.entries import (
     IndexBuildStarted,
     IndexCreated,
     IndexMadeAvailable,
@@ -36,8 +37,7 @@ from almanac.entries import (
     IndexStopped,
     UpdateEntry,
 )
-from almanac.errors import ValidationError
-from almanac.nested import check_key_column
+from almanac.model.nested import check_key_column
 
 __all__ = [
     "CreateIndex",

@@ -27,22 +27,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import DEFAULT_SCHEMA, Command, find_table, qualified
-from almanac.datatypes import ColumnType
-from almanac.descriptor_sql import partition_field_sql, sort_field_sql, source_path
-from almanac.descriptors import Column, Table
-from almanac.entries import (
+from almanac.errors import NotFoundError, ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptor_sql import partition_field_sql, sort_field_sql, source_path
+from almanac.model.descriptors import Column, Table
+from almanac.model.entries import (
     DefaultPartitionSpecSet,
     DefaultSortOrderSet,
     PartitionSpecAdded,
     SortOrderAdded,
     UpdateEntry,
 )
-from almanac.errors import NotFoundError, ValidationError
-from almanac.names import name_key
-from almanac.nested import walk
-from almanac.partitioning import (
+from almanac.model.names import name_key
+from almanac.model.nested import walk
+from almanac.model.partitioning import (
     FIRST_FIELD_ID,
     PartitionField,
     PartitionSpec,

@@ -13,9 +13,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import Command
-from almanac.entries import UpdateEntry, apply_entries
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import UpdateEntry, apply_entries
 
 __all__ = ["Preview", "command_batch", "preview"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     RESERVED_SCHEMAS,
@@ -15,10 +14,17 @@ from almanac.commands.base import (
     require_schema,
     taken_by,
 )
-from almanac.descriptors import Schema
-from almanac.entries import IndexRemoved, SchemaCreated, SchemaDropped, TableDropped, UpdateEntry
 from almanac.errors import ValidationError
-from almanac.names import name_key
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Schema
+from almanac.model.entries import (
+    IndexRemoved,
+    SchemaCreated,
+    SchemaDropped,
+    TableDropped,
+    UpdateEntry,
+)
+from almanac.model.names import name_key
 
 __all__ = ["CreateSchema", "DropSchema", "drop_table_entries"]
 

@@ -6,7 +6,6 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     DEFAULT_SCHEMA,
     ColumnDef,
@@ -31,8 +30,10 @@ from almanac.commands.base import (
 from almanac.commands.partitions import PartitionFieldDef, SortFieldDef, new_table_layout
 from almanac.commands.schemas import drop_table_entries
 from almanac.commands.zones import DEFAULT_ZONE_NAME, new_zone
-from almanac.datatypes import shown
-from almanac.descriptors import (
+from almanac.errors import NotFoundError, ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import shown
+from almanac.model.descriptors import (
     Collation,
     Index,
     IndexKind,
@@ -41,7 +42,7 @@ from almanac.descriptors import (
     Table,
     TableProperties,
 )
-from almanac.entries import (
+from almanac.model.entries import (
     DefaultZoneSet,
     IndexCreated,
     IndexRemoved,
@@ -56,9 +57,8 @@ from almanac.entries import (
     ZoneCreated,
     pk_index_name,
 )
-from almanac.errors import NotFoundError, ValidationError
-from almanac.names import name_key
-from almanac.nested import assign_ids, check_key_column
+from almanac.model.names import name_key
+from almanac.model.nested import assign_ids, check_key_column
 
 __all__ = [
     "MAX_RESERVE_S",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import (
     Command,
     IdAllocator,
@@ -14,10 +13,11 @@ from almanac.commands.base import (
     find_zone,
     taken_by,
 )
-from almanac.datatypes import shown
-from almanac.descriptors import ConsistencyMode, Zone
-from almanac.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
 from almanac.errors import ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import shown
+from almanac.model.descriptors import ConsistencyMode, Zone
+from almanac.model.entries import DefaultZoneSet, UpdateEntry, ZoneAltered, ZoneCreated, ZoneDropped
 
 __all__ = [
     "DEFAULT_ZONE_NAME",

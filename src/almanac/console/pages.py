@@ -12,9 +12,9 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from almanac.catalog_version import CatalogVersion
-from almanac.descriptor_sql import default_sql, index_columns_sql, type_sql
-from almanac.descriptors import Schema, Table, Zone
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptor_sql import default_sql, index_columns_sql, type_sql
+from almanac.model.descriptors import Schema, Table, Zone
 from almanac.server.views import iso
 
 __all__ = [

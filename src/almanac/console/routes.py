@@ -18,8 +18,6 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.commands.base import require_table
 from almanac.console.pages import (
     Chrome,
@@ -34,9 +32,11 @@ from almanac.console.pages import (
     render_table,
     render_tree,
 )
-from almanac.diff import CatalogDiff, value_text
 from almanac.errors import CatalogError, NotFoundError, ValidationError
-from almanac.read_point import ReadPoint, existing_version
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.diff import CatalogDiff, value_text
+from almanac.model.read_point import ReadPoint, existing_version
+from almanac.node.catalog import Catalog
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
 from almanac.server.views import iso, version_view

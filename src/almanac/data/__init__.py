@@ -24,9 +24,9 @@ tablet=<t>/part-<uuid>.crc32-<crc>.parquet`` and the Iceberg metadata in
 ``<root>/<table_id>/metadata/``. Parquet field ids are catalog column ids,
 so files survive renames, drops, additions and widenings.
 
-A write: ``new_write_id`` → ``TableData.stage`` → ``conform`` + ``write_files``
+A write: ``new_write_id`` → ``TableData.staging.stage`` → ``conform`` + ``write_files``
 (anywhere, any number of tasks) → ``TableData.commit`` with the
-``CommitShape`` it was written against (or ``abort``).
+``CommitShape`` it was written against (or ``staging.abort``).
 A read: ``plan_scan`` → ``read_file`` per kept file.
 Compaction (``compact``) is a staged write whose commit is an Iceberg
 ``replace`` of exactly the small files it read.

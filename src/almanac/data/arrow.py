@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from almanac import _check as check
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Table
 from almanac.errors import NotFoundError, ValidationError
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, ConstantDefault, DefaultValue, FunctionDefault, Table
 
 __all__ = [
     "MAX_DECIMAL256",

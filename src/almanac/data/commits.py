@@ -7,28 +7,23 @@ adds), then publishes it: its transaction compares ``data.table.<id>`` with
 the parent it read (so two commits never both build on one parent),
 requires ``data.write.<write_id>`` to be absent (so a write applies once)
 and its staging key to be the one under its live lease. Every commit is
-staged: the janitor collects nothing of a table while a staging lease under
-it lives, and a write whose lease expired (its files may be gone) can never
-publish.
+staged (``staging``): the janitor collects nothing of a table while a
+staging lease under it lives, and a write whose lease expired (its files
+may be gone) can never publish.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from pyiceberg.table.metadata import TableMetadata
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
-from almanac.clock import HybridClock
 from almanac.data.deletes import live_rows
 from almanac.data.file_checks import (
     check_files_belong,
@@ -38,8 +33,8 @@ from almanac.data.file_checks import (
     unique,
 )
 from almanac.data.files import DataFile
-from almanac.data.iceberg import IcebergFiles
 from almanac.data.iceberg_schema import CommitShape
+from almanac.data.iceberg_write import IcebergWriter
 from almanac.data.snapshots import (
     OPERATIONS,
     REFS,
@@ -57,47 +52,29 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
-from almanac.data.warehouse import STAGED_MARKER, Warehouse, new_write_id
-from almanac.entries import TableDataCommitted
+from almanac.data.staging import ABORTED, Hold, Staging
+from almanac.data.warehouse import Warehouse, new_write_id
 from almanac.errors import (
     CatalogError,
     ConflictError,
-    MetastoreError,
     SnapshotExpiredError,
     ValidationError,
-    WarehouseOwnerError,
     WriteStateError,
 )
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.clock import HybridClock
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
-__all__ = ["ABORTED", "DEFAULT_MAX_ATTEMPTS", "CommitShape", "Hold", "TableData", "select_record"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "CommitShape", "TableData", "select_record"]
 
 DEFAULT_MAX_ATTEMPTS = 20
 COMMIT_SECTION_TIMEOUT_S = 60.0
 """How long a data commit waits for the store's writer section."""
-HOLD_TTL_S = 60.0
-"""Lease of a hold: how long a metadata-only change (an ALTER's schema, an
-expiry) may take between writing its metadata.json and publishing it."""
-ABORTED = b"aborted"
-ABORTED_TTL_S = 7 * 24 * 3600.0
-"""How long an aborted write's marker outlives it, refusing late commits."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hold:
-    """A staging key under a lease for a change that writes Iceberg metadata
-    but no data: while it lives the janitor collects nothing of the table,
-    and the change's transaction requires it (and deletes it)."""
-
-    key: str
-    lease: int
-    revision: int
-
-    def compare(self) -> Compare:
-        return Compare.mod_revision(self.key, "==", self.revision)
-
-    def delete(self) -> Delete:
-        return Delete(self.key)
+_tables: weakref.WeakKeyDictionary[Catalog, TableData] = weakref.WeakKeyDictionary()
+_tables_lock = threading.Lock()
 
 
 def select_record(
@@ -153,13 +130,15 @@ class TableData:
         self.store = store
         self.warehouse = warehouse
         self.clock = clock or HybridClock()
-        self.iceberg = IcebergFiles()
+        self.iceberg = IcebergWriter()
+        self.staging = Staging(store, warehouse)
+        """The staging leases of this catalog's writes and holds."""
         self.versions: Callable[[int], CatalogVersion | None] | None = None
         """The catalog version of a number, None if this node does not hold
         it; set by the data plane so commits check their shape against it."""
         self.catalog: Catalog | None = None
         """The catalog node whose versions publish this data's commits; set
-        by the data plane."""
+        by the data plane (``attach``)."""
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -167,11 +146,24 @@ class TableData:
     def for_catalog(cat: Catalog) -> TableData:
         """The protocol of the catalog's data plane (one per catalog node, so
         its caches are shared); ``CatalogError`` when it has no warehouse."""
-        from almanac.data.plane import plane_of
+        check.instance(cat, Catalog, "Parameter 'cat' of TableData.for_catalog")
+        with _tables_lock:
+            data = _tables.get(cat)
+        if data is None:
+            raise CatalogError(
+                f"Catalog '{cat.target}' has no warehouse for table data; pass "
+                "connect(..., warehouse=...)",
+                target=cat.target,
+            )
+        return data
 
-        return plane_of(
-            check.instance(cat, Catalog, "Parameter 'cat' of TableData.for_catalog")
-        ).data
+    def attach(self, cat: Catalog) -> None:
+        """Make this the protocol of ``cat``'s table data (its data plane
+        does, once): its commits become versions of ``cat``, and
+        ``for_catalog(cat)`` returns it."""
+        self.catalog = check.instance(cat, Catalog, "Parameter 'cat' of TableData.attach")
+        with _tables_lock:
+            _tables[cat] = self
 
     # -- reading ---------------------------------------------------------------
 
@@ -338,7 +330,7 @@ class TableData:
             except ConflictError:
                 if planning:
                     raise
-                if self.is_committed(write_id):
+                if self.staging.is_committed(write_id):
                     return self._committed(table_id, write_id)
                 time.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
                 continue
@@ -650,103 +642,6 @@ class TableData:
                 table=shape.table.name,
                 version=shape.catalog_version,
             )
-
-    # -- staging ---------------------------------------------------------------
-
-    def hold(self, table_id: int, *, ttl_s: float = HOLD_TTL_S) -> Hold:
-        """Take a hold on the table's metadata (see ``Hold``); ``release`` its
-        lease once its transaction ran, whatever the outcome."""
-        write_id = new_write_id()
-        key = staging_key(write_id)
-        lease = self.store.grant_lease(ttl_s)
-        try:
-            self.store.put(key, self.warehouse.write_dir(table_id, write_id).encode(), lease=lease)
-            stored = self.store.get(key)
-        except BaseException:
-            self._revoke(lease)
-            raise
-        if stored is None:
-            raise WriteStateError(f"The hold on table {table_id} expired as it was taken")
-        return Hold(key, lease, stored.mod_revision)
-
-    def stage(self, write_id: str, write_dir: str, *, ttl_s: float) -> int:
-        """Register a write before its files exist: ``data.staging.<write_id>``
-        under a new lease (returned; renew it with ``keep_alive`` for long
-        writes) and a marker file in ``write_dir``. Until the lease expires the
-        janitor leaves the directory alone; after, the write cannot commit."""
-        lease = self.store.grant_lease(ttl_s)
-        result = self.store.txn(
-            [Compare.absent(write_key(write_id))],
-            [Put(staging_key(write_id), write_dir.encode(), lease=lease)],
-        )
-        if not result.succeeded:
-            self._revoke(lease)
-            raise WriteStateError(
-                f"Write {write_id} was already committed or aborted; use a new write id",
-                write_id=write_id,
-            )
-        try:
-            self.warehouse.fs.create_dir(write_dir, recursive=True)
-            with self.warehouse.fs.open_output_stream(f"{write_dir}/{STAGED_MARKER}") as out:
-                out.write(write_id.encode())
-        except OSError as exc:
-            self._revoke(lease)
-            raise CatalogError(f"Cannot create write directory '{write_dir}': {exc}") from exc
-        return lease
-
-    def keep_alive(self, lease_id: int) -> None:
-        """Renew a staging lease returned by ``stage``."""
-        try:
-            self.store.keep_alive(lease_id)
-        except MetastoreError as exc:
-            raise WriteStateError(
-                f"Staging lease {lease_id} expired; its write can no longer commit",
-                lease=lease_id,
-            ) from exc
-
-    def release(self, lease_id: int) -> None:
-        """Revoke a staging lease once its write committed or aborted (it would
-        expire anyway); a lease already gone is fine."""
-        self._revoke(lease_id)
-
-    def _revoke(self, lease: int) -> None:
-        with contextlib.suppress(MetastoreError):
-            self.store.revoke_lease(lease)
-
-    def abort(self, write_id: str, write_dir: str) -> None:
-        """Give up a write: mark it aborted (a late commit then fails), delete its
-        directory and its staging lease. Idempotent; a committed write is left
-        untouched."""
-        wkey = write_key(write_id)
-        while True:
-            kv = self.store.get(wkey)
-            if kv is not None and kv.value != ABORTED:
-                return
-            if kv is not None:
-                break
-            staging = self.store.get(staging_key(write_id))
-            marker = self.store.grant_lease(ABORTED_TTL_S)
-            ops: list[Op] = [Put(wkey, ABORTED, lease=marker)]
-            if staging is not None:
-                ops.append(Delete(staging.key))
-            if self.store.txn([Compare.absent(wkey)], ops).succeeded:
-                if staging is not None and staging.lease:
-                    self._revoke(staging.lease)
-                break
-            self._revoke(marker)
-        table_id = self.warehouse.table_of(write_dir)
-        if table_id is not None:  # the janitor collects what cannot go now
-            with contextlib.suppress(WarehouseOwnerError):
-                if self.warehouse.owner is None:  # a Spark worker's own TableData
-                    from almanac.data.plane import claim_warehouse
-
-                    claim_warehouse(self)
-                self.warehouse.remove_dir(write_dir, table_id)
-
-    def is_committed(self, write_id: str) -> bool:
-        """True once a commit of ``write_id`` succeeded (until its snapshot expires)."""
-        kv = self.store.get(write_key(write_id))
-        return kv is not None and kv.value != ABORTED
 
 
 def adopted_entry(record: Record, metadata: TableMetadata) -> TableDataCommitted:

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.arrow import arrow_schema, output_schema
 from almanac.data.commits import CommitShape, TableData
 from almanac.data.files import DataFile, write_files
@@ -32,8 +30,10 @@ from almanac.data.reading import read_file
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.warehouse import new_write_id
 from almanac.data.writing import STAGE_TTL_S
-from almanac.descriptors import Table
 from almanac.errors import DataError, NotFoundError, ValidationError
+from almanac.model.catalog_version import DEFAULT_SCHEMA
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 __all__ = [
     "DEFAULT_TARGET_FILE_MB",
@@ -171,7 +171,7 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
     table = plan.table
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     try:
         written: list[DataFile] = []
         for group in plan.groups:
@@ -185,13 +185,13 @@ def run_compaction(data: TableData, plan: CompactionPlan) -> DataSnapshot | None
                 max_rows_per_file=_ONE_FILE,
                 tablet=group[0].partition,
             )
-            data.keep_alive(lease)
+            data.staging.keep_alive(lease)
         return data.commit(plan.shape, write_id, written, operation="replace", replaces=plan.files)
     except BaseException:
-        data.abort(write_id, write_dir)
+        data.staging.abort(write_id, write_dir)
         raise
     finally:
-        data.release(lease)
+        data.staging.release(lease)
 
 
 def compact(

@@ -27,9 +27,9 @@ from almanac.data.arrow import (
     column_fill,
     uuid_text,
 )
-from almanac.datatypes import ColumnType, shown
-from almanac.descriptors import Column, Table
 from almanac.errors import DataError
+from almanac.model.datatypes import ColumnType, shown
+from almanac.model.descriptors import Column, Table
 
 __all__ = ["CastRule", "cast_is_safe", "cast_rule", "check_unique_keys", "conform"]
 

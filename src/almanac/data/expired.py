@@ -22,11 +22,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from almanac.catalog import Catalog
 from almanac.data.commits import TableData
 from almanac.data.snapshots import Record, record_unchanged, snapshot_key, write_key
 from almanac.errors import CorruptDataError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, Metastore, Op, Put
+from almanac.node.catalog import Catalog
 
 __all__ = ["EXPIRED_PREFIX", "Marks", "collect", "expired_key", "mark", "unread"]
 

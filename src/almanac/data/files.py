@@ -34,9 +34,9 @@ from almanac.data.transforms import (
     transform_values,
 )
 from almanac.data.warehouse import Warehouse
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, DataError
-from almanac.partitioning import PartitionField
+from almanac.model.descriptors import Table
+from almanac.model.partitioning import PartitionField
 
 __all__ = [
     "ColumnStats",

@@ -35,8 +35,8 @@ from almanac.data.files import ColumnStats, DataFile, checksum_in_name
 from almanac.data.iceberg_schema import iceberg_type
 from almanac.data.tablets import file_tablet
 from almanac.data.transforms import internal_value
-from almanac.descriptors import Table
 from almanac.errors import CatalogError
+from almanac.model.descriptors import Table
 
 __all__ = ["from_iceberg_file", "to_iceberg_file"]
 

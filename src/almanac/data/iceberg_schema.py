@@ -1,6 +1,7 @@
 """The catalog table as Iceberg sees it: its schema (field ids are column
 ids, with initial and write defaults), its partition specs and sort orders,
-and the ``CommitShape`` a data commit is written against.
+the ``almanac.*`` properties on its metadata and snapshots, and the
+``CommitShape`` a data commit is written against.
 
 Iceberg spec ids are the catalog's spec ids. A ``bucketed`` table's specs
 each start with the hidden ``tablet`` field (``bucket[N]`` on its partition
@@ -53,19 +54,22 @@ from pyiceberg.types import (
 )
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import column_defaults
 from almanac.data.tablets import partition_column, table_partitions, tablet_column
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, Table
 from almanac.errors import DataError
-from almanac.partitioning import FIRST_FIELD_ID, PartitionField
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, Table
+from almanac.model.partitioning import FIRST_FIELD_ID, PartitionField
 
 __all__ = [
+    "CATALOG_VERSION_PROPERTY",
     "PARTITION_FIELD_ID",
+    "TABLE_ID_PROPERTY",
     "TABLETS_PROPERTY",
     "TABLET_COLUMN_PROPERTY",
     "TABLET_FIELD",
+    "WRITE_ID_PROPERTY",
     "CommitShape",
     "iceberg_schema",
     "iceberg_sort_orders",
@@ -75,6 +79,7 @@ __all__ = [
     "identifier_ids",
     "last_partition_id",
     "layout_properties",
+    "partition_fields",
     "partition_spec",
     "same_spec",
     "sort_order",
@@ -93,6 +98,11 @@ table) gets the tablet its name hashes to (``file_tablet``)."""
 TABLET_COLUMN_PROPERTY = "almanac.tablet-column"
 """On the table: the id of the column whose ``bucket[N]`` (N the tablets
 property) is a file's tablet when the file's spec has such a field."""
+WRITE_ID_PROPERTY = "almanac.write-id"
+CATALOG_VERSION_PROPERTY = "almanac.catalog-version"
+"""On a snapshot: the catalog version its rows were written against; on the
+table: the catalog version whose schema is the current Iceberg schema."""
+TABLE_ID_PROPERTY = "almanac.table-id"
 _MAX_ICEBERG_DECIMAL = 38
 
 _SIMPLE: dict[ColumnType, PrimitiveType] = {
@@ -221,6 +231,14 @@ def _iceberg_spec(spec_id: int, fields: tuple[PartitionField, ...]) -> IcebergPa
             for f in fields
         ),
         spec_id=spec_id,
+    )
+
+
+def partition_fields(spec: IcebergPartitionSpec) -> tuple[PartitionField, ...]:
+    """An Iceberg spec's fields as the catalog's (what a file written under
+    it records values for)."""
+    return tuple(
+        PartitionField(f.source_id, f.field_id, f.name, str(f.transform)) for f in spec.fields
     )
 
 

@@ -31,10 +31,7 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
-from almanac.data.commits import ABORTED, TableData, select_record
+from almanac.data.commits import TableData, select_record
 from almanac.data.expired import EXPIRED_PREFIX, collect, expired_key, unread
 from almanac.data.snapshots import (
     SNAPSHOT_PREFIX,
@@ -50,9 +47,9 @@ from almanac.data.snapshots import (
     table_key,
     write_key,
 )
+from almanac.data.staging import ABORTED
 from almanac.data.sweep import begin_sweep
 from almanac.data.warehouse import METADATA_DIR, STAGED_MARKER, Warehouse
-from almanac.entries import TableDataCommitted
 from almanac.errors import (
     CatalogError,
     ConflictError,
@@ -61,6 +58,10 @@ from almanac.errors import (
     VersionNotFoundError,
 )
 from almanac.metastore import Compare, Delete, DeleteRange, Op
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["DEFAULT_GRACE_S", "JanitorReport", "expire_data", "run_janitor"]
 
@@ -451,7 +452,7 @@ def _expire(
         if data.record(table_id, current.snapshot_id) is None:
             continue
         expired = _expired_ids(data, removed, kept)
-        hold = data.hold(table_id)
+        hold = data.staging.hold(table_id)
         rewritten: tuple[str, list[str]] | None = None
         ok = False
         try:
@@ -479,7 +480,7 @@ def _expire(
             else:
                 ok = data.store.txn(compares, ops).succeeded
         finally:
-            data.release(hold.lease)
+            data.staging.release(hold.lease)
             if not ok and rewritten is not None:
                 data.iceberg.remove(rewritten[1])
         if not ok:

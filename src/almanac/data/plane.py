@@ -6,31 +6,24 @@ that has a warehouse; the catalog itself knows nothing of table data."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import re
 import threading
 import weakref
 
 import pyarrow.fs as pafs
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
-from almanac.data.snapshots import (
-    SNAPSHOT_PREFIX,
-    STAGING_PREFIX,
-)
+from almanac.data.ownership import claim_warehouse
 from almanac.data.warehouse import Warehouse
-from almanac.entries import TableRecovered, VersionedUpdate
-from almanac.errors import CatalogError, CorruptLogError, MetastoreError, ValidationError
-from almanac.identity import new_catalog_id, parse_catalog_id
-from almanac.log import KEY_ID
-from almanac.metastore import Compare, Metastore, Op, Put
+from almanac.errors import CatalogError, ValidationError
+from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableRecovered, VersionedUpdate
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
-__all__ = ["DataPlane", "attach_data_plane", "claim_warehouse", "plane_of", "warehouse_of"]
+__all__ = ["DataPlane", "attach_data_plane", "warehouse_of"]
 
 _log = logging.getLogger("almanac.data")
 _planes: weakref.WeakKeyDictionary[Catalog, DataPlane] = weakref.WeakKeyDictionary()
@@ -45,13 +38,13 @@ class DataPlane:
         self.warehouse = warehouse
         self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
         self.data.versions = self._version
-        self.data.catalog = cat
-        claim_warehouse(self.data)
+        claim_warehouse(self.data.store, self.data.warehouse)
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
         cat.add_commit_hook(self._recover_hook)
         cat.on_close(self.close)
+        self.data.attach(cat)
         if janitor_interval_s is not None:
             self._janitor = threading.Thread(
                 target=self._clean, args=(janitor_interval_s,), name="almanac-janitor", daemon=True
@@ -63,7 +56,7 @@ class DataPlane:
         the warehouse: a purged table's data goes by the janitor's rule for
         dropped tables."""
         from almanac.data.janitor import run_janitor
-        from almanac.soft_delete import purge_expired_tables
+        from almanac.node.soft_delete import purge_expired_tables
 
         while not self._stop.wait(interval_s):
             try:
@@ -121,7 +114,7 @@ class DataPlane:
                 # The hold comes first: from the moment a metadata file
                 # exists until the version publishes it, the janitor must
                 # leave the table alone.
-                hold = data.hold(table_id)
+                hold = data.staging.hold(table_id)
                 leases.append(hold.lease)
                 try:
                     shape = CommitShape.of(new, table)
@@ -186,8 +179,7 @@ class DataPlane:
         if not ok:
             self.data.iceberg.remove(written)
         for lease in leases:
-            with contextlib.suppress(MetastoreError):
-                self.data.store.revoke_lease(lease)
+            self.data.staging.release(lease)
 
 
 def _gone(full: str, why: str) -> ValidationError:
@@ -197,64 +189,6 @@ def _gone(full: str, why: str) -> ValidationError:
         table=full,
         rule="data-gone",
     )
-
-
-def catalog_id(store: Metastore) -> str:
-    """The catalog's id (``catalog.id``), given to a store that has none yet
-    (etcd, memory), as a SQLite catalog's log gives it."""
-    while True:
-        kv = store.get(KEY_ID)
-        if kv is not None:
-            found = parse_catalog_id(kv.value)
-            if found is None:
-                raise CorruptLogError(f"Metastore key '{KEY_ID}' is unreadable", key=KEY_ID)
-            return found
-        fresh = new_catalog_id()
-        if store.txn([Compare.absent(KEY_ID)], [Put(KEY_ID, fresh.encode("ascii"))]).succeeded:
-            return fresh
-
-
-_SIGNS_CHECKED = 64
-
-
-def claim_warehouse(data: TableData) -> bool:
-    """Prove the warehouse is this catalog's (``Warehouse.claim``). A
-    warehouse made before markers is adopted when a file that the catalog's
-    snapshot records or staged writes name in it exists (a table's metadata,
-    a staged write's directory, an old-layout manifest): a directory that
-    merely looks like a warehouse never is."""
-    warehouse = data.warehouse
-    root = warehouse.root.rstrip("/")
-    # Whole paths only (a record's path starts the value or follows a quote
-    # or a space), in the layouts Almanac writes: a table's metadata.json, a
-    # staged write's directory, an old-layout manifest. A parent of the real
-    # warehouse (or "/") never matches them.
-    segment = rb'[^/"\\\s]+'
-    named = re.compile(
-        rb'(?<![^"\s])'
-        + re.escape(root).encode()
-        + rb"/(?:[0-9]+/(?:metadata/"
-        + segment
-        + rb"\.metadata\.json|[0-9a-f]{32})|"
-        + segment
-        + rb"/"
-        + segment
-        + rb"/_manifests/"
-        + segment
-        + rb'\.json)(?=["\s]|$)'
-    )
-
-    def signs() -> bool:
-        candidates: list[str] = []
-        for prefix in (STAGING_PREFIX, SNAPSHOT_PREFIX):
-            for kv in data.store.range(prefix, limit=_SIGNS_CHECKED).kvs:
-                candidates += [m.decode("utf-8", "replace") for m in named.findall(kv.value)]
-        if not candidates:
-            return False
-        infos = warehouse.fs.get_file_info(candidates[:_SIGNS_CHECKED])
-        return any(i.type != pafs.FileType.NotFound for i in infos)
-
-    return warehouse.claim(catalog_id(data.store), signs)
 
 
 def attach_data_plane(
@@ -267,19 +201,6 @@ def attach_data_plane(
             plane = DataPlane(cat, warehouse, janitor_interval_s)
             _planes[cat] = plane
         return plane
-
-
-def plane_of(cat: Catalog) -> DataPlane:
-    """The catalog's data plane; ``CatalogError`` when it has no warehouse."""
-    with _lock:
-        plane = _planes.get(cat)
-    if plane is None:
-        raise CatalogError(
-            f"Catalog '{cat.target}' has no warehouse for table data; pass "
-            "connect(..., warehouse=...)",
-            target=cat.target,
-        )
-    return plane
 
 
 def warehouse_of(cat: Catalog) -> str | None:

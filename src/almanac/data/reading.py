@@ -20,8 +20,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.data.arrow import (
     FIELD_ID,
     arrow_type,
@@ -37,7 +35,6 @@ from almanac.data.iceberg_schema import PARTITION_FIELD_ID, TABLET_FIELD
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.transforms import UNKNOWN, transform_value
 from almanac.data.warehouse import Warehouse
-from almanac.descriptors import Column, ConstantDefault, Table
 from almanac.errors import (
     CatalogError,
     CorruptDataError,
@@ -45,8 +42,11 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
-from almanac.partitioning import PartitionField, transform_name
-from almanac.read_point import ReadPoint
+from almanac.model.catalog_version import DEFAULT_SCHEMA
+from almanac.model.descriptors import Column, ConstantDefault, Table
+from almanac.model.partitioning import PartitionField, transform_name
+from almanac.model.read_point import ReadPoint
+from almanac.node.catalog import Catalog
 
 __all__ = [
     "PREDICATE_OPS",
@@ -180,7 +180,7 @@ def may_match(
 ) -> bool:
     """False only when the file's statistics, or its partition values for
     ``fields`` (the fields of the Iceberg spec it was written under, see
-    ``IcebergFiles.spec_fields``), prove no row satisfies ``predicate``."""
+    ``IcebergReader.spec_fields``), prove no row satisfies ``predicate``."""
     if not _stats_may_match(predicate, column, file):
         return False
     for at, f in enumerate(fields):

@@ -8,7 +8,7 @@ manifest instead; those are refused with ``WarehouseFormatError``.
 
 Both the record and the table's pointer (``data.table.<table>``, the
 current snapshot id in decimal) are stored in the update log's checksummed
-frame (``almanac.log_format.frame``), kind 'R' bound to the snapshot id and
+frame (``almanac.node.log_format.frame``), kind 'R' bound to the snapshot id and
 kind 'P' bound to the table id, so a flipped bit, a truncation or a value
 moved to another key is a ``CorruptDataError`` naming the key, never another
 snapshot. Values written before the frame (bare decimal, bare JSON) still
@@ -26,8 +26,8 @@ from typing import Final
 
 from almanac.data.files import DataFile
 from almanac.errors import CorruptDataError, WarehouseFormatError
-from almanac.log_format import frame, open_frame
 from almanac.metastore import Compare, Metastore
+from almanac.node.log_format import frame, open_frame
 
 __all__ = [
     "OPERATIONS",

@@ -51,10 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, Table
 from almanac.errors import CatalogError, DataError, ValidationError
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, Table
 
 __all__ = [
     "iceberg_bucket_values",

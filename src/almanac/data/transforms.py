@@ -35,10 +35,10 @@ from pyiceberg.transforms import parse_transform as iceberg_transform
 
 from almanac.data.iceberg_schema import iceberg_type
 from almanac.data.tablets import iceberg_hash_values
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Column, Table
 from almanac.errors import DataError, ValidationError
-from almanac.partitioning import PartitionField
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Column, Table
+from almanac.model.partitioning import PartitionField
 
 __all__ = [
     "UNKNOWN",

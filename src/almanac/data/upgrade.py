@@ -4,7 +4,7 @@ Before table data moved onto Apache Iceberg, a snapshot record named a JSON
 manifest (``<root>/<schema>/<table>/_manifests/<tid>-<sid>-<uuid>.json``)
 listing the snapshot's whole file set with tagged statistics. ``upgrade_warehouse``
 replays each such chain, oldest first, as Iceberg snapshots written by the
-new core (``IcebergFiles.write_commit``): an append for the files a record
+new core (``IcebergWriter.write_commit``): an append for the files a record
 added when it removed none, else an overwrite with its whole file set. The
 data files stay where they are (an Iceberg data file may live anywhere),
 except those whose old path would lie under a table-id directory of the new
@@ -39,7 +39,6 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from almanac import _check as check
-from almanac.catalog import Catalog
 from almanac.data.commits import TableData
 from almanac.data.files import ColumnStats, DataFile
 from almanac.data.iceberg_schema import CommitShape
@@ -56,9 +55,10 @@ from almanac.data.snapshots import (
 )
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import STAGED_MARKER, new_write_id
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, ConflictError, CorruptLogError, VersionNotFoundError
 from almanac.metastore import Compare, Delete, DeleteRange, KeyValue, Op, Put
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 __all__ = ["UpgradeReport", "convert_table", "legacy_tables", "upgrade_warehouse"]
 
@@ -252,11 +252,11 @@ def convert_table(cat: Catalog, data: TableData, table_id: int) -> Conversion | 
         return _purge(data, table_id, legacy, compares, manifests)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table_id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=UPGRADE_TTL_S)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=UPGRADE_TTL_S)
     staging = data.store.get(staging_key(write_id))
     conversion = Conversion(table_id, compares, [], [], manifests, {}, write_dir, lease, 0)
     if staging is None:
-        data.release(lease)
+        data.staging.release(lease)
         raise ConflictError(
             f"The staging lease of the upgrade of table {table_id} expired at once", attempts=1
         )
@@ -316,7 +316,7 @@ def _write_chain(
         conversion.ops.append(Put(old.kv.key, encode_record(new)))
         conversion.snapshots += 1
         parent = (record, metadata, files)
-        data.keep_alive(conversion.lease)
+        data.staging.keep_alive(conversion.lease)
 
 
 def _relocate(data: TableData, file: DataFile, conversion: Conversion) -> DataFile:
@@ -387,7 +387,7 @@ def publish(data: TableData, conversion: Conversion, report: UpgradeReport) -> b
         data.warehouse.remove_file(f"{conversion.write_dir}/{STAGED_MARKER}", table_id)
         if not conversion.relocated:
             data.warehouse.remove_dir(conversion.write_dir, table_id)
-        data.release(conversion.lease)
+        data.staging.release(conversion.lease)
         report.converted[conversion.table_id] = conversion.snapshots
         report.relocated.update(conversion.relocated)
         report.manifests_removed.extend(conversion.manifests)
@@ -410,7 +410,7 @@ def abandon(data: TableData, conversion: Conversion) -> None:
     data.iceberg.remove(conversion.written)
     if conversion.write_dir:
         data.warehouse.remove_dir(conversion.write_dir, conversion.table_id)
-        data.release(conversion.lease)
+        data.staging.release(conversion.lease)
 
 
 def upgrade_warehouse(cat: Catalog) -> UpgradeReport:

@@ -49,7 +49,7 @@ what proves a directory is this catalog's warehouse before anything in it
 is deleted."""
 
 STAGED_MARKER = "_STAGED"
-"""File that ``TableData.stage`` puts in a write directory: the write once held
+"""File that ``Staging.stage`` puts in a write directory: the write once held
 a lease, so once the lease is gone the directory is garbage at once."""
 
 

@@ -11,9 +11,6 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import ExecuteResult, HookWork
-from almanac.catalog_version import DEFAULT_SCHEMA, CatalogVersion
 from almanac.commands import Command, CreateTable
 from almanac.commands.preview import preview
 from almanac.data.arrow import check_rows
@@ -23,9 +20,12 @@ from almanac.data.files import DataFile, write_files
 from almanac.data.snapshots import DataSnapshot
 from almanac.data.tablets import table_partitions
 from almanac.data.warehouse import new_write_id
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, ConflictError, NotFoundError
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import DEFAULT_SCHEMA, CatalogVersion
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import ExecuteResult, HookWork
 
 __all__ = [
     "STAGE_TTL_S",
@@ -71,15 +71,15 @@ def write_table(
     shape = CommitShape.of(version, table)
     write_id = new_write_id()
     write_dir = store.warehouse.write_dir(table.id, write_id)
-    lease = store.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
+    lease = store.staging.stage(write_id, write_dir, ttl_s=STAGE_TTL_S)
     try:
         files = write_files(store.warehouse, table, shape.partitions, rows, write_dir)
         result = store.commit(shape, write_id, files, operation=operation)
     except BaseException:
-        store.abort(write_id, write_dir)
+        store.staging.abort(write_id, write_dir)
         raise
     finally:
-        store.release(lease)
+        store.staging.release(lease)
     return result
 
 
@@ -121,7 +121,7 @@ def commit_table_as(
     partitions = table_partitions(planned.catalog, table)
     write_id = new_write_id()
     write_dir = data.warehouse.write_dir(table.id, write_id)
-    lease = data.stage(write_id, write_dir, ttl_s=ttl_s)
+    lease = data.staging.stage(write_id, write_dir, ttl_s=ttl_s)
     made: list[DataSnapshot] = []
     files: tuple[DataFile, ...] = ()
 
@@ -154,10 +154,10 @@ def commit_table_as(
         result = cat.execute(commands, attach=attach)
     except BaseException:
         with contextlib.suppress(CatalogError):
-            data.abort(write_id, write_dir)
+            data.staging.abort(write_id, write_dir)
         raise
     finally:
-        data.release(lease)
+        data.staging.release(lease)
     return result, made[-1]
 
 

@@ -12,19 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import COMMIT_SECTION_TIMEOUT_S, TableData
 from almanac.data.expired import mark
-from almanac.data.iceberg import (
-    CATALOG_VERSION_PROPERTY,
-)
+from almanac.data.iceberg_schema import CATALOG_VERSION_PROPERTY
 from almanac.data.snapshots import (
     pointer_unchanged,
 )
 from almanac.data.sweep import Sweep, read_sweep
-from almanac.entries import TableDataCommitted
 from almanac.errors import ConflictError
 from almanac.iceberg_rest.errors import CommitFailedError, refused
 from almanac.iceberg_rest.mapping import (
@@ -32,6 +26,10 @@ from almanac.iceberg_rest.mapping import (
 )
 from almanac.iceberg_rest.plan import Change
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
 
 __all__ = ["commit"]
 
@@ -125,7 +123,7 @@ def _commit_once(cat: Catalog, data: TableData, changes: Sequence[Change]) -> bo
         ) from exc
     finally:
         for lease in leases:
-            data.release(lease)
+            data.staging.release(lease)
     return True
 
 
@@ -213,7 +211,7 @@ def _publish(
             # metadata.json of the same snapshot, as an ALTER's schema does
             # (a commit answers a new metadata location); the hold keeps the
             # janitor off it.
-            hold = data.hold(table_id)
+            hold = data.staging.hold(table_id)
             leases.append(hold.lease)
             location = data.iceberg.write_adopted(
                 data.warehouse.table_dir(table_id),

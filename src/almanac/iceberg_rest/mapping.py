@@ -47,7 +47,6 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -65,11 +64,12 @@ from almanac.commands import (
 )
 from almanac.commands.zones import DEFAULT_PARTITIONS, DEFAULT_ZONE_NAME
 from almanac.data.iceberg_schema import TABLET_FIELD, iceberg_layout, iceberg_schema
-from almanac.datatypes import ColumnType
-from almanac.descriptor_sql import source_path
-from almanac.descriptors import Column, Table
 from almanac.iceberg_rest.errors import refused
-from almanac.nested import walk
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptor_sql import source_path
+from almanac.model.descriptors import Column, Table
+from almanac.model.nested import walk
 
 __all__ = [
     "check_expressed",

@@ -45,18 +45,14 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import Command
 from almanac.commands.preview import preview
 from almanac.data.commits import TableData
 from almanac.data.deletes import check_delete_file
-from almanac.data.iceberg import (
-    TABLE_ID_PROPERTY,
-    WRITE_ID_PROPERTY,
-)
 from almanac.data.iceberg_schema import (
     PARTITION_FIELD_ID,
+    TABLE_ID_PROPERTY,
+    WRITE_ID_PROPERTY,
     layout_properties,
 )
 from almanac.data.snapshots import (
@@ -84,6 +80,8 @@ from almanac.iceberg_rest.properties import (
 )
 from almanac.iceberg_rest.refs import check_refs
 from almanac.iceberg_rest.tables import Loaded, load, no_namespace, no_table
+from almanac.model.catalog_version import CatalogVersion
+from almanac.node.catalog import Catalog
 
 __all__ = ["Change", "created", "one_namespace", "plan"]
 

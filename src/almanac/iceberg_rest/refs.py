@@ -4,7 +4,7 @@ A table's refs live in the ``metadata.json`` of its data snapshot, so a
 commit that creates, moves or removes one, or rolls ``main`` back, is a new
 data snapshot (operation ``refs`` when ``main`` stays, ``overwrite`` when it
 moves to a snapshot the table had): kept, time-travelled and counted by
-retention and the janitor like any other (``IcebergFiles.referenced``).
+retention and the janitor like any other (``IcebergReader.referenced``).
 
 A ref may point only at a snapshot whose files are certain to be there: one
 the commit adds, one a branch or tag (``main`` included) points at now, or
@@ -22,7 +22,7 @@ from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
 from almanac.data.commits import TableData
-from almanac.data.iceberg import WRITE_ID_PROPERTY
+from almanac.data.iceberg_schema import WRITE_ID_PROPERTY
 from almanac.data.snapshots import decode_record, snapshot_key, write_key
 from almanac.errors import CatalogError
 from almanac.iceberg_rest.errors import refused

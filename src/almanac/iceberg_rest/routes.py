@@ -34,8 +34,6 @@ from pyiceberg.catalog.rest import (
 from pyiceberg.catalog.rest.response import ErrorResponse
 from pyiceberg.table import CommitTableRequest, CommitTableResponse
 
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.commands import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable
 from almanac.commands.preview import preview
 from almanac.data.bounded_io import MetadataFileError
@@ -82,6 +80,8 @@ from almanac.iceberg_rest.tables import (
     with_snapshots,
 )
 from almanac.metastore import Compare, Op
+from almanac.model.catalog_version import CatalogVersion
+from almanac.node.catalog import Catalog
 from almanac.server.auth import ADMIN, READ
 
 __all__ = ["iceberg_router"]

@@ -16,14 +16,14 @@ from pyiceberg.schema import Schema
 from pyiceberg.serializers import Compressor, GzipCompressor
 from pyiceberg.table.metadata import TableMetadata
 
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape, iceberg_schema, identifier_ids
 from almanac.data.snapshots import Record
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, NotFoundError
 from almanac.iceberg_rest.properties import GC_ENABLED, Properties, is_reserved
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
 
 __all__ = [
     "Loaded",

@@ -35,7 +35,7 @@ process may not write, opens read-only (``mode=ro``; ``immutable=1`` when
 the directory cannot take SQLite's shared-memory file and no WAL is left
 over): reads and watches work, every write raises ``ReadOnlyCatalogError``.
 A full disk is a ``StorageError`` that says so, not damage (see
-``almanac.disk``).
+``almanac.metastore.disk``).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
-from almanac import disk
 from almanac.errors import InvalidArgumentError, MetastoreError, StorageError
+from almanac.metastore import disk
 from almanac.metastore.base import (
     Compare,
     Delete,

@@ -31,11 +31,6 @@ import weakref
 from dataclasses import dataclass
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_types import HookWork
-from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Table, is_soft_deleted
-from almanac.entries import VersionedUpdate
 from almanac.errors import (
     CatalogError,
     CorruptDataError,
@@ -43,8 +38,13 @@ from almanac.errors import (
     ValidationError,
     WaitTimeoutError,
 )
-from almanac.leases import Renewal
 from almanac.metastore import Compare, Put
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Table, is_soft_deleted
+from almanac.model.entries import VersionedUpdate
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import HookWork
+from almanac.node.leases import Renewal
 from almanac.placement.keys import (
     LEADER_KEY,
     REPORT_PREFIX,

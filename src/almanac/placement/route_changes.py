@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import Table, is_soft_deleted
 from almanac.errors import ConflictError
 from almanac.metastore import Compare, Delete, KeyValue, Metastore, Op, Put
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Table, is_soft_deleted
 from almanac.placement.keys import route_key, server_index_key, tombstone_key
 from almanac.placement.model import ServerIndex, TableRoute, Tablet, TabletState
 from almanac.placement.state import decode_route

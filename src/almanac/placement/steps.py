@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from almanac.descriptors import Zone
+from almanac.model.descriptors import Zone
 from almanac.placement.model import ServerInfo, TableRoute, Tablet, TabletReport, TabletState
 from almanac.placement.policy import Predicate, eligible
 

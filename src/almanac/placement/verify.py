@@ -15,9 +15,9 @@ catalog's table version.
 
 from __future__ import annotations
 
-from almanac.catalog import Catalog
-from almanac.descriptors import is_soft_deleted
 from almanac.errors import CorruptDataError
+from almanac.model.descriptors import is_soft_deleted
+from almanac.node.catalog import Catalog
 from almanac.placement.keys import TOMBSTONE_PREFIX
 from almanac.placement.model import TabletState
 from almanac.placement.route_changes import index_entries, partitions_of

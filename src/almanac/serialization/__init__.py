@@ -17,8 +17,8 @@ Importing this package registers every serializer.
 from __future__ import annotations
 
 from almanac import _check as check
-from almanac.catalog_version import CatalogVersion
-from almanac.entries import VersionedUpdate
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import VersionedUpdate
 from almanac.serialization import catalogs as _catalogs
 from almanac.serialization import types as _types
 from almanac.serialization import updates as _updates

@@ -21,8 +21,8 @@ from typing import Any, Protocol, TypeVar
 
 from immutables import Map
 
-from almanac.catalog_version import CatalogVersion
-from almanac.requests import Checkpoint, RequestRecord
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.request_ids import Checkpoint, RequestRecord
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
 from almanac.serialization.types import read_index, read_schema, read_table, read_zone

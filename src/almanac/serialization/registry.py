@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, NoReturn, TypeVar, cast, overload
 
-from almanac import entries as e
-from almanac.catalog_version import CatalogVersion
-from almanac.descriptors import (
+from almanac.errors import SerializationError, ValidationError
+from almanac.model import entries as e
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import (
     Column,
     ConstantDefault,
     FunctionDefault,
@@ -42,9 +43,8 @@ from almanac.descriptors import (
     TableProperties,
     Zone,
 )
-from almanac.errors import SerializationError, ValidationError
-from almanac.partitioning import PartitionSpec, SortOrder
-from almanac.requests import Checkpoint
+from almanac.model.partitioning import PartitionSpec, SortOrder
+from almanac.model.request_ids import Checkpoint
 from almanac.serialization.io import Reader, Writer
 
 __all__ = [

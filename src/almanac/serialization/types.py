@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar, cast
 
-from almanac.datatypes import ColumnType
-from almanac.descriptors import (
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
     Collation,
     Column,
     ConsistencyMode,
@@ -37,7 +37,7 @@ from almanac.descriptors import (
     Zone,
     initial_default_of,
 )
-from almanac.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from almanac.model.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import REGISTRY, SerializerInfo
 from almanac.serialization.values import read_value, write_value

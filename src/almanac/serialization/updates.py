@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from almanac import entries as e
-from almanac.descriptors import TableProperties
+from almanac.model import entries as e
+from almanac.model.descriptors import TableProperties
 from almanac.serialization.io import Reader, Writer
 from almanac.serialization.registry import ENTRY_TYPES, REGISTRY, SerializerInfo
 from almanac.serialization.types import (

@@ -24,8 +24,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from almanac import console
-from almanac.catalog import Catalog
 from almanac.errors import CatalogError
+from almanac.node.catalog import Catalog
 from almanac.server.api import api_router
 from almanac.server.auth import AuthError, Tokens
 from almanac.server.docs import docs_router

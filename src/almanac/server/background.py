@@ -13,8 +13,8 @@ import threading
 
 import uvicorn
 
-from almanac.catalog import Catalog
 from almanac.errors import CatalogError
+from almanac.node.catalog import Catalog
 from almanac.server.app import create_app
 from almanac.server.auth import Role, Tokens
 from almanac.server.serve import _bind, _Server, _url

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 from almanac import _check as check
 from almanac import commands as _commands
 from almanac.commands.base import Command
-from almanac.descriptors import ConstantDefault, FunctionDefault
 from almanac.errors import ValidationError
+from almanac.model.descriptors import ConstantDefault, FunctionDefault
 
 __all__ = [
     "COMMANDS",

@@ -26,11 +26,11 @@ from typing import Any
 import anyio.to_thread
 from starlette.requests import Request
 
-from almanac.catalog import Catalog
+from almanac.access.sse import format_sse
 from almanac.errors import CatalogError, VersionNotFoundError, WaitTimeoutError
+from almanac.node.catalog import Catalog
 from almanac.server.errors import error_body
 from almanac.server.views import version_view
-from almanac.sse import format_sse
 
 __all__ = ["BATCH", "EventStreams"]
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from almanac.catalog import Catalog
-from almanac.catalog_types import VersionInfo
-from almanac.catalog_version import CatalogVersion
 from almanac.errors import NotFoundError, VersionNotFoundError
-from almanac.events import event_json
-from almanac.read_point import parse_instant
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.events import event_json
+from almanac.model.read_point import parse_instant
+from almanac.model.summary import summarize_update
+from almanac.node.catalog import Catalog
+from almanac.node.catalog_types import VersionInfo
 from almanac.server.commands_json import value_to_json
 from almanac.sql.reads import iso_utc as iso
-from almanac.summary import summarize_update
 
 __all__ = ["catalog_summary", "iso", "parse_timestamp", "table_view", "version_view"]
 

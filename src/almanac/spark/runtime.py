@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from almanac import _check as check
+from almanac.access.targets import parse_target
 from almanac.errors import CatalogError, ValidationError
-from almanac.targets import parse_target
 
 if TYPE_CHECKING:
-    from almanac.catalog import Catalog
+    from almanac.node.catalog import Catalog
     from almanac.server.background import BackgroundServer
 
 __all__ = [

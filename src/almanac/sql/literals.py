@@ -17,8 +17,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from almanac.datatypes import ColumnType
-from almanac.descriptors import FUNCTION_DEFAULTS, ConstantDefault, DefaultValue, FunctionDefault
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import (
+    FUNCTION_DEFAULTS,
+    ConstantDefault,
+    DefaultValue,
+    FunctionDefault,
+)
 from almanac.sql.dialect import Untranslatable, check_clauses
 
 __all__ = [

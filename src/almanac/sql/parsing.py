@@ -15,9 +15,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from almanac.catalog_version import DEFAULT_SCHEMA
 from almanac.commands import Command
 from almanac.errors import SqlParseError
+from almanac.model.catalog_version import DEFAULT_SCHEMA
 from almanac.sql.dialect import AlmanacDialect, ReadStatementTree, Untranslatable
 from almanac.sql.reads import ReadStatement
 from almanac.sql.translate import translate

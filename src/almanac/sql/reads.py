@@ -15,20 +15,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from almanac.catalog_version import CatalogVersion
-from almanac.clock import to_datetime
 from almanac.commands.base import require_schema, require_table
-from almanac.descriptor_sql import default_sql, type_sql
-from almanac.descriptors import Collation, Index, IndexKind, Table
-from almanac.diff import CatalogDiff, JsonValue
 from almanac.errors import ValidationError
-from almanac.read_point import ReadPoint
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.clock import to_datetime
+from almanac.model.descriptor_sql import default_sql, type_sql
+from almanac.model.descriptors import Collation, Index, IndexKind, Table
+from almanac.model.diff import CatalogDiff, JsonValue
+from almanac.model.read_point import ReadPoint
+from almanac.model.summary import summarize_update, touches_table
 from almanac.sql.results import Cell, SqlResult
-from almanac.summary import summarize_update, touches_table
 
 if TYPE_CHECKING:
-    from almanac.catalog_types import VersionInfo
     from almanac.metastore import Metastore
+    from almanac.node.catalog_types import VersionInfo
 
 __all__ = [
     "DESCRIBE_COLUMNS",

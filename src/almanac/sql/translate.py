@@ -42,9 +42,9 @@ from almanac.commands import (
     SetPrimaryKey,
     SetTableProperties,
 )
-from almanac.datatypes import ColumnType
-from almanac.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
-from almanac.nested import ELEMENT, KEY, VALUE
+from almanac.model.datatypes import ColumnType
+from almanac.model.descriptors import Collation, ConsistencyMode, DefaultValue, IndexKind
+from almanac.model.nested import ELEMENT, KEY, VALUE
 from almanac.sql.dialect import (
     AlterIndexStatement,
     AlterZoneStatement,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from almanac.errors import ValidationError
-from almanac.read_point import ReadPoint, parse_instant
+from almanac.model.read_point import ReadPoint, parse_instant
 from almanac.sql.dialect import AsOfClause, ReadStatementTree, Untranslatable
 from almanac.sql.literals import integer_literal
 from almanac.sql.names import ident, table_name

@@ -11,16 +11,16 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.data.arrow import output_schema
 from almanac.data.commits import TableData
 from almanac.data.deletes import deleted_positions
 from almanac.data.files import DataFile
 from almanac.data.reading import read_file
-from almanac.descriptors import Table
 from almanac.errors import CatalogError, NotFoundError, VersionNotFoundError
-from almanac.log import KEY_VERSION
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.descriptors import Table
+from almanac.node.catalog import Catalog
+from almanac.node.log import KEY_VERSION
 from almanac.tserver.local import LocalTablets
 from almanac.tserver.ticket import TabletTicket
 

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from almanac import _check as check
-from almanac.catalog import Catalog
-from almanac.catalog_version import CatalogVersion
 from almanac.data.commits import TableData
 from almanac.data.compaction import DEFAULT_TARGET_FILE_MB, plan_compaction, run_compaction
 from almanac.data.reading import BATCH_ROWS
@@ -47,9 +45,11 @@ from almanac.errors import (
     NotFoundError,
     ValidationError,
 )
-from almanac.leases import Renewal
 from almanac.metastore import Compare, KeyValue, Put, Watch
-from almanac.nodes import check_node_name
+from almanac.model.catalog_version import CatalogVersion
+from almanac.node.catalog import Catalog
+from almanac.node.leases import Renewal
+from almanac.node.nodes import check_node_name
 from almanac.placement.keys import report_key, server_index_key, server_key, tombstone_key
 from almanac.placement.model import (
     ServerInfo,
