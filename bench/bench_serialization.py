@@ -103,15 +103,15 @@ def table_entries(table_id: int, schema_id: int, zone_id: int, name: str) -> lis
     return [ObjectIdsReserved(2), TableCreated(table), IndexCreated(index)]
 
 
-def build_snapshot(tables: int) -> tuple[CatalogVersion, VersionedUpdate]:
+def build_catalog(tables: int) -> tuple[CatalogVersion, VersionedUpdate]:
     """Applies the entries a real log would hold, ``BATCH`` tables per version."""
-    cat = CatalogVersion.empty()
+    at = CatalogVersion.empty()
     commit_time = 1_700_000_000_000 << 16
 
     def commit(entries: list[UpdateEntry]) -> VersionedUpdate:
-        nonlocal cat
-        update = VersionedUpdate(cat.version + 1, commit_time + cat.version, 0, tuple(entries))
-        cat = apply_update(cat, update)
+        nonlocal at
+        update = VersionedUpdate(at.version + 1, commit_time + at.version, 0, tuple(entries))
+        at = apply_update(at, update)
         return update
 
     zone = Zone(2, "Default", 25, 1, 1, 0, 2**31 - 1, "$[*]", ("default",), ConsistencyMode.STRONG)
@@ -124,7 +124,7 @@ def build_snapshot(tables: int) -> tuple[CatalogVersion, VersionedUpdate]:
             entries += table_entries(next_id, 1, zone.id, f"TABLE_{i:05d}")
             next_id += 2
         last = commit(entries)
-    return cat, last
+    return at, last
 
 
 def count_objects(version: CatalogVersion) -> int:
@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=REPEATS)
     args = parser.parse_args()
 
-    snap, update = build_snapshot(args.tables)
+    snap, update = build_catalog(args.tables)
     data = encode_catalog(snap)
     assert decode_catalog(data) == snap, "snapshot does not round-trip"
     pickled = pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)

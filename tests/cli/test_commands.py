@@ -260,11 +260,13 @@ def test_compact_keeps_the_last_versions(tmp_path: Path) -> None:
     fresh = str(tmp_path / "fresh")
     almanac.connect(fresh).close()
     first = run("--store", fresh, "compact", "--keep", "5", cwd=tmp_path)
-    assert first.stdout == "versions 1 to 1 kept, none removed\n", "versions start at 1"
+    assert first.stdout == "version 1 kept, none removed\n", "versions start at 1"
     gone = run("--store", path, "describe", "T0", "--as-of-version", "2", cwd=tmp_path)
     assert gone.returncode == 1 and "earliest available version is 4" in gone.stderr
     bare = run("--store", path, "compact", cwd=tmp_path)
     assert bare.returncode == 2 and "--keep" in bare.stderr
+    last = run("--store", path, "compact", "--keep", "1", cwd=tmp_path)
+    assert last.stdout == "version 5 kept, 1 older version removed\n"
 
 
 def test_serve_answers_until_interrupted(tmp_path: Path) -> None:

@@ -174,17 +174,17 @@ def test_any_name_is_text_and_links_to_its_own_page(
 ) -> None:
     if schema == "PUBLIC":
         schema += "_"
-    snapshot = _with_names(base, schema, table, "<b>col</b>")
-    page = parse(render_tree(snapshot, CHROME))
+    at = _with_names(base, schema, table, "<b>col</b>")
+    page = parse(render_tree(at, CHROME))
     assert_inert(page)
     links = page.find("a", class_="table-link")
     assert [a.all_text() for a in links] == [table]
     assert links[0].attrs["href"] == f"/tables/{quote(schema, safe='')}/{quote(table, safe='')}"
     assert schema in [n.all_text() for n in page.find("span", class_="name")]
 
-    found = snapshot.table(table, schema)
+    found = at.table(table, schema)
     data = DataSnapshots(missing=f"nothing for {table}")
-    detail = parse(render_table(snapshot, snapshot.schema(schema), found, data, CHROME))  # type: ignore[arg-type]
+    detail = parse(render_table(at, at.schema(schema), found, data, CHROME))  # type: ignore[arg-type]
     assert_inert(detail)
     assert [h.all_text() for h in detail.find("h1", id="table-name")] == [table]
     cells = [td.all_text() for td in detail.find("td", class_="name")]
@@ -218,10 +218,10 @@ def test_types_and_defaults_are_spelled_as_ddl() -> None:
     }
     cmd = CreateTable(name="T", columns=tuple(cols.values()), primary_key=("ID", "U"))
     with connect("memory://") as cat:
-        snapshot = preview(cat.catalog(), [cmd]).catalog
-    table, table_schema = snapshot.table("T"), snapshot.schema("PUBLIC")
+        at = preview(cat.catalog(), [cmd]).catalog
+    table, table_schema = at.table("T"), at.schema("PUBLIC")
     assert table is not None and table_schema is not None
-    page = parse(render_table(snapshot, table_schema, table, DataSnapshots(), CHROME))
+    page = parse(render_table(at, table_schema, table, DataSnapshots(), CHROME))
     assert [
         tr.children[2].all_text()
         for tr in page.find("table", id="columns")[0].walk()
@@ -243,14 +243,14 @@ def test_types_and_defaults_are_spelled_as_ddl() -> None:
 
 
 def test_data_snapshots_are_summed_per_snapshot(base: CatalogVersion) -> None:
-    snapshot = _with_names(base, "S", "T", "C")
-    table = snapshot.table("T", "S")
+    at = _with_names(base, "S", "T", "C")
+    table = at.table("T", "S")
     assert table is not None
     rows = (
         SnapshotRow(7, 4, "2026-11-23T01:02:03.004Z", "append", 2, 1234, 56789),
         SnapshotRow(9, 5, "2026-11-23T01:02:04.000Z", "overwrite", 1, 10, 999),
     )
-    page = parse(render_table(snapshot, snapshot.schema("S"), table, DataSnapshots(rows), CHROME))  # type: ignore[arg-type]
+    page = parse(render_table(at, at.schema("S"), table, DataSnapshots(rows), CHROME))  # type: ignore[arg-type]
     body = [
         [td.all_text() for td in tr.children]
         for tr in page.find("table", id="snapshots")[0].walk()
@@ -323,9 +323,9 @@ def test_history_error_and_login_pages_escape_what_they_show() -> None:
 
 
 def test_an_old_version_says_so_and_the_footer_names_what_is_kept(base: CatalogVersion) -> None:
-    snapshot = _with_names(base, "S", "T", "C")
+    at = _with_names(base, "S", "T", "C")
     old = Chrome(version=2, latest=5, earliest=1, pinned=True)
-    page = parse(render_tree(snapshot, old))
+    page = parse(render_tree(at, old))
     banner = page.find("div", id="old-version")
     assert banner and "version 2, an old version" in banner[0].all_text()
     assert [n.all_text() for n in banner[0].find("span", class_="latest-number")] == ["5"]
@@ -338,25 +338,25 @@ def test_an_old_version_says_so_and_the_footer_names_what_is_kept(base: CatalogV
         Chrome(version=5, latest=5, earliest=1, pinned=True),  # pinned to the latest
         Chrome(version=5, latest=5, earliest=1, pinned=False),
     ):
-        assert not parse(render_tree(snapshot, chrome)).find("div", id="old-version")
-    table = snapshot.table("T", "S")
+        assert not parse(render_tree(at, chrome)).find("div", id="old-version")
+    table = at.table("T", "S")
     assert table is not None
-    pinned = parse(render_table(snapshot, snapshot.schema("S"), table, DataSnapshots(), old))  # type: ignore[arg-type]
+    pinned = parse(render_table(at, at.schema("S"), table, DataSnapshots(), old))  # type: ignore[arg-type]
     assert [a.attrs["href"] for a in pinned.find("div", id="old-version")[0].find("a")] == [
         "/tables/S/T"
     ]
 
 
 def test_a_table_page_links_its_own_history(base: CatalogVersion) -> None:
-    snapshot = _with_names(base, "S&x", "T/1", "C")
-    table = snapshot.table("T/1", "S&x")
-    schema = snapshot.schema("S&x")
+    at = _with_names(base, "S&x", "T/1", "C")
+    table = at.table("T/1", "S&x")
+    schema = at.schema("S&x")
     assert table is not None and schema is not None
-    page = parse(render_table(snapshot, schema, table, DataSnapshots(), CHROME))
+    page = parse(render_table(at, schema, table, DataSnapshots(), CHROME))
     [link] = page.find("a", id="table-history")
     assert link.attrs["href"] == "/history?schema=S%26x&table=T/1"
     old = Chrome(version=2, latest=3, earliest=1, pinned=True)
-    page = parse(render_table(snapshot, schema, table, DataSnapshots(), old))
+    page = parse(render_table(at, schema, table, DataSnapshots(), old))
     assert page.find("a", id="table-history")[0].attrs["href"].endswith("&before=2")
     rows = [HistoryRow(2, "2026-11-23T01:02:03.004Z", "n", "created table S&x.T/1 (C INT64)")]
     history = parse(render_history(rows, CHROME, older=1, newer=3, table=("S&x", "T/1")))

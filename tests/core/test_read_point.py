@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
+import httpx
 import pytest
 
 import almanac
 from almanac.errors import ValidationError, VersionNotFoundError
 from almanac.model.read_point import ReadPoint, parse_instant, read_point
+from almanac.server.background import BackgroundServer
 
 
 def test_a_read_point_names_a_version_an_instant_or_the_latest() -> None:
@@ -83,3 +86,23 @@ def test_an_instant_keeps_the_context_its_front_end_gives() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_instant("noon", "Query parameter 'timestamp'", parameter="timestamp")
     assert caught.value.context["parameter"] == "timestamp"
+
+
+def test_the_console_reads_a_version_as_sql_does(tmp_path: Path) -> None:
+    """Version 0 is the empty catalog before ``init``: a console page or diff
+    that names it is a 404 saying so, as ``AS OF VERSION 0`` is in SQL."""
+    with almanac.connect(tmp_path / "catalog") as cat:
+        cat.sql("CREATE TABLE t (id INT64 PRIMARY KEY)")
+        with pytest.raises(VersionNotFoundError, match="versions start at 1"):
+            cat.sql("SHOW TABLES AS OF VERSION 0")
+        server = BackgroundServer(cat).start()
+        auth = {"Authorization": f"Bearer {server.token}"}
+        try:
+            with httpx.Client(base_url=server.url, headers=auth) as http:
+                assert http.get("/?version=1").status_code == 200
+                for path in ("/?version=0", "/tables/PUBLIC/T?version=0", "/diff?from=0&to=2"):
+                    page = http.get(path)
+                    assert page.status_code == 404, (path, page.status_code)
+                    assert "versions start at 1" in page.text, path
+        finally:
+            server.stop()

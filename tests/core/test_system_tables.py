@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from almanac.placement import (
     server_key,
 )
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
+from tests.waiting import wait_for
 
 # -- TABLES / COLUMNS over random DDL ---------------------------------------------------
 
@@ -364,9 +364,7 @@ def test_a_lease_that_is_not_kept_alive_expires_from_servers(sqlite_cat: Catalog
         return list(system_table(sqlite_cat, "SYSTEM.SERVERS").column("LIVE").to_pylist())
 
     assert live() == [True]
-    deadline = time.monotonic() + 60
-    while live() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: not live(), "the dead server's lease to expire")
     assert live() == []  # no route names it: it is gone once its lease is
 
 

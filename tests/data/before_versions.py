@@ -24,7 +24,7 @@ from almanac.model.catalog_version import CatalogVersion
 from almanac.model.request_ids import Checkpoint
 from almanac.node.log import KEY_CHECKPOINT_VERSION, update_key
 from almanac.node.log_format import KIND_CHECKPOINT, frame, read_checkpoint, read_entry
-from almanac.serialization.catalogs import _write_snapshot_v1
+from almanac.serialization.catalogs import _write_catalog_v1
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import _PROTOCOL_HEADER, REGISTRY
 from tests.data.support import rows
@@ -65,7 +65,7 @@ def _encode_v1(catalog: CatalogVersion) -> bytes:
     w = Writer(_PROTOCOL_HEADER)
     w.u16(REGISTRY.type_id(CatalogVersion))
     w.uvarint(1)
-    _write_snapshot_v1(w, catalog)
+    _write_catalog_v1(w, catalog)
     return bytes(w)
 
 

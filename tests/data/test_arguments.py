@@ -206,7 +206,7 @@ def test_every_public_data_function_names_a_wrong_argument(cat: Catalog) -> None
         (lambda: serialization.decode(bad(3.5)), "'data' of decode"),
         (lambda: serialization.decode_catalog(bad(2**70)), "'data' of decode_catalog"),
         (lambda: serialization.decode_update(bad("x")), "'data' of decode_update"),
-        (lambda: serialization.encode_catalog(bad(table)), "'snapshot' of encode_catalog"),
+        (lambda: serialization.encode_catalog(bad(table)), "'version' of encode_catalog"),
         (lambda: serialization.encode_update(bad(table)), "'update' of encode_update"),
         (lambda: system_tables.arrow_schema(bad(["A"])), "'name' of arrow_schema"),
         (lambda: system_tables.to_arrow(bad(b"")), "'rows' of to_arrow"),

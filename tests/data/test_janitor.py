@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from almanac.data import (
 )
 from almanac.model.entries import TableDataCommitted
 from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
+from tests.waiting import wait_for
 
 
 def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, str, list[str]]:
@@ -41,10 +41,9 @@ def _write(cat: Catalog, ids: list[int], *, ttl_s: float | None) -> tuple[str, s
 
 
 def _wait_for_no_staging(cat: Catalog, write_id: str) -> None:
-    deadline = time.monotonic() + 60  # a failure guard, not a duration
-    while f"data.staging.{write_id}" in data_keys(cat):
-        assert time.monotonic() < deadline, "the staging lease never expired"
-        time.sleep(0.05)
+    wait_for(
+        lambda: f"data.staging.{write_id}" not in data_keys(cat), "the staging lease to expire"
+    )
 
 
 def test_janitor_collects_only_dead_uncommitted_writes(cat: Catalog) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 import almanac
 from almanac.data import TableData, new_write_id
+from tests.waiting import wait_for
 
 
 def test_background_janitor_removes_an_expired_staging_dir(tmp_path: Path) -> None:
@@ -19,10 +19,7 @@ def test_background_janitor_removes_an_expired_staging_dir(tmp_path: Path) -> No
         data.staging.stage(write_id, write_dir, ttl_s=0.5)
         staged = Path(write_dir)
         assert staged.exists()
-        deadline = time.monotonic() + 60  # a failure guard, not a duration
-        while staged.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not staged.exists()
+        wait_for(lambda: not staged.exists(), "the periodic janitor to remove the write")
         assert not data.staging.is_committed(write_id)
 
 

@@ -4,7 +4,6 @@ for dropped tables (once no kept catalog version holds the table)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 import almanac
 from almanac import Catalog, NotFoundError
 from almanac.data import compact, read_table, run_janitor, write_table
+from tests.waiting import wait_for
 
 from .support import append, create, ids_of, rows
 
@@ -65,13 +65,10 @@ def test_the_periodic_janitor_purges_an_expired_table(tmp_path: Path) -> None:
         directory = Path(_table_dir(cat, table.id))
         cat.sql("DROP TABLE T")  # the node's default reserve: 50 ms
         assert cat.catalog().soft_deleted_table("T") is not None
-        deadline = time.monotonic() + 60  # a failure guard, not a duration
-        while (
-            table.id in cat.catalog().tables_by_id or directory.exists()
-        ) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert table.id not in cat.catalog().tables_by_id
-        assert not directory.exists()
+        wait_for(
+            lambda: table.id not in cat.catalog().tables_by_id and not directory.exists(),
+            "the purge of the table and its data",
+        )
 
 
 def _table_dir(cat: Catalog, table_id: int) -> str:

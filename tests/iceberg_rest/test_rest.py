@@ -15,7 +15,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -48,10 +47,10 @@ from almanac.data.bounded_io import MAX_METADATA_BYTES, MetadataFileError
 from almanac.iceberg import metadata_location
 from almanac.server.app import create_app
 from almanac.server.auth import Tokens
+from tests.waiting import PATIENCE, wait_for
 
 ADMIN = "admin-iceberg-1"
 READ = "read-iceberg-2"
-PATIENCE_S = 120.0
 ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int32())])
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
@@ -70,7 +69,7 @@ class Served:
 
     def http(self, token: str | None = ADMIN) -> httpx.Client:
         headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-        return httpx.Client(base_url=self.uri, headers=headers, timeout=PATIENCE_S)
+        return httpx.Client(base_url=self.uri, headers=headers, timeout=PATIENCE)
 
 
 @contextlib.contextmanager
@@ -85,15 +84,13 @@ def _serve(directory: Path, **settings: Any) -> Iterator[Served]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + PATIENCE_S
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
+    wait_for(lambda: server.started or not thread.is_alive(), "the server to start")
+    assert server.started, "the server did not start"
     try:
         yield Served(cat, f"http://127.0.0.1:{sock.getsockname()[1]}/iceberg")
     finally:
         server.should_exit = True
-        thread.join(PATIENCE_S)
+        thread.join(PATIENCE)
         cat.close()
 
 
@@ -279,9 +276,7 @@ def test_racing_clients_lose_no_snapshot(served: Served, caplog: pytest.LogCaptu
         first.append(_rows([2]))
         second.append(_rows([3]))
         # The access line is written once the reply went out: wait for it.
-        deadline = time.monotonic() + PATIENCE_S
-        while len(statuses()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: len(statuses()) >= 3, "the three commits' access lines")
     assert sorted(map(str, statuses())) == ["200", "200", "409"]
     assert _ids(read_table(served.cat, "t", "c")) == [1, 2, 3]
 

@@ -4,6 +4,7 @@ against fake servers that register and report through the real keys."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 
 import pytest
@@ -333,6 +334,19 @@ def test_no_servers_at_all_creates_at_once_and_tablets_wait(
     assert "needs 3 tablet servers" in result.problems[0]
     route = read_route(cat.metastore, tid)
     assert route is not None and route.state is TabletState.PREPARING
+
+
+def test_the_leader_logs_why_a_tablet_waits_once_while_it_does(
+    cat: Catalog, manager: PlacementManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_table(cat, partitions=2, replicas=3)
+    with caplog.at_level(logging.WARNING, logger="almanac.placement"):
+        manager.run_pass(now=1000.0)
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 2 and all("needs 3 tablet servers" in m for m in said), said
+        caplog.clear()
+        manager.run_pass(now=1001.0)
+        assert caplog.records == [], "a problem that lasts is not said again"
 
 
 def test_the_node_filter_and_storage_profile_choose_servers(

@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 import almanac
@@ -71,6 +72,29 @@ def test_ddl_makes_the_versions_a_local_node_reads_byte_for_byte(
     assert remote.catalog_at(at - 1).version == first.version - 1
     now = dt.datetime.now(dt.timezone(dt.timedelta(hours=5)))
     assert remote.catalog_at(now) == local.catalog_at(now) == local.catalog()
+
+
+def test_reads_at_version_0_are_refused_and_the_client_still_mirrors_a_node(
+    server: ServerProcess, remote: RemoteCatalog, local: Catalog
+) -> None:
+    """Version 0 is the empty catalog before ``init``: ``/v1/catalog`` and
+    ``/v1/tables`` refuse it (404) by the one read point, as SQL's ``AS OF
+    VERSION 0`` does; ``RemoteCatalog.catalog(0)`` and ``catalog_at`` before
+    version 1 still answer what a local node's do."""
+    remote.sql("CREATE TABLE T0 (ID INT64 PRIMARY KEY)")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {READER}"}) as http:
+        for path in ("/v1/catalog?version=0", "/v1/tables/PUBLIC/T0?version=0"):
+            reply = http.get(path)
+            assert reply.status_code == 404, (path, reply.text)
+            assert "versions start at 1" in reply.json()["message"], path
+        reply = http.get("/v1/catalog", params={"timestamp": "1971-01-01T00:00:00Z"})
+        assert reply.status_code == 404 and "did not exist yet" in reply.json()["message"]
+        assert http.get("/v1/catalog", params={"version": -1}).status_code == 400
+        assert http.get("/v1/tables/PUBLIC/T0", params={"version": 1}).status_code == 404
+    local.catch_up()
+    assert remote.catalog(0) == local.catalog(0)
+    before = dt.datetime(1971, 1, 1, tzinfo=dt.UTC)
+    assert remote.catalog_at(before) == local.catalog_at(before)
 
 
 def test_history_and_diff_are_the_local_ones(remote: RemoteCatalog, local: Catalog) -> None:

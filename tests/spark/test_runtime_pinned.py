@@ -18,7 +18,7 @@ import pytest
 import almanac
 import almanac.spark
 from almanac.data import TableData
-from almanac.errors import ValidationError, VersionNotFoundError
+from almanac.errors import NotFoundError, ValidationError, VersionNotFoundError
 from almanac.node.catalog import Catalog
 from tests.spark.test_runtime import _almanac_rows, _sql
 
@@ -123,6 +123,14 @@ def test_a_version_that_is_not_there_is_refused_when_added(
     with pytest.raises(ValidationError, match="'version'"):
         almanac.spark.add_catalog(rt, "rtp_negative", catalog_dir, version=-1)
     assert rt.conf.get("spark.sql.catalog.rtp_future", None) is None
+
+
+def test_a_pinned_catalog_at_a_path_without_one_creates_nothing(rt: Any, tmp_path: Path) -> None:
+    typo = tmp_path / "no-catalog-here"
+    with pytest.raises(NotFoundError, match="No catalog at"):
+        almanac.spark.add_catalog(rt, "rtp_typo", str(typo), version=1)
+    assert not typo.exists()
+    assert rt.conf.get("spark.sql.catalog.rtp_typo", None) is None
 
 
 def test_a_pinned_catalog_on_a_server(rt: Any, tmp_path: Path) -> None:

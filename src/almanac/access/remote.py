@@ -358,9 +358,13 @@ class RemoteCatalog:
         # by its end, as a local catalog reads a datetime); a hybrid timestamp
         # within that millisecond may come before that version's activation.
         moment = timestamp if isinstance(timestamp, dt.datetime) else _instant(ts)
-        out = self._json(
-            self._request("GET", "/v1/catalog", params={"timestamp": moment.isoformat()})
-        )
+        try:
+            reply = self._request("GET", "/v1/catalog", params={"timestamp": moment.isoformat()})
+        except VersionNotFoundError as exc:
+            if exc.context.get("version") != 0:
+                raise
+            return self.catalog(0)  # before the first version, as Catalog.catalog_at
+        out = self._json(reply)
         with _readable(self.url, "/v1/catalog"):
             version = int(out["version"])
             activation_time = int(out["activation_time"])

@@ -70,8 +70,9 @@ def compact(keep: int | None, keep_seconds: float | None, store: str | None) -> 
             earliest = max(cat.apply_retention(), 1)
         latest = cat.latest_version
     removed = earliest - before
+    kept = f"version {latest}" if earliest == latest else f"versions {earliest} to {latest}"
     click.echo(
-        f"versions {earliest} to {latest} kept, "
+        f"{kept} kept, "
         + (
             f"{removed} older version{'' if removed == 1 else 's'} removed"
             if removed

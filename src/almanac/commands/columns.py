@@ -57,7 +57,7 @@ def _typed_default(column: Column, default: DefaultValue) -> DefaultValue:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddColumns(Command):
     """Adds columns atomically. ``if_column_not_exists`` skips only the columns whose
-    names already exist; ``if_table_exists`` skips a missing table to the table."""
+    names already exist; ``if_table_exists`` skips a missing table."""
 
     table: str
     columns: tuple[ColumnDef, ...]

@@ -35,6 +35,7 @@ from almanac.console.pages import (
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.diff import CatalogDiff, value_text
+from almanac.model.read_point import ReadPoint, existing_version
 from almanac.node.catalog import Catalog
 from almanac.server.auth import COOKIE, Tokens, request_token
 from almanac.server.errors import status_of
@@ -228,7 +229,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
 
     def version_of(request: Request) -> tuple[CatalogVersion, Chrome]:
         version = _int_param(request, "version")
-        at = cat.catalog(version)
+        at = ReadPoint(version=version).resolve(cat)
         return at, chrome(at.version, version is not None)
 
     def respond(request: Request, build: Callable[[], str]) -> Response:
@@ -313,7 +314,7 @@ def router(cat: Catalog, *, tokens: Tokens | None = None) -> APIRouter:
         after = latest if after is None else after
         before = _int_param(request, "from")
         before = max(after - 1, first_version()) if before is None else before
-        found = cat.diff(before, after)
+        found = cat.diff(existing_version(before), existing_version(after))
         return render_diff(found.before, found.after, diff_rows(found), chrome(latest, False))
 
     def cross_site(request: Request) -> Response | None:

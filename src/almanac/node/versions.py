@@ -223,19 +223,19 @@ class AppliedVersions:
                     version=update.version,
                 )
             last = state.catalogs[-1]
-            snapshot = new if new is not None and last is base else apply_update(last, update)
+            applied = new if new is not None and last is base else apply_update(last, update)
             self._clock.update(update.commit_time)
             events = [
                 Event(entry.event_type, update.version, token, entry.object_id(), entry)
                 for entry in update.entries
                 if entry.event_type is not None
             ]
-            record = record_of(update, snapshot.activation_time)
+            record = record_of(update, applied.activation_time)
             with self._cond:
                 if record is not None:
                     state.requests = remember(state.requests, (record,))
-                state.catalogs.append(snapshot)
-                state.activations.append(snapshot.activation_time)
+                state.catalogs.append(applied)
+                state.activations.append(applied.activation_time)
                 state.updates.append(update)
                 state.tokens.append(token)
                 self._deliver_locked(update.version, events, data_only=data_only(update.entries))

@@ -322,6 +322,9 @@ class PlacementManager:
         flush()
         written, lost = counts["written"], counts["lost"]
         self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
+        for problem in view.problems:
+            if problem not in self._problems:  # said once, while it lasts
+                _log.warning("Placement on node '%s': %s", self.catalog.node_name, problem)
         self._problems = tuple(view.problems)
         self._passes += 1
         return PassResult(written, lost, self._problems)

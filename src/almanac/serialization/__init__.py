@@ -78,7 +78,7 @@ def decode_update(data: bytes | bytearray | memoryview) -> VersionedUpdate:
 
 def encode_catalog(version: CatalogVersion) -> bytes:
     return REGISTRY.encode(
-        check.instance(version, CatalogVersion, "Parameter 'snapshot' of encode_catalog")
+        check.instance(version, CatalogVersion, "Parameter 'version' of encode_catalog")
     )
 
 

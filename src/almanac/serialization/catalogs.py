@@ -1,16 +1,16 @@
 """Serializers of a whole ``CatalogVersion`` and of a ``Checkpoint`` (the
-catalog plus the request ids it carries): the snapshot entry of the update log.
+catalog plus the request ids it carries): the checkpoint entry of the update log.
 
 Every map is written in full, in ascending key order, including the name
 maps and ``table_indexes`` that could in principle be derived from the
 descriptors. Deriving them would tie the format to today's rules (a STOPPING
 index frees its name; ``table_indexes`` keeps creation order), and any drift
 between those rules and what the log actually built would make a decoded
-snapshot differ from the one that was written. Writing them costs a few
-bytes per object and makes ``decode(encode(s)) == s`` hold for any snapshot.
+version differ from the one that was written. Writing them costs a few
+bytes per object and makes ``decode(encode(v)) == v`` hold for any version.
 
 The reader requires strictly increasing keys: that rejects duplicates, which
-would otherwise shrink a map silently, and keeps one encoding per snapshot.
+would otherwise shrink a map silently, and keeps one encoding per version.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ _OBJECT_ITEM = 4
 _PLAIN_ITEM = 2
 
 
-def _write_snapshot_v1(w: Writer, s: CatalogVersion) -> None:
+def _write_catalog_v1(w: Writer, s: CatalogVersion) -> None:
     w.svarint(s.version)
     w.svarint(s.activation_time)
     w.svarint(s.object_id_gen)
@@ -111,7 +111,7 @@ def _write_snapshot_v1(w: Writer, s: CatalogVersion) -> None:
     _write_map(w, s.zone_names, Writer.string, Writer.svarint)
 
 
-def _read_snapshot_v1(r: Reader) -> CatalogVersion:
+def _read_catalog_v1(r: Reader) -> CatalogVersion:
     svarint, string, svarints = Reader.svarint, Reader.string, Reader.svarints
     return CatalogVersion(
         version=r.svarint(),
@@ -130,22 +130,22 @@ def _read_snapshot_v1(r: Reader) -> CatalogVersion:
     )
 
 
-def _write_snapshot_v2(w: Writer, s: CatalogVersion) -> None:
+def _write_catalog_v2(w: Writer, s: CatalogVersion) -> None:
     """Version 1, then each table's current data snapshot."""
-    _write_snapshot_v1(w, s)
+    _write_catalog_v1(w, s)
     _write_map(w, s.table_data, Writer.svarint, Writer.svarint)
 
 
-def _read_snapshot_v2(r: Reader) -> CatalogVersion:
-    catalog = _read_snapshot_v1(r)
+def _read_catalog_v2(r: Reader) -> CatalogVersion:
+    catalog = _read_catalog_v1(r)
     svarint = Reader.svarint
     data = _read_map(r, "table_data", _PLAIN_ITEM, svarint, svarint)
     return catalog.evolve(table_data=data)
 
 
 REGISTRY.register(
-    SerializerInfo(CatalogVersion, 1, "0.1.0", _read_snapshot_v1, None),
-    SerializerInfo(CatalogVersion, 2, "0.7.0", _read_snapshot_v2, _write_snapshot_v2),
+    SerializerInfo(CatalogVersion, 1, "0.1.0", _read_catalog_v1, None),
+    SerializerInfo(CatalogVersion, 2, "0.7.0", _read_catalog_v2, _write_catalog_v2),
 )
 
 _read_catalog = REGISTRY.nested_reader(CatalogVersion)

@@ -14,6 +14,7 @@ from fastapi.responses import Response, StreamingResponse
 from almanac import _check as check
 from almanac.errors import SqlParseError, ValidationError
 from almanac.model.catalog_version import CatalogVersion
+from almanac.model.read_point import ReadPoint
 from almanac.node.catalog import Catalog
 from almanac.serialization import encode_catalog
 from almanac.server.auth import ADMIN, READ, Role, forbidden
@@ -94,10 +95,9 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
                 parameter="version",
                 rule="one of",
             )
-        if timestamp is not None:
-            return cat.catalog_at(parse_timestamp(timestamp))
-        check.optional_int(version, "Query parameter 'version'")
-        return cat.catalog(version)
+        check.optional_int(version, "Query parameter 'version'", lo=0)
+        instant = None if timestamp is None else parse_timestamp(timestamp)
+        return ReadPoint(version=version, timestamp=instant).resolve(cat)
 
     @router.post("/sql", response_model=SqlResponse, tags=["change"])
     def sql(body: SqlRequest, role: Annotated[Role, READ]) -> dict[str, Any]:
@@ -147,7 +147,10 @@ def api_router(cat: Catalog, streams: EventStreams) -> APIRouter:
     )
     def snapshot(version: Version = None) -> Response:
         """One version in the catalog's binary serialization (``decode_catalog``)."""
-        cv = at(version)
+        # Exactly what Catalog.catalog(version) holds, version 0 (the empty
+        # catalog before init) included: RemoteCatalog.catalog mirrors it.
+        check.optional_int(version, "Query parameter 'version'")
+        cv = cat.catalog(version)
         return Response(
             encode_catalog(cv),
             media_type="application/octet-stream",

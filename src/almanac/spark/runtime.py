@@ -230,7 +230,8 @@ def _endpoint(
     import almanac
     from almanac.server.background import BackgroundServer
 
-    cat = almanac.connect(parsed, warehouse=warehouse)
+    # A pinned catalog only reads: it never creates one at a mistyped path.
+    cat = almanac.connect(parsed, warehouse=warehouse, create=version is None)
     pin = contextlib.ExitStack()
     try:
         if version is not None:
