@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.tablets.harness import Settings, TabletCluster, route_problems
+from tests.tablets.support import Settings, TabletCluster, route_problems
 
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import wait_for
 
 import almanac

@@ -18,7 +18,7 @@ from almanac.model.clock import to_datetime
 from almanac.model.summary import CHECKPOINT_SUMMARY
 from tests.cli.support import almanac as run
 from tests.cli.support import start
-from tests.durable.helpers import table
+from tests.durable.support import table
 from tests.waiting import PATIENCE
 
 HISTORY = (

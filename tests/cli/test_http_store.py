@@ -15,7 +15,7 @@ import almanac
 from almanac.cli import main
 from tests.cli.support import almanac as run
 from tests.cli.support import start
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import PATIENCE, stdout_lines
 
 ADMIN_TOKEN = "admin-5d1e8c2b9f4a7e30"

@@ -23,7 +23,7 @@ from almanac.placement import (
     server_key,
 )
 from tests.cli.support import almanac as run
-from tests.server.harness import Server
+from tests.server.support import Server
 
 _TTL_S = 3600.0
 """The registration outlives the module; the fixture revokes it."""

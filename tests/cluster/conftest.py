@@ -15,8 +15,8 @@ import pytest
 
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, open_metastore
-from tests.cluster.harness import RecordingNode
-from tests.durable.helpers import child
+from tests.cluster.support import RecordingNode
+from tests.durable.support import child
 from tests.waiting import PATIENCE
 
 """A failure guard for waits on other processes, never a duration."""

@@ -30,7 +30,7 @@ import time
 from typing import IO
 
 import almanac
-from tests.durable.helpers import digest, table
+from tests.durable.support import digest, table
 
 _PAUSE_AFTER_ERROR_S = 0.05
 """A failed execute is retried with a new command after this pause, so that a

@@ -16,7 +16,7 @@ import pytest
 import almanac
 from almanac.cli import main
 from almanac.metastore import Metastore
-from tests.durable.helpers import ROOT, table
+from tests.durable.support import ROOT, table
 from tests.waiting import PATIENCE
 
 

@@ -13,7 +13,7 @@ from almanac.metastore import SqliteMetastore
 from almanac.model.clock import HybridClock
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.log import UpdateLog
-from tests.durable.helpers import table
+from tests.durable.support import table
 from tests.waiting import PATIENCE
 
 

@@ -12,7 +12,7 @@ import os
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore
 from tests.cluster.conftest import TIMEOUT_S, Nodes
-from tests.cluster.harness import RecordingNode, audit, read_outcomes
+from tests.cluster.support import RecordingNode, audit, read_outcomes
 from tests.waiting import wait_for
 
 DDL_PER_NODE = int(os.environ.get("ALMANAC_CLUSTER_DDL", "100"))

@@ -10,7 +10,7 @@ import almanac
 from almanac import EventType
 from almanac.dev.etcd_local import LocalEtcd
 from tests.cluster.conftest import NodeProcess
-from tests.durable.helpers import digest, race_ddl_workers, table
+from tests.durable.support import digest, race_ddl_workers, table
 from tests.waiting import PATIENCE
 
 

@@ -14,7 +14,7 @@ from almanac import AlreadyExistsError, Catalog, CorruptLogError, ValidationErro
 from almanac.metastore import MemoryMetastore
 from almanac.node.log import UpdateLog
 from almanac.node.nodes import NodeRegistration, list_nodes, node_key
-from tests.durable.helpers import table
+from tests.durable.support import table
 from tests.waiting import PATIENCE
 
 

@@ -14,7 +14,7 @@ import pytest
 import almanac
 from almanac import ExecuteResult
 from almanac.dev.etcd_local import LocalEtcd
-from tests.durable.helpers import table
+from tests.durable.support import table
 from tests.waiting import PATIENCE
 
 

@@ -25,7 +25,7 @@ import sys
 
 import almanac
 from almanac import CatalogError
-from tests.durable.helpers import digest, table
+from tests.durable.support import digest, table
 
 
 def main() -> None:

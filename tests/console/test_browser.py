@@ -24,7 +24,7 @@ import almanac
 from almanac.data import write_table
 from tests.waiting import wait_for
 
-from .harness import BROWSER_TZ, WAIT_S, chromium, running_server, screenshot
+from .support import BROWSER_TZ, WAIT_S, chromium, running_server, screenshot
 
 XSS_TABLE = "<script>window.__xss = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 2">'

@@ -19,7 +19,7 @@ import almanac
 from almanac.console.routes import router
 from tests.waiting import wait_for
 
-from .harness import WAIT_S, chromium, running_server, screenshot
+from .support import WAIT_S, chromium, running_server, screenshot
 
 READ_TOKEN = "read-8c1f0e2a"
 ADMIN_TOKEN = "admin-5b7d91c4"

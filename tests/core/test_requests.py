@@ -24,7 +24,7 @@ from almanac.metastore import MemoryMetastore, Metastore
 from almanac.model.request_ids import request_digest
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.log import UpdateLog
-from tests.durable.helpers import table
+from tests.durable.support import table
 from tests.waiting import PATIENCE
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)

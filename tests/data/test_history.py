@@ -19,7 +19,7 @@ from almanac.data import write_table
 from almanac.model.entries import TableDataCommitted
 from tests.cli.support import almanac as run
 from tests.console.test_pages import parse
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import PATIENCE
 
 

@@ -50,7 +50,7 @@ from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
 from almanac.tserver.client import read_table as flight_read
 from tests.data.support import create, ids_of, rows
-from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import wait_for
 
 PARTITIONS = 2

@@ -17,7 +17,7 @@ from almanac.metastore import MemoryMetastore, Metastore
 from almanac.model.entries import VersionedUpdate
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.log import UpdateLog
-from tests.durable.helpers import digest, race_ddl_workers, table
+from tests.durable.support import digest, race_ddl_workers, table
 from tests.waiting import PATIENCE
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)

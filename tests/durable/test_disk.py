@@ -22,7 +22,7 @@ from almanac import ReadOnlyCatalogError, StorageError
 from almanac.data import read_table, write_table
 from almanac.metastore import SqliteMetastore
 from almanac.metastore.types import Put
-from tests.durable.helpers import ROOT, table
+from tests.durable.support import ROOT, table
 from tests.iceberg_rest.test_rest import _serve
 
 
@@ -123,7 +123,7 @@ import sys
 import pyarrow as pa
 import almanac
 from almanac.data import write_table
-from tests.durable.helpers import table
+from tests.durable.support import table
 
 with almanac.connect(sys.argv[1], delay_ms=0) as cat:
     cat.execute([table("A")])

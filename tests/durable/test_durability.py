@@ -18,7 +18,7 @@ from almanac.model.schema_sync import SQLITE_DEFAULTS, SchemaSync
 from almanac.node.catalog import Catalog
 from almanac.node.log import UpdateLog, update_key
 from almanac.serialization import encode_catalog
-from tests.durable.helpers import ROOT, child, digest, race_ddl_workers, replay_store, table
+from tests.durable.support import ROOT, child, digest, race_ddl_workers, replay_store, table
 from tests.waiting import wait_for
 
 

@@ -34,7 +34,7 @@ from almanac.node.log_format import (
     read_entry,
 )
 from almanac.serialization import encode_update
-from tests.durable.helpers import child, digest, table
+from tests.durable.support import child, digest, table
 
 # -- helpers -----------------------------------------------------------------
 

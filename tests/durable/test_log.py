@@ -15,7 +15,7 @@ from almanac.model.entries import VersionedUpdate
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.catalog import Catalog
 from almanac.node.log import UpdateLog
-from tests.durable.helpers import digest, replay_store, table
+from tests.durable.support import digest, replay_store, table
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
 

@@ -17,7 +17,7 @@ from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
 from almanac.serialization import REGISTRY
 from almanac.serialization.io import Writer
 from almanac.serialization.registry import PROTOCOL_VERSION
-from tests.durable.helpers import child, race_children, replay_store
+from tests.durable.support import child, race_children, replay_store
 from tests.durable.worker_request import request_commands, result_json
 from tests.waiting import PATIENCE
 

@@ -16,7 +16,7 @@ import pytest
 
 import almanac
 from almanac import CatalogError, StorageError
-from tests.durable.helpers import table
+from tests.durable.support import table
 
 PAGE = 4096
 

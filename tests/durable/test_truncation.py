@@ -43,8 +43,8 @@ from almanac.node.log import (
 )
 from almanac.node.log_format import frame_update
 from almanac.node.log_truncation import VersionPins, truncate
-from tests.durable.helpers import child, digest, table
-from tests.metastore.helpers import make_store
+from tests.durable.support import child, digest, table
+from tests.metastore.support import make_store
 
 NO_WAIT = SchemaSync(delay_ms=0, max_clock_skew_ms=0)
 CAP = 128

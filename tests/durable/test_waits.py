@@ -18,7 +18,7 @@ from almanac.metastore import MemoryMetastore, SqliteMetastore, TxnResult
 from almanac.model.clock import from_datetime
 from almanac.model.schema_sync import MAX_DELAY_MS
 from almanac.node.log import UpdateLog
-from tests.durable.helpers import table
+from tests.durable.support import table
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -7,7 +7,7 @@ import sys
 
 import almanac
 from almanac import ColumnDef, ColumnType
-from tests.durable.helpers import table
+from tests.durable.support import table
 
 
 def main() -> None:

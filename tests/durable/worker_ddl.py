@@ -9,7 +9,7 @@ import json
 import sys
 
 import almanac
-from tests.durable.helpers import digest, table
+from tests.durable.support import digest, table
 
 
 def main() -> None:

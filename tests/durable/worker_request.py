@@ -17,7 +17,7 @@ import almanac
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import VersionedUpdate
 from almanac.node.catalog import HookWork
-from tests.durable.helpers import table
+from tests.durable.support import table
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 import almanac
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.spark.conftest import spark  # noqa: F401  (the one session of the run)
 from tests.waiting import PATIENCE
 

@@ -13,7 +13,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, UnauthorizedError
 
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 
 from .conftest import ADMIN_TOKEN, READ_TOKEN, rest_catalog, spec_error
 from .tables import SCHEMA, batch, scanned

@@ -20,7 +20,7 @@ from almanac.data import TableData, read_table, run_janitor
 from almanac.node.soft_delete import expired_tables, purge_expired_tables
 from tests.iceberg_rest.conftest import ADMIN_TOKEN, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, arrow_rows, batch, scanned
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import wait_for
 
 A = [(1, "one", 1), (2, "two", 2)]

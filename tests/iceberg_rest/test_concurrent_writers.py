@@ -18,7 +18,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 from almanac.data import read_table
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import PATIENCE
 
 from .conftest import ADMIN_TOKEN, PREFIX

@@ -15,7 +15,7 @@ from pyiceberg.exceptions import RESTError
 
 from almanac.data import TableData
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 
 from .conftest import ADMIN_TOKEN, PREFIX, READ_TOKEN, rest_catalog, spec_error
 from .tables import SCHEMA

@@ -11,7 +11,7 @@ from pyiceberg.exceptions import CommitFailedException
 
 import almanac
 from almanac.data import read_table
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import wait_for
 
 from .conftest import ADMIN_TOKEN, rest_catalog

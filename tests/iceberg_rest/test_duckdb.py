@@ -21,7 +21,7 @@ from almanac.data import read_table, run_janitor, write_table
 from almanac.data.commits import TableData
 from almanac.iceberg import metadata_location
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import wait_for
 
 from .conftest import ADMIN_TOKEN, PREFIX, own_server, rest_catalog

@@ -13,7 +13,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 from almanac.node.catalog import Catalog
 from almanac.server.app import MAX_BODY_BYTES
-from tests.server.harness import Server
+from tests.server.support import Server
 
 from .conftest import ADMIN_TOKEN, spec_error
 from .tables import SCHEMA, batch, scanned

@@ -21,7 +21,7 @@ from almanac.data import read_table, run_janitor
 from tests.iceberg_rest.campaign_writer import BATCH
 from tests.iceberg_rest.conftest import ADMIN_TOKEN, PREFIX, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch
-from tests.server.harness import ROOT, Server
+from tests.server.support import ROOT, Server
 from tests.waiting import wait_for
 
 ROUNDS = 30

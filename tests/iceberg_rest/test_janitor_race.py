@@ -26,7 +26,7 @@ from almanac.data import run_janitor
 from almanac.data.janitor import DEFAULT_GRACE_S
 from tests.iceberg_rest.conftest import own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch, scanned
-from tests.server.harness import Server
+from tests.server.support import Server
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from pyiceberg.exceptions import ForbiddenError, NoSuchTableError, RESTError
 from almanac.data import TableData
 from almanac.iceberg_rest.pinned import split_warehouse
 from almanac.node.catalog import Catalog
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import wait_for
 
 from .conftest import ADMIN_TOKEN, PREFIX, own_server, rest_catalog, spec_error

@@ -27,7 +27,7 @@ from almanac.iceberg import metadata_location
 from almanac.model.datatypes import ColumnType
 from almanac.node.catalog import Catalog
 from almanac.sql.parsing import parse_script
-from tests.server.harness import Server
+from tests.server.support import Server
 from tests.waiting import PATIENCE
 
 from .conftest import ADMIN_TOKEN, rest_catalog

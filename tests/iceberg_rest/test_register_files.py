@@ -19,7 +19,7 @@ from almanac.data import TableData, expire_data, read_table, run_janitor, write_
 from almanac.iceberg import metadata_location
 from tests.iceberg_rest.conftest import ADMIN_TOKEN, own_server, rest_catalog
 from tests.iceberg_rest.tables import SCHEMA, batch, scanned
-from tests.server.harness import Server
+from tests.server.support import Server
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from almanac.metastore import Metastore
 
-from .helpers import BACKENDS, make_store
+from .support import BACKENDS, make_store
 
 
 @pytest.fixture(params=BACKENDS)

@@ -49,7 +49,7 @@ from almanac.metastore import (
 )
 from tests.waiting import PATIENCE
 
-from .helpers import (
+from .support import (
     ManualClock,
     cas_increment,
     cas_worker,

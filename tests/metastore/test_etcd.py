@@ -34,7 +34,7 @@ from almanac.metastore.etcd import EtcdMetastore
 from almanac.node.log import UpdateLog
 from tests.waiting import PATIENCE
 
-from .helpers import cas_increment, wait_until
+from .support import cas_increment, wait_until
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import almanac
 from almanac import EventType, RemoteEvent
 from tests.waiting import PATIENCE, wait_for
 
-from .harness import ServerProcess, free_port
+from .support import ServerProcess, free_port
 
 
 def _wait(cond: threading.Condition, done: Callable[[], bool], what: str) -> None:

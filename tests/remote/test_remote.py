@@ -14,7 +14,7 @@ import almanac
 from almanac import Catalog, RemoteCatalog
 from almanac.serialization import encode_catalog
 
-from .harness import ServerProcess, free_port
+from .support import ServerProcess, free_port
 
 ADMIN, READER = "admin-token-0123456789", "read-token-0123456789"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import Server
+from .support import Server
 
 ADMIN_TOKEN = "admin-7f3c9b1e2d5a4c68"
 READ_TOKEN = "read-0e4d2b9a7c1f3e55"

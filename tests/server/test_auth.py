@@ -30,7 +30,7 @@ from almanac.server.errors import error_body, status_of
 from almanac.server.serve import is_loopback
 from tests.waiting import PATIENCE
 
-from .harness import worker
+from .support import worker
 
 SECRET = "s3cr3t-token-value"
 

@@ -22,7 +22,7 @@ from tests.cli.support import start
 from tests.waiting import PATIENCE, stdout_lines, wait_for
 
 from .conftest import READ_TOKEN
-from .harness import EventReader, Server
+from .support import EventReader, Server
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from almanac.server.app import MAX_BODY_BYTES
 
 from .conftest import ADMIN_TOKEN
-from .harness import Server
+from .support import Server
 
 
 @pytest.fixture(scope="module")

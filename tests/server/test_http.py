@@ -18,7 +18,7 @@ from almanac.serialization import decode_catalog
 from tests.waiting import PATIENCE, wait_for
 
 from .conftest import ADMIN_TOKEN, READ_TOKEN
-from .harness import EventReader, Server, reached
+from .support import EventReader, Server, reached
 
 WRONG_TOKEN = "admin-0000000000000000"
 

@@ -9,7 +9,7 @@ import httpx
 
 from tests.waiting import PATIENCE, wait_for
 
-from .harness import EventReader, Server
+from .support import EventReader, Server
 
 
 def _create(client: httpx.Client) -> httpx.Response:

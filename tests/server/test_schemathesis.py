@@ -18,7 +18,7 @@ from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from .conftest import ADMIN_TOKEN
-from .harness import Server
+from .support import Server
 
 
 @pytest.fixture(scope="module")

@@ -393,7 +393,7 @@ def test_a_running_session_without_the_runtime_is_refused(tmp_path: Path) -> Non
 
 
 def test_add_catalog_reaches_a_server_with_its_token(rt: Any, tmp_path: Path) -> None:
-    from tests.server.harness import Server
+    from tests.server.support import Server
 
     tokens = tmp_path / "tokens"
     tokens.write_text("admin runtime-admin-3c9e71\n", encoding="utf-8")

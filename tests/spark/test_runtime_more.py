@@ -347,7 +347,7 @@ def test_two_spark_applications_append_to_one_table(rt: Any, tmp_path: Path) -> 
 
 
 def test_a_server_with_tokens_takes_create_insert_and_merge(rt: Any, tmp_path: Path) -> None:
-    from tests.server.harness import Server
+    from tests.server.support import Server
 
     tokens = tmp_path / "tokens"
     tokens.write_text("admin more-admin-52d1a0\n", encoding="utf-8")

@@ -134,7 +134,7 @@ def test_a_pinned_catalog_at_a_path_without_one_creates_nothing(rt: Any, tmp_pat
 
 
 def test_a_pinned_catalog_on_a_server(rt: Any, tmp_path: Path) -> None:
-    from tests.server.harness import Server
+    from tests.server.support import Server
 
     tokens = tmp_path / "tokens"
     tokens.write_text("admin pinned-admin-71c3e9\n", encoding="utf-8")

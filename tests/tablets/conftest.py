@@ -10,7 +10,7 @@ import pytest
 
 from almanac.dev.etcd_local import LocalEtcd
 from tests.spark.conftest import spark
-from tests.tablets.harness import Settings, TabletCluster
+from tests.tablets.support import Settings, TabletCluster
 
 __all__ = ["spark"]
 

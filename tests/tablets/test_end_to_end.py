@@ -27,7 +27,7 @@ from almanac.placement.model import ServerInfo, TableRoute, TabletState
 from almanac.placement.state import read_servers
 from almanac.server.background import BackgroundServer
 from almanac.tserver.client import read_table
-from tests.tablets.harness import (
+from tests.tablets.support import (
     PATIENCE,
     RouteAudit,
     TabletCluster,

@@ -32,7 +32,7 @@ from almanac.placement import (
 from almanac.tserver import TabletServer, TabletServerSettings, TabletTicket
 from almanac.tserver.client import read_table
 from almanac.tserver.instance import INSTANCE_FILE, DataDirLock, decode_instance
-from tests.tserver.harness import place, spread
+from tests.tserver.support import place, spread
 
 
 @pytest.mark.parametrize(

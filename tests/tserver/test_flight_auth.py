@@ -24,7 +24,7 @@ from almanac.placement import TabletState, read_reports, read_route, read_server
 from almanac.server.auth import ENV_VARIABLE, Tokens
 from almanac.tserver import TabletServerSettings, TabletTicket
 from almanac.tserver.client import read_table as flight_read
-from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 
 pytestmark = pytest.mark.xdist_group("tservers-auth")

@@ -37,7 +37,7 @@ from almanac.placement import (
 )
 from almanac.tserver import TabletTicket
 from almanac.tserver.client import read_table as flight_read
-from tests.tserver.harness import TabletServerProcess, place, spread
+from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 
 pytestmark = pytest.mark.xdist_group("tservers")

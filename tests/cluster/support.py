@@ -20,7 +20,7 @@ from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableCreated, VersionedUpdate, apply_update
 from almanac.node.log import KEY_CHECKPOINT_VERSION, KEY_VERSION, update_key
 from almanac.node.log_format import read_entry
-from tests.durable.helpers import child, digest, replay_store
+from tests.durable.support import child, digest, replay_store
 from tests.waiting import PATIENCE
 
 

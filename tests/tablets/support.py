@@ -47,7 +47,7 @@ from almanac.placement.state import (
     read_routes,
     read_servers,
 )
-from tests.durable.helpers import ROOT
+from tests.durable.support import ROOT
 from tests.waiting import PATIENCE, wait_for
 
 __all__ = [

@@ -15,7 +15,7 @@ import httpx
 
 from tests.waiting import PATIENCE, wait_for
 
-from ..server.harness import worker
+from ..server.support import worker
 
 KILLING_SERVER = Path(__file__).with_name("killing_server.py")
 
