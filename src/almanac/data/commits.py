@@ -65,6 +65,7 @@ from almanac.metastore import Compare, Delete, DeleteRange, Metastore, Op, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.clock import HybridClock
 from almanac.model.entries import TableDataCommitted
+from almanac.model.read_point import ReadPoint
 from almanac.node.catalog import Catalog
 from almanac.node.catalog_types import HookWork
 
@@ -247,7 +248,8 @@ class TableData:
         number) or at a hybrid ``timestamp`` (exactly one; both when the
         version is the one the timestamp resolved to), by ``record_at``: a
         number or a time is first resolved to the catalog version this node
-        holds for it (``VersionNotFoundError`` when it holds none), so a read
+        holds for it by ``ReadPoint``, the rule every read shares
+        (``VersionNotFoundError`` when it holds none), so a read
         at a time sees what a read at the version active then sees. A
         ``TableData`` without a catalog node picks by the records' stamps."""
         if isinstance(version, CatalogVersion):
@@ -255,10 +257,7 @@ class TableData:
         elif (version is None) == (timestamp is None):
             raise ValidationError("Give exactly one of version and timestamp")
         elif self.catalog is not None:
-            if timestamp is None:
-                at = self.catalog.catalog(version)
-            else:
-                at = self.catalog.catalog_at(timestamp)
+            at = ReadPoint(version=version, timestamp=timestamp).resolve(self.catalog)
             record = self.record_at(table_id, at, timestamp=timestamp)
         else:
             record = select_record(self.records(table_id), version=version, timestamp=timestamp)
