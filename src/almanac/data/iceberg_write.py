@@ -10,12 +10,14 @@ catalog that stages and never publishes. Reading the metadata back is
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.expressions.visitors import manifest_evaluator
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile as IcebergFile
 from pyiceberg.manifest import ManifestContent, ManifestFile, ManifestWriterV2
@@ -211,6 +213,27 @@ class _RewriteFiles(_OverwriteFiles):
     delete files of rewritten data files would stay referenced forever."""
 
     dropped: dict[str, IcebergFile]
+
+    def _build_manifest_evaluator(self, spec_id: int) -> Callable[[ManifestFile], bool]:
+        """An evaluator per thread: pyiceberg shares one per spec among the
+        threads that judge a snapshot's manifests by their partition bounds,
+        and it keeps the manifest being judged on itself, so two threads at
+        once could judge a manifest by another's bounds and prune one that
+        holds a file to remove (the commit then fails: "Missing required
+        files to delete")."""
+        spec, schema = self.spec(spec_id), self.schema()
+        partition_filter = self.partition_filters[spec_id]
+        own = threading.local()
+
+        def evaluate(manifest: ManifestFile) -> bool:
+            judge: Callable[[ManifestFile], bool] | None = getattr(own, "judge", None)
+            if judge is None:
+                judge = own.judge = manifest_evaluator(
+                    spec, schema, partition_filter, self._case_sensitive
+                )
+            return judge(manifest)
+
+        return evaluate
 
     def _process_manifests(self, manifests: list[ManifestFile]) -> list[ManifestFile]:
         manifests = super()._process_manifests(manifests)
