@@ -31,6 +31,7 @@ from almanac.data import (
     WriteStateError,
     conform,
     create_table_as,
+    expire_data,
     new_write_id,
     read_table,
     write_files,
@@ -184,6 +185,38 @@ def test_conflict_error_after_max_attempts(cat: Catalog, monkeypatch: pytest.Mon
             max_attempts=3,
         )
     assert sorted(metadata.iterdir()) == before, "failed attempts leave no metadata behind"
+
+
+def test_a_commit_pyiceberg_refuses_is_a_conflict_that_publishes_nothing(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A requirement pyiceberg finds unmet while staging the next
+    ``metadata.json`` (of an append, or of an expiry's rewrite) is a
+    ``ConflictError`` naming the table, not pyiceberg's own exception, and
+    pyiceberg's retry does not go looking for the table elsewhere."""
+    from pyiceberg.catalog import MetastoreCatalog
+    from pyiceberg.exceptions import CommitFailedException
+
+    table = create(cat)
+    write_table(cat, "T", rows([1]))
+    before = write_table(cat, "T", rows([2]))
+    data = TableData.for_catalog(cat)
+    records = data.records(table.id)
+
+    def unmet(*_: object, **__: object) -> None:
+        raise CommitFailedException("Requirement failed: (forced)")
+
+    monkeypatch.setattr(MetastoreCatalog, "_update_and_stage_table", unmet)
+    with pytest.raises(ConflictError, match=r"table 'T' \(id \d+\).*CommitFailedException"):
+        write_table(cat, "T", rows([3]))
+    with pytest.raises(ConflictError, match=rf"table {table.id} .*CommitFailedException"):
+        expire_data(cat, "T", older_than=cat.clock.now())
+    monkeypatch.undo()
+
+    assert data.records(table.id) == records
+    current = data.current(table.id)
+    assert current is not None and current.snapshot_id == before.snapshot_id
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2]
 
 
 def test_a_commit_to_a_table_dropped_meanwhile_commits_nothing(cat: Catalog) -> None:

@@ -410,6 +410,7 @@ def test_a_compaction_prunes_no_manifest_of_its_files_when_threads_judge_them_at
 
     judging = threading.local()
     victim_stored, bystander_stored = threading.Event(), threading.Event()
+    victim_judged = threading.Event()
     gated: list[str] = []
     evaluate, visit = visitors._ManifestEvalVisitor.eval, visitors.visit
 
@@ -418,6 +419,10 @@ def test_a_compaction_prunes_no_manifest_of_its_files_when_threads_judge_them_at
         if manifest.manifest_path == bystander and "bystander" not in gated:
             gated.append("bystander")
             assert victim_stored.wait(60), "the victim's manifest was never judged"
+        elif manifest.manifest_path != victim:
+            # Any third manifest waits, so only the bystander's bounds
+            # can take the victim's place.
+            assert victim_judged.wait(60), "the victim's manifest was never judged"
         return bool(evaluate(self, manifest))
 
     def gated_visit(obj: Any, visitor: Any) -> Any:
@@ -429,6 +434,10 @@ def test_a_compaction_prunes_no_manifest_of_its_files_when_threads_judge_them_at
                 gated.append("victim")
                 victim_stored.set()
                 assert bystander_stored.wait(60), "the other manifest was never judged"
+                try:
+                    return visit(obj, visitor)
+                finally:
+                    victim_judged.set()
         return visit(obj, visitor)
 
     lock = threading.RLock()
@@ -452,3 +461,34 @@ def test_a_compaction_prunes_no_manifest_of_its_files_when_threads_judge_them_at
     assert not replaced & {f.path for f in result.files}
     assert {f.path for f in other.files if f.partition != tablet} <= {f.path for f in result.files}
     assert _table_rows(cat) == expected
+
+
+def test_a_compaction_pyiceberg_refuses_is_a_conflict_that_publishes_nothing(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever makes pyiceberg refuse the replace after our own checks
+    passed, the compaction is a ``ConflictError`` naming the table: nothing
+    published, its output aborted, no metadata file left behind."""
+    from pyiceberg.exceptions import ValidationException
+    from pyiceberg.table.update.snapshot import _OverwriteFiles
+
+    table = create(cat, colocation=("ID",))
+    for i in range(10):
+        append(cat, [i])
+    before = _current(cat, table)
+    data = table_data(cat)
+    referenced = {f.path for s in data.history(table.id) for f in s.files}
+    metadata_dir = Path(data.warehouse.table_dir(table.id), "metadata")
+    metadata_files = set(metadata_dir.iterdir())
+
+    def refuse(self: Any, deleted_entries: Any) -> None:
+        raise ValidationException("Missing required files to delete: (forced)")
+
+    monkeypatch.setattr(_OverwriteFiles, "_validate_required_deletes", refuse)
+    with pytest.raises(ConflictError, match=r"table 'T' \(id \d+\).*ValidationException"):
+        compact(cat, "T")
+
+    assert _current(cat, table).snapshot_id == before.snapshot_id
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == list(range(10))
+    assert _parquet_files(cat, table) == referenced
+    assert set(metadata_dir.iterdir()) == metadata_files
