@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import pickle
 import threading
 import time
+import weakref
 from collections import Counter
 from pathlib import Path
 
@@ -37,9 +39,19 @@ from almanac.data import (
     write_files,
     write_table,
 )
+from almanac.data.plane import warehouse_of
 from almanac.errors import NotFoundError
 from tests.data import workers
-from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
+from tests.data.support import (
+    append,
+    connect,
+    create,
+    data_keys,
+    ids_of,
+    own_files,
+    rows,
+    zone_tablets,
+)
 
 
 def _stage_and_write(
@@ -71,6 +83,21 @@ def test_a_node_has_one_table_data_and_a_catalog_without_a_warehouse_none(cat: C
     with bare, pytest.raises(CatalogError, match="has no warehouse for table data") as info:
         TableData.for_catalog(bare)
     assert "connect(..., warehouse=...)" in str(info.value)
+
+
+def test_a_closed_catalog_with_a_warehouse_is_collected(tmp_path: Path) -> None:
+    """The registries that find a catalog's data plane and protocol do not
+    keep the catalog alive once it is closed (each holds it, so a weak key
+    alone never let it go)."""
+    cat = connect(str(tmp_path / "data"))
+    create(cat)
+    append(cat, [1])
+    assert warehouse_of(cat) is not None
+    gone = weakref.ref(cat)
+    cat.close()
+    del cat
+    gc.collect()
+    assert gone() is None
 
 
 def test_append_then_overwrite(cat: Catalog) -> None:
