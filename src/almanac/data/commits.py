@@ -261,8 +261,11 @@ class TableData:
             record = self.record_at(table_id, version, timestamp=timestamp)
         elif (version is None) == (timestamp is None):
             raise ValidationError("Give exactly one of version and timestamp")
-        elif (cat := self.catalog) is not None:
-            at = cat.catalog(version) if timestamp is None else cat.catalog_at(timestamp)
+        elif self.catalog is not None:
+            if timestamp is None:
+                at = self.catalog.catalog(version)
+            else:
+                at = self.catalog.catalog_at(timestamp)
             record = self.record_at(table_id, at, timestamp=timestamp)
         else:
             record = select_record(self.records(table_id), version=version, timestamp=timestamp)
