@@ -137,11 +137,16 @@ class TableData:
         self.versions: Callable[[int], CatalogVersion | None] | None = None
         """The catalog version of a number, None if this node does not hold
         it; set by the data plane so commits check their shape against it."""
-        self.catalog: Catalog | None = None
-        """The catalog node whose versions publish this data's commits; set
-        by the data plane (``attach``)."""
+        self._catalog: weakref.ref[Catalog] | None = None
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """The catalog node whose versions publish this data's commits; set
+        by the data plane (``attach``). Held weakly: the registry that finds
+        this protocol by its catalog must not keep the catalog alive."""
+        return None if self._catalog is None else self._catalog()
 
     @staticmethod
     def for_catalog(cat: Catalog) -> TableData:
@@ -162,7 +167,9 @@ class TableData:
         """Make this the protocol of ``cat``'s table data (its data plane
         does, once): its commits become versions of ``cat``, and
         ``for_catalog(cat)`` returns it."""
-        self.catalog = check.instance(cat, Catalog, "Parameter 'cat' of TableData.attach")
+        self._catalog = weakref.ref(
+            check.instance(cat, Catalog, "Parameter 'cat' of TableData.attach")
+        )
         with _tables_lock:
             _tables[cat] = self
 
@@ -291,7 +298,7 @@ class TableData:
         files = files_arg(files, "TableData.commit")
         table_id = shape.table.id
         replaces = files_arg(replaces, "TableData.commit", "replaces")
-        cat = self._catalog()
+        cat = self._node()
         made: list[DataSnapshot] = []
         done: list[DataSnapshot] = []
         planning: list[ConflictError] = []
@@ -345,13 +352,14 @@ class TableData:
         assert snapshot is not None
         return snapshot
 
-    def _catalog(self) -> Catalog:
-        if self.catalog is None:
+    def _node(self) -> Catalog:
+        cat = self.catalog
+        if cat is None:
             raise CatalogError(
                 "This TableData has no catalog node, and every data commit is a catalog "
                 "version: use TableData.for_catalog(cat)"
             )
-        return self.catalog
+        return cat
 
     def committed_snapshot(self, table_id: int, write_id: str) -> DataSnapshot | None:
         """The snapshot a committed ``write_id`` made, None if it did not commit."""
