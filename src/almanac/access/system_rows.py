@@ -43,6 +43,8 @@ from almanac.model.descriptors import Table
 from almanac.model.read_point import ReadPoint
 from almanac.placement.model import TabletState
 from almanac.placement.state import (
+    read_reason,
+    read_reasons,
     read_reports,
     read_route,
     read_routes,
@@ -140,6 +142,7 @@ SYSTEM_COLUMNS: dict[str, tuple[tuple[str, ColumnKind], ...]] = {
         ("TABLE_VERSION", "int64"),
         ("ROUTE_VERSION", "int64"),
         ("ALTERING", "bool"),
+        ("REASON", "string"),
     ),
     "SERVERS": (
         ("NAME", "string"),
@@ -254,18 +257,23 @@ def tablets_rows(
 ) -> tuple[Row, ...]:
     """One row per tablet of every route (of one table when ``table_id`` is
     given), by table id and tablet id; names from ``version`` (``None`` once the
-    table is gone from it)."""
+    table is gone from it); ``REASON`` is why the placement leader cannot place
+    the tablet (``None`` once it can)."""
     if table_id is None:
         routes = read_routes(store)
+        reasons = read_reasons(store)
     else:
         route = read_route(store, table_id)
         routes = {} if route is None else {table_id: route}
+        said = read_reason(store, table_id)
+        reasons = {} if said is None else {table_id: said}
     rows: list[Row] = []
     for tid in sorted(routes):
         route = routes[tid]
         table = version.tables_by_id.get(tid)
         schema = None if table is None else version.schemas_by_id.get(table.schema_id)
         altering = route.altering
+        why = reasons.get(tid)
         for tablet in sorted(route.tablets, key=lambda t: t.id):
             rows.append(
                 (
@@ -281,6 +289,7 @@ def tablets_rows(
                     route.table_version,
                     route.version,
                     altering,
+                    None if why is None else why.reason(tablet.id),
                 )
             )
     return tuple(rows)

@@ -10,21 +10,32 @@ from typing import Generic, TypeVar
 from almanac.errors import CorruptDataError
 from almanac.metastore import KeyValue, Metastore
 from almanac.placement.keys import (
+    REASON_PREFIX,
     REPORT_PREFIX,
     ROUTE_PREFIX,
     SERVER_INDEX_PREFIX,
     SERVER_PREFIX,
+    reason_key,
     route_key,
     server_index_key,
 )
-from almanac.placement.model import ServerIndex, ServerInfo, ServerReport, TableRoute
+from almanac.placement.model import (
+    PlacementReasons,
+    ServerIndex,
+    ServerInfo,
+    ServerReport,
+    TableRoute,
+)
 
 __all__ = [
     "DecodeMemo",
+    "decode_reasons",
     "decode_report",
     "decode_route",
     "decode_server",
     "decode_server_index",
+    "read_reason",
+    "read_reasons",
     "read_reports",
     "read_route",
     "read_routes",
@@ -82,6 +93,22 @@ def decode_report(kv: KeyValue) -> ServerReport:
 def read_reports(store: Metastore) -> dict[str, ServerReport]:
     reports = (decode_report(kv) for kv in store.range(REPORT_PREFIX).kvs)
     return {report.server: report for report in reports}
+
+
+def decode_reasons(kv: KeyValue) -> PlacementReasons:
+    """The placement reasons stored in ``kv``, checked against their key."""
+    return _named(kv, PlacementReasons.decode, lambda r: str(r.table_id), REASON_PREFIX)
+
+
+def read_reasons(store: Metastore) -> dict[int, PlacementReasons]:
+    """Why the leader cannot place tablets, by table (tables it can place have none)."""
+    found = (decode_reasons(kv) for kv in store.range(REASON_PREFIX).kvs)
+    return {reasons.table_id: reasons for reasons in found}
+
+
+def read_reason(store: Metastore, table_id: int) -> PlacementReasons | None:
+    kv = store.get(reason_key(table_id))
+    return None if kv is None else decode_reasons(kv)
 
 
 class DecodeMemo(Generic[T]):
