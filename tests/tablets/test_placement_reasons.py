@@ -24,8 +24,8 @@ def _tablets(cluster: TabletCluster) -> list[dict[str, Any]]:
 
 
 def _states(cluster: TabletCluster) -> list[tuple[str, str, str | None]]:
-    """(table, state, reason) of every tablet, sorted."""
-    return sorted((r["TABLE"], r["STATE"], r["REASON"]) for r in _tablets(cluster))
+    """(table, state, reason) of every tablet, in table and tablet order."""
+    return [(r["TABLE"], r["STATE"], r["REASON"]) for r in _tablets(cluster)]
 
 
 def _cli_tablets(cluster: TabletCluster, table: str) -> tuple[list[dict[str, Any]], str]:
@@ -60,8 +60,8 @@ def test_a_full_server_is_the_reason_a_tablet_waits_until_a_second_server_comes(
 
     def one_full() -> bool:
         found = [(state, reason) for _, state, reason in _states(cluster)]
-        return sorted(found, key=str) == sorted(
-            [("RUNNING", None)] * LIMIT + [("PREPARING", NO_ROOM)] * (6 - LIMIT), key=str
+        return sorted(found, key=repr) == sorted(
+            [("RUNNING", None)] * LIMIT + [("PREPARING", NO_ROOM)] * (6 - LIMIT), key=repr
         )
 
     cluster.wait(one_full, f"{LIMIT} tablets to run on ts1 and the rest to wait for room")

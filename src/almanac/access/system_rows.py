@@ -43,11 +43,9 @@ from almanac.model.descriptors import Table
 from almanac.model.read_point import ReadPoint
 from almanac.placement.model import TabletState
 from almanac.placement.state import (
-    read_reason,
-    read_reasons,
     read_reports,
-    read_route,
     read_routes,
+    read_routes_with_reasons,
     read_server_indexes,
     read_servers,
 )
@@ -259,14 +257,7 @@ def tablets_rows(
     given), by table id and tablet id; names from ``version`` (``None`` once the
     table is gone from it); ``REASON`` is why the placement leader cannot place
     the tablet (``None`` once it can)."""
-    if table_id is None:
-        routes = read_routes(store)
-        reasons = read_reasons(store)
-    else:
-        route = read_route(store, table_id)
-        routes = {} if route is None else {table_id: route}
-        said = read_reason(store, table_id)
-        reasons = {} if said is None else {table_id: said}
+    routes, reasons = read_routes_with_reasons(store, table_id)
     rows: list[Row] = []
     for tid in sorted(routes):
         route = routes[tid]

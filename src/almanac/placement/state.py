@@ -36,6 +36,7 @@ __all__ = [
     "decode_server_index",
     "read_reason",
     "read_reasons",
+    "read_routes_with_reasons",
     "read_reports",
     "read_route",
     "read_routes",
@@ -109,6 +110,22 @@ def read_reasons(store: Metastore) -> dict[int, PlacementReasons]:
 def read_reason(store: Metastore, table_id: int) -> PlacementReasons | None:
     kv = store.get(reason_key(table_id))
     return None if kv is None else decode_reasons(kv)
+
+
+def read_routes_with_reasons(
+    store: Metastore, table_id: int | None = None
+) -> tuple[dict[int, TableRoute], dict[int, PlacementReasons]]:
+    """Every route (or the one of ``table_id``) and the leader's reasons for
+    them, read at one revision: the leader changes a route and its reasons
+    in one transaction, so a placed tablet never shows the reason it had."""
+    key = ROUTE_PREFIX if table_id is None else route_key(table_id)
+    found = store.range(key)
+    kvs = [kv for kv in found.kvs if table_id is None or kv.key == key]
+    routes = {route.table_id: route for route in map(decode_route, kvs)}
+    key = REASON_PREFIX if table_id is None else reason_key(table_id)
+    said = store.range(key, revision=found.revision).kvs
+    reasons = (decode_reasons(kv) for kv in said if table_id is None or kv.key == key)
+    return routes, {r.table_id: r for r in reasons if r.table_id in routes}
 
 
 class DecodeMemo(Generic[T]):
