@@ -23,6 +23,7 @@ from almanac.model.clock import to_datetime
 from almanac.model.descriptor_sql import partition_field_sql, sort_field_sql
 from almanac.model.summary import CHECKPOINT_SUMMARY
 from almanac.placement import (
+    LEADER_KEY,
     PlacementReasons,
     ServerIndex,
     ServerInfo,
@@ -37,6 +38,7 @@ from almanac.placement import (
     server_index_key,
     server_key,
 )
+from almanac.placement.state import NO_LEADER
 from almanac.system_tables import SYSTEM_COLUMNS, SYSTEM_TABLES, arrow_schema, system_table
 from tests.waiting import wait_for
 
@@ -281,6 +283,25 @@ def _register(cat: Catalog, name: str, port: int, ttl: float = 60.0) -> int:
     report = ServerReport(name, (TabletReport(2, 0, TabletState.RUNNING, 1),), 1, 1_000_010.0)
     store.put(report_key(name), report.encode(), lease)
     return lease
+
+
+def test_a_waiting_tablet_with_no_placement_leader_says_so(sqlite_cat: Catalog) -> None:
+    """Without a node running placement, nobody writes a reason: the read
+    says a leader is missing rather than leave the stall silent, and stops
+    saying it once a leader holds its key."""
+    cat = sqlite_cat
+    cat.sql("CREATE TABLE T (ID INT PRIMARY KEY)")
+    t = cat.catalog().table("T")
+    assert t is not None
+    store = cat.metastore
+    tablets = [Tablet(0, 0, TabletState.PREPARING), Tablet(1, 1, TabletState.DELETED)]
+    store.put(route_key(t.id), _route(t.id, 1, tablets).encode())
+    reasons = system_table(cat, "SYSTEM.TABLETS").column("REASON").to_pylist()
+    assert reasons == [NO_LEADER, None]
+    assert cat.sql("SHOW TABLETS ON T").rows[0][-1] == NO_LEADER
+
+    store.put(LEADER_KEY, b"node-1")
+    assert system_table(cat, "SYSTEM.TABLETS").column("REASON").to_pylist() == [None, None]
 
 
 def test_tablets_and_servers_follow_the_placement_keys(sqlite_cat: Catalog) -> None:

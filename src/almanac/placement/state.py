@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 from almanac.errors import CorruptDataError
 from almanac.metastore import KeyValue, Metastore
 from almanac.placement.keys import (
+    LEADER_KEY,
     REASON_PREFIX,
     REPORT_PREFIX,
     ROUTE_PREFIX,
@@ -25,9 +26,11 @@ from almanac.placement.model import (
     ServerInfo,
     ServerReport,
     TableRoute,
+    TabletState,
 )
 
 __all__ = [
+    "NO_LEADER",
     "DecodeMemo",
     "decode_reasons",
     "decode_report",
@@ -124,8 +127,26 @@ def read_routes_with_reasons(
     routes = {route.table_id: route for route in map(decode_route, kvs)}
     key = REASON_PREFIX if table_id is None else reason_key(table_id)
     said = store.range(key, revision=found.revision).kvs
-    reasons = (decode_reasons(kv) for kv in said if table_id is None or kv.key == key)
-    return routes, {r.table_id: r for r in reasons if r.table_id in routes}
+    reasons = {
+        r.table_id: r
+        for r in (decode_reasons(kv) for kv in said if table_id is None or kv.key == key)
+        if r.table_id in routes
+    }
+    if not store.range(LEADER_KEY, revision=found.revision).kvs:
+        # Nobody places tablets: say so for every tablet still waiting, or a
+        # catalog with tablet servers but no node running stalls in silence.
+        for tid, route in routes.items():
+            waiting = [t.id for t in route.tablets if t.state is TabletState.PREPARING]
+            if waiting and tid not in reasons:
+                reasons[tid] = PlacementReasons(tid, tuple((t, NO_LEADER) for t in waiting))
+    return routes, reasons
+
+
+NO_LEADER = (
+    "no placement leader: no 'almanac node' or 'almanac serve' runs on this catalog "
+    "(the leader places tablets)"
+)
+"""Why a tablet waits when no node holds the placement leadership."""
 
 
 class DecodeMemo(Generic[T]):
