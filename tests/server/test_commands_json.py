@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import almanac
 from almanac import CatalogError, Command, ValidationError
 from almanac.model.descriptors import ConstantDefault, FunctionDefault
-from almanac.server.commands_json import (
+from almanac.serialization.commands_json import (
     COMMANDS,
     command_fields,
     command_from_json,
