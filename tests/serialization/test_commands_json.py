@@ -26,7 +26,7 @@ from almanac.serialization.commands_json import (
     commands_from_json,
 )
 
-from ..serialization import column_values, int64s, nan_values
+from . import column_values, int64s, nan_values
 
 
 def _strategy(hint: Any) -> st.SearchStrategy[Any]:
