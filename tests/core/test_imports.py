@@ -228,13 +228,15 @@ def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones() -> None:
 
 def test_flight_and_the_data_plane_load_without_spark_or_the_web_server() -> None:
     """A Flight client or a data-plane job never pays for PySpark (and its
-    JVM gateway), nor for the HTTP server's framework, just to import Almanac."""
+    JVM gateway), nor for the HTTP server's framework, just to import Almanac;
+    nor does a client that only needs the Iceberg REST mount point."""
     import subprocess
     import sys
 
     heavy = ("fastapi", "uvicorn", "starlette", "pyspark", "py4j")
     probe = (
         "import sys, almanac, almanac.tserver.client, almanac.data, almanac.system_tables; "
+        "from almanac.iceberg_rest import ICEBERG_PREFIX; "
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     done = subprocess.run(
