@@ -4,6 +4,7 @@ through a catalog server, over placement keys written under a real lease."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +23,12 @@ from almanac.placement import (
     route_key,
     server_key,
 )
+from almanac.system_tables import system_table
 from tests.cli.support import almanac as run
+from tests.cli.support import start
+from tests.placement.support import FakeServer
 from tests.server.support import Server
+from tests.waiting import PATIENCE, wait_for
 
 _TTL_S = 3600.0
 """The registration outlives the module; the fixture revokes it."""
@@ -126,3 +131,44 @@ def test_a_catalog_server_answers_them_too(
             assert local[0] == 0 and json.loads(local[1])["rows"]
     finally:
         assert server.stop() == 0, server.log_text()
+
+
+def test_serve_gives_a_server_at_most_its_max_tablets_and_says_why_the_rest_wait(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "c")
+    limit = "no tablet server has room: 1 server at max_tablets_per_server=2"
+    with almanac.connect(path) as cat:
+        cat.sql(
+            "CREATE ZONE Z WITH (PARTITIONS = 3, REPLICAS = 1); "
+            "CREATE TABLE T (ID INT PRIMARY KEY) ZONE Z"
+        )
+        server = FakeServer(cat.metastore, "ts1", ttl_s=_TTL_S).register()
+        args = ("--store", path, "serve", "--port", "0", "--max-tablets-per-server", "2")
+        proc = start(*args, cwd=tmp_path)
+        try:
+            rows: list[tuple[str, str | None]] = []
+
+            def two_placed() -> bool:
+                if proc.poll() is not None:
+                    assert proc.stderr is not None
+                    raise AssertionError(f"almanac serve exited: {proc.stderr.read()}")
+                rows[:] = [
+                    (r["STATE"], r["REASON"])
+                    for r in system_table(cat, "SYSTEM.TABLETS").to_pylist()
+                ]
+                return sorted(rows, key=repr) == sorted(
+                    [("CREATING", None), ("CREATING", None), ("PREPARING", limit)], key=repr
+                )
+
+            wait_for(two_placed, "the leader of almanac serve to fill ts1 up to 2 tablets")
+            assert proc.stdout is not None
+            # It ends on SIGINT once it serves (or its stdout ends, if it died).
+            assert proc.stdout.readline().startswith("Listening on ")
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=PATIENCE) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            server.die()

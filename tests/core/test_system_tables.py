@@ -23,6 +23,7 @@ from almanac.model.descriptor_sql import partition_field_sql, sort_field_sql
 from almanac.model.summary import CHECKPOINT_SUMMARY
 from almanac.model.targets import parse_target
 from almanac.placement import (
+    PlacementReasons,
     ServerIndex,
     ServerInfo,
     ServerReport,
@@ -30,6 +31,7 @@ from almanac.placement import (
     Tablet,
     TabletReport,
     TabletState,
+    reason_key,
     report_key,
     route_key,
     server_index_key,
@@ -304,6 +306,8 @@ def test_tablets_and_servers_follow_the_placement_keys(sqlite_cat: Catalog) -> N
     store.put(route_key(u.id), _route(u.id, 1, [Tablet(0, 0, TabletState.PREPARING)]).encode())
     store.put(route_key(999), _route(999, 1, [Tablet(0, 0, TabletState.DELETED)]).encode())
     store.put(server_index_key("ts4"), ServerIndex("ts4", (), 1).encode())
+    waits = "zone 'Z' needs 3 replicas, 2 tablet servers live"
+    store.put(reason_key(u.id), PlacementReasons(u.id, ((0, waits),)).encode())
     leases = {n: _register(cat, n, 7000 + i) for i, n in enumerate(("ts1", "ts2"))}
 
     tablets = system_table(cat, "SYSTEM.TABLETS")
@@ -327,6 +331,9 @@ def test_tablets_and_servers_follow_the_placement_keys(sqlite_cat: Catalog) -> N
     )
     assert tablets.column("ALTERING").to_pylist() == [True, True, True, False, False]
     assert tablets.column("ROUTE_VERSION").to_pylist() == [3] * 5
+    assert tablets.column("REASON").to_pylist() == [None, None, None, waits, None]
+    shown = cat.sql("SHOW TABLETS ON S.U")
+    assert [row[-1] for row in shown.rows] == [waits]
 
     servers = {r["NAME"]: r for r in system_table(cat, "SYSTEM.SERVERS").to_pylist()}
     assert list(servers) == ["ts1", "ts2", "ts3", "ts4"]  # ts3 in a route, ts4 indexed

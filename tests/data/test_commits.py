@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import pickle
 import threading
 import time
+import weakref
 from collections import Counter
 from pathlib import Path
 
@@ -31,14 +33,25 @@ from almanac.data import (
     WriteStateError,
     conform,
     create_table_as,
+    expire_data,
     new_write_id,
     read_table,
     write_files,
     write_table,
 )
+from almanac.data.plane import warehouse_of
 from almanac.errors import NotFoundError
 from tests.data import workers
-from tests.data.support import append, create, data_keys, ids_of, own_files, rows, zone_tablets
+from tests.data.support import (
+    append,
+    connect,
+    create,
+    data_keys,
+    ids_of,
+    own_files,
+    rows,
+    zone_tablets,
+)
 
 
 def _stage_and_write(
@@ -70,6 +83,21 @@ def test_a_node_has_one_table_data_and_a_catalog_without_a_warehouse_none(cat: C
     with bare, pytest.raises(CatalogError, match="has no warehouse for table data") as info:
         TableData.for_catalog(bare)
     assert "connect(..., warehouse=...)" in str(info.value)
+
+
+def test_a_closed_catalog_with_a_warehouse_is_collected(tmp_path: Path) -> None:
+    """The registries that find a catalog's data plane and protocol do not
+    keep the catalog alive once it is closed (each holds it, so a weak key
+    alone never let it go)."""
+    cat = connect(str(tmp_path / "data"))
+    create(cat)
+    append(cat, [1])
+    assert warehouse_of(cat) is not None
+    gone = weakref.ref(cat)
+    cat.close()
+    del cat
+    gc.collect()
+    assert gone() is None
 
 
 def test_append_then_overwrite(cat: Catalog) -> None:
@@ -184,6 +212,38 @@ def test_conflict_error_after_max_attempts(cat: Catalog, monkeypatch: pytest.Mon
             max_attempts=3,
         )
     assert sorted(metadata.iterdir()) == before, "failed attempts leave no metadata behind"
+
+
+def test_a_commit_pyiceberg_refuses_is_a_conflict_that_publishes_nothing(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A requirement pyiceberg finds unmet while staging the next
+    ``metadata.json`` (of an append, or of an expiry's rewrite) is a
+    ``ConflictError`` naming the table, not pyiceberg's own exception, and
+    pyiceberg's retry does not go looking for the table elsewhere."""
+    from pyiceberg.catalog import MetastoreCatalog
+    from pyiceberg.exceptions import CommitFailedException
+
+    table = create(cat)
+    write_table(cat, "T", rows([1]))
+    before = write_table(cat, "T", rows([2]))
+    data = TableData.for_catalog(cat)
+    records = data.records(table.id)
+
+    def unmet(*_: object, **__: object) -> None:
+        raise CommitFailedException("Requirement failed: (forced)")
+
+    monkeypatch.setattr(MetastoreCatalog, "_update_and_stage_table", unmet)
+    with pytest.raises(ConflictError, match=r"table 'T' \(id \d+\).*CommitFailedException"):
+        write_table(cat, "T", rows([3]))
+    with pytest.raises(ConflictError, match=rf"table {table.id} .*CommitFailedException"):
+        expire_data(cat, "T", older_than=cat.clock.now())
+    monkeypatch.undo()
+
+    assert data.records(table.id) == records
+    current = data.current(table.id)
+    assert current is not None and current.snapshot_id == before.snapshot_id
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == [1, 2]
 
 
 def test_a_commit_to_a_table_dropped_meanwhile_commits_nothing(cat: Catalog) -> None:

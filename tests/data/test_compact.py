@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -365,3 +366,129 @@ def test_compact_checks_its_arguments(cat: Catalog) -> None:
     with pytest.raises(NotFoundError, match=r"'PUBLIC\.NOPE' does not exist"):
         compact(cat, "NOPE")
     assert compact(cat, "T", tablet=0) is None
+
+
+def _split_ids(cat: Catalog, table: Table) -> tuple[list[int], int]:
+    """Two ids of one tablet, and one id of another tablet."""
+    ids = list(range(64))
+    partitions = table_partitions(cat.catalog(), table)
+    tablets = tablets_of(rows(ids), table, partitions).tolist()
+    first = tablets[0]
+    same = [i for i, t in zip(ids, tablets, strict=True) if t == first]
+    other = next(i for i, t in zip(ids, tablets, strict=True) if t != first)
+    return same[:2], other
+
+
+def test_a_compaction_prunes_no_manifest_of_its_files_when_threads_judge_them_at_once(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyiceberg judges a snapshot's manifests by their partition bounds on
+    several threads; its evaluator keeps the manifest being judged on itself,
+    so two threads at once judged one manifest by another's bounds, pruned a
+    manifest holding a file the compaction replaces, and the commit failed
+    with a raw "Missing required files to delete" (seen under load). The
+    interleaving is forced here: the thread judging a manifest of the
+    compacted tablet waits, bounds stored, until a thread judging another
+    tablet's manifest has stored its own."""
+    from pyiceberg.expressions import visitors
+    from pyiceberg.typedef import KeyDefaultDict
+
+    table = create(cat, colocation=("ID",))
+    (a, b), c = _split_ids(cat, table)
+    first, second, other = append(cat, [a]), append(cat, [b]), append(cat, [c])
+    tablet = first.files[0].partition
+    data = table_data(cat)
+    metadata = data.iceberg.metadata(other.metadata)
+    manifest_of = {
+        e.data_file.file_path: m.manifest_path
+        for m in data.iceberg.manifests(metadata)
+        for e in m.fetch_manifest_entry(data.iceberg.io)
+    }
+    victim = manifest_of[second.files[0].path]
+    bystander = manifest_of[next(f.path for f in other.files if f.partition != tablet)]
+    expected = _table_rows(cat)
+
+    judging = threading.local()
+    victim_stored, bystander_stored = threading.Event(), threading.Event()
+    victim_judged = threading.Event()
+    gated: list[str] = []
+    evaluate, visit = visitors._ManifestEvalVisitor.eval, visitors.visit
+
+    def gated_eval(self: Any, manifest: Any) -> bool:
+        judging.path = manifest.manifest_path
+        if manifest.manifest_path == bystander and "bystander" not in gated:
+            gated.append("bystander")
+            assert victim_stored.wait(60), "the victim's manifest was never judged"
+        elif manifest.manifest_path != victim:
+            # Any third manifest waits, so only the bystander's bounds
+            # can take the victim's place.
+            assert victim_judged.wait(60), "the victim's manifest was never judged"
+        return bool(evaluate(self, manifest))
+
+    def gated_visit(obj: Any, visitor: Any) -> Any:
+        if isinstance(visitor, visitors._ManifestEvalVisitor):
+            path = getattr(judging, "path", None)
+            if path == bystander:
+                bystander_stored.set()
+            elif path == victim and "victim" not in gated:
+                gated.append("victim")
+                victim_stored.set()
+                assert bystander_stored.wait(60), "the other manifest was never judged"
+                try:
+                    return visit(obj, visitor)
+                finally:
+                    victim_judged.set()
+        return visit(obj, visitor)
+
+    lock = threading.RLock()
+    missing = KeyDefaultDict.__missing__
+
+    def one_evaluator(self: Any, key: Any) -> Any:
+        # One evaluator per spec, built once (pyiceberg's design; a thread
+        # that looks it up while another builds it may build its own).
+        with lock:
+            return self[key] if dict.__contains__(self, key) else missing(self, key)
+
+    monkeypatch.setattr(visitors._ManifestEvalVisitor, "eval", gated_eval)
+    monkeypatch.setattr(visitors, "visit", gated_visit)
+    monkeypatch.setattr(KeyDefaultDict, "__missing__", one_evaluator)
+
+    result = compact(cat, "T", tablet=tablet)
+
+    assert sorted(gated) == ["bystander", "victim"]
+    assert result is not None and result.operation == "replace"
+    replaced = {first.files[0].path, second.files[0].path}
+    assert not replaced & {f.path for f in result.files}
+    assert {f.path for f in other.files if f.partition != tablet} <= {f.path for f in result.files}
+    assert _table_rows(cat) == expected
+
+
+def test_a_compaction_pyiceberg_refuses_is_a_conflict_that_publishes_nothing(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever makes pyiceberg refuse the replace after our own checks
+    passed, the compaction is a ``ConflictError`` naming the table: nothing
+    published, its output aborted, no metadata file left behind."""
+    from pyiceberg.exceptions import ValidationException
+    from pyiceberg.table.update.snapshot import _OverwriteFiles
+
+    table = create(cat, colocation=("ID",))
+    for i in range(10):
+        append(cat, [i])
+    before = _current(cat, table)
+    data = table_data(cat)
+    referenced = {f.path for s in data.history(table.id) for f in s.files}
+    metadata_dir = Path(data.warehouse.table_dir(table.id), "metadata")
+    metadata_files = set(metadata_dir.iterdir())
+
+    def refuse(self: Any, deleted_entries: Any) -> None:
+        raise ValidationException("Missing required files to delete: (forced)")
+
+    monkeypatch.setattr(_OverwriteFiles, "_validate_required_deletes", refuse)
+    with pytest.raises(ConflictError, match=r"table 'T' \(id \d+\).*ValidationException"):
+        compact(cat, "T")
+
+    assert _current(cat, table).snapshot_id == before.snapshot_id
+    assert sorted(read_table(cat, "T").column("ID").to_pylist()) == list(range(10))
+    assert _parquet_files(cat, table) == referenced
+    assert set(metadata_dir.iterdir()) == metadata_files

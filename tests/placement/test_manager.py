@@ -14,16 +14,21 @@ from almanac.metastore import MemoryMetastore
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.log import UpdateLog
 from almanac.placement import (
+    LEADER_KEY,
     TabletReport,
     TabletState,
+    read_reasons,
     read_route,
     read_routes,
     read_server_index,
+    reason_key,
+    route_key,
     tombstone_key,
 )
 from almanac.placement.manager import PlacementManager, attach_placement
 from almanac.placement.settings import PlacementSettings
 from almanac.placement.verify import verify_placement
+from almanac.system_tables import system_table
 from tests.placement.conftest import SETTINGS
 from tests.placement.support import FakeServer, servers
 
@@ -510,3 +515,95 @@ def test_bad_arguments_are_catalog_errors(cat: Catalog, manager: PlacementManage
     with pytest.raises(ValidationError, match="placement"):
         almanac.connect("memory://", placement="on")  # type: ignore[call-overload]
     assert placement_of(cat) is manager
+
+
+def _reasons(cat: Catalog) -> list[tuple[str, str, int, str | None]]:
+    """(table, state, tablet, reason) of every row of SYSTEM.TABLETS."""
+    rows = system_table(cat, "SYSTEM.TABLETS").to_pylist()
+    return [(r["TABLE"], r["STATE"], r["TABLET_ID"], r["REASON"]) for r in rows]
+
+
+def test_the_leader_stores_why_each_tablet_waits_once_and_clears_it_when_placed(
+    cat: Catalog,
+) -> None:
+    settings = dataclasses.replace(SETTINGS, max_tablets_per_server=3)
+    manager = attach_placement(cat, settings, run=False)
+    store = cat.metastore
+    tid = make_table(cat, partitions=4, replicas=1)
+    manager.run_pass(now=1000.0)
+    none = "no live tablet server"
+    assert _reasons(cat) == [("T", "PREPARING", i, none) for i in range(4)]
+    first = store.get(reason_key(tid))
+    assert first is not None
+    manager.run_pass(now=1001.0)
+    again = store.get(reason_key(tid))
+    assert again is not None and again.mod_revision == first.mod_revision, "no write per pass"
+
+    servers(store, "ts1")
+    manager.run_pass(now=1002.0)
+    full = "no tablet server has room: 1 server at max_tablets_per_server=3"
+    rows = _reasons(cat)
+    assert sorted((state, reason) for _, state, _, reason in rows) == [
+        ("CREATING", None),
+        ("CREATING", None),
+        ("CREATING", None),
+        ("PREPARING", full),
+    ]
+    said, route = store.get(reason_key(tid)), store.get(route_key(tid))
+    assert said is not None and route is not None
+    assert said.mod_revision == route.mod_revision, "the reason changes with its route"
+
+    servers(store, "ts2")
+    manager.run_pass(now=1003.0)
+    assert [(state, reason) for _, state, _, reason in _reasons(cat)] == [("CREATING", None)] * 4
+    assert store.get(reason_key(tid)) is None and read_reasons(store) == {}
+    cat.sql("DROP TABLE T")
+    manager.run_pass(now=1004.0)
+    assert read_reasons(store) == {}
+
+
+def test_each_reason_names_what_is_missing(cat: Catalog) -> None:
+    settings = dataclasses.replace(SETTINGS, max_tablets_per_server=2)
+    manager = attach_placement(cat, settings, run=False)
+    store = cat.metastore
+    cat.sql(
+        "CREATE ZONE THREE WITH (PARTITIONS = 1, REPLICAS = 3); "
+        "CREATE ZONE EU WITH (PARTITIONS = 1, REPLICAS = 1, "
+        """DATA_NODES_FILTER = '$[?(@.region == "eu")]'); """
+        "CREATE ZONE TWO WITH (PARTITIONS = 3, REPLICAS = 2); "
+        "CREATE ZONE ODD WITH (REPLICAS = 1, DATA_NODES_FILTER = '$.nodes[0]'); "
+        "CREATE TABLE A (ID INT PRIMARY KEY) ZONE THREE; "
+        "CREATE TABLE B (ID INT PRIMARY KEY) ZONE EU; "
+        "CREATE TABLE C (ID INT PRIMARY KEY) ZONE TWO; "
+        "CREATE TABLE D (ID INT PRIMARY KEY) ZONE ODD"
+    )
+    FakeServer(store, "us1", {"region": "us"}).register()
+    FakeServer(store, "us2", {"region": "us"}).register()
+    manager.run_pass(now=1000.0)
+    said = {(table, tablet): reason for table, _, tablet, reason in _reasons(cat)}
+    assert said[("A", 0)] == "zone 'THREE' needs 3 replicas, 2 tablet servers live"
+    assert said[("B", 0)] == (
+        """zone 'EU' needs 1 replica, 0 of 2 live tablet servers match its node filter """
+        """'$[?(@.region == "eu")]' and storage profile 'default'"""
+    )
+    # C's three tablets of two replicas each on two servers of room 2: two
+    # tablets placed, the third finds no room.
+    assert [said[("C", i)] for i in range(3)].count(None) == 2
+    assert "no tablet server has room: 2 servers at max_tablets_per_server=2" in said.values()
+    odd = said[("D", 0)]
+    assert odd is not None and "'$.nodes[0]' is not supported" in odd
+
+
+def test_a_deposed_leaders_reasons_are_not_written(cat: Catalog) -> None:
+    manager = PlacementManager(cat, SETTINGS, run=False)
+    store = cat.metastore
+    tid = make_table(cat, partitions=2, replicas=1)
+    manager._campaign()  # leads, with its fence on LEADER_KEY
+    assert manager.is_leader
+    held = store.get(LEADER_KEY)
+    assert held is not None
+    store.revoke_lease(held.lease)  # its lease expires under it
+    store.put(LEADER_KEY, b"other")  # and another node leads
+    manager.run_pass(now=1000.0)  # a pass already under way when that happened
+    assert store.get(reason_key(tid)) is None
+    manager.close()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from almanac import CatalogError, CorruptDataError
 from almanac.metastore.memory import MemoryMetastore
 from almanac.placement import (
+    PlacementReasons,
     ServerIndex,
     ServerInfo,
     ServerReport,
@@ -20,9 +21,12 @@ from almanac.placement import (
     Tablet,
     TabletReport,
     TabletState,
+    read_reason,
+    read_reasons,
     read_route,
     read_routes,
     read_servers,
+    reason_key,
     route_key,
     server_key,
 )
@@ -78,7 +82,14 @@ reports = st.builds(
     sequence=ints,
     reported_at=times,
 )
-values = st.one_of(routes(), indexes, infos, reports)
+reasons = st.builds(
+    PlacementReasons,
+    table_id=ints,
+    tablets=st.dictionaries(ints, st.text(min_size=1), max_size=5).map(
+        lambda d: tuple(sorted(d.items()))
+    ),
+)
+values = st.one_of(routes(), indexes, infos, reports, reasons)
 
 
 @given(values)
@@ -176,6 +187,21 @@ def test_altering_counts_running_tablets_behind_the_target_only() -> None:
     assert behind.altering
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"table_id":1}',
+        b'{"table_id":1,"tablets":[[0,""]]}',  # an empty reason
+        b'{"table_id":1,"tablets":[[1,"b"],[0,"a"]]}',  # out of order
+        b'{"table_id":1,"tablets":[[0,"a"],[0,"b"]]}',  # a tablet with two reasons
+        b'{"table_id":1,"tablets":[[0]]}',
+    ],
+)
+def test_malformed_reasons_are_refused(data: bytes) -> None:
+    with pytest.raises(CorruptDataError, match="placement reasons is damaged"):
+        PlacementReasons.decode(data)
+
+
 def test_reads_check_each_record_against_its_key() -> None:
     store = MemoryMetastore()
     route = TableRoute(5, 1, 1, (), 0, TabletState.PREPARING)
@@ -190,3 +216,10 @@ def test_reads_check_each_record_against_its_key() -> None:
     store.put(server_key("ts2"), info.encode())
     with pytest.raises(CorruptDataError, match="__tserver/ts2"):
         read_servers(store)
+    said = PlacementReasons(5, ((0, "no live tablet server"),))
+    store.put(reason_key(5), said.encode())
+    assert read_reason(store, 5) == said and said.reason(0) == "no live tablet server"
+    assert said.reason(1) is None and read_reason(store, 6) is None
+    store.put(reason_key(6), said.encode())
+    with pytest.raises(CorruptDataError, match="__placement_reason/6"):
+        read_reasons(store)

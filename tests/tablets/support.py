@@ -471,17 +471,18 @@ class TabletCluster:
     ) -> TabletServer:
         return self.start_servers([name], *extra, lease_ttl_s=lease_ttl_s)[0]
 
-    def start_nodes(self, names: Iterable[str]) -> list[CatalogNode]:
-        """Catalog nodes, started at once."""
+    def start_nodes(self, names: Iterable[str], *extra: str) -> list[CatalogNode]:
+        """Catalog nodes, started at once, each with ``extra`` arguments."""
         launched = []
         for name in names:
             log = self.directory / f"{name}.log"
-            launched.append(CatalogNode(self, name, self.settings.node_args(), log))
+            args = [*self.settings.node_args(), *extra]
+            launched.append(CatalogNode(self, name, args, log))
             self.nodes[name] = launched[-1]
         return [node.await_ready() for node in launched]
 
-    def start_node(self, name: str) -> CatalogNode:
-        return self.start_nodes([name])[0]
+    def start_node(self, name: str, *extra: str) -> CatalogNode:
+        return self.start_nodes([name], *extra)[0]
 
     def pause(self, *processes: Process) -> None:
         """SIGSTOP ``processes`` at a point where none holds the store: a

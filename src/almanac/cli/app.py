@@ -42,6 +42,7 @@ __all__ = [
     "almanac_group",
     "int64_at_least",
     "local_target",
+    "max_tablets_option",
     "open_node",
     "open_remote",
     "open_sql",
@@ -180,6 +181,22 @@ def store_option(command: F) -> F:
         default=None,
         metavar="URI",
         help="The catalog, instead of the global --store.",
+    )(command)
+
+
+def max_tablets_option(command: F) -> F:
+    """``--max-tablets-per-server`` of a command that runs a placement
+    candidate: the limit is the placement leader's, so every node should
+    say the same."""
+    from almanac.placement.settings import PlacementSettings
+
+    return click.option(
+        "--max-tablets-per-server",
+        type=int64_at_least(1),
+        default=PlacementSettings().max_tablets_per_server,
+        show_default=True,
+        metavar="N",
+        help="Placement: the most tablet replicas one tablet server is given.",
     )(command)
 
 

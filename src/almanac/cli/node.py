@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from almanac.cli.app import open_node, store_option
+from almanac.cli.app import max_tablets_option, open_node, store_option
 from almanac.cli.foreground import foreground
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ def _log_versions(cat: Catalog, log: logging.Logger, after: int) -> int:
     metavar="SECONDS",
     help="How long CREATE TABLE waits for enough tablet servers.",
 )
+@max_tablets_option
 @click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
 @store_option
 def node(
@@ -111,6 +112,7 @@ def node(
     placement_assignment_timeout: float,
     placement_leader_ttl: float,
     placement_create_wait: float,
+    max_tablets_per_server: int,
     no_placement: bool,
     store: str | None,
 ) -> int:
@@ -129,6 +131,7 @@ def node(
             assignment_timeout_s=placement_assignment_timeout,
             leader_ttl_s=placement_leader_ttl,
             create_wait_s=placement_create_wait,
+            max_tablets_per_server=max_tablets_per_server,
         )
     retention = None
     if keep_versions is not None or keep_seconds is not None:

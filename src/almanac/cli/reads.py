@@ -364,5 +364,6 @@ def servers(as_json: bool, store: str | None) -> int:
 @store_option
 def tablets(table: str, as_json: bool, store: str | None) -> int:
     """The tablets of TABLE (SCHEMA.TABLE, or a table of PUBLIC): state,
-    replicas, leader, reported table version (SYSTEM.TABLETS, as it is now)."""
+    replicas, leader, reported table version, and why the placement leader
+    cannot place one (SYSTEM.TABLETS, as it is now)."""
     return _run_read(store, f"SHOW TABLETS ON {table}", as_json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from almanac.cli.app import local_target, store_option
+from almanac.cli.app import local_target, max_tablets_option, store_option
 
 __all__ = ["serve"]
 
@@ -32,6 +32,7 @@ __all__ = ["serve"]
 )
 @click.option("--warehouse", metavar="URI", help="The warehouse, if not the catalog's default.")
 @click.option("--no-placement", is_flag=True, help="Take no part in tablet placement.")
+@max_tablets_option
 @click.option(
     "--soft-delete-reserve",
     type=click.FloatRange(min=0),
@@ -47,10 +48,12 @@ def serve(
     insecure: bool,
     warehouse: str | None,
     no_placement: bool,
+    max_tablets_per_server: int,
     soft_delete_reserve: float,
     store: str | None,
 ) -> int:
     """Serve the HTTP API (under /v1) and the web console (at /)."""
+    from almanac.placement.settings import PlacementSettings
     from almanac.server import serve as run_server
 
     target = local_target(store)
@@ -61,7 +64,11 @@ def serve(
         tokens_file=tokens_file,
         insecure=insecure,
         warehouse=warehouse,
-        placement=not no_placement,
+        placement=(
+            False
+            if no_placement
+            else PlacementSettings(max_tablets_per_server=max_tablets_per_server)
+        ),
         soft_delete_reserve_s=soft_delete_reserve,
         create=False,
     )

@@ -65,6 +65,7 @@ from almanac.metastore import Compare, Delete, DeleteRange, Metastore, Op, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.clock import HybridClock
 from almanac.model.entries import TableDataCommitted
+from almanac.model.read_point import ReadPoint
 from almanac.node.catalog import Catalog
 from almanac.node.catalog_types import HookWork
 
@@ -136,11 +137,16 @@ class TableData:
         self.versions: Callable[[int], CatalogVersion | None] | None = None
         """The catalog version of a number, None if this node does not hold
         it; set by the data plane so commits check their shape against it."""
-        self.catalog: Catalog | None = None
-        """The catalog node whose versions publish this data's commits; set
-        by the data plane (``attach``)."""
+        self._catalog: weakref.ref[Catalog] | None = None
         self._written: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """The catalog node whose versions publish this data's commits; set
+        by the data plane (``attach``). Held weakly: the registry that finds
+        this protocol by its catalog must not keep the catalog alive."""
+        return None if self._catalog is None else self._catalog()
 
     @staticmethod
     def for_catalog(cat: Catalog) -> TableData:
@@ -161,7 +167,9 @@ class TableData:
         """Make this the protocol of ``cat``'s table data (its data plane
         does, once): its commits become versions of ``cat``, and
         ``for_catalog(cat)`` returns it."""
-        self.catalog = check.instance(cat, Catalog, "Parameter 'cat' of TableData.attach")
+        self._catalog = weakref.ref(
+            check.instance(cat, Catalog, "Parameter 'cat' of TableData.attach")
+        )
         with _tables_lock:
             _tables[cat] = self
 
@@ -247,7 +255,8 @@ class TableData:
         number) or at a hybrid ``timestamp`` (exactly one; both when the
         version is the one the timestamp resolved to), by ``record_at``: a
         number or a time is first resolved to the catalog version this node
-        holds for it (``VersionNotFoundError`` when it holds none), so a read
+        holds for it by ``ReadPoint``, the rule every read shares
+        (``VersionNotFoundError`` when it holds none), so a read
         at a time sees what a read at the version active then sees. A
         ``TableData`` without a catalog node picks by the records' stamps."""
         if isinstance(version, CatalogVersion):
@@ -255,10 +264,7 @@ class TableData:
         elif (version is None) == (timestamp is None):
             raise ValidationError("Give exactly one of version and timestamp")
         elif self.catalog is not None:
-            if timestamp is None:
-                at = self.catalog.catalog(version)
-            else:
-                at = self.catalog.catalog_at(timestamp)
+            at = ReadPoint(version=version, timestamp=timestamp).resolve(self.catalog)
             record = self.record_at(table_id, at, timestamp=timestamp)
         else:
             record = select_record(self.records(table_id), version=version, timestamp=timestamp)
@@ -292,7 +298,7 @@ class TableData:
         files = files_arg(files, "TableData.commit")
         table_id = shape.table.id
         replaces = files_arg(replaces, "TableData.commit", "replaces")
-        cat = self._catalog()
+        cat = self._node()
         made: list[DataSnapshot] = []
         done: list[DataSnapshot] = []
         planning: list[ConflictError] = []
@@ -346,13 +352,14 @@ class TableData:
         assert snapshot is not None
         return snapshot
 
-    def _catalog(self) -> Catalog:
-        if self.catalog is None:
+    def _node(self) -> Catalog:
+        cat = self.catalog
+        if cat is None:
             raise CatalogError(
                 "This TableData has no catalog node, and every data commit is a catalog "
                 "version: use TableData.for_catalog(cat)"
             )
-        return self.catalog
+        return cat
 
     def committed_snapshot(self, table_id: int, write_id: str) -> DataSnapshot | None:
         """The snapshot a committed ``write_id`` made, None if it did not commit."""

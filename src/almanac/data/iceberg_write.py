@@ -10,12 +10,15 @@ catalog that stages and never publishes. Reading the metadata back is
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.expressions.visitors import manifest_evaluator
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile as IcebergFile
 from pyiceberg.manifest import ManifestContent, ManifestFile, ManifestWriterV2
@@ -87,6 +90,27 @@ def _grow(
     return added, ids
 
 
+_REFUSALS = (ValidationException, CommitFailedException)
+"""What pyiceberg raises when the metadata it is asked to write does not
+follow from its parent (a file to remove not found, a requirement not met)."""
+
+
+def _refused(exc: Exception, table_id: int, name: str | None = None) -> ConflictError:
+    """A refusal of pyiceberg's as the ``ConflictError`` of the commit it
+    stopped: nothing was written or published, and planning again on the
+    table's current data may succeed."""
+    what = f"'{name}' (id {table_id})" if name is not None else str(table_id)
+    reason = str(exc).strip().splitlines()
+    return ConflictError(
+        f"The next Iceberg metadata of table {what} could not be written on its current data "
+        f"snapshot ({type(exc).__name__}: {reason[0][:300] if reason else ''}); nothing was "
+        "published: plan the commit again",
+        attempts=1,
+        table_id=table_id,
+        rule="iceberg-refused",
+    )
+
+
 def _layout_id(item: IcebergSpec | IcebergSortOrder) -> int:
     return item.spec_id if isinstance(item, IcebergSpec) else item.order_id
 
@@ -149,6 +173,14 @@ class _StagingWriter(MetastoreCatalog):
             {"metadata": metadata, "metadata-location": staged.metadata_location}
         )
 
+    def load_table(self, identifier: Any) -> IcebergTable:
+        """pyiceberg reloads the table to retry a commit whose requirement
+        failed; a staged commit's parent is Almanac's, so the refusal stands
+        and the caller plans again (``_refused``)."""
+        raise CommitFailedException(
+            f"Iceberg table {identifier} is not reloaded to retry a staged commit"
+        )
+
     def _refuse(self, *_: Any, **__: Any) -> Any:
         """pyiceberg's catalog interface demands these; a staging sink is no
         catalog to browse (Almanac is: ``almanac.iceberg.load_table``), so
@@ -159,7 +191,7 @@ class _StagingWriter(MetastoreCatalog):
             rule="staging-writer",
         )
 
-    create_table = register_table = load_table = drop_table = rename_table = _refuse
+    create_table = register_table = drop_table = rename_table = _refuse
     list_tables = list_namespaces = create_namespace = drop_namespace = _refuse
     load_namespace_properties = update_namespace_properties = _refuse
     list_views = drop_view = view_exists = load_view = register_view = _refuse
@@ -211,6 +243,27 @@ class _RewriteFiles(_OverwriteFiles):
     delete files of rewritten data files would stay referenced forever."""
 
     dropped: dict[str, IcebergFile]
+
+    def _build_manifest_evaluator(self, spec_id: int) -> Callable[[ManifestFile], bool]:
+        """An evaluator per thread: pyiceberg shares one per spec among the
+        threads that judge a snapshot's manifests by their partition bounds,
+        and it keeps the manifest being judged on itself, so two threads at
+        once could judge a manifest by another's bounds and prune one that
+        holds a file to remove (the commit then fails: "Missing required
+        files to delete")."""
+        spec, schema = self.spec(spec_id), self.schema()
+        partition_filter = self.partition_filters[spec_id]
+        own = threading.local()
+
+        def evaluate(manifest: ManifestFile) -> bool:
+            judge: Callable[[ManifestFile], bool] | None = getattr(own, "judge", None)
+            if judge is None:
+                judge = own.judge = manifest_evaluator(
+                    spec, schema, partition_filter, self._case_sensitive
+                )
+            return judge(manifest)
+
+        return evaluate
 
     def _process_manifests(self, manifests: list[ManifestFile]) -> list[ManifestFile]:
         manifests = super()._process_manifests(manifests)
@@ -322,7 +375,8 @@ class IcebergWriter(IcebergReader):
         files (all live in ``parent``, else ``CatalogError``) give way to
         ``files`` and every other file stays.
         Returns its location and every file written (to delete them should
-        the publish fail). Nothing is visible until the caller publishes."""
+        the publish fail). Nothing is visible until the caller publishes;
+        a refusal of pyiceberg's is a ``ConflictError`` naming the table."""
         writer = _StagingWriter(self.io, fresh=parent is None)
         written: list[str] = []
         if parent is None:
@@ -413,10 +467,12 @@ class IcebergWriter(IcebergReader):
                     for f in new:
                         append.append_data_file(f)
             tx.commit_transaction()
-        except BaseException:
+        except BaseException as exc:
             for path, _ in writer.written:
                 written.append(path)
             self.remove(written)
+            if isinstance(exc, _REFUSALS):
+                raise _refused(exc, table_id, shape.table.name) from exc
             raise
         new_location, new_metadata = writer.written[-1]
         self._remember(self._metadata, new_location, new_metadata)
@@ -439,7 +495,7 @@ class IcebergWriter(IcebergReader):
         updates = self._evolve(self.metadata(parent), shape)
         if not any(not isinstance(u, SetPropertiesUpdate) for u in updates):
             return None
-        return self._rewrite(table_id, parent, updates)
+        return self._rewrite(table_id, parent, updates, shape.table.name)
 
     def write_without(
         self, table_id: int, parent: str, snapshot_ids: Iterable[int]
@@ -458,7 +514,7 @@ class IcebergWriter(IcebergReader):
         return self._rewrite(table_id, parent, [update])
 
     def _rewrite(
-        self, table_id: int, parent: str, updates: Sequence[TableUpdate]
+        self, table_id: int, parent: str, updates: Sequence[TableUpdate], name: str | None = None
     ) -> tuple[str, list[str]]:
         writer = _StagingWriter(self.io, fresh=False)
         table = IcebergTable(
@@ -468,12 +524,14 @@ class IcebergWriter(IcebergReader):
             io=self.io,
             catalog=writer,
         )
-        tx = table.transaction()
-        tx._apply(tuple(updates), ())
         try:
+            tx = table.transaction()
+            tx._apply(tuple(updates), ())
             tx.commit_transaction()
-        except BaseException:
+        except BaseException as exc:
             self.remove(path for path, _ in writer.written)
+            if isinstance(exc, _REFUSALS):
+                raise _refused(exc, table_id, name) from exc
             raise
         location, metadata = writer.written[-1]
         self._remember(self._metadata, location, metadata)

@@ -34,7 +34,7 @@ class DataPlane:
     """Table data of one catalog node. Built by ``attach_data_plane``."""
 
     def __init__(self, cat: Catalog, warehouse: str, janitor_interval_s: float | None) -> None:
-        self.catalog = cat
+        self._catalog = weakref.ref(cat)
         self.warehouse = warehouse
         self.data = TableData(cat.metastore, Warehouse.open(warehouse), cat.clock)
         self.data.versions = self._version
@@ -52,6 +52,13 @@ class DataPlane:
             )
             self._janitor.start()
 
+    @property
+    def catalog(self) -> Catalog | None:
+        """The catalog node, held weakly: the registry that finds this plane
+        by its catalog (and the protocol's) must not keep the catalog alive;
+        None once it was collected."""
+        return self._catalog()
+
     def _clean(self, interval_s: float) -> None:
         """Purge the soft-deleted tables whose reserve ended, then collect
         the warehouse: a purged table's data goes by the janitor's rule for
@@ -60,18 +67,24 @@ class DataPlane:
         from almanac.node.soft_delete import purge_expired_tables
 
         while not self._stop.wait(interval_s):
+            cat = self.catalog
+            if cat is None:
+                return
             try:
-                purge_expired_tables(self.catalog)
+                purge_expired_tables(cat)
             except Exception:
                 _log.exception("The periodic purge failed; it runs again in %s s", interval_s)
             try:
-                run_janitor(self.catalog)
+                run_janitor(cat)
             except Exception:
                 _log.exception("The periodic janitor failed; it runs again in %s s", interval_s)
 
     def _version(self, number: int) -> CatalogVersion | None:
+        cat = self.catalog
+        if cat is None:
+            return None
         try:
-            return self.catalog.catalog(number)
+            return cat.catalog(number)
         except CatalogError:
             return None
 

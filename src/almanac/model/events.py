@@ -4,7 +4,7 @@ This module holds the values (an event, its type, a listener's failure) and
 the JSON an event travels as; the registry that calls listeners, on its
 thread, is the node's dispatcher (``almanac.node.dispatch``).
 
-Events fire in entry order once the new snapshot is readable, so a
+Events fire in entry order once the new version is readable, so a
 listener may call ``catalog(event.version)``. A version with DDL is
 *ready* only after its listeners and those of every earlier version
 returned; a version of data commits alone (``DATA_COMMIT`` events only) is

@@ -1,16 +1,19 @@
 """Metastore keys of placement, in GreptimeDB's layout: a route per table,
-an index per server, tombstones of dropped routes, and the servers'
-registrations and reports under their own leases."""
+an index per server, tombstones of dropped routes, the leader's reasons for
+tablets it cannot place, and the servers' registrations and reports under
+their own leases."""
 
 from __future__ import annotations
 
 __all__ = [
     "LEADER_KEY",
+    "REASON_PREFIX",
     "REPORT_PREFIX",
     "ROUTE_PREFIX",
     "SERVER_INDEX_PREFIX",
     "SERVER_PREFIX",
     "TOMBSTONE_PREFIX",
+    "reason_key",
     "report_key",
     "route_key",
     "server_index_key",
@@ -23,6 +26,9 @@ SERVER_INDEX_PREFIX = "__server_tablets/"
 TOMBSTONE_PREFIX = "__tombstone/" + ROUTE_PREFIX
 SERVER_PREFIX = "__tserver/"
 REPORT_PREFIX = "__tserver_report/"
+REASON_PREFIX = "__placement_reason/"
+"""Per table, why the leader cannot place some of its tablets; no key while
+it can place them all."""
 LEADER_KEY = "__placement/leader"
 """The placement leader's node name, under that node's lease."""
 
@@ -37,6 +43,10 @@ def server_index_key(server: str) -> str:
 
 def tombstone_key(table_id: int) -> str:
     return f"{TOMBSTONE_PREFIX}{table_id}"
+
+
+def reason_key(table_id: int) -> str:
+    return f"{REASON_PREFIX}{table_id}"
 
 
 def server_key(name: str) -> str:

@@ -11,6 +11,12 @@ that holds ``LEADER_KEY`` runs the placement loop (``run_pass``) every
 deposed leader's write fails instead of racing the new one. A new leader
 needs nothing from the old one: all state is in the store.
 
+What the loop cannot do it logs once while it lasts (``problems``), and
+why each tablet stays unplaced it keeps under ``REASON_PREFIX``, one key per
+table (``SYSTEM.TABLETS``' ``REASON``): written with the table's route
+change when there is one, else on its own, only when the text changes, and
+deleted once every tablet of the table is placed.
+
 CREATE TABLE, while at least one tablet server is registered, waits up to
 ``create_wait_s`` for enough servers (replicas of the zone ≤ matching live
 servers; tablets x replicas of all tables ≤ ``max_tablets_per_server`` x
@@ -38,7 +44,7 @@ from almanac.errors import (
     ValidationError,
     WaitTimeoutError,
 )
-from almanac.metastore import Compare, Put
+from almanac.metastore import Compare, Delete, Op, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.descriptors import Table, is_soft_deleted
 from almanac.model.entries import VersionedUpdate
@@ -47,12 +53,20 @@ from almanac.node.catalog_types import HookWork
 from almanac.node.leases import Renewal
 from almanac.placement.keys import (
     LEADER_KEY,
+    REASON_PREFIX,
     REPORT_PREFIX,
     ROUTE_PREFIX,
     SERVER_PREFIX,
+    reason_key,
     route_key,
 )
-from almanac.placement.model import ServerInfo, TableRoute, TabletReport, TabletState
+from almanac.placement.model import (
+    PlacementReasons,
+    ServerInfo,
+    TableRoute,
+    TabletReport,
+    TabletState,
+)
 from almanac.placement.policy import NodeFilterError, eligible, node_filter
 from almanac.placement.route_changes import (
     IndexCache,
@@ -228,9 +242,9 @@ class PlacementManager:
 
     def run_pass(self, now: float | None = None) -> PassResult:
         """One pass over every route: follow the catalog, fail over, promote,
-        replace, assign, clean. Each changed route is one transaction
-        comparing what this pass read; a write that loses waits for the
-        next pass and its fresh read."""
+        replace, assign, clean, and say why what stays unplaced does. Each
+        changed route is one transaction comparing what this pass read; a
+        write that loses waits for the next pass and its fresh read."""
         store = self._store
         check.optional_float(now, "Parameter 'now' of PlacementManager.run_pass", lo=0)
         now = time.time() if now is None else float(now)
@@ -238,6 +252,7 @@ class PlacementManager:
         # Routes first, then the catalog: every route read was written by a
         # version this catch-up applies, so no new table looks dropped.
         read = {kv.key: kv for kv in store.range(ROUTE_PREFIX).kvs}
+        said = {kv.key: kv.value for kv in store.range(REASON_PREFIX).kvs}
         self.catalog.catch_up()
         version = self.catalog.catalog()
         # A damaged record is reported and left alone (never overwritten);
@@ -270,7 +285,8 @@ class PlacementManager:
             problems=damaged,
         )
         cache = IndexCache(store)
-        batch: list[tuple[int, RouteWrite, bool]] = []  # table, write, route removed
+        batch: list[tuple[int, RouteWrite, bool, Op | None]] = []
+        """Table, route write, route removed, change of the table's reasons."""
         limit = min(store.max_txn_ops or _BATCH_OPS, _BATCH_OPS) - len(fence)
         counts = {"written": 0, "lost": 0}
 
@@ -278,11 +294,12 @@ class PlacementManager:
             """Commit the batch as one transaction (or count it lost)."""
             if not batch:
                 return
-            compares, ops, indexes = merge_writes([write for _, write, _ in batch]).parts()
-            ok = store.txn((*compares, *fence), ops).succeeded
+            compares, ops, indexes = merge_writes([write for _, write, _, _ in batch]).parts()
+            reason_ops = [op for _, _, _, op in batch if op is not None]
+            ok = store.txn((*compares, *fence), (*ops, *reason_ops)).succeeded
             if ok:
                 cache.committed(indexes)
-            for table_id, write, removed in batch:
+            for table_id, write, removed, _ in batch:
                 if not ok:
                     cache.forget(write)
                 elif removed:
@@ -291,6 +308,7 @@ class PlacementManager:
             batch.clear()
 
         seen_deleted: set[int] = set()
+        reasons = _ReasonChanges(said, view.reasons)
         for table_id in sorted(set(routes) | set(version.tables_by_id.keys())):
             route = routes.get(table_id)
             kv = read.get(route_key(table_id))
@@ -310,16 +328,21 @@ class PlacementManager:
             except CorruptDataError as exc:
                 view.problems.append(f"Route of table {table_id} not moved: {exc}")
                 continue
-            size = sum(w.size for _, w, _ in batch)  # an upper bound: merging shares indexes
-            full = batch and size + write.size > limit
+            told = reasons.take(table_id)
+            # an upper bound: merging shares indexes
+            size = sum(w.size + (op is not None) for _, w, _, op in batch)
+            full = batch and size + write.size + 1 > limit
             if full:
                 flush()
                 # Built on what the batch staged: build again on what it left
                 # (it decoded every index it needs already, or raised).
                 write = route_write(store, table_id, kv, new, cache)
             cache.stage(write)  # the next route of the batch builds on it
-            batch.append((table_id, write, new is None))
+            batch.append((table_id, write, new is None, told))
         flush()
+        rest = reasons.rest()
+        for start in range(0, len(rest), limit):
+            store.txn(fence, rest[start : start + limit])
         written, lost = counts["written"], counts["lost"]
         self._deleted_seen = {t: at for t, at in self._deleted_seen.items() if t in seen_deleted}
         for problem in view.problems:
@@ -347,6 +370,9 @@ class PlacementManager:
             matches = node_filter(zone.node_filter)
         except NodeFilterError as exc:
             view.problems.append(f"Table {_qualified(version, table)}: {exc}")
+            for t in new.tablets:
+                if t.state is TabletState.PREPARING:
+                    view.unplaced(table_id, t.id, str(exc))
             return new
         return step_route(new, zone, matches, table.storage_profile, view)
 
@@ -462,6 +488,42 @@ class PlacementManager:
                 f"servers = {cap} (rule: tablets x replicas <= max x live servers)"
             )
         return None
+
+
+class _ReasonChanges:
+    """The writes that make the stored reasons (``said``: key -> bytes, as
+    the pass read them) what this pass found (``found``, filled as the pass
+    goes): a table's change rides with its route write (``take``), the
+    others go after the routes (``rest``)."""
+
+    def __init__(self, said: dict[str, bytes], found: dict[int, dict[int, str]]) -> None:
+        self._said = said
+        self._found = found
+        self._taken: set[str] = set()
+
+    def take(self, table_id: int) -> Op | None:
+        key = reason_key(table_id)
+        self._taken.add(key)
+        found = self._found.get(table_id)
+        value = None
+        if found:
+            value = PlacementReasons(table_id, tuple(sorted(found.items()))).encode()
+        if value == self._said.get(key):
+            return None
+        return Delete(key) if value is None else Put(key, value)
+
+    def rest(self) -> list[Op]:
+        keys = {reason_key(t) for t in self._found} | self._said.keys()
+        ops: list[Op] = []
+        for key in sorted(keys - self._taken):
+            tail = key.removeprefix(REASON_PREFIX)
+            if not tail.isdigit() or reason_key(int(tail)) != key:
+                ops.append(Delete(key))  # no table's: nothing a pass would say
+                continue
+            op = self.take(int(tail))
+            if op is not None:
+                ops.append(op)
+        return ops
 
 
 def attach_placement(

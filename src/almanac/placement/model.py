@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from almanac.errors import CorruptDataError
 
 __all__ = [
+    "PlacementReasons",
     "ServerIndex",
     "ServerInfo",
     "ServerReport",
@@ -105,6 +106,31 @@ class TableRoute:
             if t.id == tablet_id:
                 return t
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementReasons:
+    """Why the placement leader could not place some tablets of a table on
+    its last pass: (tablet id, reason) pairs by tablet id. Only the leader
+    writes it, and only when it changes."""
+
+    table_id: int
+    tablets: tuple[tuple[int, str], ...]
+
+    def reason(self, tablet_id: int) -> str | None:
+        for tid, reason in self.tablets:
+            if tid == tablet_id:
+                return reason
+        return None
+
+    def encode(self) -> bytes:
+        return _dump(
+            {"table_id": self.table_id, "tablets": [[tid, why] for tid, why in self.tablets]}
+        )
+
+    @staticmethod
+    def decode(data: bytes) -> PlacementReasons:
+        return _decode(data, "placement reasons", _reasons)
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +377,19 @@ def _index(record: dict[str, Any]) -> ServerIndex:
         tablets=_sorted_unique(pairs, "tablets"),
         version=_int(record["version"], "version"),
     )
+
+
+def _reasons(record: dict[str, Any]) -> PlacementReasons:
+    _fields(record, ("table_id", "tablets"))
+    pairs = []
+    for pair in _list(record["tablets"], "tablets"):
+        if type(pair) is not list or len(pair) != 2:
+            raise _Bad(f"a tablet's reason must be a [tablet id, reason] pair, got {pair!r}")
+        pairs.append((_int(pair[0], "tablet id"), _str(pair[1], "reason")))
+    tablets = _sorted_unique(pairs, "tablets")
+    if len({tid for tid, _ in tablets}) != len(tablets):
+        raise _Bad("a tablet has two reasons")
+    return PlacementReasons(table_id=_int(record["table_id"], "table_id"), tablets=tablets)
 
 
 def _info(record: dict[str, Any]) -> ServerInfo:

@@ -10,21 +10,33 @@ from typing import Generic, TypeVar
 from almanac.errors import CorruptDataError
 from almanac.metastore import KeyValue, Metastore
 from almanac.placement.keys import (
+    REASON_PREFIX,
     REPORT_PREFIX,
     ROUTE_PREFIX,
     SERVER_INDEX_PREFIX,
     SERVER_PREFIX,
+    reason_key,
     route_key,
     server_index_key,
 )
-from almanac.placement.model import ServerIndex, ServerInfo, ServerReport, TableRoute
+from almanac.placement.model import (
+    PlacementReasons,
+    ServerIndex,
+    ServerInfo,
+    ServerReport,
+    TableRoute,
+)
 
 __all__ = [
     "DecodeMemo",
+    "decode_reasons",
     "decode_report",
     "decode_route",
     "decode_server",
     "decode_server_index",
+    "read_reason",
+    "read_reasons",
+    "read_routes_with_reasons",
     "read_reports",
     "read_route",
     "read_routes",
@@ -82,6 +94,38 @@ def decode_report(kv: KeyValue) -> ServerReport:
 def read_reports(store: Metastore) -> dict[str, ServerReport]:
     reports = (decode_report(kv) for kv in store.range(REPORT_PREFIX).kvs)
     return {report.server: report for report in reports}
+
+
+def decode_reasons(kv: KeyValue) -> PlacementReasons:
+    """The placement reasons stored in ``kv``, checked against their key."""
+    return _named(kv, PlacementReasons.decode, lambda r: str(r.table_id), REASON_PREFIX)
+
+
+def read_reasons(store: Metastore) -> dict[int, PlacementReasons]:
+    """Why the leader cannot place tablets, by table (tables it can place have none)."""
+    found = (decode_reasons(kv) for kv in store.range(REASON_PREFIX).kvs)
+    return {reasons.table_id: reasons for reasons in found}
+
+
+def read_reason(store: Metastore, table_id: int) -> PlacementReasons | None:
+    kv = store.get(reason_key(table_id))
+    return None if kv is None else decode_reasons(kv)
+
+
+def read_routes_with_reasons(
+    store: Metastore, table_id: int | None = None
+) -> tuple[dict[int, TableRoute], dict[int, PlacementReasons]]:
+    """Every route (or the one of ``table_id``) and the leader's reasons for
+    them, read at one revision: the leader changes a route and its reasons
+    in one transaction, so a placed tablet never shows the reason it had."""
+    key = ROUTE_PREFIX if table_id is None else route_key(table_id)
+    found = store.range(key)
+    kvs = [kv for kv in found.kvs if table_id is None or kv.key == key]
+    routes = {route.table_id: route for route in map(decode_route, kvs)}
+    key = REASON_PREFIX if table_id is None else reason_key(table_id)
+    said = store.range(key, revision=found.revision).kvs
+    reasons = (decode_reasons(kv) for kv in said if table_id is None or kv.key == key)
+    return routes, {r.table_id: r for r in reasons if r.table_id in routes}
 
 
 class DecodeMemo(Generic[T]):

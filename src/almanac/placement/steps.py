@@ -38,6 +38,11 @@ class PassView:
     held: frozenset[tuple[int, int]] = frozenset()
     """(table, tablet) pairs some live server reports."""
     problems: list[str] = field(default_factory=list)
+    reasons: dict[int, dict[int, str]] = field(default_factory=dict)
+    """Table id -> tablet id -> why this pass could not place that tablet."""
+
+    def unplaced(self, table_id: int, tablet_id: int, reason: str) -> None:
+        self.reasons.setdefault(table_id, {})[tablet_id] = reason
 
 
 @dataclass(slots=True)
@@ -81,12 +86,49 @@ class _Placer:
         return self.view.reports.get(server, {}).get((self.table_id, tablet.id))
 
     def short(self, tablet: Tablet, found: int) -> None:
+        reason = self.why()
+        self.view.unplaced(self.table_id, tablet.id, reason)
         self.view.problems.append(
             f"Tablet {tablet.id} (partition {tablet.partition}) of table {self.table_id} needs "
-            f"{self.zone.replicas} tablet servers matching zone '{self.zone.name}' (filter "
-            f"{self.zone.node_filter!r}, storage profile '{self.storage_profile}') with fewer "
-            f"than {self.view.max_tablets_per_server} tablets; {found} available"
+            f"{self.zone.replicas} tablet servers; {found} available: {reason}"
         )
+
+    def why(self) -> str:
+        """What keeps a tablet from ``zone.replicas`` servers, as a person
+        would look for it: no servers, servers the zone does not take, or
+        servers without room."""
+        view, zone, need = self.view, self.zone, self.zone.replicas
+        live = len(view.servers)
+        if not live:
+            return "no live tablet server"
+        wants = f"zone '{zone.name}' needs {_count(need, 'replica')}"
+        matching = [
+            name
+            for name, info in view.servers.items()
+            if eligible(info, self.matches, self.storage_profile)
+        ]
+        if len(matching) < need:
+            if len(matching) == live:
+                return f"{wants}, {_count(live, 'tablet server')} live"
+            return (
+                f"{wants}, {len(matching)} of {_count(live, 'live tablet server')} match its "
+                f"node filter {zone.node_filter!r} and storage profile '{self.storage_profile}'"
+            )
+        limit = view.max_tablets_per_server
+        full = sum(1 for name in matching if view.load.get(name, 0) >= limit)
+        if full == len(matching):
+            return (
+                f"no tablet server has room: {_count(full, 'server')} at "
+                f"max_tablets_per_server={limit}"
+            )
+        return (
+            f"{wants}, {_count(len(matching) - full, 'server')} with room "
+            f"({full} at max_tablets_per_server={limit})"
+        )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _fail_over(p: _Placer, t: Tablet) -> Tablet:

@@ -9,7 +9,7 @@ Header of every top-level object::
 A nested object (a column inside a table, an entry inside an update) carries
 only ``type id + serializer version``. The protocol version describes the
 whole byte stream, so repeating it in each of the ~100,000 nested objects
-of a 10,000-table snapshot would cost bytes and time and could never differ
+of a 10,000-table catalog version would cost bytes and time and could never differ
 from the outer one. The per-object type id and version are what let each
 nested type evolve on its own, and the type id lets a reader check that a
 slot holds a type it allows (and pick the class in a polymorphic slot).
@@ -17,7 +17,7 @@ slot holds a type it allows (and pick the class in a polymorphic slot).
 A type may have several serializers, ``version`` 1..n, each naming the
 ``release`` that introduced it. Writing always uses the newest; reading
 uses the one the header names, so old readers stay registered for as long
-as bytes they wrote may exist (update log, snapshots, other nodes).
+as bytes they wrote may exist (update log, checkpoints, other nodes).
 """
 
 from __future__ import annotations
@@ -337,10 +337,10 @@ class Registry:
         """The one object ``data`` holds; ``expect`` restricts which type that may be."""
         if len(data) < _GC_PAUSE_BYTES or not gc.isenabled():
             return self._decode(data, expect)
-        # Decoding a large snapshot allocates hundreds of thousands of acyclic
+        # Decoding a large catalog version allocates hundreds of thousands of acyclic
         # objects; every one of them would be scanned by the cyclic collector,
         # again and again as the young generations fill (measured: 40% of the
-        # decode time of a 10,000-table snapshot). Reference counting alone frees
+        # decode time of a 10,000-table version). Reference counting alone frees
         # everything decoding makes, so the collector pauses until the end. It
         # resumes only if it was on, and other threads lose nothing but a delay.
         gc.disable()

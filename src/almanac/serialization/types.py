@@ -154,7 +154,7 @@ def _read_column_v1(r: Reader) -> Column:
     what rows written before the column existed read as when v1 was current.
 
     That is exact for a column v1 knew from its ADD COLUMN (the entry holds
-    the default it was added with) and keeps a v1 snapshot's old rows reading
+    the default it was added with) and keeps a v1 checkpoint's old rows reading
     as they did. ``ColumnAltered`` keeps the initial default already in the
     catalog, so a v1 ALTER's guess is never used.
     """

@@ -21,6 +21,7 @@ import uvicorn
 from almanac import _check as check
 from almanac.access.tokens import Tokens, is_loopback
 from almanac.errors import CatalogError, ValidationError
+from almanac.placement.settings import PlacementSettings
 from almanac.server.app import create_app, stop_streams
 
 __all__ = ["serve"]
@@ -102,7 +103,7 @@ def serve(
     insecure: bool = False,
     warehouse: str | None = None,
     ready: Callable[[int], None] | None = None,
-    placement: bool = True,
+    placement: bool | PlacementSettings = True,
     soft_delete_reserve_s: float = 0.0,
     create: bool = True,
 ) -> None:
@@ -110,8 +111,9 @@ def serve(
     until SIGINT or SIGTERM, then close the catalog. Tokens come from
     ``tokens_file``, else ``$ALMANAC_TOKENS``; without any, only a loopback
     host is allowed, unless ``insecure``. With ``placement`` the node takes
-    part in tablet placement (default settings). ``soft_delete_reserve_s``
-    is the reserve of a DROP TABLE the server commits without one. Prints
+    part in tablet placement (with these settings, or the defaults for
+    ``True``). ``soft_delete_reserve_s`` is the reserve of a DROP TABLE the
+    server commits without one. Prints
     ``Listening on URL`` once it accepts connections, and calls ``ready(port)``.
     ``create=False`` refuses a target that holds no catalog (``almanac serve``)."""
     import almanac
@@ -133,10 +135,11 @@ def serve(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from almanac.placement.settings import PlacementSettings
-
-    check.boolean(placement, "Parameter 'placement' of serve")
-    settings = PlacementSettings() if placement else None
+    if isinstance(placement, PlacementSettings):
+        settings: PlacementSettings | None = placement
+    else:
+        check.boolean(placement, "Parameter 'placement' of serve")
+        settings = PlacementSettings() if placement else None
     cat = almanac.connect(
         target,
         warehouse=warehouse,

@@ -45,8 +45,8 @@ from almanac.model.read_point import ReadPoint
 from almanac.placement.model import TabletState
 from almanac.placement.state import (
     read_reports,
-    read_route,
     read_routes,
+    read_routes_with_reasons,
     read_server_indexes,
     read_servers,
 )
@@ -141,6 +141,7 @@ SYSTEM_COLUMNS: dict[str, tuple[tuple[str, ColumnKind], ...]] = {
         ("TABLE_VERSION", "int64"),
         ("ROUTE_VERSION", "int64"),
         ("ALTERING", "bool"),
+        ("REASON", "string"),
     ),
     "SERVERS": (
         ("NAME", "string"),
@@ -255,18 +256,16 @@ def tablets_rows(
 ) -> tuple[Row, ...]:
     """One row per tablet of every route (of one table when ``table_id`` is
     given), by table id and tablet id; names from ``version`` (``None`` once the
-    table is gone from it)."""
-    if table_id is None:
-        routes = read_routes(store)
-    else:
-        route = read_route(store, table_id)
-        routes = {} if route is None else {table_id: route}
+    table is gone from it); ``REASON`` is why the placement leader cannot place
+    the tablet (``None`` once it can)."""
+    routes, reasons = read_routes_with_reasons(store, table_id)
     rows: list[Row] = []
     for tid in sorted(routes):
         route = routes[tid]
         table = version.tables_by_id.get(tid)
         schema = None if table is None else version.schemas_by_id.get(table.schema_id)
         altering = route.altering
+        why = reasons.get(tid)
         for tablet in sorted(route.tablets, key=lambda t: t.id):
             rows.append(
                 (
@@ -282,6 +281,7 @@ def tablets_rows(
                     route.table_version,
                     route.version,
                     altering,
+                    None if why is None else why.reason(tablet.id),
                 )
             )
     return tuple(rows)
