@@ -6,7 +6,6 @@ read by number or by time. Start with :func:`connect`.
 
 from almanac.access.connection import connect
 from almanac.access.remote import RemoteCatalog, RemoteEvent, RemoteListener, RemoteVersionInfo
-from almanac.access.targets import Target, TargetKind, parse_target
 from almanac.commands import (
     AddColumns,
     AlterColumn,
@@ -98,6 +97,7 @@ from almanac.model.descriptors import (
 from almanac.model.diff import CatalogDiff, FieldChange, JsonValue, ObjectChange, ObjectRef
 from almanac.model.events import Event, EventType, Listener, ListenerFailure
 from almanac.model.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from almanac.model.targets import Target, TargetKind, parse_target
 from almanac.node.catalog import Catalog
 from almanac.node.catalog_types import ExecuteResult, RetentionPolicy, VersionInfo
 from almanac.node.nodes import NodeInfo

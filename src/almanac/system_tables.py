@@ -1,7 +1,7 @@
 """The system tables: ``system_table`` reads one as an Arrow table, from an
 open catalog or from a catalog target opened for the read.
 
-The rows, their columns and the SQL cells are ``almanac.access.system_rows``,
+The rows, their columns and the SQL cells are ``almanac.sql.system_rows``,
 re-exported here; this module is the front door above the catalog node and
 the opener, which the rows must not import.
 """
@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING
 
 from almanac import _check as check
 from almanac.access.connection import open_catalog
-from almanac.access.system_rows import (
+from almanac.errors import ValidationError
+from almanac.model.read_point import ReadPoint
+from almanac.model.targets import Target, parse_target
+from almanac.node.catalog import Catalog
+from almanac.sql.system_rows import (
     SYSTEM_COLUMNS,
     SYSTEM_SCHEMA,
     SYSTEM_TABLES,
@@ -26,10 +30,6 @@ from almanac.access.system_rows import (
     system_rows,
     to_arrow,
 )
-from almanac.access.targets import Target, parse_target
-from almanac.errors import ValidationError
-from almanac.model.read_point import ReadPoint
-from almanac.node.catalog import Catalog
 
 if TYPE_CHECKING:
     import pyarrow as pa

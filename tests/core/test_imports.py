@@ -1,4 +1,5 @@
-"""The house's floors: no import cycle crosses packages.
+"""The house's floors: every import points down a floor, and no import
+cycle crosses packages.
 
 Imports are read with ``ast`` from the sources, deferred ones (inside
 functions) included and ``if TYPE_CHECKING:`` blocks excluded, so a cycle
@@ -116,6 +117,74 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return components
 
 
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("almanac.errors", "almanac._check", "almanac._files"),
+    ("almanac.model",),
+    ("almanac.metastore", "almanac.serialization", "almanac.commands"),
+    ("almanac.node",),
+    ("almanac.sql", "almanac.data", "almanac.placement"),
+    ("almanac.access",),
+    ("almanac", "almanac.iceberg", "almanac.system_tables"),
+    ("almanac.tserver", "almanac.iceberg_rest", "almanac.server", "almanac.console"),
+    ("almanac.cli", "almanac.spark", "almanac.__main__"),
+    ("almanac.dev",),
+)
+"""The packages (and root modules) floor by floor, lowest first: the
+errors and shared checks; the catalog as values; the store, the binary and
+JSON forms and the commands; one node; the planes and the SQL layer on it;
+reaching a catalog from outside (``connect`` puts a node and its planes
+together); the public front; the servers; the command line and Spark; the
+demos. A module may import its own floor or any below, never one above."""
+
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {
+    ("almanac.node.catalog", "almanac.sql"): (
+        "Catalog.sql is the node's convenience front over the SQL layer: parsing and "
+        "answering are imported inside the method (sqlglot loads only when a script is "
+        "parsed), and SqlResult is what it returns"
+    ),
+}
+"""The upward imports kept on purpose, by importing module and the package it
+reaches, each with its reason."""
+
+
+def _unit(module: str) -> str:
+    """The package a module's floor is declared for (a root module is its own)."""
+    return module if module == "almanac" else ".".join(module.split(".")[:2])
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import from a lower floor to a higher one, as (module, imported)."""
+    floor = {unit: level for level, units in enumerate(FLOORS) for unit in units}
+    return [
+        (module, target)
+        for module in sorted(graph)
+        for target in sorted(graph[module])
+        if floor[_unit(module)] < floor[_unit(target)]
+    ]
+
+
+def test_every_package_stands_on_a_declared_floor() -> None:
+    graph, _ = import_graph()
+    declared = [unit for units in FLOORS for unit in units]
+    assert len(declared) == len(set(declared)), "a package on two floors"
+    assert {_unit(m) for m in graph} == set(declared), "place a new package on a floor"
+
+
+def test_every_import_points_down_the_floors() -> None:
+    graph, _ = import_graph()
+    found = upward_imports(graph)
+    kept = {(m, t) for m, t in found if (m, _unit(t)) in ALLOWED_UPWARD}
+    assert [f"{m} -> {t}" for m, t in found if (m, t) not in kept] == [], (
+        "imports from a lower floor to a higher one: move the code to its floor"
+    )
+    assert {(m, _unit(t)) for m, t in kept} == set(ALLOWED_UPWARD), "a stale allowance"
+
+
+def test_an_upward_import_is_found() -> None:
+    graph = {"almanac.model.x": {"almanac.node.y"}, "almanac.node.y": {"almanac.model.x"}}
+    assert upward_imports(graph) == [("almanac.model.x", "almanac.node.y")]
+
+
 def test_no_import_cycle_crosses_packages() -> None:
     graph, packages = import_graph()
     crossing = []
@@ -157,15 +226,18 @@ def test_the_graph_sees_deferred_imports_and_skips_type_checking_ones() -> None:
     assert sorted(map(tuple, strongly_connected(demo))) == [("a.x", "b.y"), ("c",)]
 
 
-def test_flight_and_the_data_plane_load_without_spark() -> None:
+def test_flight_and_the_data_plane_load_without_spark_or_the_web_server() -> None:
     """A Flight client or a data-plane job never pays for PySpark (and its
-    JVM gateway) just to import Almanac."""
+    JVM gateway), nor for the HTTP server's framework, just to import Almanac;
+    nor does a client that only needs the Iceberg REST mount point."""
     import subprocess
     import sys
 
+    heavy = ("fastapi", "uvicorn", "starlette", "pyspark", "py4j")
     probe = (
         "import sys, almanac, almanac.tserver.client, almanac.data, almanac.system_tables; "
-        "print(sorted(m for m in ('pyspark', 'py4j') if m in sys.modules))"
+        "from almanac.iceberg_rest import ICEBERG_PREFIX; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300

@@ -67,7 +67,7 @@ PUBLIC_MODULES = (
     "almanac.model.events",
     "almanac.access.remote",
     "almanac.sql.results",
-    "almanac.access.targets",
+    "almanac.model.targets",
 )
 """The modules whose names a user of the Python API meets."""
 
@@ -95,9 +95,9 @@ NOT_EXPORTED = {
     "almanac.model.datatypes.validate_params": "a type rule the commands apply",
     "almanac.model.events.event_json": "the JSON form of an event, for the HTTP API and the CLI",
     "almanac.access.remote.error_from_reply": "how the remote client reads a server's error reply",
-    "almanac.access.targets.MAX_TIMEOUT_S": "the bound parse_target and the etcd store check",
-    "almanac.access.targets.MEMORY": "the text of the memory target",
-    "almanac.access.targets.STORE_FILE": "the file name inside a directory target",
+    "almanac.model.targets.MAX_TIMEOUT_S": "the bound parse_target and the etcd store check",
+    "almanac.model.targets.MEMORY": "the text of the memory target",
+    "almanac.model.targets.STORE_FILE": "the file name inside a directory target",
 }
 """Public names of those modules that are deliberately not in ``almanac.__all__``."""
 

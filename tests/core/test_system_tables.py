@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 import almanac
 from almanac import Catalog, CatalogError, NotFoundError, ValidationError, VersionNotFoundError
-from almanac.access.targets import parse_target
 from almanac.errors import CorruptDataError
 from almanac.model.clock import to_datetime
 from almanac.model.descriptor_sql import partition_field_sql, sort_field_sql
 from almanac.model.summary import CHECKPOINT_SUMMARY
+from almanac.model.targets import parse_target
 from almanac.placement import (
     LEADER_KEY,
     PlacementReasons,

@@ -20,7 +20,6 @@ import pytest
 
 import almanac
 from almanac import Catalog
-from almanac.access.targets import STORE_FILE, parse_target
 from almanac.data import (
     CommitShape,
     TableData,
@@ -44,6 +43,7 @@ from almanac.metastore import Metastore, SqliteMetastore, Watch, WatchEvent
 from almanac.metastore.etcd import EtcdMetastore
 from almanac.model.clock import LOGICAL_BITS
 from almanac.model.schema_sync import SchemaSync
+from almanac.model.targets import STORE_FILE, parse_target
 from almanac.node.log import UpdateLog
 from almanac.placement import TabletState, read_reports, read_route
 from almanac.server.background import BackgroundServer

@@ -42,11 +42,11 @@ from pyiceberg.types import GeometryType, IntegerType, LongType, NestedField, St
 
 import almanac
 from almanac import AddColumns, Catalog, ColumnDef, ColumnType
+from almanac.access.tokens import Tokens
 from almanac.data import TableData, read_table, write_table
 from almanac.data.bounded_io import MAX_METADATA_BYTES, MetadataFileError
 from almanac.iceberg import metadata_location
 from almanac.server.app import create_app
-from almanac.server.auth import Tokens
 from tests.waiting import PATIENCE, wait_for
 
 ADMIN = "admin-iceberg-1"

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from almanac.access.tokens import Role, Tokens, is_loopback, request_token
 from almanac.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -25,9 +26,7 @@ from almanac.errors import (
     VersionNotFoundError,
     WaitTimeoutError,
 )
-from almanac.server.auth import Role, Tokens, request_token
 from almanac.server.errors import error_body, status_of
-from almanac.server.serve import is_loopback
 from tests.waiting import PATIENCE
 
 from .support import worker

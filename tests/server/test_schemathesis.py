@@ -72,7 +72,7 @@ def test_api_conforms(fuzzed_server: Server, path: str) -> None:
 def test_the_schema_names_every_command_kind(fuzzed_server: Server) -> None:
     import httpx
 
-    from almanac.server.commands_json import COMMANDS
+    from almanac.serialization.commands_json import COMMANDS
 
     spec = httpx.get(f"{fuzzed_server.url}/openapi.json").json()
     kinds = {

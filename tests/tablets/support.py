@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Self
 
 import almanac
-from almanac.access.targets import STORE_FILE
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Metastore, WatchEvent, WatchEventKind
+from almanac.model.targets import STORE_FILE
 from almanac.node.catalog import Catalog
 from almanac.placement.keys import LEADER_KEY, ROUTE_PREFIX, SERVER_INDEX_PREFIX, server_key
 from almanac.placement.manager import attach_placement

@@ -29,9 +29,10 @@ from almanac.placement import (
     read_servers,
     server_key,
 )
-from almanac.tserver import TabletServer, TabletServerSettings, TabletTicket
 from almanac.tserver.client import read_table
 from almanac.tserver.instance import INSTANCE_FILE, DataDirLock, decode_instance
+from almanac.tserver.server import TabletServer, TabletServerSettings
+from almanac.tserver.ticket import TabletTicket
 from tests.tserver.support import place, spread
 
 

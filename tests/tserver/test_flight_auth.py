@@ -17,13 +17,14 @@ import pytest
 
 import almanac
 from almanac import Catalog, ColumnDef, ColumnType, CreateTable, CreateZone
+from almanac.access.tokens import ENV_VARIABLE, Tokens
 from almanac.cli import main
 from almanac.data import read_table, tablets_of, write_table
 from almanac.errors import AccessDeniedError, ValidationError
 from almanac.placement import TabletState, read_reports, read_route, read_servers
-from almanac.server.auth import ENV_VARIABLE, Tokens
-from almanac.tserver import TabletServerSettings, TabletTicket
 from almanac.tserver.client import read_table as flight_read
+from almanac.tserver.server import TabletServerSettings
+from almanac.tserver.ticket import TabletTicket
 from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 

@@ -35,8 +35,8 @@ from almanac.placement import (
     route_key,
     server_index_key,
 )
-from almanac.tserver import TabletTicket
 from almanac.tserver.client import read_table as flight_read
+from almanac.tserver.ticket import TabletTicket
 from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import PATIENCE, wait_for
 

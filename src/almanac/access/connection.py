@@ -11,8 +11,8 @@ import threading
 from typing import Final, overload
 
 from almanac import _check as check
-from almanac.access.remote import RemoteCatalog, check_token
-from almanac.access.targets import Target, parse_target
+from almanac.access.remote import RemoteCatalog
+from almanac.access.tokens import check_token
 from almanac.commands.tables import check_reserve
 from almanac.errors import CatalogError, NotFoundError, ValidationError
 from almanac.metastore import MemoryMetastore, Metastore, open_metastore
@@ -25,6 +25,7 @@ from almanac.model.schema_sync import (
     SchemaSync,
     check_sync_settings,
 )
+from almanac.model.targets import Target, parse_target
 from almanac.node.catalog import Catalog, RetentionPolicy
 from almanac.node.log import KEY_VERSION, UpdateLog
 from almanac.node.nodes import check_node_name

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from almanac import _check as check
 from almanac import errors
 from almanac.access.sse import parse_sse
-from almanac.access.targets import Target, parse_target
+from almanac.access.tokens import check_token
 from almanac.commands.base import Command
 from almanac.commands.preview import command_batch
 from almanac.errors import (
@@ -55,6 +55,7 @@ from almanac.model.clock import physical_ms
 from almanac.model.diff import CatalogDiff
 from almanac.model.entries import TableDataCommitted
 from almanac.model.events import EventType
+from almanac.model.targets import Target, parse_target
 from almanac.node.catalog_types import ExecuteResult
 from almanac.serialization import decode_catalog
 from almanac.sql.results import SqlResult
@@ -275,7 +276,7 @@ class RemoteCatalog:
         """Apply the commands in order as one version on the server, or not
         at all (see ``Catalog.execute``). Retried under one request id, so
         the version is made once however often the request is sent."""
-        from almanac.server.commands_json import command_to_json
+        from almanac.serialization.commands_json import command_to_json
 
         batch = command_batch(commands, "RemoteCatalog.execute")
         rid = _request_id(request_id, "RemoteCatalog.execute")
@@ -619,17 +620,6 @@ def _json(reply: httpx.Response) -> object:
         return reply.json()
     except ValueError:
         return None
-
-
-def check_token(token: object, what: str) -> str:
-    """A bearer token: printable ASCII without spaces, as a tokens file holds."""
-    text = check.string(token, what, nonblank=True)
-    if not (text.isascii() and text.isprintable()) or " " in text:
-        raise ValidationError(
-            f"{what} must be printable ASCII without spaces (a bearer token)",
-            parameter="token",
-        )
-    return text
 
 
 def _request_id(request_id: object, what: str) -> str:

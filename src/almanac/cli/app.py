@@ -28,7 +28,7 @@ from almanac._check import INT64_MAX
 
 if TYPE_CHECKING:
     from almanac.access.remote import RemoteCatalog
-    from almanac.access.targets import Target
+    from almanac.model.targets import Target
     from almanac.node.catalog import Catalog
     from almanac.sql.results import SqlResult
 
@@ -203,7 +203,7 @@ def max_tablets_option(command: F) -> F:
 def resolve_target(store: str | None) -> Target:
     """The subcommand's ``--store``, else the global one (which falls back to
     ``$ALMANAC_STORE``, then ``./almanac-data``), parsed."""
-    from almanac.access.targets import parse_target
+    from almanac.model.targets import parse_target
 
     if store is None:
         settings = click.get_current_context().find_object(Settings)
@@ -267,7 +267,8 @@ def open_remote(store: str | None) -> RemoteCatalog:
     """The catalog server of an ``http(s)://`` store, with the ``--token``
     (checked here, so that a bad one is named as the user gave it), tried
     for ``--timeout`` seconds; on a terminal each wait for it says so."""
-    from almanac.access.remote import RemoteCatalog, check_token
+    from almanac.access.remote import RemoteCatalog
+    from almanac.access.tokens import check_token
 
     settings = click.get_current_context().find_object(Settings) or Settings(DEFAULT_STORE)
     token = settings.token

@@ -135,8 +135,8 @@ def tserver(
 ) -> int:
     """Run a tablet server: host the tablets placement gives it and serve
     their rows over Arrow Flight."""
-    from almanac.server.auth import Tokens
-    from almanac.tserver import TabletServer, TabletServerSettings
+    from almanac.access.tokens import Tokens
+    from almanac.tserver.server import TabletServer, TabletServerSettings
 
     settings = TabletServerSettings(
         name=name,

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from almanac.access.tokens import Tokens, request_token
 from almanac.commands.base import require_table
 from almanac.console.pages import (
     Chrome,
@@ -37,7 +38,7 @@ from almanac.model.catalog_version import CatalogVersion
 from almanac.model.diff import CatalogDiff, value_text
 from almanac.model.read_point import ReadPoint, existing_version
 from almanac.node.catalog import Catalog
-from almanac.server.auth import COOKIE, Tokens, request_token
+from almanac.server.auth import COOKIE
 from almanac.server.errors import status_of
 from almanac.server.views import iso, version_view
 from almanac.sql.reads import history_infos

@@ -13,7 +13,7 @@ across processes (Spark's commit workers receive a URI, not an object):
 ``durability`` ("full", the default, or "normal") picks a SQLite file's
 ``PRAGMA synchronous`` (see :mod:`almanac.metastore.sqlite`).
 
-The URI is read by :func:`almanac.access.targets.parse_target`, the same reader
+The URI is read by :func:`almanac.model.targets.parse_target`, the same reader
 ``almanac.connect`` uses.
 """
 
@@ -80,11 +80,11 @@ __all__ = [
 
 def open_metastore(uri: str, *, durability: str = "full") -> Metastore:
     """Open the metastore behind a catalog target or a store URI (both are read
-    by :func:`almanac.access.targets.parse_target`): ``memory://``, ``sqlite:///abs/
+    by :func:`almanac.model.targets.parse_target`): ``memory://``, ``sqlite:///abs/
     path.db``, ``etcd://host:port,.../namespace``, or a catalog directory (its
     ``catalog.db``, which is not created here). The caller owns (and closes)
     the store."""
-    from almanac.access.targets import parse_target
+    from almanac.model.targets import parse_target
 
     try:
         target = parse_target(uri)

@@ -50,7 +50,6 @@ from typing import Any, TypeVar
 
 from aetcd import rpc
 
-from almanac.access.targets import MAX_TIMEOUT_S, reserved_segment
 from almanac.errors import (
     CompactedError,
     InvalidArgumentError,
@@ -83,6 +82,7 @@ from almanac.metastore.base import (
     prefix_end,
 )
 from almanac.metastore.types import check_timeout
+from almanac.model.targets import MAX_TIMEOUT_S, reserved_segment
 
 __all__ = ["DEFAULT_TIMEOUT_S", "EtcdMetastore", "check_endpoint", "check_namespace"]
 

@@ -11,7 +11,9 @@ Bytes written here are a contract between nodes and between releases:
 * any input that is not exactly one valid object raises ``SerializationError``
   naming the problem and its byte offset.
 
-Importing this package registers every serializer.
+Importing this package registers every serializer. ``commands_json`` is
+the other wire form, of commands as JSON, shared by the HTTP API and its
+client.
 """
 
 from __future__ import annotations

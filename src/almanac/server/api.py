@@ -12,13 +12,14 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from almanac import _check as check
+from almanac.access.tokens import Role
 from almanac.errors import SqlParseError, ValidationError
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.read_point import ReadPoint
 from almanac.node.catalog import Catalog
 from almanac.serialization import encode_catalog
-from almanac.server.auth import ADMIN, READ, Role, forbidden
-from almanac.server.commands_json import commands_from_json
+from almanac.serialization.commands_json import commands_from_json
+from almanac.server.auth import ADMIN, READ, forbidden
 from almanac.server.models import (
     CatalogSummary,
     CommandsRequest,

@@ -24,10 +24,12 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from almanac import console
+from almanac.access.tokens import Tokens
 from almanac.errors import CatalogError
+from almanac.iceberg_rest import ICEBERG_PREFIX
 from almanac.node.catalog import Catalog
 from almanac.server.api import api_router
-from almanac.server.auth import AuthError, Tokens
+from almanac.server.auth import AuthError
 from almanac.server.docs import docs_router
 from almanac.server.errors import RETRY_AFTER_S, error_body, status_of
 from almanac.server.streams import EventStreams
@@ -167,7 +169,7 @@ class _BodyLimit:
         if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
             exc = _too_large()
             if scope["path"].startswith(f"{ICEBERG_PREFIX}/") and _has_pyiceberg():
-                from almanac.iceberg_rest import iceberg_exception
+                from almanac.iceberg_rest.errors import iceberg_exception
 
                 refusal = iceberg_exception(Request(scope), exc)
                 await refusal(scope, receive, send)
@@ -258,9 +260,6 @@ def stop_streams(app: Any) -> None:
         streams.close_all()
 
 
-ICEBERG_PREFIX = "/iceberg"
-
-
 def _has_pyiceberg() -> bool:
     return importlib.util.find_spec("pyiceberg") is not None
 
@@ -273,7 +272,7 @@ def _or_iceberg(
 
     def handle(request: Request, exc: Exception) -> JSONResponse:
         if request.url.path.startswith(f"{ICEBERG_PREFIX}/") and _has_pyiceberg():
-            from almanac.iceberg_rest import iceberg_exception
+            from almanac.iceberg_rest.errors import iceberg_exception
 
             return iceberg_exception(request, exc)
         return handler(request, exc)
@@ -349,7 +348,7 @@ def create_app(cat: Catalog, *, tokens: Tokens | None) -> FastAPI:
     app.include_router(console.router(cat, tokens=tokens))
     app.include_router(docs_router(app.openapi_url or "/openapi.json", app.title))
     if _has_pyiceberg():  # the Iceberg REST catalog needs the spark extra's pyiceberg
-        from almanac.iceberg_rest import iceberg_router
+        from almanac.iceberg_rest.routes import iceberg_router
 
         app.include_router(iceberg_router(cat), prefix=ICEBERG_PREFIX)
     return app

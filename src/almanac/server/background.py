@@ -13,10 +13,10 @@ import threading
 
 import uvicorn
 
+from almanac.access.tokens import Role, Tokens
 from almanac.errors import CatalogError
 from almanac.node.catalog import Catalog
 from almanac.server.app import create_app
-from almanac.server.auth import Role, Tokens
 from almanac.server.serve import _bind, _Server, _url
 
 __all__ = ["BackgroundServer"]

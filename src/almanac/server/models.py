@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from almanac.model.descriptors import ConstantDefault, FunctionDefault, Index, Schema, Table, Zone
-from almanac.server.commands_json import (
+from almanac.serialization.commands_json import (
     COMMANDS,
     CONSTANT_TAGS,
     command_fields,

@@ -7,7 +7,6 @@ unless its operator says ``insecure`` in so many words.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
 import socket
@@ -20,25 +19,15 @@ from types import FrameType
 import uvicorn
 
 from almanac import _check as check
+from almanac.access.tokens import Tokens, is_loopback
 from almanac.errors import CatalogError, ValidationError
 from almanac.placement.settings import PlacementSettings
 from almanac.server.app import create_app, stop_streams
-from almanac.server.auth import Tokens
 
-__all__ = ["is_loopback", "serve"]
+__all__ = ["serve"]
 
 _log = logging.getLogger("almanac.server")
 _GRACEFUL_SHUTDOWN_S = 5
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address; a host name is not trusted to be one."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _url(host: str, port: int) -> str:

@@ -16,7 +16,7 @@ from almanac.model.read_point import parse_instant
 from almanac.model.summary import summarize_update
 from almanac.node.catalog import Catalog
 from almanac.node.catalog_types import VersionInfo
-from almanac.server.commands_json import value_to_json
+from almanac.serialization.commands_json import value_to_json
 from almanac.sql.reads import iso_utc as iso
 
 __all__ = ["catalog_summary", "iso", "parse_timestamp", "table_view", "version_view"]

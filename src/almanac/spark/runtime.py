@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from almanac import _check as check
-from almanac.access.targets import parse_target
 from almanac.errors import CatalogError, ValidationError
+from almanac.iceberg_rest import ICEBERG_PREFIX
+from almanac.model.targets import parse_target
 
 if TYPE_CHECKING:
     from almanac.node.catalog import Catalog
@@ -194,8 +195,6 @@ def _endpoint(
     """The Iceberg REST address and token that reach ``target``: the server
     of an ``http(s)://`` target, else a new embedded one over the catalog,
     holding ``version`` (when given) until it stops."""
-    from almanac.server.app import ICEBERG_PREFIX
-
     parsed = parse_target(target)
     if parsed.kind == "http":
         if warehouse is not None:

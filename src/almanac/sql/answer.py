@@ -1,12 +1,11 @@
 """Answering a read statement: the version it reads, then the answer,
 from ``almanac.sql.reads`` for the catalog's objects, its history and
-diffs, and from ``almanac.access.system_rows`` for ``SELECT`` of a system table
+diffs, and from ``almanac.sql.system_rows`` for ``SELECT`` of a system table
 and ``SHOW TABLETS``/``SHOW SERVERS``. Above both, so neither imports the
 other's caller."""
 
 from __future__ import annotations
 
-from almanac.access.system_rows import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
 from almanac.commands.base import require_table
 from almanac.errors import ValidationError
 from almanac.model.read_point import existing_version
@@ -20,6 +19,7 @@ from almanac.sql.reads import (
     history_rows,
 )
 from almanac.sql.results import SqlResult
+from almanac.sql.system_rows import SYSTEM_SCHEMA, SYSTEM_TABLES, sql_cells, system_rows
 
 __all__ = ["run_read"]
 
@@ -47,7 +47,7 @@ _SYSTEM_READS = ("SHOW TABLETS", "SHOW SERVERS", "SELECT")
 
 def _system_read(statement: ReadStatement, source: ReadSource) -> SqlResult:
     """A system table (``SELECT``), or the tablets (of one table) or servers:
-    the rows of ``almanac.access.system_rows``, as JSON scalars."""
+    the rows of ``almanac.sql.system_rows``, as JSON scalars."""
     table_id = None
     if statement.kind == "SELECT":
         name = f"{statement.schema}.{statement.table}"

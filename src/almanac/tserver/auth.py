@@ -1,5 +1,5 @@
 """Who may read a tablet server's Flight endpoint: the bearer tokens of
-``almanac serve`` (``almanac.server.auth.Tokens``, every role reads).
+``almanac serve`` (``almanac.access.tokens.Tokens``, every role reads).
 
 A client sends ``authorization: Bearer TOKEN`` with every call; the
 server's middleware admits a call before any handler runs, so every RPC
@@ -15,9 +15,8 @@ from typing import Any
 
 import pyarrow.flight as flight
 
+from almanac.access.tokens import Role, Tokens, is_loopback, request_token
 from almanac.errors import ValidationError
-from almanac.server.auth import Role, Tokens, request_token
-from almanac.server.serve import is_loopback
 
 __all__ = ["HEADER", "RULE", "TokenCheck", "bearer_headers", "check_exposure"]
 

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.flight as flight
 
 from almanac import _check as check
-from almanac.access.remote import check_token
+from almanac.access.tokens import check_token
 from almanac.data.arrow import output_schema
 from almanac.data.tablets import table_partitions
 from almanac.errors import (

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from almanac import _check as check
+from almanac.access.tokens import Tokens
 from almanac.data.commits import TableData
 from almanac.data.compaction import DEFAULT_TARGET_FILE_MB, plan_compaction, run_compaction
 from almanac.data.reading import BATCH_ROWS
@@ -59,7 +60,6 @@ from almanac.placement.model import (
     TabletState,
 )
 from almanac.placement.state import decode_server, decode_server_index, read_route
-from almanac.server.auth import Tokens
 from almanac.tserver.auth import check_exposure
 from almanac.tserver.instance import DataDirLock
 from almanac.tserver.local import LocalTablet, LocalTablets

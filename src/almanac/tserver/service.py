@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from almanac.access.tokens import Tokens
 from almanac.errors import CatalogError, CorruptDataError
-from almanac.server.auth import Tokens
 from almanac.tserver.auth import TokenCheck
 from almanac.tserver.ticket import TabletTicket
 

@@ -23,8 +23,9 @@ table with the explicit types of :data:`SYSTEM_COLUMNS`, and
 ``SYSTEM`` is a reserved schema name: no user table can shadow these.
 
 ``almanac.system_tables.system_table`` is the front door (it opens a
-target for one read); this module sits below the catalog node and the SQL
-reads, which answer ``SELECT`` from it.
+target for one read); this module stands on the SQL reads (``SHOW``'s
+rows) and the placement keys, and ``almanac.sql.answer`` answers
+``SELECT`` from it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import almanac
 from almanac import CatalogError, Command, ValidationError
 from almanac.model.descriptors import ConstantDefault, FunctionDefault
-from almanac.server.commands_json import (
+from almanac.serialization.commands_json import (
     COMMANDS,
     command_fields,
     command_from_json,
@@ -26,7 +26,7 @@ from almanac.server.commands_json import (
     commands_from_json,
 )
 
-from ..serialization import column_values, int64s, nan_values
+from . import column_values, int64s, nan_values
 
 
 def _strategy(hint: Any) -> st.SearchStrategy[Any]:
