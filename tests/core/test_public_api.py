@@ -74,6 +74,7 @@ PUBLIC_MODULES = (
 NOT_EXPORTED = {
     "almanac.node.catalog.CommitHook": "an extension point for the layers above the catalog",
     "almanac.node.catalog.HookWork": "an extension point for the layers above the catalog",
+    "almanac.node.catalog.DataCommitCheck": "an extension point for the layers above the catalog",
     "almanac.access.connection.open_catalog": "a node without its data plane; connect opens both",
     "almanac.model.catalog_version.DEFAULT_SCHEMA": "the default of every schema parameter",
     "almanac.model.clock.from_datetime": "hybrid-clock arithmetic; reach it as almanac.model.clock",
