@@ -83,11 +83,16 @@ def write_rate(target: Path, commits: int) -> dict[str, float | int | None]:
 
 
 def child_write_rate(src: Path, target: Path, commits: int) -> dict[str, float | int | None]:
-    """``write_rate`` in a new process that imports Almanac from ``src``."""
-    bench = Path(__file__).resolve().parent
+    """``write_rate`` in a new process that imports Almanac from ``src``,
+    run by the bench beside ``src`` when that checkout has one (its own
+    scripts know its module paths), else by this one."""
+    bench = Path(src).resolve().parent / "bench"
+    if not (bench / Path(__file__).name).is_file():
+        bench = Path(__file__).resolve().parent
+    script = str(bench / Path(__file__).name)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(bench)]))
     out = subprocess.run(
-        [sys.executable, __file__, "--child-writes", str(target), "--commits", str(commits)],
+        [sys.executable, script, "--child-writes", str(target), "--commits", str(commits)],
         env=env,
         check=True,
         capture_output=True,
