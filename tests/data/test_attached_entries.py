@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 
-from almanac import Catalog, ConflictError, ValidationError
+from almanac import Catalog, ConflictError, DropTable, NotFoundError, ValidationError
 from almanac.data import read_table
 from almanac.data.snapshots import (
     Record,
     encode_pointer,
+    encode_record,
     pointer_unchanged,
     snapshot_key,
+    snapshot_prefix,
     table_key,
 )
-from almanac.metastore import Delete, Put
+from almanac.metastore import Delete, DeleteRange, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
@@ -250,3 +252,169 @@ def test_a_named_snapshot_that_stops_being_current_before_the_transaction_commit
         assert moved
         assert cat.latest_version == before
         assert cat.catalog().data_snapshot(table.id) == now.snapshot_id
+
+
+def _framed_then_flipped(record: Record) -> bytes:
+    raw = bytearray(encode_record(record))
+    raw[-2] ^= 0xFF
+    return bytes(raw)
+
+
+def _deeply_nested(_record: Record) -> bytes:
+    # The format before frames is bare JSON: nesting past the parser's
+    # recursion limit must read as a corrupt record, not crash the check.
+    return b'{"id":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def _of_another_snapshot(record: Record) -> bytes:
+    return encode_record(dataclasses.replace(record, snapshot_id=record.snapshot_id - 1))
+
+
+CORRUPT: list[tuple[str, Callable[[Record], bytes]]] = [
+    ("random bytes", lambda _record: b"\x00\xffnot a record"),
+    ("a flipped byte", _framed_then_flipped),
+    ("deeply nested JSON", _deeply_nested),
+    ("another snapshot's record", _of_another_snapshot),
+]
+
+
+@pytest.mark.parametrize(("label", "corrupt"), CORRUPT, ids=[c[0] for c in CORRUPT])
+def test_an_entry_whose_record_its_transaction_writes_corrupt_is_refused(
+    tmp_path: Path, label: str, corrupt: Callable[[Record], bytes]
+) -> None:
+    """The ops write the record and point the table at it, but the record
+    does not read back: a ``ValidationError`` saying so, nothing committed."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+        now = _current(cat, table.id)
+        new = dataclasses.replace(now, snapshot_id=now.snapshot_id + 1)
+        work = HookWork(
+            ops=[
+                Put(snapshot_key(table.id, new.snapshot_id), corrupt(new)),
+                Put(table_key(table.id), encode_pointer(table.id, new.snapshot_id)),
+            ],
+            entries=(_entry(table.id, snapshot_id=new.snapshot_id, metadata=new.metadata),),
+        )
+        with pytest.raises(ValidationError, match="record is unreadable"):
+            cat.execute([], attach=lambda _base, _new: work)
+        _nothing_changed(cat, target, before, table.id)
+
+
+def _deleting_the_range(cat: Catalog, table_id: int) -> HookWork:
+    now = _current(cat, table_id)
+    return HookWork(
+        ops=[DeleteRange(snapshot_prefix(table_id))],
+        entries=(_entry(table_id, snapshot_id=now.snapshot_id, metadata=now.metadata),),
+    )
+
+
+def _recording_without_pointing(cat: Catalog, table_id: int) -> HookWork:
+    now = _current(cat, table_id)
+    new = dataclasses.replace(now, snapshot_id=now.snapshot_id + 1)
+    return HookWork(
+        ops=[Put(snapshot_key(table_id, new.snapshot_id), encode_record(new))],
+        entries=(_entry(table_id, snapshot_id=new.snapshot_id, metadata=new.metadata),),
+    )
+
+
+def _recreating_then_deleting_all(cat: Catalog, table_id: int) -> HookWork:
+    now = _current(cat, table_id)
+    return HookWork(
+        ops=[
+            Put(snapshot_key(table_id, now.snapshot_id), encode_record(now)),
+            DeleteRange(""),
+        ],
+        entries=(_entry(table_id, snapshot_id=now.snapshot_id, metadata=now.metadata),),
+    )
+
+
+MORE_UNPUBLISHED: list[tuple[str, Callable[[Catalog, int], HookWork], str]] = [
+    ("a DeleteRange over its record", _deleting_the_range, "leaves no record"),
+    ("a new record, the pointer elsewhere", _recording_without_pointing, "would be snapshot 2"),
+    ("its record put, then every key deleted", _recreating_then_deleting_all, "leaves no record"),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "work", "why"), MORE_UNPUBLISHED, ids=[u[0] for u in MORE_UNPUBLISHED]
+)
+def test_ops_that_leave_the_named_snapshot_unrecorded_or_not_current_are_refused(
+    tmp_path: Path, label: str, work: Callable[[Catalog, int], HookWork], why: str
+) -> None:
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1])
+        append(cat, [2])
+        before = cat.latest_version
+        built = work(cat, table.id)
+        with pytest.raises(ValidationError, match=why):
+            cat.execute([], attach=lambda _base, _new: built)
+        _nothing_changed(cat, target, before, table.id)
+
+
+def test_one_bad_entry_of_two_tables_commits_neither(tmp_path: Path) -> None:
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        other = create(cat, "U")
+        append(cat, [1, 2])
+        append(cat, [7], "U")
+        before = cat.latest_version
+        good = _current(cat, other.id)
+        entries = (
+            _entry(other.id, snapshot_id=good.snapshot_id, metadata=good.metadata),
+            _entry(table.id, snapshot_id=99),
+        )
+        with pytest.raises(ValidationError, match=f"table id {table.id} names data snapshot 99"):
+            cat.execute([], attach=_attaching(*entries))
+        _nothing_changed(cat, target, before, table.id)
+        assert ids_of(read_table(cat, "U")) == [7]
+
+
+@pytest.mark.parametrize("same_batch", [False, True], ids=["dropped before", "dropped with it"])
+def test_an_entry_for_a_dropped_table_is_refused(tmp_path: Path, same_batch: bool) -> None:
+    """Its snapshot is still recorded (the janitor has not run), but the
+    table is gone at the version: ``NotFoundError``, nothing committed."""
+    with connect(str(tmp_path / "data")) as cat:
+        table = create(cat)
+        append(cat, [1])
+        named = _current(cat, table.id)
+        drop = DropTable(name="T", reserve_s=0)
+        if not same_batch:
+            cat.execute([drop])
+        before = cat.latest_version
+        entry = _entry(table.id, snapshot_id=named.snapshot_id, metadata=named.metadata)
+        with pytest.raises(NotFoundError, match=f"Table id {table.id} does not exist"):
+            cat.execute([drop] if same_batch else [], attach=_attaching(entry))
+        assert cat.latest_version == before
+        assert (cat.catalog().table("T") is None) is not same_batch
+
+
+def test_an_attach_that_raises_or_returns_nonsense_commits_nothing_and_is_finished(
+    tmp_path: Path,
+) -> None:
+    """Its error reaches the caller as it is (a malformed result as a
+    ``ValidationError``); a ``HookWork`` it returned is told the attempt
+    failed, so it removes what it prepared, as after any failed attempt."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+
+        def boom(_base: CatalogVersion, _new: CatalogVersion) -> HookWork:
+            raise RuntimeError("the caller's own failure")
+
+        with pytest.raises(RuntimeError, match="the caller's own failure"):
+            cat.execute([], attach=boom)
+        finished: list[bool] = []
+        nonsense = HookWork(compares=["not a compare"], finish=finished.append)  # type: ignore[list-item]
+        with pytest.raises(ValidationError, match="must be a Compare"):
+            cat.execute([], attach=lambda _base, _new: nonsense)
+        assert finished == [False]
+        _nothing_changed(cat, target, before, table.id)
+        assert append(cat, [3]).catalog_version == before + 1

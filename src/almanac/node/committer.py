@@ -361,7 +361,18 @@ def seconds_left(deadline: float | None) -> float | None:
 
 def _attachment(result: object) -> HookWork:
     """What an ``attach`` callback returned, checked: a ``HookWork``, or
-    ``(compares, ops)`` / ``(compares, ops, entries)``."""
+    ``(compares, ops)`` / ``(compares, ops, entries)``. A ``HookWork`` that
+    fails the check is told its attempt failed, as after any other failure,
+    so it removes what it prepared."""
+    try:
+        return _checked_attachment(result)
+    except BaseException:
+        if isinstance(result, HookWork):
+            result.finished(False)
+        raise
+
+
+def _checked_attachment(result: object) -> HookWork:
     what = "The result of the 'attach' callback of Catalog.execute"
     if isinstance(result, HookWork):
         parts: tuple[object, ...] = (result.compares, result.ops, result.entries)
