@@ -1,0 +1,125 @@
+"""Races on an attached data commit, on real SQLite and a real etcd: what
+the check of its entries read (the named snapshot's record, the table's
+pointer) can change before the version's transaction runs. An expiry and
+the janitor removing the record, or another node's append moving the
+pointer, in that window must make the attempt fail (``ConflictError``) or
+be judged again, never commit a version naming a snapshot that is gone.
+The window is forced open by a commit hook, which runs after the check and
+before the transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import almanac
+from almanac import Catalog, CatalogError, ConflictError
+from almanac.data import read_table
+from almanac.data.snapshots import snapshot_key
+from almanac.dev.etcd_local import LocalEtcd
+from almanac.metastore import open_metastore
+from almanac.model.catalog_version import CatalogVersion
+from almanac.model.entries import TableDataCommitted
+from almanac.node.catalog_types import HookWork
+from tests.data.support import append, create, ids_of, table_data
+
+
+@pytest.fixture(scope="module")
+def etcd1() -> Iterator[LocalEtcd]:
+    with LocalEtcd(1, fsync=False) as cluster:
+        yield cluster
+
+
+@dataclass
+class Place:
+    target: str
+    warehouse: str
+
+
+@pytest.fixture(params=["sqlite", "etcd"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    if request.param == "etcd":
+        cluster: LocalEtcd = request.getfixturevalue("etcd1")
+        return Place(f"{cluster.uri}/race-{uuid.uuid4().hex[:12]}", str(tmp_path / "wh"))
+    return Place(str(tmp_path / "catalog"), str(tmp_path / "wh"))
+
+
+def _connect(place: Place) -> Catalog:
+    return almanac.connect(place.target, warehouse=place.warehouse, delay_ms=0)
+
+
+def _naming_the_current(cat: Catalog, table_id: int) -> TableDataCommitted:
+    record = table_data(cat).current_record(table_id)
+    assert record is not None
+    return TableDataCommitted(table_id, record.snapshot_id, "refs", record.metadata)
+
+
+def _every_pinned_snapshot_is_recorded(cat: Catalog, table_id: int) -> None:
+    data = table_data(cat)
+    for version in range(cat.earliest_version, cat.latest_version + 1):
+        pinned = cat.catalog(version).data_snapshot(table_id)
+        if pinned is not None:
+            assert data.record(table_id, pinned) is not None, f"version {version} pins {pinned}"
+
+
+def test_the_named_record_deleted_before_the_transaction_commits_nothing(where: Place) -> None:
+    """An expiry and the janitor delete the named snapshot's record, from
+    another connection to the store, after the check read it."""
+    with _connect(where) as cat, open_metastore(where.target) as janitor:
+        table = create(cat)
+        append(cat, [1])
+        entry = _naming_the_current(cat, table.id)
+        before = cat.latest_version
+        deleted: list[bool] = []
+
+        def janitor_runs(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
+            if not deleted:
+                janitor.delete(snapshot_key(table.id, entry.snapshot_id))
+                deleted.append(True)
+
+        cat.add_commit_hook(janitor_runs)
+        with pytest.raises(ConflictError, match="no longer holds"):
+            cat.execute([], attach=lambda _base, _new: HookWork(entries=(entry,)))
+        assert deleted == [True]
+        assert cat.latest_version == before
+        with _connect(where) as again:
+            assert again.latest_version == before
+
+
+def test_another_nodes_append_before_the_transaction_never_pins_a_stale_snapshot(
+    where: Place,
+) -> None:
+    """On etcd, a second node appends (pointer and version) while the first
+    is between its check and its transaction: the first loses the version
+    race, judges its entry again on the new state, where the snapshot it
+    names is no longer current, and is refused. On SQLite the second node
+    waits for the writer section, so it appends after the first commits."""
+    with _connect(where) as cat, _connect(where) as other:
+        table = create(cat)
+        append(cat, [1])
+        entry = _naming_the_current(cat, table.id)
+        other.catch_up()
+        serialized = cat.metastore.serializes_writers
+        raced: list[int] = []
+
+        def other_appends(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
+            if not raced and not serialized:
+                raced.append(append(other, [2]).snapshot_id)
+
+        cat.add_commit_hook(other_appends)
+        try:
+            result = cat.execute([], attach=lambda _base, _new: HookWork(entries=(entry,)))
+        except CatalogError as exc:
+            assert not serialized, exc
+            assert raced, exc
+            assert "would be snapshot" in str(exc) or isinstance(exc, ConflictError), exc
+        else:
+            assert serialized
+            assert cat.catalog(result.version).data_snapshot(table.id) == entry.snapshot_id
+        cat.catch_up()
+        _every_pinned_snapshot_is_recorded(cat, table.id)
+        assert ids_of(read_table(cat, "T")) == ([1, 2] if raced else [1])
