@@ -502,7 +502,7 @@ class Catalog:
         waits until they are applied, so that a listener may wait for a
         version (its own DDL's, say) without waiting for itself.
         """
-        check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
+        check.integer(version, "Parameter 'version' of Catalog.catalog_ready", lo=0)
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
         applied = applied_only or self._events.inside_listener()
