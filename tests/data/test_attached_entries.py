@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from almanac import Catalog, ConflictError, DropTable, NotFoundError, ValidationError
+from almanac import (
+    AddColumns,
+    Catalog,
+    ColumnDef,
+    ColumnType,
+    ConflictError,
+    DropTable,
+    NotFoundError,
+    ValidationError,
+)
 from almanac.data import read_table
 from almanac.data.snapshots import (
     Record,
@@ -27,7 +36,14 @@ from almanac.metastore import Delete, DeleteRange, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
-from tests.data.support import append, connect, create, ids_of, table_data
+from tests.data.support import (
+    append,
+    connect,
+    create,
+    ids_of,
+    race_after_the_check,
+    table_data,
+)
 
 
 def _entry(table: int, **fields: Any) -> TableDataCommitted:
@@ -227,8 +243,8 @@ def test_a_named_snapshot_that_stops_being_current_before_the_transaction_commit
     tmp_path: Path,
 ) -> None:
     """What the check read holds until the transaction: a commit that moves
-    the table's pointer between the check and the transaction (forced here
-    by a commit hook, which runs in between) makes the attempt fail."""
+    the table's pointer between the check and the transaction makes the
+    attempt fail."""
     target = str(tmp_path / "data")
     with connect(target) as cat:
         table = create(cat)
@@ -237,15 +253,10 @@ def test_a_named_snapshot_that_stops_being_current_before_the_transaction_commit
         before = cat.latest_version
         now = _current(cat, table.id)
         store = cat.metastore
-        moved: list[bool] = []
-
-        def race(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
-            if not moved:
-                moved.append(True)
-                store.put(table_key(table.id), encode_pointer(table.id, now.snapshot_id - 1))
-            return None
-
-        cat.add_commit_hook(race)
+        moved = race_after_the_check(
+            cat,
+            lambda: store.put(table_key(table.id), encode_pointer(table.id, now.snapshot_id - 1)),
+        )
         named = _entry(table.id, snapshot_id=now.snapshot_id, metadata=now.metadata)
         with pytest.raises(ConflictError):
             cat.execute([], attach=_attaching(named))
@@ -418,3 +429,56 @@ def test_an_attach_that_raises_or_returns_nonsense_commits_nothing_and_is_finish
         assert finished == [False]
         _nothing_changed(cat, target, before, table.id)
         assert append(cat, [3]).catalog_version == before + 1
+
+
+def test_an_entry_a_commit_hook_leaves_unrecorded_is_refused(tmp_path: Path) -> None:
+    """The check judges the whole transaction, commit hooks' writes too: an
+    ALTER of the table in the same version moves its current snapshot's
+    record to a new ``metadata.json`` (the data plane's schema hook), so an
+    entry naming that snapshot with the old metadata would disagree with
+    its record. Refused, nothing committed, the column not added."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+        now = _current(cat, table.id)
+        named = _entry(table.id, snapshot_id=now.snapshot_id, metadata=now.metadata)
+        alter = AddColumns(table="T", columns=(ColumnDef(name="N", type=ColumnType.INT64),))
+        with pytest.raises(ValidationError, match="its record names metadata"):
+            cat.execute([alter], attach=_attaching(dataclasses.replace(named, operation="refs")))
+        _nothing_changed(cat, target, before, table.id)
+        assert _current(cat, table.id) == now
+        assert [c.name for c in cat.catalog().table("T").columns] == ["ID", "V"]  # type: ignore[union-attr]
+
+
+def test_an_attach_and_a_commit_hook_writing_one_record_is_a_validation_error(
+    tmp_path: Path,
+) -> None:
+    """Both the attach and the schema hook of an ALTER in the same version
+    rewrite the current snapshot's record: the hook's write, the later one,
+    is not what the entry names. A ``ValidationError`` naming the rule, not
+    the store's refusal of a key written twice in one transaction."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+        now = _current(cat, table.id)
+        moved = dataclasses.replace(now, metadata=now.metadata + ".other.metadata.json")
+        work = HookWork(
+            ops=[Put(snapshot_key(table.id, now.snapshot_id), encode_record(moved))],
+            entries=(
+                _entry(
+                    table.id,
+                    snapshot_id=now.snapshot_id,
+                    metadata=moved.metadata,
+                    operation="metadata",
+                ),
+            ),
+        )
+        alter = AddColumns(table="T", columns=(ColumnDef(name="N", type=ColumnType.INT64),))
+        with pytest.raises(ValidationError, match="its record names metadata"):
+            cat.execute([alter], attach=lambda _base, _new: work)
+        _nothing_changed(cat, target, before, table.id)
+        assert _current(cat, table.id) == now

@@ -4,8 +4,7 @@ pointer) can change before the version's transaction runs. An expiry and
 the janitor removing the record, or another node's append moving the
 pointer, in that window must make the attempt fail (``ConflictError``) or
 be judged again, never commit a version naming a snapshot that is gone.
-The window is forced open by a commit hook, which runs after the check and
-before the transaction."""
+The window is forced open by running the race right after the check."""
 
 from __future__ import annotations
 
@@ -22,10 +21,9 @@ from almanac.data import read_table
 from almanac.data.snapshots import snapshot_key
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import open_metastore
-from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
-from tests.data.support import append, create, ids_of, table_data
+from tests.data.support import append, create, ids_of, race_after_the_check, table_data
 
 
 @pytest.fixture(scope="module")
@@ -74,14 +72,9 @@ def test_the_named_record_deleted_before_the_transaction_commits_nothing(where: 
         append(cat, [1])
         entry = _naming_the_current(cat, table.id)
         before = cat.latest_version
-        deleted: list[bool] = []
-
-        def janitor_runs(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
-            if not deleted:
-                janitor.delete(snapshot_key(table.id, entry.snapshot_id))
-                deleted.append(True)
-
-        cat.add_commit_hook(janitor_runs)
+        deleted = race_after_the_check(
+            cat, lambda: janitor.delete(snapshot_key(table.id, entry.snapshot_id))
+        )
         with pytest.raises(ConflictError, match="no longer holds"):
             cat.execute([], attach=lambda _base, _new: HookWork(entries=(entry,)))
         assert deleted == [True]
@@ -106,11 +99,11 @@ def test_another_nodes_append_before_the_transaction_never_pins_a_stale_snapshot
         serialized = cat.metastore.serializes_writers
         raced: list[int] = []
 
-        def other_appends(_base: CatalogVersion, _new: CatalogVersion, _update: object) -> None:
-            if not raced and not serialized:
+        def other_appends() -> None:
+            if not serialized:
                 raced.append(append(other, [2]).snapshot_id)
 
-        cat.add_commit_hook(other_appends)
+        race_after_the_check(cat, other_appends)
         try:
             result = cat.execute([], attach=lambda _base, _new: HookWork(entries=(entry,)))
         except CatalogError as exc:

@@ -632,11 +632,12 @@ class Catalog:
     def set_data_commit_check(self, check_entries: DataCommitCheck) -> None:
         """Let ``check_entries(work)`` judge the data commits (``entries``) an
         ``execute(attach=...)`` callback returns, before the version's
-        transaction: it raises a ``CatalogError`` for one that ``work``'s
-        writes do not publish, and returns compares that keep what it read
-        true until the transaction. The catalog knows nothing of table data:
-        the data plane sets it, and without one an attached entry is
-        refused. A second call replaces the first."""
+        transaction: ``work`` holds that transaction's compares and writes,
+        the attach's and then the commit hooks', and the check raises a
+        ``CatalogError`` for an entry they do not publish, and returns
+        compares that keep what it read true until the transaction. The
+        catalog knows nothing of table data: the data plane sets it, and
+        without one an attached entry is refused. A second call replaces the first."""
         check.callable_(check_entries, "Parameter 'check_entries' of Catalog.set_data_commit_check")
         with self._cond:
             self._committer.data_commit_check = check_entries
