@@ -165,3 +165,66 @@ def test_a_listener_may_write_commit_and_wait_from_inside(tmp_path: Path, on: Ev
         assert heard[1][0] is EventType.DATA_COMMIT
         assert cat.listener_failures == []
         assert ids_of(read_table(cat, "T")) == ([1, 10] if on is EventType.DATA_COMMIT else [10])
+
+
+def test_a_stuck_ddl_listener_on_one_node_holds_only_that_nodes_readiness(
+    tmp_path: Path,
+) -> None:
+    """Node A's DDL listener is stuck. Node B's DDL and data writes return
+    (B has no listener); on A, B's data versions are applied and readable
+    but not ready, since a DDL version before them is unheard there; they
+    become ready there once the listener returned."""
+    target = str(tmp_path / "cat")
+    with connect(target) as a, connect(target) as b:
+        create(a)
+        b.catch_up()
+        stuck = Stuck()
+        a.listen(EventType.ZONE_CREATE, stuck)
+        try:
+            ddl = b.execute([CreateZone(name="Z")]).version
+            assert stuck.entered.wait(PATIENCE)
+            data = [append(b, [i]).catalog_version for i in range(3)]
+            assert all(_ready_now(b, v) for v in [ddl, *data])
+            assert a.catalog_ready(data[-1], timeout=PATIENCE, applied_only=True)
+            assert ids_of(read_table(a, "T")) == [0, 1, 2]
+            assert not any(_ready_now(a, v) for v in [ddl, *data])
+        finally:
+            stuck.release.set()
+        assert a.catalog_ready(data[-1], timeout=PATIENCE)
+        assert stuck.heard == [ddl]
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("boom"), SystemExit(3)], ids=repr)
+def test_data_listeners_that_raise_or_unlisten_themselves_hold_up_nothing(
+    tmp_path: Path, failure: BaseException
+) -> None:
+    """One listener raises on every data commit, another unlistens itself
+    on its first one: every version is ready, the failures are recorded
+    (one per data version), the self-removed listener heard one event, and
+    a listener beside them hears every version in order."""
+    with connect(str(tmp_path / "cat")) as cat:
+        create(cat)
+        heard: list[int] = []
+        once: list[int] = []
+
+        def raises(event: Event) -> None:
+            raise failure
+
+        def leaves(event: Event) -> None:
+            once.append(event.version)
+            cat.unlisten(EventType.DATA_COMMIT, leaves)
+
+        cat.listen(EventType.DATA_COMMIT, raises)
+        cat.listen(EventType.DATA_COMMIT, leaves)
+        cat.listen(EventType.DATA_COMMIT, lambda event: heard.append(event.version))
+        cat.listen(EventType.ZONE_CREATE, lambda event: heard.append(event.version))
+        made = [append(cat, [1]).catalog_version]
+        made.append(cat.execute([CreateZone(name="Z")]).version)
+        made.append(append(cat, [2]).catalog_version)
+        made.append(cat.execute([CreateZone(name="Y")]).version)
+        assert cat.catalog_ready(made[-1], timeout=PATIENCE)
+        assert heard == made
+        assert once == [made[0]]
+        failures = cat.listener_failures
+        assert [f.event.version for f in failures] == [made[0], made[2]]
+        assert all(f.error is failure for f in failures)
