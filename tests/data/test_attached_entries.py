@@ -18,6 +18,7 @@ from almanac import (
     ColumnDef,
     ColumnType,
     ConflictError,
+    CreateSchema,
     DropTable,
     NotFoundError,
     ValidationError,
@@ -32,7 +33,7 @@ from almanac.data.snapshots import (
     snapshot_prefix,
     table_key,
 )
-from almanac.metastore import Delete, DeleteRange, Put
+from almanac.metastore import Delete, DeleteRange, Op, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
@@ -336,7 +337,7 @@ def _recreating_then_deleting_all(cat: Catalog, table_id: int) -> HookWork:
     return HookWork(
         ops=[
             Put(snapshot_key(table_id, now.snapshot_id), encode_record(now)),
-            DeleteRange(""),
+            DeleteRange("data."),
         ],
         entries=(_entry(table_id, snapshot_id=now.snapshot_id, metadata=now.metadata),),
     )
@@ -345,7 +346,11 @@ def _recreating_then_deleting_all(cat: Catalog, table_id: int) -> HookWork:
 MORE_UNPUBLISHED: list[tuple[str, Callable[[Catalog, int], HookWork], str]] = [
     ("a DeleteRange over its record", _deleting_the_range, "leaves no record"),
     ("a new record, the pointer elsewhere", _recording_without_pointing, "would be snapshot 2"),
-    ("its record put, then every key deleted", _recreating_then_deleting_all, "leaves no record"),
+    (
+        "its record put, then every data key deleted",
+        _recreating_then_deleting_all,
+        "leaves no record",
+    ),
 ]
 
 
@@ -482,3 +487,31 @@ def test_an_attach_and_a_commit_hook_writing_one_record_is_a_validation_error(
             cat.execute([alter], attach=lambda _base, _new: work)
         _nothing_changed(cat, target, before, table.id)
         assert _current(cat, table.id) == now
+
+
+CATALOG_KEY_OPS: list[tuple[str, Op]] = [
+    ("a delete of a log entry", Delete("catalog.update.2")),
+    ("a range delete of one", DeleteRange("catalog.update.2")),
+    ("a put of the log's version", Put("catalog.version", b"99")),
+    ("a range delete of every key", DeleteRange("")),
+    ("a range delete of a prefix of 'catalog.'", DeleteRange("cat")),
+]
+
+
+@pytest.mark.parametrize(("label", "op"), CATALOG_KEY_OPS, ids=[c[0] for c in CATALOG_KEY_OPS])
+def test_an_attach_writing_the_catalogs_own_keys_is_refused(
+    tmp_path: Path, label: str, op: Op
+) -> None:
+    """The ``catalog.`` keys are the log's: an attach that deletes an old
+    log entry would commit its version and leave a catalog that no longer
+    opens. A ``ValidationError`` naming the key and the rule, nothing
+    committed, with or without commands."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+        for commands in ([], [CreateSchema(name="S")]):
+            with pytest.raises(ValidationError, match="catalog's own keys"):
+                cat.execute(commands, attach=lambda _base, _new: ([], [op]))
+        _nothing_changed(cat, target, before, table.id)

@@ -344,7 +344,8 @@ class Catalog:
         publish as entries of the version (a data commit, or a table's
         first snapshot with the table): it returns a ``HookWork``, whose
         ``finish(ok)`` runs after each attempt, told whether it committed,
-        so the caller keeps or removes what it wrote for it. It is called
+        so the caller keeps or removes what it wrote for it; its writes may
+        not touch the catalog's own ``catalog.`` keys. It is called
         again on every attempt, with ``new`` the version the commands make.
         A batch of no commands with an attach makes a version of its data
         commits alone. Each data commit must name a snapshot its writes

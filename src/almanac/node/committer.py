@@ -45,7 +45,7 @@ from almanac.model.entries import (
 from almanac.model.request_ids import RequestRecord, request_digest
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.catalog_types import CommitHook, DataCommitCheck, ExecuteResult, HookWork
-from almanac.node.log import UpdateLog
+from almanac.node.log import CATALOG_PREFIX, UpdateLog
 from almanac.node.versions import AppliedVersions
 
 __all__ = ["Attachment", "Committed", "Committer", "commit_initial", "seconds_left"]
@@ -405,6 +405,26 @@ def _checked_attachment(result: object) -> HookWork:
 
 
 def _op(value: object, what: str) -> Op:
+    """A metastore op that writes none of the catalog's own keys: a deleted
+    log entry would commit its version and leave a catalog that no longer
+    opens (reads of them are harmless)."""
     if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
         raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
+    if isinstance(value, Put | Delete):
+        key = value.key
+        writes_catalog = key.startswith(CATALOG_PREFIX)
+    elif isinstance(value, DeleteRange):
+        key = f"{value.prefix}*"
+        writes_catalog = value.prefix.startswith(CATALOG_PREFIX) or CATALOG_PREFIX.startswith(
+            value.prefix
+        )
+    else:
+        return value
+    if writes_catalog:
+        raise ValidationError(
+            f"{what} writes '{key}', under '{CATALOG_PREFIX}': the catalog's own keys (its "
+            "log) are written only by its commits; nothing was committed",
+            key=key,
+            rule="attach-catalog-keys",
+        )
     return value
