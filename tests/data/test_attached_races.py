@@ -17,7 +17,7 @@ import pytest
 
 import almanac
 from almanac import Catalog, CatalogError, ConflictError
-from almanac.data import read_table
+from almanac.data import expire_data, read_table
 from almanac.data.snapshots import snapshot_key
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import open_metastore
@@ -116,3 +116,37 @@ def test_another_nodes_append_before_the_transaction_never_pins_a_stale_snapshot
         cat.catch_up()
         _every_pinned_snapshot_is_recorded(cat, table.id)
         assert ids_of(read_table(cat, "T")) == ([1, 2] if raced else [1])
+
+
+def test_an_expiry_raced_by_another_nodes_append_plans_again(where: Place) -> None:
+    """``expire_data`` (a data commit naming the current snapshot) on one
+    node while another node appends between its check and its transaction:
+    on etcd its attempt fails on the moved pointer and it plans again on the
+    new chain; on SQLite the append waits for the writer section. Either
+    way both land, and every version pins a recorded snapshot."""
+    with _connect(where) as cat, _connect(where) as other:
+        table = create(cat)
+        for i in range(3):
+            append(cat, [i])
+        other.catch_up()
+        serialized = cat.metastore.serializes_writers
+        raced: list[int] = []
+
+        def other_appends() -> None:
+            if not serialized:
+                raced.append(append(other, [9]).snapshot_id)
+
+        race_after_the_check(cat, other_appends)
+        removed = expire_data(cat, "T", older_than=cat.clock.now())
+        assert raced or serialized
+        assert removed, "the expiry removed nothing"
+        cat.catch_up()
+        current = table_data(cat).current_record(table.id)
+        assert current is not None
+        assert current.snapshot_id not in {s.snapshot_id for s in removed}
+        if raced:
+            assert current.snapshot_id == raced[0]
+        assert ids_of(read_table(cat, "T")) == ([0, 1, 2, 9] if raced else [0, 1, 2])
+        latest = cat.catalog().data_snapshot(table.id)
+        assert latest == current.snapshot_id
+        assert table_data(cat).record(table.id, latest) is not None
