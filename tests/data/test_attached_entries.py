@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from almanac import (
     AddColumns,
     Catalog,
+    CatalogError,
     ColumnDef,
     ColumnType,
     ConflictError,
@@ -515,3 +518,97 @@ def test_an_attach_writing_the_catalogs_own_keys_is_refused(
             with pytest.raises(ValidationError, match="catalog's own keys"):
                 cat.execute(commands, attach=lambda _base, _new: ([], [op]))
         _nothing_changed(cat, target, before, table.id)
+
+
+_METADATA = ("a.metadata.json", "b.metadata.json")
+
+
+@st.composite
+def _attempts(draw: st.DrawFn) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
+    """Ops as (kind, snapshot offset, variant) and entries as (snapshot
+    offset, metadata variant), offsets from the current snapshot."""
+    kinds = st.sampled_from(
+        [
+            "publish",
+            "publish",
+            "record",
+            "bad-record",
+            "pointer",
+            "bad-pointer",
+            "del-record",
+            "del-pointer",
+            "del-all",
+        ]
+    )
+    ops = draw(st.lists(st.tuples(kinds, st.integers(0, 2), st.integers(0, 2)), max_size=4))
+    entries = draw(
+        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=1)
+    )
+    return ops, entries
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(attempt=_attempts())
+def test_any_ops_either_publish_every_entry_or_change_nothing(
+    cat: Catalog, attempt: tuple[list[tuple[str, int, int]], list[tuple[int, int]]]
+) -> None:
+    """Random writes over the table's records and pointer, with an entry:
+    the version commits only if, after them, the entry's snapshot is
+    recorded with its metadata and current; otherwise a ``CatalogError``
+    and no key and no version changed."""
+    if cat.catalog().table("T") is None:
+        create(cat)
+        append(cat, [1])
+    table = cat.catalog().table("T")
+    assert table is not None
+    now = _current(cat, table.id)
+    names = (*_METADATA, now.metadata)
+
+    def record_of(offset: int, variant: int) -> Record:
+        return dataclasses.replace(
+            now, snapshot_id=now.snapshot_id + offset, metadata=names[variant]
+        )
+
+    ops: list[Op] = []
+    for kind, offset, variant in attempt[0]:
+        sid = now.snapshot_id + offset
+        if kind == "publish":
+            ops.append(Put(snapshot_key(table.id, sid), encode_record(record_of(offset, variant))))
+            ops.append(Put(table_key(table.id), encode_pointer(table.id, sid)))
+        elif kind == "record":
+            ops.append(Put(snapshot_key(table.id, sid), encode_record(record_of(offset, variant))))
+        elif kind == "bad-record":
+            ops.append(Put(snapshot_key(table.id, sid), b"{garbage"))
+        elif kind == "pointer":
+            ops.append(Put(table_key(table.id), encode_pointer(table.id, sid)))
+        elif kind == "bad-pointer":
+            ops.append(Put(table_key(table.id), b"-1"))
+        elif kind == "del-record":
+            ops.append(Delete(snapshot_key(table.id, sid)))
+        elif kind == "del-pointer":
+            ops.append(Delete(table_key(table.id)))
+        else:
+            ops.append(DeleteRange(snapshot_prefix(table.id)))
+    entries = tuple(
+        _entry(table.id, snapshot_id=now.snapshot_id + offset, metadata=names[variant])
+        for offset, variant in attempt[1]
+    )
+    before = cat.latest_version
+    keys = [(kv.key, kv.value) for kv in cat.metastore.range("data.").kvs]
+    try:
+        result = cat.execute([], attach=lambda _base, _new: HookWork(ops=ops, entries=entries))
+    except CatalogError as exc:
+        event(f"refused: {type(exc).__name__}")
+        assert cat.latest_version == before
+        assert [(kv.key, kv.value) for kv in cat.metastore.range("data.").kvs] == keys
+        return
+    if not entries:
+        assert not result.created
+        return
+    event("committed")
+    data = table_data(cat)
+    for entry in entries:
+        record = data.record(table.id, entry.snapshot_id)
+        assert record is not None and record.metadata == entry.metadata
+        assert data.current_record(table.id) == record
+        assert cat.catalog(result.version).data_snapshot(table.id) == entry.snapshot_id
