@@ -502,6 +502,25 @@ CATALOG_KEY_OPS: list[tuple[str, Op]] = [
 
 
 @pytest.mark.parametrize(("label", "op"), CATALOG_KEY_OPS, ids=[c[0] for c in CATALOG_KEY_OPS])
+def test_a_commit_hook_writing_the_catalogs_own_keys_is_refused(
+    tmp_path: Path, label: str, op: Op
+) -> None:
+    """The same rule for a commit hook's writes (``add_commit_hook`` is
+    public too); the hook's work is told its attempt failed."""
+    target = str(tmp_path / "data")
+    with connect(target) as cat:
+        table = create(cat)
+        append(cat, [1, 2])
+        before = cat.latest_version
+        finished: list[bool] = []
+        cat.add_commit_hook(lambda _b, _n, _u: HookWork(ops=[op], finish=finished.append))
+        with pytest.raises(ValidationError, match="catalog's own keys"):
+            cat.execute([CreateSchema(name="S")])
+        assert finished == [False]
+        _nothing_changed(cat, target, before, table.id)
+
+
+@pytest.mark.parametrize(("label", "op"), CATALOG_KEY_OPS, ids=[c[0] for c in CATALOG_KEY_OPS])
 def test_an_attach_writing_the_catalogs_own_keys_is_refused(
     tmp_path: Path, label: str, op: Op
 ) -> None:

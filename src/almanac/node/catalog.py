@@ -624,8 +624,9 @@ class Catalog:
         turns ``base`` into ``new``: its entries name the objects the version
         changes, so a hook need not compare whole catalogs. Layers above the
         catalog keep their own state in step with a version this way (the
-        data plane moves a table's Iceberg schema with its ALTER). A compare
-        of a hook that fails makes the attempt retry, like a lost race."""
+        data plane moves a table's Iceberg schema with its ALTER), never the
+        catalog's own ``catalog.`` keys (``ValidationError``). A compare of a
+        hook that fails makes the attempt retry, like a lost race."""
         check.callable_(hook, "Parameter 'hook' of Catalog.add_commit_hook")
         with self._cond:
             self._committer.hooks.append(hook)

@@ -333,6 +333,8 @@ class Committer:
                 if work is not None:
                     check.instance(work, HookWork, "The result of a commit hook")
                     works.append(work)
+                    for op in work.ops:
+                        _op(op, "An op of the result of a commit hook")
         except BaseException:
             for work in works:
                 work.finished(False)
