@@ -1,7 +1,7 @@
 """Readiness under interleaved data and DDL versions, as a state machine.
 
 A writer node commits DDL (a zone) and data (an append); a follower node on
-the same SQLite catalog hears every version through listeners that stay
+the same catalog (SQLite, or a real etcd) hears every version through listeners that stay
 until the machine releases them, in any order it picks, and submits DDL of
 its own with ``execute_async``. Whatever the interleaving: a ready version
 means every DDL version up to it is ready and its listeners returned; a
@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import itertools
 import threading
+import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+import almanac
 from almanac import Catalog, CreateZone, Event, EventType, ExecuteResult, WaitTimeoutError
-from tests.data.support import append, connect, create
+from almanac.dev.etcd_local import LocalEtcd
+from tests.data.support import append, create
 from tests.waiting import PATIENCE, wait_for
 
 
@@ -59,12 +64,14 @@ _runs = itertools.count()
 
 
 class ReadinessMachine(RuleBasedStateMachine):
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, etcd: str | None) -> None:
         super().__init__()
-        target = str(root / f"cat-{next(_runs)}")
-        self.writer = connect(target)
+        run = next(_runs)
+        target = str(root / f"cat-{run}") if etcd is None else f"{etcd}/ready-{uuid.uuid4().hex}"
+        warehouse = str(root / f"wh-{run}")
+        self.writer = almanac.connect(target, warehouse=warehouse, delay_ms=0)
         create(self.writer)
-        self.follower = connect(target)
+        self.follower = almanac.connect(target, warehouse=warehouse, delay_ms=0)
         self.listener = Gated()
         self.follower.listen(EventType.ZONE_CREATE, self.listener)
         self.follower.listen(EventType.DATA_COMMIT, self.listener)
@@ -161,10 +168,22 @@ class ReadinessMachine(RuleBasedStateMachine):
             self.writer.close()
 
 
-def test_readiness_follows_its_rule_in_any_interleaving(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def etcd1() -> Iterator[LocalEtcd]:
+    with LocalEtcd(1, fsync=False) as cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize("store", ["sqlite", "etcd"])
+def test_readiness_follows_its_rule_in_any_interleaving(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    """On SQLite the follower polls the log; on etcd it watches it."""
+    etcd = request.getfixturevalue("etcd1").uri if store == "etcd" else None
+
     class Here(ReadinessMachine):
         def __init__(self) -> None:
-            super().__init__(tmp_path)
+            super().__init__(tmp_path, etcd)
 
     run_state_machine_as_test(
         Here,
