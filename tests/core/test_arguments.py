@@ -212,6 +212,8 @@ def test_other_entry_points_check_their_arguments(cat: Catalog) -> None:
     refused(lambda: cat.execute_async(bad([None])), "Catalog.execute_async")
     refused(lambda: cat.sql(bad(b"CREATE SCHEMA A")), "Parameter 'text' of Catalog.sql")
     refused(lambda: cat.catalog_ready(bad("1")), "Catalog.catalog_ready")
+    # No version is numbered below 0: it is not "ready", it does not exist.
+    refused(lambda: cat.catalog_ready(-1), "Parameter 'version' of Catalog.catalog_ready")
     refused(lambda: cat.catalog_ready(1, timeout=-1), "'timeout'")
     refused(lambda: cat.catalog_ready(1, timeout=math.nan), "'timeout'")
     refused(lambda: cat.checkpoint_log(bad(1.0)), "Catalog.checkpoint_log")

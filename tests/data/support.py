@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +22,8 @@ from almanac.data import (
 )
 from almanac.data.arrow import FIELD_ID
 from almanac.data.snapshots import DataSnapshot
+from almanac.metastore import Compare
+from almanac.node.catalog_types import HookWork
 
 
 def create(
@@ -80,6 +82,25 @@ def data_keys(cat: Catalog) -> list[str]:
 
 def table_data(cat: Catalog) -> TableData:
     return TableData.for_catalog(cat)
+
+
+def race_after_the_check(cat: Catalog, race: Callable[[], object]) -> list[bool]:
+    """Run ``race()`` once, right after the data plane's check of an
+    attached data commit passed and before the version's transaction: the
+    window in which what the check read may change. The list returned
+    holds True once it ran."""
+    check = table_data(cat).check_published
+    ran: list[bool] = []
+
+    def checked_then_raced(work: HookWork) -> Sequence[Compare]:
+        compares = check(work)
+        if not ran:
+            ran.append(True)
+            race()
+        return compares
+
+    cat.set_data_commit_check(checked_then_raced)
+    return ran
 
 
 def same(a: object, b: object) -> bool:

@@ -600,7 +600,9 @@ class TableData:
         metadata) gets back compares that hold it until the transaction. A
         version pinning a snapshot without a record would make the table
         unreadable at it, reported as expired. The catalog's committer calls
-        this on what an ``execute(attach=...)`` callback returns.
+        this on the entries an ``execute(attach=...)`` callback returns, with
+        the whole transaction's writes: a commit hook's too (an ALTER's
+        moves the table's record to a new ``metadata.json``).
 
         Work planned on a state that changed since (an expiry that read the
         chain before an append landed) fails its own compares: that is a

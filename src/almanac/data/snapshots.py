@@ -260,7 +260,9 @@ def decode_record(key: str, raw: bytes, *, legacy: bool = False) -> Record:
             metadata=str(body["manifest" if legacy else "metadata"]),
             origin=(int(origin[0]), int(origin[1])),
         )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+        # RecursionError: bare JSON (the format before frames) nested past
+        # the parser's limit is as corrupt as any other unparsable value.
         raise _corrupt(key, f"{type(exc).__name__}: {exc}") from exc
     if not legacy and key != snapshot_key(record.table_id, record.snapshot_id):
         raise _corrupt(

@@ -344,7 +344,8 @@ class Catalog:
         publish as entries of the version (a data commit, or a table's
         first snapshot with the table): it returns a ``HookWork``, whose
         ``finish(ok)`` runs after each attempt, told whether it committed,
-        so the caller keeps or removes what it wrote for it. It is called
+        so the caller keeps or removes what it wrote for it; its writes may
+        not touch the catalog's own ``catalog.`` keys. It is called
         again on every attempt, with ``new`` the version the commands make.
         A batch of no commands with an attach makes a version of its data
         commits alone. Each data commit must name a snapshot its writes
@@ -502,7 +503,7 @@ class Catalog:
         waits until they are applied, so that a listener may wait for a
         version (its own DDL's, say) without waiting for itself.
         """
-        check.integer(version, "Parameter 'version' of Catalog.catalog_ready")
+        check.integer(version, "Parameter 'version' of Catalog.catalog_ready", lo=0)
         timeout = check.timeout(timeout, "Parameter 'timeout' of Catalog.catalog_ready")
         check.boolean(applied_only, "Parameter 'applied_only' of Catalog.catalog_ready")
         applied = applied_only or self._events.inside_listener()
@@ -623,8 +624,9 @@ class Catalog:
         turns ``base`` into ``new``: its entries name the objects the version
         changes, so a hook need not compare whole catalogs. Layers above the
         catalog keep their own state in step with a version this way (the
-        data plane moves a table's Iceberg schema with its ALTER). A compare
-        of a hook that fails makes the attempt retry, like a lost race."""
+        data plane moves a table's Iceberg schema with its ALTER), never the
+        catalog's own ``catalog.`` keys (``ValidationError``). A compare of a
+        hook that fails makes the attempt retry, like a lost race."""
         check.callable_(hook, "Parameter 'hook' of Catalog.add_commit_hook")
         with self._cond:
             self._committer.hooks.append(hook)
@@ -632,11 +634,12 @@ class Catalog:
     def set_data_commit_check(self, check_entries: DataCommitCheck) -> None:
         """Let ``check_entries(work)`` judge the data commits (``entries``) an
         ``execute(attach=...)`` callback returns, before the version's
-        transaction: it raises a ``CatalogError`` for one that ``work``'s
-        writes do not publish, and returns compares that keep what it read
-        true until the transaction. The catalog knows nothing of table data:
-        the data plane sets it, and without one an attached entry is
-        refused. A second call replaces the first."""
+        transaction: ``work`` holds that transaction's compares and writes,
+        the attach's and then the commit hooks', and the check raises a
+        ``CatalogError`` for an entry they do not publish, and returns
+        compares that keep what it read true until the transaction. The
+        catalog knows nothing of table data: the data plane sets it, and
+        without one an attached entry is refused. A second call replaces the first."""
         check.callable_(check_entries, "Parameter 'check_entries' of Catalog.set_data_commit_check")
         with self._cond:
             self._committer.data_commit_check = check_entries

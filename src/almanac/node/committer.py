@@ -45,7 +45,7 @@ from almanac.model.entries import (
 from almanac.model.request_ids import RequestRecord, request_digest
 from almanac.model.schema_sync import SchemaSync
 from almanac.node.catalog_types import CommitHook, DataCommitCheck, ExecuteResult, HookWork
-from almanac.node.log import UpdateLog
+from almanac.node.log import CATALOG_PREFIX, UpdateLog
 from almanac.node.versions import AppliedVersions
 
 __all__ = ["Attachment", "Committed", "Committer", "commit_initial", "seconds_left"]
@@ -195,7 +195,6 @@ class Committer:
                                 name=str(entry.table_id),
                             )
                     if extra:
-                        works[0] = self._checked(works[0])
                         made = apply_entries(made, extra)
                         update = dataclasses.replace(update, entries=(*update.entries, *extra))
                     if not update.entries:
@@ -206,6 +205,11 @@ class Committer:
                         return ExecuteResult(base.version, planned.applied, created=False)
                     new = apply_update(base, update, made)
                     works += self._hook_work(base, new, update)
+                    if extra:
+                        # After the hooks: they write in the same transaction
+                        # (an ALTER's moves the table's record), so the check
+                        # judges what the whole of it leaves.
+                        works.append(self._checked(extra, works))
                     compares = [c for work in works for c in work.compares]
                     ops = [op for work in works for op in work.ops]
                     token = self._log.append(update, extra_compares=compares, extra_ops=ops)
@@ -246,14 +250,15 @@ class Committer:
         result = ExecuteResult(update.version, planned.applied, created=True)
         return Committed(result, visible, wait_deadline, timeout)
 
-    def _checked(self, work: HookWork) -> HookWork:
-        """The attached work with the compares of the data plane's check of
-        its entries (``Catalog.set_data_commit_check``), which refuses a
-        data commit its writes do not publish. Without a data plane no data
-        commit can be made, so an entry is refused."""
+    def _checked(self, entries: Sequence[TableDataCommitted], works: list[HookWork]) -> HookWork:
+        """The compares of the data plane's check of the attached ``entries``
+        (``Catalog.set_data_commit_check``) against the whole transaction
+        (``works``, in order), which refuses a data commit it does not
+        publish. Without a data plane no data commit can be made, so an
+        entry is refused."""
         check_entries = self.data_commit_check
         if check_entries is None:
-            first = work.entries[0]
+            first = entries[0]
             raise ValidationError(
                 f"TableDataCommitted of table id {first.table_id} names data snapshot "
                 f"{first.snapshot_id}, but this catalog node has no data plane (no warehouse) "
@@ -262,8 +267,12 @@ class Committer:
                 snapshot_id=first.snapshot_id,
                 rule="data-commit-published",
             )
-        more = check_entries(work)
-        return dataclasses.replace(work, compares=(*work.compares, *more)) if more else work
+        whole = HookWork(
+            compares=[c for work in works for c in work.compares],
+            ops=[op for work in works for op in work.ops],
+            entries=entries,
+        )
+        return HookWork(compares=check_entries(whole))
 
     def _bind(self, batch: Sequence[Command]) -> list[Command]:
         """The batch with what this node decides filled in: its time now and
@@ -324,6 +333,8 @@ class Committer:
                 if work is not None:
                     check.instance(work, HookWork, "The result of a commit hook")
                     works.append(work)
+                    for op in work.ops:
+                        _op(op, "An op of the result of a commit hook")
         except BaseException:
             for work in works:
                 work.finished(False)
@@ -361,7 +372,18 @@ def seconds_left(deadline: float | None) -> float | None:
 
 def _attachment(result: object) -> HookWork:
     """What an ``attach`` callback returned, checked: a ``HookWork``, or
-    ``(compares, ops)`` / ``(compares, ops, entries)``."""
+    ``(compares, ops)`` / ``(compares, ops, entries)``. A ``HookWork`` that
+    fails the check is told its attempt failed, as after any other failure,
+    so it removes what it prepared."""
+    try:
+        return _checked_attachment(result)
+    except BaseException:
+        if isinstance(result, HookWork):
+            result.finished(False)
+        raise
+
+
+def _checked_attachment(result: object) -> HookWork:
     what = "The result of the 'attach' callback of Catalog.execute"
     if isinstance(result, HookWork):
         parts: tuple[object, ...] = (result.compares, result.ops, result.entries)
@@ -385,6 +407,26 @@ def _attachment(result: object) -> HookWork:
 
 
 def _op(value: object, what: str) -> Op:
+    """A metastore op that writes none of the catalog's own keys: a deleted
+    log entry would commit its version and leave a catalog that no longer
+    opens (reads of them are harmless)."""
     if not isinstance(value, Put | Delete | DeleteRange | Get | Range):
         raise check.fail(what, "a metastore Op (Put, Delete, DeleteRange, Get or Range)", value)
+    if isinstance(value, Put | Delete):
+        key = value.key
+        writes_catalog = key.startswith(CATALOG_PREFIX)
+    elif isinstance(value, DeleteRange):
+        key = f"{value.prefix}*"
+        writes_catalog = value.prefix.startswith(CATALOG_PREFIX) or CATALOG_PREFIX.startswith(
+            value.prefix
+        )
+    else:
+        return value
+    if writes_catalog:
+        raise ValidationError(
+            f"{what} writes '{key}', under '{CATALOG_PREFIX}': the catalog's own keys (its "
+            "log) are written only by its commits; nothing was committed",
+            key=key,
+            rule="attach-catalog-keys",
+        )
     return value

@@ -79,6 +79,7 @@ from almanac.node.log_format import (
 )
 
 __all__ = [
+    "CATALOG_PREFIX",
     "KEY_ID",
     "KEY_CHECKPOINT_VERSION",
     "KEY_TRUNCATING",
@@ -95,7 +96,8 @@ KEY_CHECKPOINT_VERSION = "catalog.snapshot.version"
 KEY_TRUNCATING = "catalog.truncating"
 UPDATE_PREFIX = "catalog.update."
 KEY_ID = "catalog.id"
-_PREFIX = "catalog."
+CATALOG_PREFIX = "catalog."
+"""Every key of the log and of the node's bookkeeping starts with it."""
 
 _CATCH_UP_BY_KEY = 32
 """A node at most this many versions behind catches up key by key."""
@@ -172,7 +174,7 @@ class UpdateLog:
         """
         self._follower = follower
         revision = self._catch_up(follower, applied=-1)
-        self._watch = self.store.watch(_PREFIX, revision + 1)
+        self._watch = self.store.watch(CATALOG_PREFIX, revision + 1)
         self._thread = threading.Thread(
             target=self._follow, args=(follower,), name="almanac-log-follower", daemon=True
         )
@@ -216,7 +218,7 @@ class UpdateLog:
         # The record first: a node writes the store before the record, so a
         # record read before the store never runs ahead of it.
         held = identity.read() if identity is not None else None
-        result = self.store.range(_PREFIX)
+        result = self.store.range(CATALOG_PREFIX)
         by_key = {kv.key: kv for kv in result.kvs}
         latest, earliest = _check_layout(by_key)
         known = self._check_identity(identity, held, by_key, latest) if identity else None
@@ -350,7 +352,7 @@ class UpdateLog:
         while not self._closed.is_set():
             try:
                 revision = self._catch_up(follower, applied)
-                self._watch = self.store.watch(_PREFIX, revision + 1)
+                self._watch = self.store.watch(CATALOG_PREFIX, revision + 1)
                 return True
             except MetastoreUnavailableError as exc:
                 _log.warning("Update log follower waits for the metastore: %s", exc)
