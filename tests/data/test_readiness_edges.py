@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from almanac import Catalog, CatalogError, CreateZone, Event, EventType, WaitTimeoutError
-from almanac.data import read_table
+from almanac.data import DataSnapshot, read_table
 from almanac.metastore import WatchEvent
 from tests.data.support import append, connect, create, ids_of
 from tests.waiting import PATIENCE
@@ -81,10 +81,11 @@ def test_a_checkpoint_jump_counts_as_ddl(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_closing_a_node_with_versions_pending_leaves_no_caller_waiting(tmp_path: Path) -> None:
-    """A DDL listener is stuck; a DDL ``execute``, a data write behind it,
-    an ``execute_async`` future and a ``catalog_ready`` without a timeout
-    all wait for it. Closing the node ends every wait with a
-    ``CatalogError`` (the catalog is closed), the listener still stuck."""
+    """A DDL listener is stuck; a DDL ``execute``, an ``execute_async``
+    future and a ``catalog_ready`` (of a data version behind it) without a
+    timeout all wait for it, while a data write behind it returns once
+    applied. Closing the node ends every wait with a ``CatalogError`` (the
+    catalog is closed), the listener still stuck."""
     with connect(str(tmp_path / "cat")) as cat:
         create(cat)
         stuck = Stuck()
@@ -120,6 +121,8 @@ def test_closing_a_node_with_versions_pending_leaves_no_caller_waiting(tmp_path:
         finally:
             stuck.release.set()
         assert set(outcomes) == {"ddl", "data", "async", "ready"}
+        written = outcomes.pop("data")
+        assert isinstance(written, DataSnapshot), written  # a writer waits for no listener
         for name, outcome in outcomes.items():
             assert isinstance(outcome, CatalogError), (name, outcome)
             assert "closed" in str(outcome), (name, outcome)

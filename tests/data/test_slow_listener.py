@@ -140,13 +140,15 @@ def test_catalog_ready_of_a_data_version_returns_while_its_listener_is_stuck(
         assert stuck.heard == [(EventType.DATA_COMMIT, version)]
 
 
-def test_a_data_version_after_a_ddl_version_waits_for_the_ddl_listener(
+def test_a_data_version_after_a_stuck_ddl_listener_is_not_ready_but_its_writer_returns(
     tmp_path: Path,
 ) -> None:
     """Ready never runs ahead of DDL: a data version committed while an
     earlier DDL version's listener is stuck is applied but not ready (a
     caller waiting on it could otherwise see the DDL's effects before its
-    listeners did), and becomes ready once that listener returned."""
+    listeners did), and becomes ready once that listener returned. Its
+    writer returns all the same, once the version is applied: a stuck
+    listener must not turn committed data into a timeout."""
     entered = threading.Event()
     release = threading.Event()
 
@@ -176,6 +178,8 @@ def test_a_data_version_after_a_ddl_version_waits_for_the_ddl_listener(
             data.start()
             data_version = ddl_version + 1
             assert cat.catalog_ready(data_version, timeout=PATIENCE, applied_only=True)
+            data.join(PATIENCE)
+            assert outcome == [data_version]  # the writer returned; the DDL did not
             assert not _ready_now(cat, ddl_version)
             assert not _ready_now(cat, data_version)
         finally:

@@ -331,8 +331,9 @@ class Catalog:
         cannot serialise its writers a lost race is validated again and
         retried with jittered backoff until ``commit_timeout_s`` (or
         ``max_attempts``), then ``ConflictError``. Returns once the version is
-        ready here (applied; unless made of data commits alone, its
-        listeners done) and visible everywhere (activation plus clock skew).
+        ready here (its listeners and earlier ones done; for a version of
+        data commits alone, once applied: a writer waits for no listener)
+        and visible everywhere (activation plus clock skew).
 
         ``timeout`` bounds the whole call; ``WaitTimeoutError`` says what was
         awaited, and whether the version was committed before time ran out.
@@ -377,7 +378,11 @@ class Catalog:
         if isinstance(done, ExecuteResult):
             return done  # nothing committed: nothing to wait for
         version = done.result.version
-        self._await_ready(version, done.deadline, done.timeout)
+        # A data commit's writer waits for nobody's listeners: its own run
+        # after it returns, and an earlier DDL's (which a stuck listener may
+        # hold for good) would turn committed data into a timeout that a
+        # caller could retry into a second append.
+        self._await_ready(version, done.deadline, done.timeout, applied_only=done.data_only)
         if not self._clock.wait_until(done.visible, seconds_left(done.deadline)):
             raise WaitTimeoutError(
                 f"Catalog version {version} was committed, but this node's clock did not "
@@ -560,10 +565,18 @@ class Catalog:
         self._log.catch_up(self._versions)
         return True
 
-    def _await_ready(self, version: int, deadline: float | None, timeout: float | None) -> None:
-        """Wait for the readiness of a version this node just committed."""
+    def _await_ready(
+        self,
+        version: int,
+        deadline: float | None,
+        timeout: float | None,
+        *,
+        applied_only: bool = False,
+    ) -> None:
+        """Wait for the readiness of a version this node just committed (or
+        only until it is applied here)."""
         try:
-            self.catalog_ready(version, seconds_left(deadline))
+            self.catalog_ready(version, seconds_left(deadline), applied_only=applied_only)
         except WaitTimeoutError:
             raise WaitTimeoutError(
                 f"Catalog version {version} was committed, but its listeners (or those of an "

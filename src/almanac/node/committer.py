@@ -75,6 +75,9 @@ class Committed:
     timeout: float | None
     counts: bool = True
     """Whether it counts as this node's commit for retention (not a replay)."""
+    data_only: bool = False
+    """Made of data commits alone: its writer waits until it is applied,
+    never for any listener (see ``Catalog.execute``)."""
 
 
 class Committer:
@@ -244,11 +247,10 @@ class Committer:
         # checkpoint on another thread (a listener's, say) may already have
         # trimmed it away, and the commit still succeeded.
         activation = activation_time(base, update)
-        visible = (
-            activation if data_only(update.entries) else self.sync.visible_everywhere_at(activation)
-        )
+        data = data_only(update.entries)
+        visible = activation if data else self.sync.visible_everywhere_at(activation)
         result = ExecuteResult(update.version, planned.applied, created=True)
-        return Committed(result, visible, wait_deadline, timeout)
+        return Committed(result, visible, wait_deadline, timeout, data_only=data)
 
     def _checked(self, entries: Sequence[TableDataCommitted], works: list[HookWork]) -> HookWork:
         """The compares of the data plane's check of the attached ``entries``

@@ -6,7 +6,8 @@ The rule, here only (``ready_locked``): a version of data commits alone
 a REST commit or ``expire_data`` make) is ready once it is applied and
 every earlier DDL version is ready; any other version once it is applied
 and the listeners of it and of every earlier version returned.
-``Catalog.catalog_ready`` and ``execute`` wait for that. A data version
+``Catalog.catalog_ready`` and ``execute`` wait for that, except that the
+writer of a data version waits only until it is applied. A data version
 changes no schema anyone plans with, and its listeners only observe: a
 writer held by one (in its commit section, for as long as its timeout)
 would tie data throughput to the slowest listener. Its listeners still run
