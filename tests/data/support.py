@@ -6,6 +6,8 @@ import math
 import os
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +24,7 @@ from almanac.data import (
 )
 from almanac.data.arrow import FIELD_ID
 from almanac.data.snapshots import DataSnapshot
+from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Compare
 from almanac.node.catalog_types import HookWork
 
@@ -157,3 +160,26 @@ def field_ids(field: pa.Field) -> list[int]:
         else []
     )
     return [int(field.metadata[FIELD_ID]), *(i for child in children for i in field_ids(child))]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a test's catalog lives, with its warehouse: a SQLite directory,
+    or a namespace of its own on a real etcd cluster."""
+
+    target: str
+    warehouse: str
+
+    def connect(self) -> Catalog:
+        return almanac.connect(self.target, warehouse=self.warehouse, delay_ms=0)
+
+
+def catalog_place(kind: str, tmp_path: Path, cluster: LocalEtcd | None = None) -> Place:
+    """``kind`` "sqlite" (in ``tmp_path``) or "etcd" (a fresh namespace of
+    ``cluster``, so tests share one cluster without seeing each other)."""
+    if kind == "etcd":
+        assert cluster is not None, "an etcd place needs its cluster"
+        target = f"{cluster.uri}/t-{uuid.uuid4().hex[:12]}"
+    else:
+        target = str(tmp_path / "catalog")
+    return Place(target, str(tmp_path / "warehouse"))

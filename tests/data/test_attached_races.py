@@ -8,9 +8,7 @@ The window is forced open by running the race right after the check."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,15 @@ from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import open_metastore
 from almanac.model.entries import TableDataCommitted
 from almanac.node.catalog_types import HookWork
-from tests.data.support import append, create, ids_of, race_after_the_check, table_data
+from tests.data.support import (
+    Place,
+    append,
+    catalog_place,
+    create,
+    ids_of,
+    race_after_the_check,
+    table_data,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +38,10 @@ def etcd1() -> Iterator[LocalEtcd]:
         yield cluster
 
 
-@dataclass
-class Place:
-    target: str
-    warehouse: str
-
-
 @pytest.fixture(params=["sqlite", "etcd"])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "etcd":
-        cluster: LocalEtcd = request.getfixturevalue("etcd1")
-        return Place(f"{cluster.uri}/race-{uuid.uuid4().hex[:12]}", str(tmp_path / "wh"))
-    return Place(str(tmp_path / "catalog"), str(tmp_path / "wh"))
+    etcd = request.getfixturevalue("etcd1") if request.param == "etcd" else None
+    return catalog_place(request.param, tmp_path, etcd)
 
 
 def _connect(place: Place) -> Catalog:

@@ -9,19 +9,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-import almanac
 from almanac import Catalog
 from almanac.data import TableData, read_table, run_janitor, write_table
 from almanac.dev.etcd_local import LocalEtcd
 from tests.data import workers
-from tests.data.support import create, data_keys, ids_of, rows
+from tests.data.support import Place, catalog_place, create, data_keys, ids_of, rows
 from tests.waiting import PATIENCE, wait_for
 
 
@@ -32,23 +29,10 @@ def etcd1() -> Iterator[LocalEtcd]:
         yield cluster
 
 
-@dataclass
-class Place:
-    target: str
-    warehouse: str
-
-    def connect(self) -> Catalog:
-        return almanac.connect(self.target, warehouse=self.warehouse, delay_ms=0)
-
-
 @pytest.fixture(params=["sqlite", "etcd"])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "etcd":
-        cluster: LocalEtcd = request.getfixturevalue("etcd1")
-        target = f"{cluster.uri}/crash-{uuid.uuid4().hex[:12]}"
-    else:
-        target = str(tmp_path / "catalog")
-    return Place(target, str(tmp_path / "warehouse"))
+    etcd = request.getfixturevalue("etcd1") if request.param == "etcd" else None
+    return catalog_place(request.param, tmp_path, etcd)
 
 
 def _local(path: str) -> Path:

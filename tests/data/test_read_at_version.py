@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import threading
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from almanac.placement import TabletState, read_reports, read_route
 from almanac.server.background import BackgroundServer
 from almanac.system_tables import system_table
 from almanac.tserver.client import read_table as flight_read
-from tests.data.support import create, ids_of, rows
+from tests.data.support import Place, catalog_place, create, ids_of, rows
 from tests.tserver.support import TabletServerProcess, place, spread
 from tests.waiting import wait_for
 
@@ -63,20 +62,10 @@ def etcd3() -> Iterator[LocalEtcd]:
         yield cluster
 
 
-@dataclass
-class Place:
-    target: str
-    warehouse: str
-
-
 @pytest.fixture(params=["sqlite", "etcd"])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "etcd":
-        cluster: LocalEtcd = request.getfixturevalue("etcd3")
-        target = f"{cluster.uri}/reads-{uuid.uuid4().hex[:12]}"
-    else:
-        target = str(tmp_path / "catalog")
-    return Place(target, str(tmp_path / "warehouse"))
+    etcd = request.getfixturevalue("etcd3") if request.param == "etcd" else None
+    return catalog_place(request.param, tmp_path, etcd)
 
 
 @dataclass(frozen=True)
