@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import uuid
@@ -23,6 +24,7 @@ from almanac.data import (
     write_table,
 )
 from almanac.data.arrow import FIELD_ID
+from almanac.data.published import check_published
 from almanac.data.snapshots import DataSnapshot
 from almanac.dev.etcd_local import LocalEtcd
 from almanac.metastore import Compare
@@ -92,7 +94,7 @@ def race_after_the_check(cat: Catalog, race: Callable[[], object]) -> list[bool]
     attached data commit passed and before the version's transaction: the
     window in which what the check read may change. The list returned
     holds True once it ran."""
-    check = table_data(cat).check_published
+    check = functools.partial(check_published, table_data(cat).store)
     ran: list[bool] = []
 
     def checked_then_raced(work: HookWork) -> Sequence[Compare]:

@@ -61,7 +61,7 @@ from almanac.errors import (
     ValidationError,
     WriteStateError,
 )
-from almanac.metastore import Compare, Delete, DeleteRange, Metastore, Op, Put
+from almanac.metastore import Compare, Delete, Metastore, Op, Put
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.clock import HybridClock
 from almanac.model.entries import TableDataCommitted
@@ -590,97 +590,6 @@ class TableData:
         ]
         return compares, ops
 
-    def check_published(self, work: HookWork) -> list[Compare]:
-        """Refuse a version whose data commits its transaction does not
-        publish: after ``work.ops`` (or, for a key they leave alone, as
-        stored now) each entry's snapshot must have a record naming the
-        entry's ``metadata.json``, and the table's pointer must name that
-        snapshot. A new snapshot is published by the ops themselves; a
-        change that re-names the current one (a ref move, an expiry, new
-        metadata) gets back compares that hold it until the transaction. A
-        version pinning a snapshot without a record would make the table
-        unreadable at it, reported as expired. The catalog's committer calls
-        this on the entries an ``execute(attach=...)`` callback returns, with
-        the whole transaction's writes: a commit hook's too (an ALTER's
-        moves the table's record to a new ``metadata.json``).
-
-        Work planned on a state that changed since (an expiry that read the
-        chain before an append landed) fails its own compares: that is a
-        ``ConflictError``, as its transaction would have said, so the
-        caller plans again."""
-        compares: list[Compare] = []
-        try:
-            for entry in work.entries:
-                compares += self._check_entry(entry, work.ops)
-        except ValidationError:
-            stale = next((c for c in work.compares if not c.holds(self.store.get(c.key))), None)
-            if stale is None:
-                raise
-            raise ConflictError(
-                "The commit was refused: a condition attached to it no longer holds "
-                f"(key '{stale.key}' changed since its data commits were planned)",
-                attempts=1,
-            ) from None
-        return compares
-
-    def _check_entry(self, entry: TableDataCommitted, ops: Sequence[Op]) -> list[Compare]:
-        record_key = snapshot_key(entry.table_id, entry.snapshot_id)
-        raw, held = self._after(ops, record_key)
-        if raw is None:
-            raise _unpublished(
-                entry,
-                "its transaction leaves no record of that snapshot (it publishes none, "
-                "and none is stored)",
-                "data-commit-published",
-            )
-        try:
-            record = decode_record(record_key, raw)
-        except CatalogError as exc:
-            raise _unpublished(
-                entry, f"its record is unreadable ({exc})", "data-commit-record"
-            ) from None
-        if record.metadata != entry.metadata:
-            raise _unpublished(
-                entry,
-                f"its record names metadata '{record.metadata}', not '{entry.metadata}'",
-                "data-commit-metadata",
-            )
-        pointer_key = table_key(entry.table_id)
-        pointer, pointer_held = self._after(ops, pointer_key)
-        try:
-            current = None if pointer is None else decode_pointer(pointer_key, pointer)
-        except CatalogError as exc:
-            raise _unpublished(
-                entry, f"the table's pointer is unreadable ({exc})", "data-commit-current"
-            ) from None
-        if current != entry.snapshot_id:
-            now = "no snapshot" if current is None else f"snapshot {current}"
-            raise _unpublished(
-                entry,
-                f"the table's current data after its transaction would be {now}",
-                "data-commit-current",
-            )
-        return [c for c in (held, pointer_held) if c is not None]
-
-    def _after(self, ops: Sequence[Op], key: str) -> tuple[bytes | None, Compare | None]:
-        """The value ``ops`` leave at ``key``, or the stored one when they
-        leave it alone, with the compare that holds while it stays so."""
-        value: bytes | None = None
-        touched = False
-        for op in ops:
-            if isinstance(op, Put) and op.key == key:
-                value, touched = op.value, True
-            elif (isinstance(op, Delete) and op.key == key) or (
-                isinstance(op, DeleteRange) and key.startswith(op.prefix)
-            ):
-                value, touched = None, True
-        if touched:
-            return value, None
-        kv = self.store.get(key)
-        if kv is None:
-            return None, Compare.absent(key)
-        return kv.value, Compare.value(key, "==", kv.value)
-
     def published(self, snapshot: DataSnapshot) -> None:
         """Forget the files written for a snapshot that was published."""
         with self._lock:
@@ -769,17 +678,6 @@ def adopted_entry(record: Record, metadata: TableMetadata) -> TableDataCommitted
         rows_removed=count("deleted-records"),
         files_added=count("added-data-files") + count("added-delete-files"),
         files_removed=count("deleted-data-files") + count("removed-delete-files"),
-    )
-
-
-def _unpublished(entry: TableDataCommitted, why: str, rule: str) -> ValidationError:
-    return ValidationError(
-        f"TableDataCommitted of table id {entry.table_id} names data snapshot "
-        f"{entry.snapshot_id}, but {why}; a version pins only a snapshot its transaction "
-        "leaves recorded and current, so nothing was committed",
-        table_id=entry.table_id,
-        snapshot_id=entry.snapshot_id,
-        rule=rule,
     )
 
 

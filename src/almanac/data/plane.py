@@ -6,6 +6,7 @@ that has a warehouse; the catalog itself knows nothing of table data."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
@@ -15,6 +16,7 @@ import pyarrow.fs as pafs
 from almanac.data.commits import TableData
 from almanac.data.iceberg_schema import CommitShape
 from almanac.data.ownership import claim_warehouse
+from almanac.data.published import check_published
 from almanac.data.warehouse import Warehouse
 from almanac.errors import CatalogError, ValidationError
 from almanac.metastore import Compare, Op
@@ -43,7 +45,7 @@ class DataPlane:
         self._janitor: threading.Thread | None = None
         cat.add_commit_hook(self._schema_hook)
         cat.add_commit_hook(self._recover_hook)
-        cat.set_data_commit_check(self.data.check_published)
+        cat.set_data_commit_check(functools.partial(check_published, self.data.store))
         cat.on_close(self.close)
         self.data.attach(cat)
         if janitor_interval_s is not None:
