@@ -199,9 +199,9 @@ def _committed(table_id: int, operation: str, *counts: int) -> TableDataCommitte
         (
             "overwrite",
             (1000, 200, 3, 2),
-            "overwrite SALES.ORDERS: 1,000 rows in 3 files replace 200 rows in 2",
+            "overwrite SALES.ORDERS: 1,000 rows (3 files) replace 200 rows (2 files)",
         ),
-        ("overwrite", (5, 0, 1, 0), "overwrite SALES.ORDERS: 5 rows in 1 file replace nothing"),
+        ("overwrite", (5, 0, 1, 0), "overwrite SALES.ORDERS: 5 rows (1 file) replace nothing"),
         ("delete", (0, 10, 1, 1), "delete 10 rows from SALES.ORDERS"),
         ("delete", (0, 0, 1, 0), "delete rows from SALES.ORDERS"),
         ("replace", (1000, 1000, 2, 10), "compact SALES.ORDERS: 10 files into 2 (1,000 rows)"),

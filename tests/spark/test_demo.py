@@ -52,7 +52,17 @@ def test_the_demo_runs_on_plain_spark_sql(tmp_path: Path) -> None:
         r"c_custkey, .*, c_comment\n",
         out,
     ), out
-    assert "SHOW HISTORY" in out and "comes with the next release" in out
+    # Every table as of the catalog version before the MERGE, by a pinned catalog.
+    pinned = re.search(
+        r"Every table as of catalog version (\d+) \(before the MERGE\).*?:\n(.*?)\n\n", out, re.S
+    )
+    assert pinned is not None, out
+    counts = re.findall(r"^  (?:gold|silver|standard) +(\d+) ", pinned.group(2), re.M)
+    assert sum(map(int, counts)) == 1500
+    # The history in words, oldest first, data commits included.
+    history = out[out.index("History (SHOW HISTORY), oldest first:") :]
+    assert re.search(r"  v\d+ at \S+: added column c_tier .* to tpch\.customer\n", history)
+    assert re.search(r"  v\d+ at \S+: overwrite tpch\.customer: 1,500 rows", history), history
     assert re.search(rf"Kept {re.escape(str(root))} \(\d+ MB\)", out), out
 
     with almanac.connect(str(root)) as cat:

@@ -33,7 +33,6 @@ from typing import Any
 import almanac
 from almanac.model.catalog_version import CatalogVersion
 from almanac.model.clock import to_datetime
-from almanac.model.entries import ObjectIdsReserved
 from almanac.serialization import encode_catalog
 
 SETUP = """
@@ -110,7 +109,7 @@ ALTER = "ALTER TABLE almanac.tpch.customer ADD COLUMN c_tier STRING"
 
 TIERS = """
     SELECT c_tier AS tier, count(*) AS customers, round(sum(c_acctbal), 2) AS balance
-    FROM almanac.tpch.customer {as_of} GROUP BY c_tier ORDER BY tier
+    FROM {catalog}.tpch.customer {as_of} GROUP BY c_tier ORDER BY tier
 """
 
 BACKFILL = """
@@ -229,18 +228,20 @@ def pipeline(root: Path, scale: float) -> None:
             print(f"v{cat.catalog().version}: {ALTER}")
             sql(BACKFILL)
             backfilled, _ = snapshot()
+            cat.catch_up()  # the Spark session's commits reach this node through the log
+            before_merge = cat.latest_version
             print(f"UPDATE backfilled c_tier: snapshot {backfilled}")
-            show("Customers by tier:", sql(TIERS.format(as_of="")), TIER_COLUMNS)
+            show("Customers by tier:", sql(TIERS.format(catalog="almanac", as_of="")), TIER_COLUMNS)
             sql(MERGE)
             merged, _ = snapshot()
             print(f"MERGE: every 1000th customer richer and gold, one new: snapshot {merged}")
-            show("Customers by tier:", sql(TIERS.format(as_of="")), TIER_COLUMNS)
+            show("Customers by tier:", sql(TIERS.format(catalog="almanac", as_of="")), TIER_COLUMNS)
             print()
 
             as_of = f"VERSION AS OF {backfilled}"
             show(
                 f"Time travel, {as_of} (before the MERGE):",
-                sql(TIERS.format(as_of=as_of)),
+                sql(TIERS.format(catalog="almanac", as_of=as_of)),
                 TIER_COLUMNS,
             )
             as_of = f"TIMESTAMP AS OF '{loaded_at}'"
@@ -250,24 +251,15 @@ def pipeline(root: Path, scale: float) -> None:
                 f"{then.count():,} rows of {', '.join(then.columns)}"
             )
             print("(a snapshot is read with the table's schema as of that snapshot)")
+            almanac.spark.add_catalog(spark, "then", str(root), version=before_merge)
+            show(
+                f"Every table as of catalog version {before_merge} (before the MERGE), "
+                f"through add_catalog(spark, 'then', dir, version={before_merge}):",
+                sql(TIERS.format(catalog="then", as_of="")),
+                TIER_COLUMNS,
+            )
     finally:
         spark.stop()
-    catalog_versions(root)
-
-
-def catalog_versions(root: Path) -> None:
-    """The catalog's own versions, newest first (``SHOW HISTORY``): what a
-    catalog pinned at a version will read."""
-    with almanac.connect(str(root)) as cat:
-        result = cat.sql("SHOW HISTORY LIMIT 3")
-    print()
-    print("The catalog's own versions, newest first (SHOW HISTORY LIMIT 3):")
-    for version, activated, _node, summary in result.rows:
-        text = str(summary)
-        print(f"  v{version} at {activated}: {text if len(text) <= 80 else text[:77] + '...'}")
-    print("Spark's time travel above is per table, by Iceberg snapshot. Reading every table")
-    print("as of one catalog version (almanac.spark.add_catalog(spark, name, target,")
-    print("version=V)) comes with the next release.")
 
 
 def iceberg_tables(root: Path) -> None:
@@ -292,29 +284,15 @@ def iceberg_tables(root: Path) -> None:
 
 
 def history(root: Path) -> None:
-    """Every catalog version, with the data commits made against it."""
+    """Every catalog version in words, oldest first (``SHOW HISTORY``): DDL
+    and data commits alike, each a version a pinned read can name."""
     with almanac.connect(str(root)) as cat:
-        commits: dict[int, list[str]] = {}
-        if importlib.util.find_spec("pyarrow") is not None:
-            from almanac.data import TableData
-
-            data = TableData.for_catalog(cat)
-            for table in cat.catalog().tables():
-                for snap in data.history(table.id):
-                    rows = sum(f.rows for f in snap.files)
-                    commits.setdefault(snap.catalog_version, []).append(
-                        f"data {snap.operation} {table.name}: {rows:,} rows"
-                    )
-        print("History:")
-        for info in cat.history():
-            kinds = ", ".join(
-                type(e).__name__
-                for e in info.update.entries
-                if not isinstance(e, ObjectIdsReserved)
-            )
-            print(f"  v{info.version} at {to_datetime(info.activation_time):%H:%M:%S.%f}: {kinds}")
-            for line in commits.get(info.version, []):
-                print(f"      {line}")
+        result = cat.sql("SHOW HISTORY")
+    print("History (SHOW HISTORY), oldest first:")
+    for version, activated, _node, summary in reversed(result.rows):
+        text = str(summary)
+        shown = text if len(text) <= 90 else text[:87] + "..."
+        print(f"  v{version} at {activated}: {shown}")
 
 
 @contextlib.contextmanager

@@ -502,11 +502,11 @@ def _table_data_committed(entry: TableDataCommitted, names: Names) -> str:
             return f"append {_rows(added)} to {table} ({_files(entry.files_added)})"
         case "overwrite":
             gone = (
-                f"{_rows(removed)} in {entry.files_removed:,}" if entry.files_removed else "nothing"
+                f"{_rows(removed)} ({_files(entry.files_removed)})"
+                if entry.files_removed
+                else "nothing"
             )
-            return (
-                f"overwrite {table}: {_rows(added)} in {_files(entry.files_added)} replace {gone}"
-            )
+            return f"overwrite {table}: {_rows(added)} ({_files(entry.files_added)}) replace {gone}"
         case "delete":
             # An engine's merge-on-read delete may not count the rows it hides.
             return f"delete {_rows(removed) if removed else 'rows'} from {table}"
