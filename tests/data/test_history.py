@@ -78,8 +78,8 @@ def _words(shop: Shop) -> dict[int, str]:
         shop.appended: f"append 1,000 rows to SALES.ORDERS ({_files_text(appended)})",
         shop.other: f"append 5 rows to SALES.OTHER ({_files_text(other)})",
         shop.altered: "added column NOTE STRING(10) to SALES.ORDERS",
-        shop.replaced: f"overwrite SALES.ORDERS: 10 rows in {_files_text(replaced)} "
-        f"replace 1,000 rows in {appended}",
+        shop.replaced: f"overwrite SALES.ORDERS: 10 rows ({_files_text(replaced)}) "
+        f"replace 1,000 rows ({_files_text(appended)})",
         shop.dropped: "dropped table SALES.OTHER",
     }
 

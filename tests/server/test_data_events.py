@@ -93,7 +93,7 @@ def test_data_commits_reach_every_event_reader(
         files = entries[0].files_added
         words = f"append 1,000 rows to PUBLIC.DATA_EV ({files} file{'s' * (files != 1)})"
         assert sent[appended]["summary"] == words
-        assert sent[replaced]["summary"].startswith("overwrite PUBLIC.DATA_EV: 10 rows in ")
+        assert sent[replaced]["summary"].startswith("overwrite PUBLIC.DATA_EV: 10 rows (")
 
         with server.client(READ_TOKEN) as client:
             listed = client.get("/v1/history", params={"since": appended, "limit": 2}).json()
