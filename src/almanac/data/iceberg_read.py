@@ -8,8 +8,10 @@ and bounds are ``iceberg_files``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,21 @@ def _reason(exc: BaseException) -> str:
     """The first line of an exception, with its type (for a file that does not parse)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+@contextlib.contextmanager
+def _reading(what: str, path: str) -> Iterator[None]:
+    """A file of the table's Iceberg metadata read inside: missing, it is a
+    ``CatalogError``; unreadable (damaged storage: Avro, pydantic, JSON,
+    UTF-8, I/O, ...), a ``CorruptLogError``; each naming it."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise CatalogError(f"{what} '{path}' is missing from the warehouse", path=path) from exc
+    except CatalogError:
+        raise
+    except Exception as exc:
+        raise CorruptLogError(f"{what} '{path}' cannot be read: {_reason(exc)}", path=path) from exc
 
 
 def _tablet_at(metadata: TableMetadata, spec: IcebergSpec | None, partitions: int) -> int | None:
@@ -134,24 +151,12 @@ class IcebergReader:
         cached = self._cached(self._metadata, location)
         if cached is not None:
             return cached  # type: ignore[no-any-return]
-        try:
+        with _reading("Iceberg metadata file", location):
             with self.io.new_input(location).open() as stream:
                 raw = stream.read()
             if isinstance(Compressor.get_compressor(location), GzipCompressor):
                 raw = gunzip_bounded(location, raw)
             metadata = TableMetadataUtil.parse_raw(raw.decode("utf-8"))
-        except FileNotFoundError as exc:
-            raise CatalogError(
-                f"Iceberg metadata file '{location}' is missing from the warehouse",
-                path=location,
-            ) from exc
-        except CatalogError:
-            raise
-        except Exception as exc:  # damaged storage: pydantic, JSON, UTF-8, I/O, ...
-            raise CorruptLogError(
-                f"Iceberg metadata file '{location}' cannot be read: {_reason(exc)}",
-                path=location,
-            ) from exc
         self._remember(self._metadata, location, metadata)
         return metadata
 
@@ -202,20 +207,8 @@ class IcebergReader:
             )
         if snapshot is None:
             return []
-        try:
+        with _reading("Iceberg manifest list", snapshot.manifest_list):
             return list(snapshot.manifests(self.io))
-        except FileNotFoundError as exc:
-            raise CatalogError(
-                f"Iceberg manifest list '{snapshot.manifest_list}' is missing from the warehouse",
-                path=snapshot.manifest_list,
-            ) from exc
-        except CatalogError:
-            raise
-        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
-            raise CorruptLogError(
-                f"Iceberg manifest list '{snapshot.manifest_list}' cannot be read: {_reason(exc)}",
-                path=snapshot.manifest_list,
-            ) from exc
 
     def _entries(
         self, manifest: ManifestFile, metadata: TableMetadata
@@ -233,20 +226,8 @@ class IcebergReader:
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         types = self._types(metadata)
-        try:
+        with _reading("Iceberg manifest", manifest.manifest_path):
             entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
-        except FileNotFoundError as exc:
-            raise CatalogError(
-                f"Iceberg manifest '{manifest.manifest_path}' is missing from the warehouse",
-                path=manifest.manifest_path,
-            ) from exc
-        except CatalogError:
-            raise
-        except Exception as exc:  # damaged storage: Avro, UTF-8, JSON, I/O, ...
-            raise CorruptLogError(
-                f"Iceberg manifest '{manifest.manifest_path}' cannot be read: {_reason(exc)}",
-                path=manifest.manifest_path,
-            ) from exc
         result = tuple(
             (
                 from_iceberg_file(e.data_file, types, tablet_at, partitions),

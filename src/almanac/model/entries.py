@@ -805,8 +805,9 @@ def data_only(entries: Iterable[UpdateEntry]) -> bool:
     """Whether ``entries`` are data commits alone, no DDL (true of none: a
     batch of no commands plans none, and what its attach adds is data). A
     version of them changes no schema anyone plans with: it has no
-    schema-sync delay and is ready once applied, without waiting for its
-    listeners (see ``almanac.node.dispatch``)."""
+    schema-sync delay, is ready once applied and every earlier DDL version
+    is ready, and its writer waits for no listener (see
+    ``almanac.node.dispatch``)."""
     return all(isinstance(entry, TableDataCommitted) for entry in entries)
 
 
