@@ -805,7 +805,7 @@ class AlmanacDialect(Dialect):
     Parser = AlmanacParser
 
 
-# -- types and literals: what the dialect's type names and literal syntax mean --
+# -- what translating a parsed statement may refuse (shared by the translators) --
 
 
 class Untranslatable(Exception):
